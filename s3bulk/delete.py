@@ -1,0 +1,45 @@
+"""DeleteObjects in batches of at most 1,000 keys, reading per-key errors from the 200 response."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+
+from s3bulk.errors import ErrorKind, classify
+from s3bulk.store import KeyFailure, ObjectStore, StoreError
+
+MAX_KEYS = 1000
+PER_KEY_ATTEMPTS = 5
+
+
+def delete_keys(
+    store: ObjectStore,
+    bucket: str,
+    keys: Sequence[str],
+    *,
+    attempts: int = PER_KEY_ATTEMPTS,
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[KeyFailure]:
+    """Return the keys that could not be deleted.
+
+    A 200 response may still carry per-key SlowDown/InternalError entries that
+    the HTTP client never retries, so those keys are retried here, bounded,
+    with jittered backoff.
+    """
+    if len(keys) > MAX_KEYS:
+        raise ValueError(f"at most {MAX_KEYS} keys per DeleteObjects request")
+    pending = list(keys)
+    permanent: list[KeyFailure] = []
+    for attempt in range(1, attempts + 1):
+        try:
+            errors = store.delete_objects(bucket, pending)
+        except StoreError as exc:
+            errors = [KeyFailure(k, exc.code, exc.message) for k in pending]
+        retry = [e for e in errors if classify(StoreError(e.code)) is ErrorKind.RETRYABLE]
+        permanent += [e for e in errors if classify(StoreError(e.code)) is ErrorKind.PERMANENT]
+        if not retry or attempt == attempts:
+            return permanent + retry
+        pending = [e.key for e in retry]
+        sleep(min(5.0, 0.1 * 2**attempt) * random.uniform(0.5, 1.0))
+    return permanent

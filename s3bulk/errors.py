@@ -1,0 +1,90 @@
+"""Classify what happened to each object, so nothing is silently dropped."""
+
+from __future__ import annotations
+
+import enum
+
+from s3bulk.store import StoreError
+
+
+class Outcome(enum.Enum):
+    SUCCEEDED = "succeeded"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+
+
+class ErrorKind(enum.Enum):
+    RETRYABLE = "retryable"  # throttling, 5xx, timeouts: retried (bounded, backoff) by the client
+    PERMANENT = "permanent"  # retrying cannot help: reported with key and code
+
+
+# Codes botocore's standard retry mode retries; seeing one here means retries ran out.
+RETRYABLE_CODES = frozenset(
+    {
+        "SlowDown",
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "RequestThrottled",
+        "RequestThrottledException",
+        "TooManyRequestsException",
+        "ProvisionedThroughputExceededException",
+        "TransactionInProgressException",
+        "RequestLimitExceeded",
+        "BandwidthLimitExceeded",
+        "LimitExceededException",
+        "RequestTimeout",
+        "RequestTimeoutException",
+        "PriorRequestNotComplete",
+        "InternalError",
+        "ServiceUnavailable",
+        "ConnectionError",
+        "ReadTimeout",
+        "ConnectTimeout",
+        "KMS.ThrottlingException",
+    }
+)
+
+# Retrying these cannot succeed; each names what the user must change.
+PERMANENT_HINTS = {
+    "AccessDenied": "check the credentials' permissions and bucket policy",
+    "AllAccessDisabled": "the bucket is disabled",
+    "NoSuchKey": "the object vanished after listing",
+    "NoSuchBucket": "check the bucket name",
+    "InvalidObjectState": "restore needed: the object is archived (Glacier/Deep Archive)",
+    "ObjectNotInActiveTierError": "restore needed: the object is archived (Glacier/Deep Archive)",
+    "PreconditionFailed": "the source changed during the copy; rerun to pick up the new version",
+    "KeyTooLongError": "the destination key is over 1,024 bytes; shorten destination.prefix",
+    "EntityTooLarge": "object is too large for a single copy; lower options.multipart_threshold",
+    "InvalidRequest": "the server refused the request",
+    "MethodNotAllowed": "the operation is not allowed on this object",
+}
+
+
+def classify(exc: BaseException) -> ErrorKind:
+    """Retryable errors are throttling, server faults and timeouts; everything else is permanent."""
+    if isinstance(exc, StoreError):
+        if exc.code in RETRYABLE_CODES:
+            return ErrorKind.RETRYABLE
+        if exc.status is not None and (exc.status >= 500 or exc.status == 429):
+            return ErrorKind.RETRYABLE
+        return ErrorKind.PERMANENT
+    if isinstance(exc, (TimeoutError, ConnectionError)):
+        return ErrorKind.RETRYABLE
+    return ErrorKind.PERMANENT
+
+
+def error_code(exc: BaseException) -> str:
+    if isinstance(exc, StoreError):
+        return exc.code
+    return type(exc).__name__
+
+
+def error_message(exc: BaseException) -> str:
+    """A message for the report: the server's words, plus a hint on what to change."""
+    if isinstance(exc, StoreError):
+        hint = PERMANENT_HINTS.get(exc.code)
+        if classify(exc) is ErrorKind.RETRYABLE:
+            hint = "gave up after the client's bounded retries; rerun later or lower options.concurrency"
+        return f"{exc.message} ({hint})" if hint and hint not in exc.message else exc.message
+    return str(exc) or type(exc).__name__

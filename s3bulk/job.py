@@ -1,0 +1,224 @@
+"""The job file: the user's contract, validated before anything is touched.
+
+Every rule here exists so a bad job fails in one clear line (exit 2) instead of
+half-running. The JSON Schema in docs/ is generated from these models.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+MiB = 1024 * 1024
+GiB = 1024 * MiB
+MAX_KEY_BYTES = 1024
+MIN_PART_SIZE = 5 * MiB
+MAX_PART_SIZE = 5 * GiB
+MAX_COPY_OBJECT_SIZE = 5 * GiB
+
+Operation = Literal["copy", "move", "delete"]
+StorageClass = Literal[
+    "STANDARD",
+    "REDUCED_REDUNDANCY",
+    "STANDARD_IA",
+    "ONEZONE_IA",
+    "INTELLIGENT_TIERING",
+    "GLACIER",
+    "DEEP_ARCHIVE",
+    "GLACIER_IR",
+    "OUTPOSTS",
+    "SNOW",
+    "EXPRESS_ONEZONE",
+]
+
+_BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+_BUCKET_FIX = "use 3-63 lowercase letters, digits, dots or hyphens, starting and ending with a letter or digit"
+
+
+class JobError(ValueError):
+    """A job the engine refuses to run; str() is the one-line message for the user."""
+
+
+class _FieldProblem(ValueError):
+    """A rule broken by a combination of fields; `field` names the one to fix."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+def _check_bucket(name: str) -> str:
+    if not _BUCKET_RE.match(name) or ".." in name or ".-" in name or "-." in name:
+        raise ValueError(f"{name!r} is not a valid S3 bucket name; {_BUCKET_FIX}")
+    try:
+        ipaddress.IPv4Address(name)
+    except ValueError:
+        pass
+    else:
+        raise ValueError(f"{name!r} is formatted as an IP address; {_BUCKET_FIX}")
+    if name.startswith(("xn--", "sthree-")) or name.endswith(("-s3alias", "--ol-s3")):
+        raise ValueError(f"{name!r} uses a prefix or suffix S3 reserves; choose another bucket name")
+    return name
+
+
+def _check_prefix(prefix: str) -> str:
+    size = len(prefix.encode("utf-8"))
+    if size > MAX_KEY_BYTES:
+        raise ValueError(f"prefix is {size} UTF-8 bytes; S3 keys are at most {MAX_KEY_BYTES}, so shorten it")
+    return prefix
+
+
+class Source(_Strict):
+    """Which objects a job selects; globs match the key relative to `prefix`."""
+
+    bucket: str = Field(description="Source bucket name.")
+    prefix: str = Field("", description="Only keys starting with this prefix (byte-exact, no normalisation).")
+    all: bool = Field(False, description="Must be true to delete a whole bucket (no prefix).")
+    include: list[str] = Field(default_factory=list, description="Glob patterns (fnmatch, `*` crosses `/`); a key must match one.")
+    exclude: list[str] = Field(default_factory=list, description="Glob patterns; a key matching any is left out.")
+    min_size: int = Field(0, ge=0, description="Smallest object size in bytes, inclusive.")
+    max_size: int | None = Field(None, ge=0, description="Largest object size in bytes, inclusive.")
+    modified_after: datetime | None = Field(None, description="ISO 8601 with a timezone; LastModified >= this.")
+    modified_before: datetime | None = Field(None, description="ISO 8601 with a timezone; LastModified < this.")
+
+    _bucket = field_validator("bucket")(classmethod(lambda cls, v: _check_bucket(v)))
+    _prefix = field_validator("prefix")(classmethod(lambda cls, v: _check_prefix(v)))
+
+    @field_validator("modified_after", "modified_before")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError("timestamp has no timezone; write it like 2024-01-01T00:00:00Z")
+        return value
+
+    @model_validator(mode="after")
+    def _ranges(self) -> Source:
+        if self.max_size is not None and self.max_size < self.min_size:
+            raise _FieldProblem("max_size", f"max_size ({self.max_size}) is below min_size ({self.min_size}); raise max_size or lower min_size")
+        if self.modified_after and self.modified_before and self.modified_after >= self.modified_before:
+            raise _FieldProblem("modified_after", "modified_after is not before modified_before; widen the time window")
+        if self.all and self.prefix:
+            raise _FieldProblem("all", "all=true selects the whole bucket, so prefix must be empty; drop one of them")
+        return self
+
+
+class Destination(_Strict):
+    """Where copies land: destination key = prefix + (source key without source.prefix)."""
+
+    bucket: str = Field(description="Destination bucket name.")
+    prefix: str = Field("", description="Prepended to each key relative to source.prefix.")
+    storage_class: StorageClass | None = Field(None, description="Storage class of the copies; null keeps S3's default (STANDARD).")
+
+    _bucket = field_validator("bucket")(classmethod(lambda cls, v: _check_bucket(v)))
+    _prefix = field_validator("prefix")(classmethod(lambda cls, v: _check_prefix(v)))
+
+
+class Options(_Strict):
+    """How a job runs; every default is a measured choice documented in docs/architecture.md."""
+
+    dry_run: bool = Field(False, description="List and count what would be done; change nothing.")
+    if_exists: Literal["overwrite", "skip"] = Field(
+        "overwrite", description="overwrite: replace existing destination objects; skip: leave them (and, for move, the source) untouched."
+    )
+    concurrency: int | None = Field(None, ge=1, le=1024, description="Worker threads (and HTTP connections); null picks the measured default.")
+    multipart_threshold: int = Field(
+        128 * MiB, ge=MIN_PART_SIZE, le=MAX_COPY_OBJECT_SIZE, description="Objects larger than this are copied with parallel UploadPartCopy."
+    )
+    part_size: int = Field(64 * MiB, ge=MIN_PART_SIZE, le=MAX_PART_SIZE, description="Multipart copy part size; grown if an object would need over 10,000 parts.")
+    batch_size: int = Field(1000, ge=1, le=1000, description="Keys per batch (a DeleteObjects request holds at most 1,000).")
+
+
+class Job(_Strict):
+    """A bulk operation over every object a listing selects."""
+
+    operation: Operation = Field(description="copy, move or delete.")
+    source: Source
+    destination: Destination | None = Field(None, description="Required for copy and move; forbidden for delete.")
+    options: Options = Field(default_factory=Options)
+    job_id: str | None = Field(None, pattern=r"^[A-Za-z0-9._-]{1,80}$", description="Optional id; one is generated when absent.")
+
+    @model_validator(mode="after")
+    def _shape(self) -> Job:
+        if self.operation == "delete":
+            if self.destination is not None:
+                raise _FieldProblem("destination", "destination is not allowed for operation 'delete'; remove it")
+            if not self.source.prefix and not self.source.all:
+                raise _FieldProblem("source.prefix", 'source.prefix is empty, which would delete the whole bucket; give a prefix or set "all": true')
+            return self
+        dst = self.destination
+        if dst is None:
+            raise _FieldProblem("destination", f"destination is required for operation {self.operation!r}; add {{\"bucket\": ...}}")
+        src = self.source
+        if dst.bucket == src.bucket and (dst.prefix.startswith(src.prefix) or src.prefix.startswith(dst.prefix)):
+            raise _FieldProblem(
+                "destination.prefix",
+                f"destination s3://{dst.bucket}/{dst.prefix} overlaps source s3://{src.bucket}/{src.prefix}, "
+                "so the listing would chase its own output; use a destination prefix outside the source prefix"
+            )
+        return self
+
+
+def _describe(err: dict[str, Any]) -> str:
+    """Turn one pydantic error into 'job.field.path: problem; fix'."""
+    loc = [str(p) for p in err.get("loc", ())]
+    kind = err.get("type", "")
+    msg = str(err.get("msg", ""))
+    if kind == "value_error":
+        cause = err.get("ctx", {}).get("error")
+        msg = str(cause) if cause is not None else msg.removeprefix("Value error, ")
+        if isinstance(cause, _FieldProblem):
+            loc = [*loc, *cause.field.split(".")]
+    elif kind == "extra_forbidden":
+        msg = "unknown field; remove it or fix its spelling (see docs/job.schema.json)"
+    elif kind == "missing":
+        msg = "required field is missing; add it"
+    elif kind in {"int_type", "string_type", "bool_type", "list_type", "model_type", "datetime_type"}:
+        msg = f"{msg.rstrip('.')}; got {json.dumps(err.get('input'), default=str)[:60]}"
+    elif kind.startswith("datetime"):
+        msg = f"{msg.rstrip('.')}; write it like 2024-01-01T00:00:00Z"
+    path = ".".join(["job", *loc])
+    return f"{path}: {msg}"
+
+
+def parse_job(text: str | bytes) -> Job:
+    """Validate a job document; raise JobError with a one-line message naming the field."""
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise JobError(f"job: not valid JSON at line {exc.lineno} column {exc.colno} ({exc.msg}); fix the syntax") from None
+    if not isinstance(raw, dict):
+        raise JobError("job: the file must hold a JSON object like {\"operation\": ..., \"source\": ...}")
+    try:
+        return Job.model_validate_json(text)
+    except ValidationError as exc:
+        errors = exc.errors()
+        first = _describe(dict(errors[0]))
+        more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
+        raise JobError(first + more) from None
+
+
+def load_job(path: str | Path) -> Job:
+    """Read and validate a job file."""
+    try:
+        text = Path(path).read_bytes()
+    except OSError as exc:
+        raise JobError(f"job file {str(path)!r}: {exc.strerror}; check the path") from None
+    return parse_job(text)
+
+
+def json_schema() -> dict[str, Any]:
+    """The published schema (docs/job.schema.json) for editors and other tools."""
+    schema = Job.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "s3bulk job"
+    return schema

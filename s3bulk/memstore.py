@@ -1,0 +1,288 @@
+"""An in-memory ObjectStore: fast unit tests with no sockets, and the bench's 1M-key store.
+
+It mimics the S3 behaviour the engine relies on (sorted V2 listing, ETags,
+CopySourceIfMatch, per-key DeleteObjects errors) and lets tests inject faults.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import itertools
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+
+from s3bulk.job import MAX_KEY_BYTES
+from s3bulk.store import KeyFailure, ListPage, ObjectHead, ObjectInfo, StoreError
+
+Fault = Callable[[str, str, str], StoreError | None]
+"""Called as fault(operation, bucket, key); a returned error is raised (or reported per key)."""
+
+
+@dataclass(slots=True)
+class _Obj:
+    body: bytes | None  # None: a synthetic object that has only a size (bench)
+    size: int
+    etag: str
+    last_modified: datetime
+    content_type: str = "binary/octet-stream"
+    metadata: dict[str, str] = field(default_factory=dict)
+    tags: dict[str, str] = field(default_factory=dict)
+    storage_class: str = "STANDARD"
+
+
+@dataclass(slots=True)
+class _Upload:
+    bucket: str
+    key: str
+    head: ObjectHead
+    tags: dict[str, str]
+    storage_class: str
+    parts: dict[int, tuple[bytes | None, int, str]] = field(default_factory=dict)
+
+
+def _md5(body: bytes) -> str:
+    return '"' + hashlib.md5(body, usedforsecurity=False).hexdigest() + '"'
+
+
+class MemoryStore:
+    """Thread-safe; `calls` counts requests by operation so tests can prove e.g. 'no HEAD per small object'."""
+
+    def __init__(self, page_size: int = 1000) -> None:
+        self.page_size = page_size
+        self.faults: list[Fault] = []
+        self.calls: dict[str, int] = {}
+        self._buckets: dict[str, dict[str, _Obj]] = {}
+        self._sorted: dict[str, list[str] | None] = {}
+        self._uploads: dict[str, _Upload] = {}
+        self._ids = itertools.count(1)
+        self._lock = threading.RLock()
+
+    # -- seeding and inspection (test side) --------------------------------------------------
+    def create_bucket(self, bucket: str) -> None:
+        with self._lock:
+            self._buckets.setdefault(bucket, {})
+            self._sorted[bucket] = None
+
+    def put_object(
+        self,
+        bucket: str,
+        key: str,
+        body: bytes = b"",
+        *,
+        size: int | None = None,
+        content_type: str = "binary/octet-stream",
+        metadata: dict[str, str] | None = None,
+        tags: dict[str, str] | None = None,
+        last_modified: datetime | None = None,
+        storage_class: str = "STANDARD",
+    ) -> None:
+        """Store an object; `size` without a body makes a synthetic object of that size."""
+        stored = None if size is not None else body
+        etag = _md5(key.encode()) if stored is None else _md5(body)
+        obj = _Obj(
+            stored,
+            len(body) if size is None else size,
+            etag,
+            last_modified or datetime.now(timezone.utc),
+            content_type,
+            dict(metadata or {}),
+            dict(tags or {}),
+            storage_class,
+        )
+        with self._lock:
+            self._bucket(bucket)[key] = obj
+            self._sorted[bucket] = None
+
+    def get_body(self, bucket: str, key: str) -> bytes:
+        obj = self._get(bucket, key)
+        assert obj.body is not None
+        return obj.body
+
+    def get(self, bucket: str, key: str) -> _Obj:
+        return replace(self._get(bucket, key))
+
+    def keys(self, bucket: str) -> list[str]:
+        with self._lock:
+            return list(self._keys(bucket))
+
+    # -- the ObjectStore protocol ------------------------------------------------------------
+    @property
+    def retries(self) -> int:
+        return 0
+
+    def list_page(self, bucket: str, prefix: str, token: str | None = None, start_after: str | None = None) -> ListPage:
+        self._count("ListObjectsV2")
+        self._fault("ListObjectsV2", bucket, prefix)
+        with self._lock:
+            keys = self._keys(bucket)
+            after = token if token is not None else (start_after if start_after and start_after > prefix else None)
+            i = bisect.bisect_right(keys, after) if after is not None else bisect.bisect_left(keys, prefix)
+            out: list[ObjectInfo] = []
+            objects = self._buckets[bucket]
+            while i < len(keys) and len(out) < self.page_size and keys[i].startswith(prefix):
+                o = objects[keys[i]]
+                out.append(ObjectInfo(keys[i], o.size, o.etag, o.last_modified, o.storage_class))
+                i += 1
+            more = i < len(keys) and keys[i].startswith(prefix)
+            return ListPage(out, out[-1].key if more and out else None)
+
+    def copy_object(
+        self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None
+    ) -> str:
+        self._count("CopyObject")
+        self._fault("CopyObject", src_bucket, src_key)
+        self._fault("PutObject", dst_bucket, dst_key)
+        self._check_key(dst_key)
+        with self._lock:
+            src = self._get(src_bucket, src_key)
+            etag = _md5(src.body) if src.body is not None else src.etag
+            copy = replace(src, etag=etag, metadata=dict(src.metadata), tags=dict(src.tags))
+            copy.storage_class = storage_class or "STANDARD"
+            copy.last_modified = datetime.now(timezone.utc)
+            self._bucket(dst_bucket)[dst_key] = copy
+            self._sorted[dst_bucket] = None
+            return etag
+
+    def head_object(self, bucket: str, key: str) -> ObjectHead:
+        self._count("HeadObject")
+        self._fault("HeadObject", bucket, key)
+        o = self._get(bucket, key)
+        return ObjectHead(o.size, o.etag, o.content_type, dict(o.metadata))
+
+    def get_tags(self, bucket: str, key: str) -> dict[str, str]:
+        self._count("GetObjectTagging")
+        return dict(self._get(bucket, key).tags)
+
+    def create_multipart_upload(
+        self, bucket: str, key: str, head: ObjectHead, tags: dict[str, str], *, storage_class: str | None = None
+    ) -> str:
+        self._count("CreateMultipartUpload")
+        self._fault("PutObject", bucket, key)
+        self._check_key(key)
+        with self._lock:
+            self._bucket(bucket)
+            upload_id = f"upload-{next(self._ids)}"
+            self._uploads[upload_id] = _Upload(bucket, key, head, dict(tags), storage_class or "STANDARD")
+            return upload_id
+
+    def upload_part_copy(
+        self,
+        src_bucket: str,
+        src_key: str,
+        dst_bucket: str,
+        dst_key: str,
+        upload_id: str,
+        part_number: int,
+        first_byte: int,
+        last_byte: int,
+        if_match: str,
+    ) -> str:
+        self._count("UploadPartCopy")
+        self._fault("UploadPartCopy", src_bucket, src_key)
+        src = self._get(src_bucket, src_key)
+        if src.etag != if_match:
+            raise StoreError("PreconditionFailed", "At least one of the pre-conditions you specified did not hold", 412)
+        with self._lock:
+            upload = self._uploads.get(upload_id)
+            if upload is None:
+                raise StoreError("NoSuchUpload", "The specified upload does not exist", 404)
+            chunk = None if src.body is None else src.body[first_byte : last_byte + 1]
+            etag = _md5(chunk if chunk is not None else f"{src_key}:{first_byte}".encode())
+            upload.parts[part_number] = (chunk, last_byte - first_byte + 1, etag)
+            return etag
+
+    def complete_multipart_upload(self, bucket: str, key: str, upload_id: str, part_etags: Sequence[str]) -> str:
+        self._count("CompleteMultipartUpload")
+        with self._lock:
+            upload = self._uploads.pop(upload_id)
+            parts = [upload.parts[n] for n in range(1, len(part_etags) + 1)]
+            if [p[2] for p in parts] != list(part_etags):
+                raise StoreError("InvalidPart", "One or more of the specified parts could not be found", 400)
+            synthetic = any(p[0] is None for p in parts)
+            body = None if synthetic else b"".join(p[0] or b"" for p in parts)
+            digest = hashlib.md5(b"".join(bytes.fromhex(e.strip('"')) for e in part_etags), usedforsecurity=False)
+            etag = f'"{digest.hexdigest()}-{len(parts)}"'
+            head = upload.head
+            self._bucket(bucket)[key] = _Obj(
+                body,
+                sum(p[1] for p in parts),
+                etag,
+                datetime.now(timezone.utc),
+                head.content_type or "binary/octet-stream",
+                dict(head.metadata),
+                upload.tags,
+                upload.storage_class,
+            )
+            self._sorted[bucket] = None
+            return etag
+
+    def abort_multipart_upload(self, bucket: str, key: str, upload_id: str) -> None:
+        self._count("AbortMultipartUpload")
+        with self._lock:
+            self._uploads.pop(upload_id, None)
+
+    def delete_objects(self, bucket: str, keys: Sequence[str]) -> list[KeyFailure]:
+        self._count("DeleteObjects")
+        if len(keys) > 1000:
+            raise StoreError("MalformedXML", "DeleteObjects takes at most 1000 keys", 400)
+        failures: list[KeyFailure] = []
+        with self._lock:
+            objects = self._bucket(bucket)
+            for key in keys:
+                err = self._fault_for("DeleteObject", bucket, key)
+                if err is not None:
+                    failures.append(KeyFailure(key, err.code, err.message))
+                else:
+                    objects.pop(key, None)  # S3 reports deleting a missing key as success
+            self._sorted[bucket] = None
+        return failures
+
+    @property
+    def open_uploads(self) -> int:
+        with self._lock:
+            return len(self._uploads)
+
+    # -- internals --------------------------------------------------------------------------
+    def _count(self, op: str) -> None:
+        with self._lock:
+            self.calls[op] = self.calls.get(op, 0) + 1
+
+    def _fault_for(self, op: str, bucket: str, key: str) -> StoreError | None:
+        for fault in self.faults:
+            err = fault(op, bucket, key)
+            if err is not None:
+                return err
+        return None
+
+    def _fault(self, op: str, bucket: str, key: str) -> None:
+        err = self._fault_for(op, bucket, key)
+        if err is not None:
+            raise err
+
+    def _bucket(self, bucket: str) -> dict[str, _Obj]:
+        try:
+            return self._buckets[bucket]
+        except KeyError:
+            raise StoreError("NoSuchBucket", f"The specified bucket does not exist: {bucket}", 404) from None
+
+    def _keys(self, bucket: str) -> list[str]:
+        keys = self._sorted.get(bucket)
+        if keys is None:
+            keys = sorted(self._bucket(bucket))  # str order == UTF-8 byte order, as S3 lists
+            self._sorted[bucket] = keys
+        return keys
+
+    def _get(self, bucket: str, key: str) -> _Obj:
+        with self._lock:
+            obj = self._bucket(bucket).get(key)
+        if obj is None:
+            raise StoreError("NoSuchKey", "The specified key does not exist.", 404)
+        return obj
+
+    @staticmethod
+    def _check_key(key: str) -> None:
+        if len(key.encode("utf-8")) > MAX_KEY_BYTES:
+            raise StoreError("KeyTooLongError", "Your key is too long", 400)

@@ -1,0 +1,144 @@
+"""The ObjectStore port served by a boto3 S3 client (AWS or any S3-compatible endpoint)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+from botocore.exceptions import BotoCoreError, ClientError, ConnectionError as BotoConnectionError, ReadTimeoutError
+from botocore.exceptions import ConnectTimeoutError
+
+from s3bulk.store import KeyFailure, ListPage, ObjectHead, ObjectInfo, StoreError
+
+T = TypeVar("T")
+
+# Headers a multipart copy must re-apply (CopyObject carries them itself).
+_HEAD_HEADERS = ("CacheControl", "ContentDisposition", "ContentEncoding", "ContentLanguage", "Expires", "WebsiteRedirectLocation")
+
+
+class S3Store:
+    """Thin: each method is one API call; botocore does the bounded retries with backoff."""
+
+    def __init__(self, client: Any, *, max_keys: int = 1000) -> None:
+        self.client = client
+        self.max_keys = max_keys
+        self._retries = 0
+        self._lock = threading.Lock()
+
+    @property
+    def retries(self) -> int:
+        return self._retries
+
+    def _call(self, fn: Callable[..., dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
+        try:
+            response = fn(**kwargs)
+        except ClientError as exc:
+            meta = exc.response.get("ResponseMetadata", {})
+            self._count(meta.get("RetryAttempts", 0))
+            err = exc.response.get("Error", {})
+            code = str(err.get("Code") or meta.get("HTTPStatusCode") or "ClientError")
+            raise StoreError(code, str(err.get("Message") or code), meta.get("HTTPStatusCode")) from exc
+        except (ReadTimeoutError, ConnectTimeoutError) as exc:
+            raise StoreError("ReadTimeout" if isinstance(exc, ReadTimeoutError) else "ConnectTimeout", str(exc)) from exc
+        except BotoConnectionError as exc:
+            raise StoreError("ConnectionError", str(exc)) from exc
+        except BotoCoreError as exc:
+            raise StoreError(type(exc).__name__, str(exc)) from exc
+        self._count(response.get("ResponseMetadata", {}).get("RetryAttempts", 0))
+        return response
+
+    def _count(self, retries: int) -> None:
+        if retries:
+            with self._lock:
+                self._retries += retries
+
+    def list_page(self, bucket: str, prefix: str, token: str | None = None, start_after: str | None = None) -> ListPage:
+        kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "MaxKeys": self.max_keys}
+        if token:
+            kwargs["ContinuationToken"] = token
+        elif start_after:
+            kwargs["StartAfter"] = start_after
+        # botocore asks for EncodingType=url and decodes keys, so control characters survive the XML.
+        r = self._call(self.client.list_objects_v2, **kwargs)
+        objects = [
+            ObjectInfo(o["Key"], int(o.get("Size", 0)), o.get("ETag", ""), o.get("LastModified"), o.get("StorageClass"))
+            for o in r.get("Contents", ())
+        ]
+        return ListPage(objects, r.get("NextContinuationToken") if r.get("IsTruncated") else None)
+
+    def copy_object(
+        self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None
+    ) -> str:
+        kwargs: dict[str, Any] = {
+            "Bucket": dst_bucket,
+            "Key": dst_key,
+            # A dict, never "bucket/key": botocore quotes it exactly, so no key is normalised.
+            "CopySource": {"Bucket": src_bucket, "Key": src_key},
+        }
+        if storage_class:
+            kwargs["StorageClass"] = storage_class
+        r = self._call(self.client.copy_object, **kwargs)
+        return str(r.get("CopyObjectResult", {}).get("ETag", ""))
+
+    def head_object(self, bucket: str, key: str) -> ObjectHead:
+        r = self._call(self.client.head_object, Bucket=bucket, Key=key)
+        headers = {h: r[h] for h in _HEAD_HEADERS if r.get(h) is not None}
+        return ObjectHead(int(r.get("ContentLength", 0)), r.get("ETag", ""), r.get("ContentType"), dict(r.get("Metadata", {})), headers)
+
+    def get_tags(self, bucket: str, key: str) -> dict[str, str]:
+        r = self._call(self.client.get_object_tagging, Bucket=bucket, Key=key)
+        return {t["Key"]: t["Value"] for t in r.get("TagSet", ())}
+
+    def create_multipart_upload(
+        self, bucket: str, key: str, head: ObjectHead, tags: dict[str, str], *, storage_class: str | None = None
+    ) -> str:
+        kwargs: dict[str, Any] = {"Bucket": bucket, "Key": key, "Metadata": head.metadata, **head.headers}
+        if head.content_type:
+            kwargs["ContentType"] = head.content_type
+        if tags:
+            kwargs["Tagging"] = "&".join(f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in tags.items())
+        if storage_class:
+            kwargs["StorageClass"] = storage_class
+        return str(self._call(self.client.create_multipart_upload, **kwargs)["UploadId"])
+
+    def upload_part_copy(
+        self,
+        src_bucket: str,
+        src_key: str,
+        dst_bucket: str,
+        dst_key: str,
+        upload_id: str,
+        part_number: int,
+        first_byte: int,
+        last_byte: int,
+        if_match: str,
+    ) -> str:
+        r = self._call(
+            self.client.upload_part_copy,
+            Bucket=dst_bucket,
+            Key=dst_key,
+            UploadId=upload_id,
+            PartNumber=part_number,
+            CopySource={"Bucket": src_bucket, "Key": src_key},
+            CopySourceRange=f"bytes={first_byte}-{last_byte}",
+            CopySourceIfMatch=if_match,
+        )
+        return str(r["CopyPartResult"]["ETag"])
+
+    def complete_multipart_upload(self, bucket: str, key: str, upload_id: str, part_etags: Sequence[str]) -> str:
+        parts = [{"PartNumber": n, "ETag": etag} for n, etag in enumerate(part_etags, start=1)]
+        r = self._call(
+            self.client.complete_multipart_upload, Bucket=bucket, Key=key, UploadId=upload_id, MultipartUpload={"Parts": parts}
+        )
+        return str(r.get("ETag", ""))
+
+    def abort_multipart_upload(self, bucket: str, key: str, upload_id: str) -> None:
+        self._call(self.client.abort_multipart_upload, Bucket=bucket, Key=key, UploadId=upload_id)
+
+    def delete_objects(self, bucket: str, keys: Sequence[str]) -> list[KeyFailure]:
+        r = self._call(
+            self.client.delete_objects, Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys], "Quiet": True}
+        )
+        return [KeyFailure(e.get("Key", ""), e.get("Code", "Unknown"), e.get("Message", "")) for e in r.get("Errors", ())]

@@ -1,0 +1,57 @@
+"""Which listed objects a job touches, and where each one lands.
+
+Keys are opaque: nothing here normalises `//`, `./`, `%`, `+` or unicode.
+"""
+
+from __future__ import annotations
+
+from fnmatch import fnmatchcase
+
+from s3bulk.job import Destination, Source
+from s3bulk.store import ObjectInfo
+
+
+class Selector:
+    """Applies source filters; globs see the key relative to source.prefix, `*` crosses `/`."""
+
+    def __init__(self, source: Source) -> None:
+        self.prefix = source.prefix
+        self._include = tuple(source.include)
+        self._exclude = tuple(source.exclude)
+        self._min = source.min_size
+        self._max = source.max_size
+        self._after = source.modified_after
+        self._before = source.modified_before
+
+    def relative(self, key: str) -> str:
+        return key[len(self.prefix) :]
+
+    def matches(self, obj: ObjectInfo) -> bool:
+        if obj.size < self._min or (self._max is not None and obj.size > self._max):
+            return False
+        if self._after is not None or self._before is not None:
+            stamp = obj.last_modified
+            if stamp is None:
+                return False
+            if self._after is not None and stamp < self._after:
+                return False
+            if self._before is not None and stamp >= self._before:
+                return False
+        if self._include or self._exclude:
+            rel = self.relative(obj.key)
+            if self._include and not any(fnmatchcase(rel, p) for p in self._include):
+                return False
+            if any(fnmatchcase(rel, p) for p in self._exclude):
+                return False
+        return True
+
+
+class KeyMapper:
+    """destination key = destination.prefix + (source key without source.prefix)."""
+
+    def __init__(self, source: Source, destination: Destination) -> None:
+        self._strip = len(source.prefix)
+        self._prefix = destination.prefix
+
+    def __call__(self, key: str) -> str:
+        return self._prefix + key[self._strip :]

@@ -1,0 +1,106 @@
+"""The object-store port: the few calls the engine makes, whatever serves them.
+
+Like s5cmd's storage.Storage, the core talks only to this protocol. The boto3
+adapter (s3store.py) serves real S3 and S3-compatible servers; the in-memory
+fake (memstore.py) serves unit tests with no sockets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectInfo:
+    """One listed object; its size comes from the listing so small copies need no HEAD."""
+
+    key: str
+    size: int
+    etag: str = ""
+    last_modified: datetime | None = None
+    storage_class: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ListPage:
+    objects: list[ObjectInfo]
+    next_token: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectHead:
+    """What a multipart copy must carry over by hand (CopyObject does it for small ones)."""
+
+    size: int
+    etag: str
+    content_type: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)  # CacheControl, ContentEncoding, ...
+
+
+@dataclass(frozen=True, slots=True)
+class KeyFailure:
+    """A per-key error inside a 200 response (DeleteObjects)."""
+
+    key: str
+    code: str
+    message: str
+
+
+class StoreError(Exception):
+    """A failed call, reduced to what classification needs."""
+
+    def __init__(self, code: str, message: str = "", status: int | None = None) -> None:
+        super().__init__(f"{code}: {message}" if message else code)
+        self.code = code
+        self.message = message or code
+        self.status = status
+
+
+class ObjectStore(Protocol):
+    """Each method is one API call; retries and timeouts are the adapter's job."""
+
+    def list_page(self, bucket: str, prefix: str, token: str | None = None, start_after: str | None = None) -> ListPage: ...
+
+    def copy_object(
+        self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None
+    ) -> str:
+        """Server-side copy of metadata and tags too; returns the new ETag."""
+        ...
+
+    def head_object(self, bucket: str, key: str) -> ObjectHead: ...
+
+    def get_tags(self, bucket: str, key: str) -> dict[str, str]: ...
+
+    def create_multipart_upload(
+        self, bucket: str, key: str, head: ObjectHead, tags: dict[str, str], *, storage_class: str | None = None
+    ) -> str: ...
+
+    def upload_part_copy(
+        self,
+        src_bucket: str,
+        src_key: str,
+        dst_bucket: str,
+        dst_key: str,
+        upload_id: str,
+        part_number: int,
+        first_byte: int,
+        last_byte: int,
+        if_match: str,
+    ) -> str: ...
+
+    def complete_multipart_upload(self, bucket: str, key: str, upload_id: str, part_etags: Sequence[str]) -> str: ...
+
+    def abort_multipart_upload(self, bucket: str, key: str, upload_id: str) -> None: ...
+
+    def delete_objects(self, bucket: str, keys: Sequence[str]) -> list[KeyFailure]:
+        """Delete up to 1,000 keys; per-key errors come back, not raised."""
+        ...
+
+    @property
+    def retries(self) -> int:
+        """Retries the adapter has made so far (for the report)."""
+        ...
