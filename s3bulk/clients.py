@@ -17,6 +17,8 @@ class ClientSettings:
     endpoint_url: str | None = None
     region: str | None = None
     profile: str | None = None
+    access_key: str | None = None  # explicit keys for local servers; otherwise the standard chain
+    secret_key: str | None = None
     # botocore >= 1.44 defaults to "standard" and older versions to "legacy": say which.
     retry_mode: str = "standard"
     # Bulk jobs meet throttling; 8 attempts with standard's capped exponential backoff ride out ~20 s of SlowDown.
@@ -41,9 +43,18 @@ def make_config(settings: ClientSettings, max_pool_connections: int) -> Config:
     )
 
 
+def _session(settings: ClientSettings) -> boto3.session.Session:
+    return boto3.session.Session(
+        aws_access_key_id=settings.access_key,
+        aws_secret_access_key=settings.secret_key,
+        profile_name=settings.profile,
+        region_name=settings.region,
+    )
+
+
 def make_s3_client(settings: ClientSettings, max_pool_connections: int) -> Any:
     """An S3 client whose connection pool holds at least one connection per worker thread."""
-    session = boto3.session.Session(profile_name=settings.profile, region_name=settings.region)
+    session = _session(settings)
     region = settings.region or session.region_name or ("us-east-1" if settings.endpoint_url else None)
     return session.client(
         "s3",
@@ -54,5 +65,4 @@ def make_s3_client(settings: ClientSettings, max_pool_connections: int) -> Any:
 
 
 def has_credentials(settings: ClientSettings) -> bool:
-    session = boto3.session.Session(profile_name=settings.profile, region_name=settings.region)
-    return session.get_credentials() is not None
+    return _session(settings).get_credentials() is not None

@@ -119,16 +119,16 @@ class Engine:
         lister = threading.Thread(target=self._produce, args=(batches,), name="s3bulk-lister", daemon=True)
         lister.start()
         interrupted = False
-        with BoundedExecutor(self.concurrency, name="s3bulk-worker") as pool, BoundedExecutor(
-            PART_WORKERS, max_in_flight=4 * PART_WORKERS, name="s3bulk-part"
-        ) as parts:
-            try:
-                while (batch := batches.get()) is not None:
-                    self._dispatch(batch, pool, parts)
-            except KeyboardInterrupt:
-                interrupted = True
-                self._stop.set()
-                pool.shutdown(wait=True, cancel_futures=True)
+        # The part pool is entered first so it outlives the object tasks that feed it.
+        with BoundedExecutor(PART_WORKERS, max_in_flight=4 * PART_WORKERS, name="s3bulk-part") as parts:
+            with BoundedExecutor(self.concurrency, name="s3bulk-worker") as pool:
+                try:
+                    while (batch := batches.get()) is not None:
+                        self._dispatch(batch, pool, parts)
+                except KeyboardInterrupt:
+                    interrupted = True
+                    self._stop.set()
+                    pool.shutdown(wait=True, cancel_futures=True)
         lister.join()
         return self._report(time.monotonic() - started, interrupted)
 

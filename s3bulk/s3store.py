@@ -18,6 +18,12 @@ T = TypeVar("T")
 _HEAD_HEADERS = ("CacheControl", "ContentDisposition", "ContentEncoding", "ContentLanguage", "Expires", "WebsiteRedirectLocation")
 
 
+def _etag(value: object) -> str:
+    """Servers differ on quoting ETags (S3 quotes them); compare in S3's quoted form."""
+    text = str(value or "").strip('"')
+    return f'"{text}"' if text else ""
+
+
 class S3Store:
     """Thin: each method is one API call; botocore does the bounded retries with backoff."""
 
@@ -63,7 +69,7 @@ class S3Store:
         # botocore asks for EncodingType=url and decodes keys, so control characters survive the XML.
         r = self._call(self.client.list_objects_v2, **kwargs)
         objects = [
-            ObjectInfo(o["Key"], int(o.get("Size", 0)), o.get("ETag", ""), o.get("LastModified"), o.get("StorageClass"))
+            ObjectInfo(o["Key"], int(o.get("Size", 0)), _etag(o.get("ETag")), o.get("LastModified"), o.get("StorageClass"))
             for o in r.get("Contents", ())
         ]
         return ListPage(objects, r.get("NextContinuationToken") if r.get("IsTruncated") else None)
@@ -80,12 +86,12 @@ class S3Store:
         if storage_class:
             kwargs["StorageClass"] = storage_class
         r = self._call(self.client.copy_object, **kwargs)
-        return str(r.get("CopyObjectResult", {}).get("ETag", ""))
+        return _etag(r.get("CopyObjectResult", {}).get("ETag"))
 
     def head_object(self, bucket: str, key: str) -> ObjectHead:
         r = self._call(self.client.head_object, Bucket=bucket, Key=key)
         headers = {h: r[h] for h in _HEAD_HEADERS if r.get(h) is not None}
-        return ObjectHead(int(r.get("ContentLength", 0)), r.get("ETag", ""), r.get("ContentType"), dict(r.get("Metadata", {})), headers)
+        return ObjectHead(int(r.get("ContentLength", 0)), _etag(r.get("ETag")), r.get("ContentType"), dict(r.get("Metadata", {})), headers)
 
     def get_tags(self, bucket: str, key: str) -> dict[str, str]:
         r = self._call(self.client.get_object_tagging, Bucket=bucket, Key=key)
@@ -125,14 +131,14 @@ class S3Store:
             CopySourceRange=f"bytes={first_byte}-{last_byte}",
             CopySourceIfMatch=if_match,
         )
-        return str(r["CopyPartResult"]["ETag"])
+        return _etag(r["CopyPartResult"]["ETag"])
 
     def complete_multipart_upload(self, bucket: str, key: str, upload_id: str, part_etags: Sequence[str]) -> str:
         parts = [{"PartNumber": n, "ETag": etag} for n, etag in enumerate(part_etags, start=1)]
         r = self._call(
             self.client.complete_multipart_upload, Bucket=bucket, Key=key, UploadId=upload_id, MultipartUpload={"Parts": parts}
         )
-        return str(r.get("ETag", ""))
+        return _etag(r.get("ETag"))
 
     def abort_multipart_upload(self, bucket: str, key: str, upload_id: str) -> None:
         self._call(self.client.abort_multipart_upload, Bucket=bucket, Key=key, UploadId=upload_id)

