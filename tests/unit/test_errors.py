@@ -1,0 +1,45 @@
+"""Every error lands in exactly one class: retried by the client, or permanent and reported."""
+
+from __future__ import annotations
+
+import pytest
+
+from s3bulk.errors import ErrorKind, classify, error_code, error_message
+from s3bulk.store import StoreError
+
+
+@pytest.mark.parametrize("code", ["SlowDown", "InternalError", "ServiceUnavailable", "RequestTimeout", "ThrottlingException", "ReadTimeout"])
+def test_throttling_server_faults_and_timeouts_are_retryable(code: str) -> None:
+    assert classify(StoreError(code)) is ErrorKind.RETRYABLE
+
+
+@pytest.mark.parametrize("status", [500, 502, 503, 504, 429])
+def test_unknown_codes_with_5xx_or_429_are_retryable(status: int) -> None:
+    assert classify(StoreError("Weird", status=status)) is ErrorKind.RETRYABLE
+
+
+@pytest.mark.parametrize(
+    "code", ["AccessDenied", "NoSuchKey", "NoSuchBucket", "InvalidObjectState", "ObjectNotInActiveTierError", "PreconditionFailed", "KeyTooLongError"]
+)
+def test_client_errors_are_permanent(code: str) -> None:
+    assert classify(StoreError(code, status=400)) is ErrorKind.PERMANENT
+
+
+def test_socket_level_errors_are_retryable_and_others_permanent() -> None:
+    assert classify(ConnectionResetError()) is ErrorKind.RETRYABLE
+    assert classify(TimeoutError()) is ErrorKind.RETRYABLE
+    assert classify(ValueError("bug")) is ErrorKind.PERMANENT
+
+
+def test_archived_object_message_says_restore_needed() -> None:
+    exc = StoreError("InvalidObjectState", "The operation is not valid for the object's storage class", 403)
+    assert error_code(exc) == "InvalidObjectState"
+    assert "restore needed" in error_message(exc)
+
+
+def test_exhausted_retries_are_explained() -> None:
+    assert "bounded retries" in error_message(StoreError("SlowDown", "Please reduce your request rate.", 503))
+
+
+def test_non_store_errors_keep_their_type_as_code() -> None:
+    assert error_code(KeyError("x")) == "KeyError"
