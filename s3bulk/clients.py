@@ -6,7 +6,7 @@ Nothing here runs at import time: callers build a client and pass it in.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import boto3
 from botocore.config import Config
@@ -20,7 +20,7 @@ class ClientSettings:
     access_key: str | None = None  # explicit keys for local servers; otherwise the standard chain
     secret_key: str | None = None
     # botocore >= 1.44 defaults to "standard" and older versions to "legacy": say which.
-    retry_mode: str = "standard"
+    retry_mode: Literal["legacy", "standard", "adaptive"] = "standard"
     # Bulk jobs meet throttling; 8 attempts with standard's capped exponential backoff ride out ~20 s of SlowDown.
     max_attempts: int = 8
     connect_timeout: float = 10.0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -76,9 +77,7 @@ def multipart_copy(
     try:
         for number, (first, last) in enumerate(part_ranges(head.size, settings.part_size), start=1):
             futures.append(
-                parts.submit(
-                    store.upload_part_copy, src_bucket, obj.key, dst_bucket, dst_key, upload_id, number, first, last, head.etag
-                )
+                parts.submit(store.upload_part_copy, src_bucket, obj.key, dst_bucket, dst_key, upload_id, number, first, last, head.etag)
             )
         etags = [f.result() for f in futures]
         return store.complete_multipart_upload(dst_bucket, dst_key, upload_id, etags)
@@ -88,8 +87,7 @@ def multipart_copy(
         for f in futures:
             if not f.cancelled():
                 f.exception()  # wait, so no part lands after the abort
-        try:
+        # The original error is what the report needs; a lifecycle rule reaps a failed abort.
+        with contextlib.suppress(StoreError):
             store.abort_multipart_upload(dst_bucket, dst_key, upload_id)
-        except StoreError:
-            pass  # the original error is what the report needs; a lifecycle rule reaps stragglers
         raise

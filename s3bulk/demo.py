@@ -43,9 +43,7 @@ def demo_seeds(n: int, prefix: str = "data/", big: int = 24 * MiB) -> list[Seed]
         size = 0 if kind < 0.02 else rng.randint(1, 16 * 1024) if kind < 0.8 else rng.randint(16 * 1024, 256 * 1024)
         folder = f"day={i % 30:02d}/" + ("_tmp/" if i % 50 == 0 else "")
         seeds.append(Seed(f"{prefix}{folder}part-{i:06d}.bin", size))
-    seeds.append(
-        Seed(f"{prefix}large/video.mp4", big, "video/mp4", (("origin", "s3bulk-demo"),), "team=media&tier=hot")
-    )
+    seeds.append(Seed(f"{prefix}large/video.mp4", big, "video/mp4", (("origin", "s3bulk-demo"),), "team=media&tier=hot"))
     return seeds
 
 
@@ -108,7 +106,7 @@ def run_demo(*, objects: int, console: Console, report_path: str | None = None, 
     job = load_job(DEMO_JOB)
     assert job.destination is not None
     src, dst = job.source, job.destination
-    console.print(f"[bold]s3bulk demo[/]: starting an embedded S3 server (SeaweedFS) on 127.0.0.1 ...")
+    console.print("[bold]s3bulk demo[/]: starting an embedded S3 server (SeaweedFS) on 127.0.0.1 ...")
     with SeaweedServer() as server:
         settings = ClientSettings(endpoint_url=server.endpoint_url, access_key=ACCESS_KEY, secret_key=SECRET_KEY)
         concurrency = resolve_concurrency(job)
@@ -116,9 +114,13 @@ def run_demo(*, objects: int, console: Console, report_path: str | None = None, 
         for bucket in (src.bucket, dst.bucket):
             client.create_bucket(Bucket=bucket)
         seeds = demo_seeds(objects, src.prefix)
-        console.print(f"seeding {len(seeds):,} objects ({sum(s.size for s in seeds) / 1e6:,.1f} MB, one of 24 MiB) into s3://{src.bucket}/{src.prefix}")
+        console.print(
+            f"seeding {len(seeds):,} objects ({sum(s.size for s in seeds) / 1e6:,.1f} MB, one of 24 MiB) into s3://{src.bucket}/{src.prefix}"
+        )
         md5s = put_seeds(client, src.bucket, seeds)
-        console.print(f"running {DEMO_JOB.name}: {job.operation} s3://{src.bucket}/{src.prefix} -> s3://{dst.bucket}/{dst.prefix} (excluding {', '.join(src.exclude)})")
+        console.print(
+            f"running {DEMO_JOB.name}: {job.operation} s3://{src.bucket}/{src.prefix} -> s3://{dst.bucket}/{dst.prefix} (excluding {', '.join(src.exclude)})"
+        )
         report = execute(job, S3Store(client), concurrency=concurrency, console=console, progress=progress, report_path=report_path)
 
         expected = {dst.prefix + k[len(src.prefix) :]: md5 for k, md5 in md5s.items() if "/_tmp/" not in k}

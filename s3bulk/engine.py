@@ -12,7 +12,7 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from s3bulk.copies import CopySettings, copy_object
 from s3bulk.delete import delete_keys
@@ -23,7 +23,7 @@ from s3bulk.listing import batched, iter_objects, mark_existing
 from s3bulk.move import confirm_copy
 from s3bulk.report import Report, Tally
 from s3bulk.selection import KeyMapper, Selector
-from s3bulk.store import ObjectInfo, ObjectStore
+from s3bulk.store import KeyFailure, ObjectInfo, ObjectStore
 
 # One process with 32 threads reaches ~950 copies/s against a local server and
 # ~915/s at +20 ms; 128 threads add nothing (client CPU bound). See docs/architecture.md.
@@ -57,7 +57,7 @@ def connections_needed(concurrency: int) -> int:
 def new_job_id(job: Job) -> str:
     if job.job_id:
         return job.job_id
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     return f"{job.operation}-{stamp}-{uuid.uuid4().hex[:8]}"
 
 
@@ -119,16 +119,18 @@ class Engine:
         lister = threading.Thread(target=self._produce, args=(batches,), name="s3bulk-lister", daemon=True)
         lister.start()
         interrupted = False
-        # The part pool is entered first so it outlives the object tasks that feed it.
-        with BoundedExecutor(PART_WORKERS, max_in_flight=4 * PART_WORKERS, name="s3bulk-part") as parts:
-            with BoundedExecutor(self.concurrency, name="s3bulk-worker") as pool:
-                try:
-                    while (batch := batches.get()) is not None:
-                        self._dispatch(batch, pool, parts)
-                except KeyboardInterrupt:
-                    interrupted = True
-                    self._stop.set()
-                    pool.shutdown(wait=True, cancel_futures=True)
+        # The part pool is entered first (exits last) so it outlives the object tasks that feed it.
+        with (
+            BoundedExecutor(PART_WORKERS, max_in_flight=4 * PART_WORKERS, name="s3bulk-part") as parts,
+            BoundedExecutor(self.concurrency, name="s3bulk-worker") as pool,
+        ):
+            try:
+                while (batch := batches.get()) is not None:
+                    self._dispatch(batch, pool, parts)
+            except KeyboardInterrupt:
+                interrupted = True
+                self._stop.set()
+                pool.shutdown(wait=True, cancel_futures=True)
         lister.join()
         return self._report(time.monotonic() - started, interrupted)
 
@@ -208,11 +210,11 @@ class _MoveBatch:
 def work_delete(store: ObjectStore, bucket: str, items: Sequence[Item], tally: Tally, *, moved: bool = False) -> None:
     """Delete a batch's keys; for a move, a key counts as done only once its source is gone."""
     sizes = {item.obj.key: item.obj.size for item in items}
-    failed = {}
+    failed: dict[str, KeyFailure] = {}
     for start in range(0, len(items), 1000):
         chunk = [item.obj.key for item in items[start : start + 1000]]
-        for failure in delete_keys(store, bucket, chunk):
-            failed[failure.key] = failure
+        for key_failure in delete_keys(store, bucket, chunk):
+            failed[key_failure.key] = key_failure
     for key, size in sizes.items():
         failure = failed.get(key)
         if failure is None:

@@ -104,7 +104,9 @@ class Source(_Strict):
     @model_validator(mode="after")
     def _ranges(self) -> Source:
         if self.max_size is not None and self.max_size < self.min_size:
-            raise _FieldProblem("max_size", f"max_size ({self.max_size}) is below min_size ({self.min_size}); raise max_size or lower min_size")
+            raise _FieldProblem(
+                "max_size", f"max_size ({self.max_size}) is below min_size ({self.min_size}); raise max_size or lower min_size"
+            )
         if self.modified_after and self.modified_before and self.modified_after >= self.modified_before:
             raise _FieldProblem("modified_after", "modified_after is not before modified_before; widen the time window")
         if self.all and self.prefix:
@@ -130,11 +132,21 @@ class Options(_Strict):
     if_exists: Literal["overwrite", "skip"] = Field(
         "overwrite", description="overwrite: replace existing destination objects; skip: leave them (and, for move, the source) untouched."
     )
-    concurrency: int | None = Field(None, ge=1, le=1024, description="Worker threads (and HTTP connections); null picks the measured default.")
-    multipart_threshold: int = Field(
-        128 * MiB, ge=MIN_PART_SIZE, le=MAX_COPY_OBJECT_SIZE, description="Objects larger than this are copied with parallel UploadPartCopy."
+    concurrency: int | None = Field(
+        None, ge=1, le=1024, description="Worker threads (and HTTP connections); null picks the measured default."
     )
-    part_size: int = Field(64 * MiB, ge=MIN_PART_SIZE, le=MAX_PART_SIZE, description="Multipart copy part size; grown if an object would need over 10,000 parts.")
+    multipart_threshold: int = Field(
+        128 * MiB,
+        ge=MIN_PART_SIZE,
+        le=MAX_COPY_OBJECT_SIZE,
+        description="Objects larger than this are copied with parallel UploadPartCopy.",
+    )
+    part_size: int = Field(
+        64 * MiB,
+        ge=MIN_PART_SIZE,
+        le=MAX_PART_SIZE,
+        description="Multipart copy part size; grown if an object would need over 10,000 parts.",
+    )
     batch_size: int = Field(1000, ge=1, le=1000, description="Keys per batch (a DeleteObjects request holds at most 1,000).")
 
 
@@ -153,17 +165,19 @@ class Job(_Strict):
             if self.destination is not None:
                 raise _FieldProblem("destination", "destination is not allowed for operation 'delete'; remove it")
             if not self.source.prefix and not self.source.all:
-                raise _FieldProblem("source.prefix", 'source.prefix is empty, which would delete the whole bucket; give a prefix or set "all": true')
+                raise _FieldProblem(
+                    "source.prefix", 'source.prefix is empty, which would delete the whole bucket; give a prefix or set "all": true'
+                )
             return self
         dst = self.destination
         if dst is None:
-            raise _FieldProblem("destination", f"destination is required for operation {self.operation!r}; add {{\"bucket\": ...}}")
+            raise _FieldProblem("destination", f'destination is required for operation {self.operation!r}; add {{"bucket": ...}}')
         src = self.source
         if dst.bucket == src.bucket and (dst.prefix.startswith(src.prefix) or src.prefix.startswith(dst.prefix)):
             raise _FieldProblem(
                 "destination.prefix",
                 f"destination s3://{dst.bucket}/{dst.prefix} overlaps source s3://{src.bucket}/{src.prefix}, "
-                "so the listing would chase its own output; use a destination prefix outside the source prefix"
+                "so the listing would chase its own output; use a destination prefix outside the source prefix",
             )
         return self
 
@@ -197,7 +211,7 @@ def parse_job(text: str | bytes) -> Job:
     except json.JSONDecodeError as exc:
         raise JobError(f"job: not valid JSON at line {exc.lineno} column {exc.colno} ({exc.msg}); fix the syntax") from None
     if not isinstance(raw, dict):
-        raise JobError("job: the file must hold a JSON object like {\"operation\": ..., \"source\": ...}")
+        raise JobError('job: the file must hold a JSON object like {"operation": ..., "source": ...}')
     try:
         return Job.model_validate_json(text)
     except ValidationError as exc:

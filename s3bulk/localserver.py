@@ -6,6 +6,7 @@ is removed on stop.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -132,10 +133,8 @@ class SeaweedServer:
                 os.killpg(proc.pid, signal.SIGTERM)
                 proc.wait(timeout=15)
             except (subprocess.TimeoutExpired, ProcessLookupError):
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
                 proc.wait(timeout=10)
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)

@@ -12,7 +12,7 @@ import itertools
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from s3bulk.job import MAX_KEY_BYTES
 from s3bulk.store import KeyFailure, ListPage, ObjectHead, ObjectInfo, StoreError
@@ -86,7 +86,7 @@ class MemoryStore:
             stored,
             len(body) if size is None else size,
             etag,
-            last_modified or datetime.now(timezone.utc),
+            last_modified or datetime.now(UTC),
             content_type,
             dict(metadata or {}),
             dict(tags or {}),
@@ -129,9 +129,7 @@ class MemoryStore:
             more = i < len(keys) and keys[i].startswith(prefix)
             return ListPage(out, out[-1].key if more and out else None)
 
-    def copy_object(
-        self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None
-    ) -> str:
+    def copy_object(self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None) -> str:
         self._count("CopyObject")
         self._fault("CopyObject", src_bucket, src_key)
         self._fault("PutObject", dst_bucket, dst_key)
@@ -141,7 +139,7 @@ class MemoryStore:
             etag = _md5(src.body) if src.body is not None else src.etag
             copy = replace(src, etag=etag, metadata=dict(src.metadata), tags=dict(src.tags))
             copy.storage_class = storage_class or "STANDARD"
-            copy.last_modified = datetime.now(timezone.utc)
+            copy.last_modified = datetime.now(UTC)
             self._bucket(dst_bucket)[dst_key] = copy
             self._sorted[dst_bucket] = None
             return etag
@@ -210,7 +208,7 @@ class MemoryStore:
                 body,
                 sum(p[1] for p in parts),
                 etag,
-                datetime.now(timezone.utc),
+                datetime.now(UTC),
                 head.content_type or "binary/octet-stream",
                 dict(head.metadata),
                 upload.tags,

@@ -87,7 +87,8 @@ class ProgressDisplay:
             snap = self.tally.snapshot()
             per_s, bytes_s = rates.add(time.monotonic(), snap)
             total = snap.listed if snap.listing_done else None
-            self._progress.update(self._task, total=total, completed=snap.done, **progress_fields(snap, per_s, bytes_s))
+            fields = progress_fields(snap, per_s, bytes_s)
+            self._progress.update(self._task, total=total, completed=snap.done, **fields)  # type: ignore[arg-type]
             if stopping:
                 return
 

@@ -7,8 +7,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 from urllib.parse import quote
 
-from botocore.exceptions import BotoCoreError, ClientError, ConnectionError as BotoConnectionError, ReadTimeoutError
-from botocore.exceptions import ConnectTimeoutError
+from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, ReadTimeoutError
+from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from s3bulk.store import KeyFailure, ListPage, ObjectHead, ObjectInfo, StoreError
 
@@ -74,9 +74,7 @@ class S3Store:
         ]
         return ListPage(objects, r.get("NextContinuationToken") if r.get("IsTruncated") else None)
 
-    def copy_object(
-        self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None
-    ) -> str:
+    def copy_object(self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None) -> str:
         kwargs: dict[str, Any] = {
             "Bucket": dst_bucket,
             "Key": dst_key,
@@ -135,16 +133,12 @@ class S3Store:
 
     def complete_multipart_upload(self, bucket: str, key: str, upload_id: str, part_etags: Sequence[str]) -> str:
         parts = [{"PartNumber": n, "ETag": etag} for n, etag in enumerate(part_etags, start=1)]
-        r = self._call(
-            self.client.complete_multipart_upload, Bucket=bucket, Key=key, UploadId=upload_id, MultipartUpload={"Parts": parts}
-        )
+        r = self._call(self.client.complete_multipart_upload, Bucket=bucket, Key=key, UploadId=upload_id, MultipartUpload={"Parts": parts})
         return _etag(r.get("ETag"))
 
     def abort_multipart_upload(self, bucket: str, key: str, upload_id: str) -> None:
         self._call(self.client.abort_multipart_upload, Bucket=bucket, Key=key, UploadId=upload_id)
 
     def delete_objects(self, bucket: str, keys: Sequence[str]) -> list[KeyFailure]:
-        r = self._call(
-            self.client.delete_objects, Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys], "Quiet": True}
-        )
+        r = self._call(self.client.delete_objects, Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys], "Quiet": True})
         return [KeyFailure(e.get("Key", ""), e.get("Code", "Unknown"), e.get("Message", "")) for e in r.get("Errors", ())]

@@ -65,9 +65,7 @@ class ObjectStore(Protocol):
 
     def list_page(self, bucket: str, prefix: str, token: str | None = None, start_after: str | None = None) -> ListPage: ...
 
-    def copy_object(
-        self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None
-    ) -> str:
+    def copy_object(self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None) -> str:
         """Server-side copy of metadata and tags too; returns the new ETag."""
         ...
 

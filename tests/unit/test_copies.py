@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from s3bulk.copies import MAX_PARTS, CopySettings, copy_object, part_ranges
@@ -22,7 +24,7 @@ def store() -> MemoryStore:
 
 
 @pytest.fixture
-def parts() -> BoundedExecutor:
+def parts() -> Iterator[BoundedExecutor]:
     with BoundedExecutor(4) as ex:
         yield ex
 
@@ -94,7 +96,7 @@ def test_source_changed_after_listing_fails_the_precondition(store: MemoryStore,
 def test_source_overwritten_mid_copy_is_caught_by_copy_source_if_match(store: MemoryStore, parts: BoundedExecutor) -> None:
     store.put_object("src-b", "big", b"a" * (11 * MiB))
     info = listed(store, "big")
-    swapped = []
+    swapped: list[bool] = []
 
     def overwrite_after_first_part(op: str, bucket: str, key: str) -> StoreError | None:
         if op == "UploadPartCopy" and not swapped:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
 from s3bulk.delete import delete_keys
 from s3bulk.memstore import MemoryStore
-from s3bulk.store import StoreError
+from s3bulk.store import KeyFailure, StoreError
 
 
 @pytest.fixture
@@ -64,7 +66,7 @@ def test_permanent_and_retryable_failures_are_both_kept(store: MemoryStore) -> N
 
 
 def test_a_whole_request_failure_fails_every_key_with_its_code(store: MemoryStore) -> None:
-    def boom(bucket: str, keys: list[str]) -> list:
+    def boom(bucket: str, keys: Sequence[str]) -> list[KeyFailure]:
         raise StoreError("AccessDenied", "denied", 403)
 
     store.delete_objects = boom  # type: ignore[method-assign]

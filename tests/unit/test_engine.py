@@ -58,7 +58,9 @@ def test_move_keeps_the_source_when_its_copy_fails(store: MemoryStore) -> None:
     s = report.summary()
     assert (s["status"], s["succeeded"], s["failed"]) == ("failed", 1233, 1)
     assert "in/00007" in store.keys("src-b")
-    assert list(report.tally.failures()) == [{"key": "in/00007", "error": "AccessDenied", "message": "denied (check the credentials' permissions and bucket policy)"}]
+    assert list(report.tally.failures()) == [
+        {"key": "in/00007", "error": "AccessDenied", "message": "denied (check the credentials' permissions and bucket policy)"}
+    ]
 
 
 def test_move_with_unconfirmable_copy_keeps_the_source(store: MemoryStore) -> None:
@@ -121,7 +123,9 @@ def test_move_with_skip_keeps_the_source_of_a_skipped_object(store: MemoryStore)
 
 
 def test_permanent_failures_are_reported_and_every_other_object_succeeds(store: MemoryStore, tmp_path: Path) -> None:
-    store.faults.append(lambda op, b, k: StoreError("NoSuchKey", "gone", 404) if op == "CopyObject" and k in {"in/00100", "in/01000"} else None)
+    store.faults.append(
+        lambda op, b, k: StoreError("NoSuchKey", "gone", 404) if op == "CopyObject" and k in {"in/00100", "in/01000"} else None
+    )
     report = Engine(make_job(), store, concurrency=8).run()
     report.write(tmp_path / "r.json")
     doc = json.loads((tmp_path / "r.json").read_text())

@@ -8,7 +8,9 @@ from s3bulk.errors import ErrorKind, classify, error_code, error_message
 from s3bulk.store import StoreError
 
 
-@pytest.mark.parametrize("code", ["SlowDown", "InternalError", "ServiceUnavailable", "RequestTimeout", "ThrottlingException", "ReadTimeout"])
+@pytest.mark.parametrize(
+    "code", ["SlowDown", "InternalError", "ServiceUnavailable", "RequestTimeout", "ThrottlingException", "ReadTimeout"]
+)
 def test_throttling_server_faults_and_timeouts_are_retryable(code: str) -> None:
     assert classify(StoreError(code)) is ErrorKind.RETRYABLE
 
@@ -19,7 +21,16 @@ def test_unknown_codes_with_5xx_or_429_are_retryable(status: int) -> None:
 
 
 @pytest.mark.parametrize(
-    "code", ["AccessDenied", "NoSuchKey", "NoSuchBucket", "InvalidObjectState", "ObjectNotInActiveTierError", "PreconditionFailed", "KeyTooLongError"]
+    "code",
+    [
+        "AccessDenied",
+        "NoSuchKey",
+        "NoSuchBucket",
+        "InvalidObjectState",
+        "ObjectNotInActiveTierError",
+        "PreconditionFailed",
+        "KeyTooLongError",
+    ],
 )
 def test_client_errors_are_permanent(code: str) -> None:
     assert classify(StoreError(code, status=400)) is ErrorKind.PERMANENT

@@ -36,7 +36,12 @@ def test_submit_blocks_when_full_until_a_task_finishes() -> None:
     ex.submit(gate.wait)
     ex.submit(gate.wait)
     third_submitted = threading.Event()
-    t = threading.Thread(target=lambda: (ex.submit(lambda: None), third_submitted.set()))
+
+    def submit_third() -> None:
+        ex.submit(lambda: None)
+        third_submitted.set()
+
+    t = threading.Thread(target=submit_third)
     t.start()
     assert not third_submitted.wait(0.2)
     gate.set()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -10,7 +10,7 @@ from s3bulk.job import Destination, Source
 from s3bulk.selection import KeyMapper, Selector
 from s3bulk.store import ObjectInfo
 
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
 
 def obj(key: str, size: int = 10, when: datetime = T0) -> ObjectInfo:
@@ -47,10 +47,10 @@ def test_size_bounds_are_inclusive(size: int, selected: bool) -> None:
 
 
 def test_modified_window_is_after_inclusive_before_exclusive() -> None:
-    sel = Selector(Source(bucket="b-b", modified_after=T0, modified_before=datetime(2024, 2, 1, tzinfo=timezone.utc)))
+    sel = Selector(Source(bucket="b-b", modified_after=T0, modified_before=datetime(2024, 2, 1, tzinfo=UTC)))
     assert sel.matches(obj("k", when=T0))
-    assert not sel.matches(obj("k", when=datetime(2023, 12, 31, 23, 59, tzinfo=timezone.utc)))
-    assert not sel.matches(obj("k", when=datetime(2024, 2, 1, tzinfo=timezone.utc)))
+    assert not sel.matches(obj("k", when=datetime(2023, 12, 31, 23, 59, tzinfo=UTC)))
+    assert not sel.matches(obj("k", when=datetime(2024, 2, 1, tzinfo=UTC)))
 
 
 @pytest.mark.parametrize(

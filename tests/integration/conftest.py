@@ -1,0 +1,62 @@
+"""Real servers for the integration layer: SeaweedFS (weed mini) and moto, loopback, free ports, stopped at the end."""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from s3bulk.clients import ClientSettings, make_s3_client
+from s3bulk.localserver import ACCESS_KEY, SECRET_KEY, SeaweedServer
+
+
+@pytest.fixture(scope="session")
+def seaweed() -> Iterator[str]:
+    with SeaweedServer() as server:
+        yield server.endpoint_url
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint() -> Iterator[str]:
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+def client_for(endpoint: str, pool: int = 64) -> Any:
+    return make_s3_client(ClientSettings(endpoint_url=endpoint, access_key=ACCESS_KEY, secret_key=SECRET_KEY), pool)
+
+
+@pytest.fixture
+def bucket_factory() -> Callable[[Any, str], str]:
+    def make(client: Any, role: str) -> str:
+        name = f"{role}-{uuid.uuid4().hex[:10]}"
+        client.create_bucket(Bucket=name)
+        return name
+
+    return make
+
+
+def cli_env(tmp_path: Path) -> dict[str, str]:
+    """Credentials for local servers and no access to the machine's AWS config."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(
+        AWS_ACCESS_KEY_ID=ACCESS_KEY,
+        AWS_SECRET_ACCESS_KEY=SECRET_KEY,
+        AWS_CONFIG_FILE=str(tmp_path / "no-config"),
+        AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "no-credentials"),
+        AWS_EC2_METADATA_DISABLED="true",
+    )
+    return env
+
+
+S3BULK = [sys.executable, "-m", "s3bulk.cli"]

@@ -1,0 +1,40 @@
+"""Seeding and byte-exact checks shared by the integration tests."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from s3bulk.demo import Seed, body_md5s, list_keys, put_seeds
+
+__all__ = ["assert_exact_copy", "list_keys", "md5", "seed_small", "snapshot", "write_job"]
+
+
+def seed_small(client: Any, bucket: str, prefix: str, n: int) -> dict[str, str]:
+    """n small objects of varied size (0 B to 2 KiB); returns key -> MD5."""
+    return put_seeds(client, bucket, [Seed(f"{prefix}{i % 37:02d}/obj-{i:05d}", (i * 131) % 2048) for i in range(n)])
+
+
+def snapshot(client: Any, bucket: str) -> dict[str, str]:
+    """key -> ETag for a whole bucket: equal snapshots mean nothing changed."""
+    out: dict[str, str] = {}
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+        out.update({o["Key"]: o["ETag"] for o in page.get("Contents", ())})
+    return out
+
+
+def assert_exact_copy(client: Any, bucket: str, prefix: str, expected: dict[str, str]) -> None:
+    got = body_md5s(client, bucket, list_keys(client, bucket, prefix))
+    assert got.keys() == expected.keys()
+    assert got == expected
+
+
+def write_job(path: Path, doc: dict[str, Any]) -> Path:
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def md5(data: bytes) -> str:
+    return hashlib.md5(data, usedforsecurity=False).hexdigest()

@@ -1,0 +1,112 @@
+"""Keys are opaque byte strings: odd keys survive copy, move and delete exactly (moto keeps them as S3 does)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from s3bulk.engine import Engine
+from s3bulk.job import parse_job
+from s3bulk.s3store import S3Store
+from tests.integration.conftest import client_for
+from tests.integration.helpers import list_keys, md5
+
+ODD_KEYS = [
+    "space in key",
+    "plus+sign",
+    "percent%",
+    "percent-encoded%2Fslash",
+    "literal%20space",
+    "ünïcödé/文件.txt",
+    "emoji-🚀-✨",
+    "double//slash",
+    "/leading-slash",
+    "trailing-space ",
+    "dots/../up",
+    "./dot-segment",
+    "question?mark",
+    "hash#tag",
+    "amp&eq=semi;",
+    "xml<tag>&amp;",
+    "quote\"apostrophe'",
+    "tilde~star*",
+    "dir/",
+    "dir/zero-byte",
+    "k" * 1024,
+]
+
+
+@pytest.fixture
+def client(moto_endpoint: str) -> Any:
+    return client_for(moto_endpoint)
+
+
+def seed(client: Any, bucket: str) -> dict[str, str]:
+    out = {}
+    for key in ODD_KEYS:
+        body = b"" if key.endswith("/") or key.endswith("zero-byte") else key.encode("utf-8")
+        client.put_object(Bucket=bucket, Key=key, Body=body)
+        out[key] = md5(body)
+    return out
+
+
+def run(client: Any, doc: dict[str, Any]) -> dict[str, Any]:
+    report = Engine(parse_job(json.dumps(doc)), S3Store(client), concurrency=8).run()
+    return report.summary() | {"failures": list(report.tally.failures())}
+
+
+def bodies(client: Any, bucket: str) -> dict[str, str]:
+    return {k: md5(client.get_object(Bucket=bucket, Key=k)["Body"].read()) for k in list_keys(client, bucket)}
+
+
+def test_server_keeps_the_odd_keys_exactly(client: Any, bucket_factory: Callable[[Any, str], str]) -> None:
+    bucket = bucket_factory(client, "raw")
+    seed(client, bucket)
+    assert sorted(list_keys(client, bucket)) == sorted(ODD_KEYS)
+
+
+def test_copy_keeps_every_odd_key_and_its_bytes(client: Any, bucket_factory: Callable[[Any, str], str]) -> None:
+    src, dst = bucket_factory(client, "src"), bucket_factory(client, "dst")
+    expected = seed(client, src)
+    summary = run(client, {"operation": "copy", "source": {"bucket": src}, "destination": {"bucket": dst}})
+    assert summary["failures"] == []
+    assert summary["succeeded"] == len(ODD_KEYS)
+    assert bodies(client, dst) == expected
+
+
+def test_copy_under_a_new_prefix_prepends_it_byte_exactly(client: Any, bucket_factory: Callable[[Any, str], str]) -> None:
+    src, dst = bucket_factory(client, "src"), bucket_factory(client, "dst")
+    expected = seed(client, src)
+    summary = run(client, {"operation": "copy", "source": {"bucket": src, "prefix": "d"}, "destination": {"bucket": dst, "prefix": "x/"}})
+    selected = {k: v for k, v in expected.items() if k.startswith("d")}
+    assert summary["succeeded"] == len(selected) == 4
+    assert bodies(client, dst) == {"x/" + k[1:]: v for k, v in selected.items()}
+
+
+def test_move_moves_every_odd_key_and_leaves_the_source_empty(client: Any, bucket_factory: Callable[[Any, str], str]) -> None:
+    src, dst = bucket_factory(client, "src"), bucket_factory(client, "dst")
+    expected = seed(client, src)
+    summary = run(client, {"operation": "move", "source": {"bucket": src}, "destination": {"bucket": dst}})
+    assert (summary["succeeded"], summary["failures"]) == (len(ODD_KEYS), [])
+    assert list_keys(client, src) == []
+    assert bodies(client, dst) == expected
+
+
+def test_delete_all_removes_every_odd_key(client: Any, bucket_factory: Callable[[Any, str], str]) -> None:
+    bucket = bucket_factory(client, "del")
+    seed(client, bucket)
+    summary = run(client, {"operation": "delete", "source": {"bucket": bucket, "all": True}})
+    assert (summary["succeeded"], summary["failures"]) == (len(ODD_KEYS), [])
+    assert list_keys(client, bucket) == []
+
+
+def test_delete_by_prefix_leaves_lookalike_keys(client: Any, bucket_factory: Callable[[Any, str], str]) -> None:
+    bucket = bucket_factory(client, "del")
+    seed(client, bucket)
+    summary = run(client, {"operation": "delete", "source": {"bucket": bucket, "prefix": "dir/"}})
+    assert summary["succeeded"] == 2
+    remaining = set(list_keys(client, bucket))
+    assert remaining == set(ODD_KEYS) - {"dir/", "dir/zero-byte"}
