@@ -1,0 +1,38 @@
+# The two set-up commands from the README: `make demo` and `make test`.
+# Each creates .venv and installs the pinned requirements it needs, then runs.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test lint bench-concurrency schema
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(VENV)/.runtime: requirements.txt pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -r requirements.txt
+	$(BIN)/pip install -q --no-deps -e .
+	touch $@
+
+$(VENV)/.dev: requirements.txt requirements-dev.txt pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -r requirements-dev.txt
+	$(BIN)/pip install -q --no-deps -e .
+	touch $@ $(VENV)/.runtime
+
+demo: $(VENV)/.runtime
+	$(BIN)/s3bulk demo
+
+lint: $(VENV)/.dev
+	$(BIN)/ruff check s3bulk tests bench
+	$(BIN)/ruff format --check s3bulk tests bench
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/pytest
+
+bench-concurrency: $(VENV)/.runtime
+	$(BIN)/python -m bench.concurrency_sweep --objects 2000 --runs 3
+
+schema: $(VENV)/.runtime
+	$(BIN)/s3bulk schema > docs/job.schema.json

@@ -1,0 +1,105 @@
+"""Copy throughput of the engine by worker-thread count, on an embedded SeaweedFS.
+
+Why: the default concurrency (s3bulk.engine.DEFAULT_CONCURRENCY) must come from
+a measurement on the machine class we run on, not a guess. Each setting copies
+the same seeded objects into a fresh prefix; the median of --runs is reported
+with min-max.
+
+    python -m bench.concurrency_sweep --objects 2000 --runs 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from s3bulk.clients import ClientSettings, make_s3_client
+from s3bulk.demo import Seed, put_seeds
+from s3bulk.engine import Engine, connections_needed
+from s3bulk.job import parse_job
+from s3bulk.localserver import ACCESS_KEY, SECRET_KEY, SeaweedServer
+from s3bulk.s3store import S3Store
+
+
+@dataclass(frozen=True)
+class Row:
+    threads: int
+    median: float
+    low: float
+    high: float
+    cpu_ms_per_object: float
+
+
+def sweep(endpoint: str, objects: int, threads: list[int], runs: int) -> list[Row]:
+    settings = ClientSettings(endpoint_url=endpoint, access_key=ACCESS_KEY, secret_key=SECRET_KEY)
+    admin = make_s3_client(settings, 64)
+    tag = uuid.uuid4().hex[:8]
+    src, dst = f"sweep-src-{tag}", f"sweep-dst-{tag}"
+    admin.create_bucket(Bucket=src)
+    admin.create_bucket(Bucket=dst)
+    put_seeds(admin, src, [Seed(f"in/{i:06d}", 1024) for i in range(objects)])
+    rows = []
+    for n in threads:
+        rates, cpus = [], []
+        for r in range(runs):
+            doc = {
+                "operation": "copy",
+                "source": {"bucket": src, "prefix": "in/"},
+                "destination": {"bucket": dst, "prefix": f"t{n}-r{r}/"},
+                "options": {"concurrency": n},
+            }
+            store = S3Store(make_s3_client(settings, connections_needed(n)))
+            cpu0, t0 = time.process_time(), time.perf_counter()
+            report = Engine(parse_job(json.dumps(doc)), store).run()
+            wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+            if report.status != "succeeded":
+                raise SystemExit(f"sweep run failed: {report.summary()}")
+            rates.append(objects / wall)
+            cpus.append(cpu * 1000 / objects)
+        rows.append(Row(n, statistics.median(rates), min(rates), max(rates), statistics.median(cpus)))
+    return rows
+
+
+def table(rows: list[Row], objects: int, runs: int) -> str:
+    best = max(r.median for r in rows)
+    lines = [
+        f"Copy of {objects:,} x 1 KiB objects, median of {runs} runs (min-max), one process:",
+        "",
+        "| threads | objects/s | min-max | client CPU ms/object | share of best |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {r.threads} | {r.median:,.0f} | {r.low:,.0f}-{r.high:,.0f} | {r.cpu_ms_per_object:.2f} | {r.median / best:.0%} |" for r in rows
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("--objects", type=int, default=2000)
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--threads", default="4,8,16,32,64,128")
+    p.add_argument("--endpoint-url", help="use a running server instead of starting one")
+    args = p.parse_args(argv)
+    threads = [int(t) for t in args.threads.split(",")]
+    server: Any = None
+    endpoint = args.endpoint_url
+    if endpoint is None:
+        server = SeaweedServer().start()
+        endpoint = server.endpoint_url
+    try:
+        print(table(sweep(endpoint, args.objects, threads, args.runs), args.objects, args.runs))
+    finally:
+        if server is not None:
+            server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
