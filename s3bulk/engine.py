@@ -127,10 +127,14 @@ class Engine:
             try:
                 while (batch := batches.get()) is not None:
                     self._dispatch(batch, pool, parts)
-            except KeyboardInterrupt:
-                interrupted = True
+            except BaseException as exc:
                 self._stop.set()
                 pool.shutdown(wait=True, cancel_futures=True)
+                while batches.get() is not None:  # let the lister reach its end marker
+                    pass
+                if not isinstance(exc, KeyboardInterrupt):
+                    raise
+                interrupted = True
         lister.join()
         return self._report(time.monotonic() - started, interrupted)
 
@@ -188,7 +192,7 @@ class Engine:
             status = "succeeded"
         else:
             status = "failed"
-        return Report(self.job_id, self.job.operation, status, self.tally, seconds, self.store.retries, error)
+        return Report(self.job_id, self.job.operation, status, self.tally, seconds, self.store.retries, error, interrupted)
 
 
 class _MoveBatch:

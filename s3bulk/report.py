@@ -105,6 +105,7 @@ class Report:
     seconds: float
     retries: int = 0
     error: str | None = None
+    interrupted: bool = False
 
     def summary(self) -> dict[str, Any]:
         s = self.tally.snapshot()
@@ -138,4 +139,6 @@ class Report:
 
     @property
     def exit_code(self) -> int:
+        if self.interrupted:
+            return 130
         return 0 if self.status in {"succeeded", "dry-run"} else 1

@@ -207,3 +207,27 @@ def test_listing_never_runs_far_ahead_of_the_workers() -> None:
     bound = (QUEUE_BATCHES + 2 * 2 + 2) * 50 + 50
     assert max(ahead) <= bound
     assert len(ahead) == 100
+
+
+def test_ctrl_c_stops_the_job_reports_it_and_exits_130(store: MemoryStore) -> None:
+    import _thread
+
+    real_copy = store.copy_object
+    calls = []
+
+    def copy_then_interrupt(*args: Any, **kwargs: Any) -> str:
+        calls.append(args[1])
+        if len(calls) == 50:
+            _thread.interrupt_main()
+        return real_copy(*args, **kwargs)
+
+    store.copy_object = copy_then_interrupt  # type: ignore[method-assign]
+    report = Engine(make_job("move", batch_size=100), store, concurrency=2).run()
+    assert report.interrupted and report.exit_code == 130
+    assert report.error is not None and "interrupted" in report.error
+    done = report.summary()["succeeded"]
+    assert done < 1234
+    # every source that is gone has its copy; every succeeded object was really moved
+    moved_away = {f"in/{i:05d}" for i in range(1234)} - set(store.keys("src-b"))
+    assert {"out/" + k[3:] for k in moved_away} <= set(store.keys("dst-b"))
+    assert len(moved_away) == done

@@ -1,4 +1,4 @@
-"""Copy, move and delete 5,000 objects on a real S3 server, verified byte for byte."""
+"""Copy, move and delete 5,000 objects on real S3 servers (SeaweedFS and moto), verified byte for byte."""
 
 from __future__ import annotations
 
@@ -17,13 +17,18 @@ from tests.integration.helpers import assert_exact_copy, list_keys, seed_small, 
 N = 5000
 
 
+@pytest.fixture(params=["seaweed", "moto_endpoint"])
+def endpoint(request: pytest.FixtureRequest) -> str:
+    return str(request.getfixturevalue(request.param))
+
+
 @pytest.fixture
-def client(seaweed: str) -> Any:
-    return client_for(seaweed)
+def client(endpoint: str) -> Any:
+    return client_for(endpoint)
 
 
 def test_cli_copy_of_5000_objects_is_byte_exact_and_the_report_matches(
-    seaweed: str, client: Any, bucket_factory: Callable[[Any, str], str], tmp_path: Path
+    endpoint: str, client: Any, bucket_factory: Callable[[Any, str], str], tmp_path: Path
 ) -> None:
     src, dst = bucket_factory(client, "src"), bucket_factory(client, "dst")
     md5s = seed_small(client, src, "in/", N)
@@ -33,7 +38,7 @@ def test_cli_copy_of_5000_objects_is_byte_exact_and_the_report_matches(
         {"operation": "copy", "source": {"bucket": src, "prefix": "in/"}, "destination": {"bucket": dst, "prefix": "out/"}},
     )
     proc = subprocess.run(
-        [*S3BULK, "run", str(job), "--endpoint-url", seaweed, "--report", str(tmp_path / "r.json")],
+        [*S3BULK, "run", str(job), "--endpoint-url", endpoint, "--report", str(tmp_path / "r.json")],
         env=cli_env(tmp_path),
         capture_output=True,
         text=True,
@@ -48,7 +53,7 @@ def test_cli_copy_of_5000_objects_is_byte_exact_and_the_report_matches(
 
 
 def test_move_of_5000_objects_empties_the_source_and_keeps_every_byte(
-    seaweed: str, client: Any, bucket_factory: Callable[[Any, str], str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    endpoint: str, client: Any, bucket_factory: Callable[[Any, str], str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for k, v in cli_env(tmp_path).items():
         monkeypatch.setenv(k, v)
@@ -58,7 +63,7 @@ def test_move_of_5000_objects_empties_the_source_and_keeps_every_byte(
         tmp_path / "job.json",
         {"operation": "move", "source": {"bucket": src, "prefix": "in/"}, "destination": {"bucket": dst, "prefix": "moved/"}},
     )
-    assert main(["run", str(job), "--endpoint-url", seaweed, "--report", str(tmp_path / "r.json"), "-q"]) == 0
+    assert main(["run", str(job), "--endpoint-url", endpoint, "--report", str(tmp_path / "r.json"), "-q"]) == 0
     report = json.loads((tmp_path / "r.json").read_text())
     assert (report["listed"], report["succeeded"], report["failed"]) == (N, N, 0)
     assert list_keys(client, src, "in/") == []
@@ -66,7 +71,7 @@ def test_move_of_5000_objects_empties_the_source_and_keeps_every_byte(
 
 
 def test_delete_of_5000_objects_removes_exactly_the_selected_ones(
-    seaweed: str, client: Any, bucket_factory: Callable[[Any, str], str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    endpoint: str, client: Any, bucket_factory: Callable[[Any, str], str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for k, v in cli_env(tmp_path).items():
         monkeypatch.setenv(k, v)
@@ -74,7 +79,7 @@ def test_delete_of_5000_objects_removes_exactly_the_selected_ones(
     seed_small(client, bucket, "tmp/", N)
     keep = seed_small(client, bucket, "keep/", 50)
     job = write_job(tmp_path / "job.json", {"operation": "delete", "source": {"bucket": bucket, "prefix": "tmp/"}})
-    assert main(["run", str(job), "--endpoint-url", seaweed, "--report", str(tmp_path / "r.json"), "-q"]) == 0
+    assert main(["run", str(job), "--endpoint-url", endpoint, "--report", str(tmp_path / "r.json"), "-q"]) == 0
     report = json.loads((tmp_path / "r.json").read_text())
     assert (report["listed"], report["succeeded"], report["failed"]) == (N, N, 0)
     assert list_keys(client, bucket, "tmp/") == []
