@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import uuid
 from collections.abc import Callable, Iterator
@@ -60,3 +61,8 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
 
 
 S3BULK = [sys.executable, "-m", "s3bulk.cli"]
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """The real entry point in a child process, as a user runs it."""
+    return subprocess.run([*S3BULK, *args], env=env, capture_output=True, text=True, timeout=timeout, check=False)

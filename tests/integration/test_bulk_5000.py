@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 import pytest
 
 from s3bulk.cli import main
-from tests.integration.conftest import S3BULK, cli_env, client_for
+from tests.integration.conftest import cli_env, client_for, run_cli
 from tests.integration.helpers import assert_exact_copy, list_keys, seed_small, write_job
 
 N = 5000
@@ -37,13 +36,7 @@ def test_cli_copy_of_5000_objects_is_byte_exact_and_the_report_matches(
         tmp_path / "job.json",
         {"operation": "copy", "source": {"bucket": src, "prefix": "in/"}, "destination": {"bucket": dst, "prefix": "out/"}},
     )
-    proc = subprocess.run(
-        [*S3BULK, "run", str(job), "--endpoint-url", endpoint, "--report", str(tmp_path / "r.json")],
-        env=cli_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = run_cli("run", str(job), "--endpoint-url", endpoint, "--report", str(tmp_path / "r.json"), env=cli_env(tmp_path))
     assert proc.returncode == 0, proc.stderr + proc.stdout
     report = json.loads((tmp_path / "r.json").read_text())
     assert (report["status"], report["listed"], report["succeeded"], report["failed"], report["failures"]) == ("succeeded", N, N, 0, [])

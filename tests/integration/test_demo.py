@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
-from tests.integration.conftest import S3BULK, cli_env
+from tests.integration.conftest import cli_env, run_cli
 
 
 def test_demo_runs_a_verified_copy_on_the_embedded_server(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [*S3BULK, "demo", "--objects", "400", "--report", str(tmp_path / "r.json")],
-        env=cli_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = run_cli("demo", "--objects", "400", "--report", str(tmp_path / "r.json"), env=cli_env(tmp_path))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "verified: 392 objects byte for byte" in proc.stdout
     assert "multipart copy kept Content-Type, metadata and tags" in proc.stdout

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ import pytest
 from s3bulk.engine import Engine
 from s3bulk.job import parse_job
 from s3bulk.s3store import S3Store
-from tests.integration.conftest import S3BULK, cli_env, client_for
+from tests.integration.conftest import cli_env, client_for, run_cli
 from tests.integration.helpers import assert_exact_copy, list_keys, seed_small, write_job
 
 
@@ -67,13 +66,7 @@ def test_cli_exits_1_and_names_the_key_the_server_refused(
             "destination": {"bucket": dst, "prefix": "renamed-with-a-longer-prefix-"},
         },
     )
-    proc = subprocess.run(
-        [*S3BULK, "run", str(job), "--endpoint-url", seaweed, "--report", str(tmp_path / "r.json")],
-        env=cli_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = run_cli("run", str(job), "--endpoint-url", seaweed, "--report", str(tmp_path / "r.json"), env=cli_env(tmp_path))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     report = json.loads((tmp_path / "r.json").read_text())
     assert (report["succeeded"], report["failed"]) == (100, 1)

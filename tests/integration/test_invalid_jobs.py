@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from s3bulk.cli import main
-from tests.integration.conftest import S3BULK, cli_env, client_for
+from tests.integration.conftest import cli_env, client_for, run_cli
 from tests.integration.helpers import seed_small, snapshot
 
 SRC, DST = "inv-src", "inv-dst"
@@ -81,29 +80,29 @@ def test_invalid_job_exits_2_names_the_field_and_touches_nothing(
 
 
 def test_cli_validate_reports_ok_or_the_error_with_exit_codes(tmp_path: Path) -> None:
-    good = subprocess.run([*S3BULK, "validate", "events/copy-prefix.json"], capture_output=True, text=True, timeout=60)
+    good = run_cli("validate", "events/copy-prefix.json")
     assert (good.returncode, good.stdout.strip()) == (0, "ok: copy s3://src-bucket/logs/2024/ -> s3://dst-bucket/archive/2024/")
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(INVALID[0][1]))
-    proc = subprocess.run([*S3BULK, "validate", str(bad)], capture_output=True, text=True, timeout=60)
+    proc = run_cli("validate", str(bad))
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: job.source.prefx: unknown field")
 
 
 def test_run_without_credentials_exits_2_before_touching_anything(tmp_path: Path) -> None:
     env = {k: v for k, v in cli_env(tmp_path).items() if k not in {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}}
-    proc = subprocess.run([*S3BULK, "run", "events/copy-prefix.json"], env=env, capture_output=True, text=True, timeout=60)
+    proc = run_cli("run", "events/copy-prefix.json", env=env)
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: no AWS credentials found")
 
 
 def test_missing_job_file_exits_2(tmp_path: Path) -> None:
-    proc = subprocess.run([*S3BULK, "validate", str(tmp_path / "nope.json")], capture_output=True, text=True, timeout=60)
+    proc = run_cli("validate", str(tmp_path / "nope.json"))
     assert proc.returncode == 2
     assert "No such file" in proc.stderr
 
 
 def test_every_sample_event_is_valid() -> None:
     for path in sorted(Path("events").glob("*.json")):
-        proc = subprocess.run([*S3BULK, "validate", str(path)], capture_output=True, text=True, timeout=60)
+        proc = run_cli("validate", str(path))
         assert proc.returncode == 0, (path, proc.stderr)
