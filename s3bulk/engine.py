@@ -1,7 +1,7 @@
 """Runs a job in one process: a lister thread streams batches, a bounded pool works them.
 
-The same batch functions (work_batch) serve the Lambda worker; only the way
-batches arrive differs.
+The per-object work lives in batchrun.BatchRunner, which the Lambda worker
+uses too; only the way batches arrive differs.
 """
 
 from __future__ import annotations
@@ -10,23 +10,20 @@ import queue
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator
 from datetime import UTC, datetime
 
-from s3bulk.copies import CopySettings, copy_object
-from s3bulk.delete import delete_keys
+from s3bulk.batchrun import BatchRunner, Item
 from s3bulk.errors import error_code, error_message
 from s3bulk.executor import BoundedExecutor
 from s3bulk.job import Job
 from s3bulk.listing import batched, iter_objects, mark_existing
-from s3bulk.move import confirm_copy
 from s3bulk.report import Report, Tally
 from s3bulk.selection import KeyMapper, Selector
-from s3bulk.store import KeyFailure, ObjectInfo, ObjectStore
+from s3bulk.store import ObjectInfo, ObjectStore
 
-# One process with 32 threads reaches ~950 copies/s against a local server and
-# ~915/s at +20 ms; 128 threads add nothing (client CPU bound). See docs/architecture.md.
+# One process peaks at 32 threads (~800 copies/s on the 2-core reference machine,
+# ~915/s at +20 ms); more threads add nothing (client CPU bound). See docs/architecture.md.
 DEFAULT_CONCURRENCY = 32
 # Part copies of large objects run on their own small pool so they never wait
 # behind (or deadlock with) the object tasks that submit them.
@@ -34,15 +31,6 @@ PART_WORKERS = 8
 # Batches queued between the lister and the workers: enough to never starve the
 # pool, few enough that memory does not grow with the bucket.
 QUEUE_BATCHES = 4
-
-
-@dataclass(frozen=True, slots=True)
-class Item:
-    """One object of a batch and, for copy/move, where it goes."""
-
-    obj: ObjectInfo
-    dst_key: str = ""
-    exists: bool = False
 
 
 def resolve_concurrency(job: Job, override: int | None = None) -> int:
@@ -71,9 +59,7 @@ class Engine:
         self._stop = threading.Event()
         self._listing_error: BaseException | None = None
         self._selector = Selector(job.source)
-        dst = job.destination
-        self._map = KeyMapper(job.source, dst) if dst else None
-        self._copy = CopySettings(job.options.multipart_threshold, job.options.part_size, dst.storage_class if dst else None)
+        self._map = KeyMapper(job.source, job.destination) if job.destination else None
 
     # -- listing -----------------------------------------------------------------------------
     def _selected(self) -> Iterator[ObjectInfo]:
@@ -124,9 +110,10 @@ class Engine:
             BoundedExecutor(PART_WORKERS, max_in_flight=4 * PART_WORKERS, name="s3bulk-part") as parts,
             BoundedExecutor(self.concurrency, name="s3bulk-worker") as pool,
         ):
+            runner = BatchRunner(self.job, self.store, pool, parts)
             try:
                 while (batch := batches.get()) is not None:
-                    self._dispatch(batch, pool, parts)
+                    runner.start(batch, self.tally)
             except BaseException as exc:
                 self._stop.set()
                 pool.shutdown(wait=True, cancel_futures=True)
@@ -141,42 +128,6 @@ class Engine:
     def stop(self) -> None:
         """Stop listing; tasks already submitted finish."""
         self._stop.set()
-
-    def _dispatch(self, batch: list[Item], pool: BoundedExecutor, parts: BoundedExecutor) -> None:
-        todo = []
-        for item in batch:
-            if item.exists:
-                self.tally.skip()
-            else:
-                todo.append(item)
-        if self.job.options.dry_run or not todo:
-            return
-        if self.job.operation == "delete":
-            pool.submit(work_delete, self.store, self.job.source.bucket, todo, self.tally)
-            return
-        tracker = _MoveBatch(len(todo)) if self.job.operation == "move" else None
-        for item in todo:
-            pool.submit(self._copy_task, item, parts, tracker)
-
-    def _copy_task(self, item: Item, parts: BoundedExecutor, tracker: _MoveBatch | None) -> None:
-        dst = self.job.destination
-        assert dst is not None
-        src_bucket = self.job.source.bucket
-        ok = False
-        try:
-            done = copy_object(self.store, parts, src_bucket, item.obj, dst.bucket, item.dst_key, self._copy)
-            if tracker is not None:
-                confirm_copy(self.store, item.obj, dst.bucket, item.dst_key, done)
-            ok = True
-        except Exception as exc:  # noqa: BLE001 - every per-object error is reported
-            self.tally.fail(item.obj.key, error_code(exc), error_message(exc))
-        if tracker is None:
-            if ok:
-                self.tally.succeed(item.obj.size)
-            return
-        confirmed = tracker.finish(item if ok else None)
-        if confirmed is not None:  # this thread finished the batch's last copy
-            work_delete(self.store, src_bucket, confirmed, self.tally, moved=True)
 
     def _report(self, seconds: float, interrupted: bool) -> Report:
         error = None
@@ -193,36 +144,3 @@ class Engine:
         else:
             status = "failed"
         return Report(self.job_id, self.job.operation, status, self.tally, seconds, self.store.retries, error, interrupted)
-
-
-class _MoveBatch:
-    """Collects a batch's confirmed copies; the last finisher deletes their sources in one request."""
-
-    def __init__(self, pending: int) -> None:
-        self._pending = pending
-        self._confirmed: list[Item] = []
-        self._lock = threading.Lock()
-
-    def finish(self, confirmed: Item | None) -> list[Item] | None:
-        with self._lock:
-            if confirmed is not None:
-                self._confirmed.append(confirmed)
-            self._pending -= 1
-            return self._confirmed if self._pending == 0 else None
-
-
-def work_delete(store: ObjectStore, bucket: str, items: Sequence[Item], tally: Tally, *, moved: bool = False) -> None:
-    """Delete a batch's keys; for a move, a key counts as done only once its source is gone."""
-    sizes = {item.obj.key: item.obj.size for item in items}
-    failed: dict[str, KeyFailure] = {}
-    for start in range(0, len(items), 1000):
-        chunk = [item.obj.key for item in items[start : start + 1000]]
-        for key_failure in delete_keys(store, bucket, chunk):
-            failed[key_failure.key] = key_failure
-    for key, size in sizes.items():
-        failure = failed.get(key)
-        if failure is None:
-            tally.succeed(size)
-        else:
-            note = "copied, but the source could not be deleted: " if moved else ""
-            tally.fail(key, failure.code, note + failure.message)

@@ -22,3 +22,14 @@ def confirm_copy(store: ObjectStore, obj: ObjectInfo, dst_bucket: str, dst_key: 
     head = store.head_object(dst_bucket, dst_key)
     if head.size != obj.size:
         raise StoreError("CopyNotConfirmed", f"destination holds {head.size} bytes, source {obj.size}; source kept")
+
+
+def destination_already_moved(store: ObjectStore, obj: ObjectInfo, dst_bucket: str, dst_key: str) -> bool:
+    """For a redelivered move whose source is gone: true only if the destination holds the listed object."""
+    try:
+        head = store.head_object(dst_bucket, dst_key)
+    except StoreError:
+        return False
+    if head.size != obj.size:
+        return False
+    return not (etag_comparable(obj.etag) and etag_comparable(head.etag)) or head.etag == obj.etag

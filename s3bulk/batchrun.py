@@ -1,0 +1,182 @@
+"""Work one batch of objects on a bounded pool: the unit the local engine and the Lambda worker share.
+
+A batch completes only when every object in it has a final outcome. A caller
+with a deadline (the Lambda worker) can stop submitting; the batch is then
+incomplete, nothing of it is counted by the ledger, and the whole batch is
+redone later. Every task is idempotent, so a redo is safe.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from s3bulk.copies import CopySettings, copy_object
+from s3bulk.delete import delete_keys
+from s3bulk.errors import error_code, error_message
+from s3bulk.executor import BoundedExecutor
+from s3bulk.job import Job
+from s3bulk.move import confirm_copy, destination_already_moved
+from s3bulk.report import Tally
+from s3bulk.store import KeyFailure, ObjectInfo, ObjectStore, StoreError
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One object of a batch and, for copy/move, where it goes."""
+
+    obj: ObjectInfo
+    dst_key: str = ""
+    exists: bool = False
+
+
+def _always() -> bool:
+    return True
+
+
+class BatchRun:
+    """Tracks one batch's tasks; the thread that finishes the last one runs the batch's closing step."""
+
+    def __init__(self, closing: Callable[[list[Item]], None] | None) -> None:
+        self._closing = closing
+        self._lock = threading.Lock()
+        self._open = 0
+        self._sealed = False
+        self._all_submitted = False
+        self._closed = False
+        self._confirmed: list[Item] = []
+        self._done = threading.Event()
+
+    def add(self) -> None:
+        with self._lock:
+            self._open += 1
+
+    def seal(self, all_submitted: bool) -> None:
+        """No more tasks will be added; `all_submitted` says whether every item got one."""
+        with self._lock:
+            self._sealed = True
+            self._all_submitted = all_submitted
+            last = self._open == 0
+        if last:
+            self._close()
+
+    def finish(self, confirmed: Item | None = None) -> None:
+        with self._lock:
+            if confirmed is not None:
+                self._confirmed.append(confirmed)
+            self._open -= 1
+            last = self._sealed and self._open == 0
+        if last:
+            self._close()
+
+    def _close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        try:
+            if self._closing is not None and self._all_submitted and self._confirmed:
+                self._closing(self._confirmed)
+        finally:
+            self._done.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._done.wait(timeout)
+
+    @property
+    def complete(self) -> bool:
+        """Every item of the batch has its final outcome in the tally."""
+        return self._done.is_set() and self._all_submitted
+
+
+class BatchRunner:
+    """Per-object tasks for one job; the pools are the caller's (sized to the client's connection pool)."""
+
+    def __init__(self, job: Job, store: ObjectStore, pool: BoundedExecutor, parts: BoundedExecutor) -> None:
+        self.job = job
+        self.store = store
+        self.pool = pool
+        self.parts = parts
+        dst = job.destination
+        self._copy = CopySettings(job.options.multipart_threshold, job.options.part_size, dst.storage_class if dst else None)
+
+    def start(self, batch: Sequence[Item], tally: Tally, keep_going: Callable[[], bool] = _always) -> BatchRun:
+        """Submit the batch's tasks (blocking while the pool is full) and return at once."""
+        todo = []
+        for item in batch:
+            if item.exists:
+                tally.skip()
+            else:
+                todo.append(item)
+        op = self.job.operation
+        closing = None
+        if op == "move":
+            bucket = self.job.source.bucket
+            closing = lambda confirmed: delete_batch(self.store, bucket, confirmed, tally, moved=True)  # noqa: E731
+        run = BatchRun(closing)
+        if self.job.options.dry_run or not todo:
+            run.seal(all_submitted=True)
+            return run
+        if op == "delete":
+            if keep_going():
+                run.add()
+                self.pool.submit(self._delete_task, todo, tally, run)
+                run.seal(all_submitted=True)
+            else:
+                run.seal(all_submitted=False)
+            return run
+        submitted = 0
+        for item in todo:
+            if not keep_going():
+                break
+            run.add()
+            self.pool.submit(self._copy_task, item, tally, run)
+            submitted += 1
+        run.seal(all_submitted=submitted == len(todo))
+        return run
+
+    def _delete_task(self, items: list[Item], tally: Tally, run: BatchRun) -> None:
+        try:
+            delete_batch(self.store, self.job.source.bucket, items, tally)
+        finally:
+            run.finish()
+
+    def _copy_task(self, item: Item, tally: Tally, run: BatchRun) -> None:
+        dst = self.job.destination
+        assert dst is not None
+        move = self.job.operation == "move"
+        confirmed: Item | None = None
+        try:
+            try:
+                done = copy_object(self.store, self.parts, self.job.source.bucket, item.obj, dst.bucket, item.dst_key, self._copy)
+                if move:
+                    confirm_copy(self.store, item.obj, dst.bucket, item.dst_key, done)
+            except StoreError as exc:
+                # A redelivered move whose source is already gone succeeded earlier if the destination matches.
+                if not (move and exc.code == "NoSuchKey" and destination_already_moved(self.store, item.obj, dst.bucket, item.dst_key)):
+                    raise
+            if move:
+                confirmed = item
+            else:
+                tally.succeed(item.obj.size)
+        except Exception as exc:  # noqa: BLE001 - every per-object error is reported, never raised
+            tally.fail(item.obj.key, error_code(exc), error_message(exc))
+        finally:
+            run.finish(confirmed)
+
+
+def delete_batch(store: ObjectStore, bucket: str, items: Sequence[Item], tally: Tally, *, moved: bool = False) -> None:
+    """Delete a batch's keys; for a move, a key counts as done only once its source is gone."""
+    failed: dict[str, KeyFailure] = {}
+    for start in range(0, len(items), 1000):
+        chunk = [item.obj.key for item in items[start : start + 1000]]
+        for key_failure in delete_keys(store, bucket, chunk):
+            failed[key_failure.key] = key_failure
+    for item in items:
+        failure = failed.get(item.obj.key)
+        if failure is None:
+            tally.succeed(item.obj.size)
+        else:
+            note = "copied, but the source could not be deleted: " if moved else ""
+            tally.fail(item.obj.key, failure.code, note + failure.message)
