@@ -1,0 +1,40 @@
+"""Buckets a deployment may touch, checked at run time as well as granted in IAM."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from s3bulk.job import Job, JobError
+
+
+def _split(value: str | None) -> frozenset[str]:
+    return frozenset(b.strip() for b in (value or "").split(",") if b.strip())
+
+
+@dataclass(frozen=True, slots=True)
+class AllowList:
+    read: frozenset[str]
+    write: frozenset[str]
+    delete: frozenset[str]
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> AllowList:
+        return cls(
+            _split(env.get("S3BULK_READ_BUCKETS")), _split(env.get("S3BULK_WRITE_BUCKETS")), _split(env.get("S3BULK_DELETE_BUCKETS"))
+        )
+
+    def check(self, job: Job) -> None:
+        """Raise JobError naming the field, the bucket and how to allow it."""
+        src = job.source.bucket
+        if src not in self.read:
+            raise JobError(_denied("job.source.bucket", src, "read", self.read))
+        if job.operation in {"delete", "move"} and src not in self.delete:
+            raise JobError(_denied("job.source.bucket", src, "delete", self.delete))
+        if job.destination is not None and job.destination.bucket not in self.write:
+            raise JobError(_denied("job.destination.bucket", job.destination.bucket, "write", self.write))
+
+
+def _denied(field: str, bucket: str, kind: str, allowed: frozenset[str]) -> str:
+    shown = ", ".join(sorted(allowed)) or "none"
+    return f"{field}: {bucket!r} is not in this deployment's {kind} allow-list ({shown}); redeploy with it in -c {kind}_buckets=..."

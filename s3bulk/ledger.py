@@ -1,0 +1,213 @@
+"""The job ledger in DynamoDB: spec, status, listing cursor and counters that stay exact.
+
+One table, two item kinds under the job's partition key:
+  pk=job#ID sk=job         the job: spec, status, cursor, page, counters, pending
+  pk=job#ID sk=batch#BID   a marker per finished batch, written in the same
+                           transaction as the counter update, so a redelivered
+                           message can never be counted twice.
+`pending` is batches sent minus batches finished; the state machine reads it
+(with listing_done) straight from DynamoDB to know when a job is done.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from s3bulk.job import Job, parse_job
+
+COUNTERS = ("scanned", "listed", "listed_bytes", "skipped", "succeeded", "failed", "bytes", "batches", "pending")
+DEFAULT_TTL_DAYS = 30
+
+
+@dataclass(frozen=True, slots=True)
+class JobRecord:
+    job_id: str
+    job: Job
+    status: str
+    cursor: str | None
+    page: int
+    listing_done: bool
+    counters: dict[str, int]
+    created_at: float
+
+    def summary(self) -> dict[str, Any]:
+        c = self.counters
+        return {
+            "job_id": self.job_id,
+            "operation": self.job.operation,
+            "status": self.status,
+            "listing_done": self.listing_done,
+            **{k: c.get(k, 0) for k in ("listed", "succeeded", "skipped", "failed", "bytes", "scanned", "pending", "batches")},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class BatchCounts:
+    succeeded: int = 0
+    skipped: int = 0
+    failed: int = 0
+    bytes: int = 0
+
+
+def job_key(job_id: str) -> dict[str, Any]:
+    return {"pk": {"S": f"job#{job_id}"}, "sk": {"S": "job"}}
+
+
+def initial_item(job_id: str, job: Job, now: float | None = None, ttl_days: int = DEFAULT_TTL_DAYS) -> dict[str, Any]:
+    """The job's first ledger item, in DynamoDB's typed form (the state machine puts it as is)."""
+    now = time.time() if now is None else now
+    item: dict[str, Any] = {
+        **job_key(job_id),
+        "job_id": {"S": job_id},
+        "spec": {"S": job.model_dump_json(exclude_none=True)},
+        "status": {"S": "RUNNING"},
+        "page": {"N": "0"},
+        "listing_done": {"BOOL": False},
+        "created_at": {"N": str(int(now))},
+        "expires_at": {"N": str(int(now + ttl_days * 86400))},
+    }
+    for name in COUNTERS:
+        item[name] = {"N": "0"}
+    return item
+
+
+def _conditional_failed(exc: ClientError) -> bool:
+    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+
+class DynamoLedger:
+    def __init__(self, client: Any, table: str) -> None:
+        self.client = client
+        self.table = table
+
+    def create(self, job_id: str, job: Job) -> None:
+        """Idempotent: creating the same job again is a no-op (state machine retries)."""
+        try:
+            self.client.put_item(TableName=self.table, Item=initial_item(job_id, job), ConditionExpression="attribute_not_exists(pk)")
+        except ClientError as exc:
+            if not _conditional_failed(exc):
+                raise
+
+    def load(self, job_id: str) -> JobRecord:
+        r = self.client.get_item(TableName=self.table, Key=job_key(job_id), ConsistentRead=True)
+        item = r.get("Item")
+        if item is None:
+            raise KeyError(f"job {job_id!r} is not in the ledger")
+        return JobRecord(
+            job_id,
+            parse_job(item["spec"]["S"]),
+            item["status"]["S"],
+            item.get("cursor", {}).get("S"),
+            int(item["page"]["N"]),
+            bool(item["listing_done"]["BOOL"]),
+            {k: int(item[k]["N"]) for k in COUNTERS if k in item},
+            float(item["created_at"]["N"]),
+        )
+
+    def checkpoint(
+        self,
+        job_id: str,
+        page: int,
+        cursor: str | None,
+        listing_done: bool,
+        *,
+        scanned: int,
+        listed: int,
+        listed_bytes: int,
+        skipped: int,
+        batches: int,
+    ) -> bool:
+        """Record one fully sent page; False if another invocation already recorded it."""
+        values: dict[str, Any] = {
+            ":page": {"N": str(page)},
+            ":next": {"N": str(page + 1)},
+            ":done": {"BOOL": listing_done},
+            ":scanned": {"N": str(scanned)},
+            ":listed": {"N": str(listed)},
+            ":lbytes": {"N": str(listed_bytes)},
+            ":skipped": {"N": str(skipped)},
+            ":batches": {"N": str(batches)},
+        }
+        update = "SET page = :next, listing_done = :done"
+        if cursor is None:
+            update += " REMOVE cursor"
+        else:
+            update = "SET page = :next, listing_done = :done, cursor = :cursor"
+            values[":cursor"] = {"S": cursor}
+        update += " ADD scanned :scanned, listed :listed, listed_bytes :lbytes, skipped :skipped, batches :batches, pending :batches"
+        try:
+            self.client.update_item(
+                TableName=self.table,
+                Key=job_key(job_id),
+                UpdateExpression=update,
+                ConditionExpression="page = :page",
+                ExpressionAttributeValues=values,
+            )
+            return True
+        except ClientError as exc:
+            if _conditional_failed(exc):
+                return False
+            raise
+
+    def is_batch_done(self, job_id: str, batch_id: str) -> bool:
+        key = {"pk": {"S": f"job#{job_id}"}, "sk": {"S": f"batch#{batch_id}"}}
+        return "Item" in self.client.get_item(TableName=self.table, Key=key, ConsistentRead=True)
+
+    def complete_batch(self, job_id: str, batch_id: str, counts: BatchCounts, ttl_days: int = DEFAULT_TTL_DAYS) -> bool:
+        """Count a finished batch exactly once; False means it was already counted."""
+        marker = {
+            "pk": {"S": f"job#{job_id}"},
+            "sk": {"S": f"batch#{batch_id}"},
+            "expires_at": {"N": str(int(time.time() + ttl_days * 86400))},
+        }
+        try:
+            self.client.transact_write_items(
+                TransactItems=[
+                    {"Put": {"TableName": self.table, "Item": marker, "ConditionExpression": "attribute_not_exists(pk)"}},
+                    {
+                        "Update": {
+                            "TableName": self.table,
+                            "Key": job_key(job_id),
+                            "UpdateExpression": "ADD succeeded :s, skipped :k, failed :f, #b :b, pending :minus",
+                            "ExpressionAttributeNames": {"#b": "bytes"},
+                            "ExpressionAttributeValues": {
+                                ":s": {"N": str(counts.succeeded)},
+                                ":k": {"N": str(counts.skipped)},
+                                ":f": {"N": str(counts.failed)},
+                                ":b": {"N": str(counts.bytes)},
+                                ":minus": {"N": "-1"},
+                            },
+                        }
+                    },
+                ]
+            )
+            return True
+        except ClientError as exc:
+            reasons = exc.response.get("CancellationReasons") or []
+            if (
+                exc.response.get("Error", {}).get("Code") == "TransactionCanceledException"
+                and reasons
+                and reasons[0].get("Code") == "ConditionalCheckFailed"
+            ):
+                return False
+            raise
+
+    def set_status(self, job_id: str, status: str, **extra: str) -> None:
+        names = {"#s": "status"}
+        values: dict[str, Any] = {":s": {"S": status}}
+        sets = ["#s = :s"]
+        for i, (k, v) in enumerate(extra.items()):
+            names[f"#e{i}"] = k
+            values[f":e{i}"] = {"S": v}
+            sets.append(f"#e{i} = :e{i}")
+        self.client.update_item(
+            TableName=self.table,
+            Key=job_key(job_id),
+            UpdateExpression="SET " + ", ".join(sets),
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+        )

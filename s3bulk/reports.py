@@ -1,0 +1,53 @@
+"""Where a distributed job's failures and report land: an S3 bucket, one JSONL part per batch."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+
+class ReportBucket:
+    """Parts are keyed by batch id, so a redelivered batch overwrites rather than duplicates."""
+
+    def __init__(self, client: Any, bucket: str) -> None:
+        self.client = client
+        self.bucket = bucket
+
+    def put_failures(self, job_id: str, batch_id: str, failures: Iterable[dict[str, str]]) -> int:
+        lines = [json.dumps(f, ensure_ascii=False) for f in failures]
+        if lines:
+            body = ("\n".join(lines) + "\n").encode("utf-8")
+            self.client.put_object(
+                Bucket=self.bucket, Key=f"jobs/{job_id}/failures/{batch_id}.jsonl", Body=body, ContentType="application/x-ndjson"
+            )
+        return len(lines)
+
+    def iter_failures(self, job_id: str) -> Iterator[dict[str, str]]:
+        paginator = self.client.get_paginator("list_objects_v2")
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=f"jobs/{job_id}/failures/"):
+            for obj in page.get("Contents", ()):
+                body = self.client.get_object(Bucket=self.bucket, Key=obj["Key"])["Body"]
+                for line in body.iter_lines():
+                    if line:
+                        yield json.loads(line)
+
+    def write_report(self, job_id: str, summary: dict[str, Any]) -> str:
+        """report.json (summary + every failure, as the CLI writes it) and failures.jsonl; spooled, not held in memory."""
+        with tempfile.TemporaryFile("w+b") as report, tempfile.TemporaryFile("w+b") as jsonl:
+            head = json.dumps(summary, ensure_ascii=False, indent=1)
+            report.write((head[:-2] + ',\n "failures": [').encode())
+            for i, failure in enumerate(self.iter_failures(job_id)):
+                line = json.dumps(failure, ensure_ascii=False)
+                report.write((("," if i else "") + "\n  " + line).encode())
+                jsonl.write((line + "\n").encode())
+            report.write(b"\n ]\n}\n")
+            for fh, name, ctype in ((jsonl, "failures.jsonl", "application/x-ndjson"), (report, "report.json", "application/json")):
+                fh.seek(0)
+                self.client.upload_fileobj(fh, self.bucket, f"jobs/{job_id}/{name}", ExtraArgs={"ContentType": ctype})
+        return f"s3://{self.bucket}/jobs/{job_id}/report.json"
+
+    def read_report(self, job_id: str) -> dict[str, Any]:
+        body = self.client.get_object(Bucket=self.bucket, Key=f"jobs/{job_id}/report.json")["Body"].read()
+        return dict(json.loads(body))

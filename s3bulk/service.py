@@ -1,0 +1,223 @@
+"""The distributed job's steps: validate, list a bounded slice, work one message, finalize.
+
+Each step takes its clients and a `time_left()` callable and knows nothing about
+Lambda; the handlers in functions/ adapt a Lambda context to these calls.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from s3bulk.allowlist import AllowList
+from s3bulk.batchrun import BatchRunner, Item
+from s3bulk.engine import PART_WORKERS, new_job_id
+from s3bulk.errors import error_code, error_message
+from s3bulk.executor import BoundedExecutor
+from s3bulk.job import Job, parse_job
+from s3bulk.ledger import BatchCounts, DynamoLedger, initial_item
+from s3bulk.listing import iter_objects, mark_existing
+from s3bulk.messages import BatchMessage, pack
+from s3bulk.report import Tally
+from s3bulk.reports import ReportBucket
+from s3bulk.selection import KeyMapper, Selector
+from s3bulk.sqsqueue import QueueSender
+from s3bulk.store import ObjectStore
+
+TimeLeft = Callable[[], float]
+
+# The lister starts no new page with less than this left; a page is one LIST plus
+# at most a few SendMessageBatch calls, seconds at worst.
+LIST_MARGIN_S = 30.0
+# The worker submits no new object with less than this left, so copies already
+# running (each bounded by the client's read timeout) finish before the Lambda does.
+WORK_MARGIN_S = 150.0
+DEFAULT_POLL_SECONDS = 20
+
+
+# -- validate -------------------------------------------------------------------------------------
+def validate(event: dict[str, Any], allow: AllowList, poll_seconds: int = DEFAULT_POLL_SECONDS) -> dict[str, Any]:
+    """Parse and authorize a job event; raises JobError (one line naming the field) when it is bad."""
+    job = parse_job(json.dumps(event))
+    allow.check(job)
+    job_id = new_job_id(job)
+    return {"job_id": job_id, "item": initial_item(job_id, job), "poll_seconds": poll_seconds}
+
+
+# -- list -----------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class ListOutcome:
+    job_id: str
+    listing_done: bool
+    pages: int
+
+
+def list_step(
+    job_id: str,
+    *,
+    ledger: DynamoLedger,
+    store: ObjectStore,
+    sender: QueueSender,
+    allow: AllowList,
+    time_left: TimeLeft,
+    margin: float = LIST_MARGIN_S,
+) -> ListOutcome:
+    """List pages from the ledger's cursor until done or out of time, checkpointing after each page.
+
+    A page's messages are sent before its checkpoint; a crash in between re-sends
+    them with the same batch ids, and the ledger counts each batch once.
+    """
+    rec = ledger.load(job_id)
+    job = rec.job
+    allow.check(job)
+    src = job.source
+    selector = Selector(src)
+    mapper = KeyMapper(src, job.destination) if job.destination else None
+    page_no, cursor, done, pages = rec.page, rec.cursor, rec.listing_done, 0
+    while not done and time_left() > margin:
+        page = store.list_page(src.bucket, src.prefix, token=cursor)
+        selected = [o for o in page.objects if selector.matches(o)]
+        todo, skipped = selected, 0
+        if mapper is not None and job.options.if_exists == "skip" and selected and job.destination is not None:
+            todo = _not_existing(store, job, mapper, selected)
+            skipped = len(selected) - len(todo)
+        messages = [] if job.options.dry_run else list(pack(job_id, page_no, todo, job.options.batch_size))
+        sender.send(messages)
+        last = page.next_token is None
+        recorded = ledger.checkpoint(
+            job_id,
+            page_no,
+            page.next_token,
+            last,
+            scanned=len(page.objects),
+            listed=len(selected),
+            listed_bytes=sum(o.size for o in selected),
+            skipped=skipped,
+            batches=len(messages),
+        )
+        if not recorded:  # another invocation got there first; carry on from its checkpoint
+            rec = ledger.load(job_id)
+            page_no, cursor, done = rec.page, rec.cursor, rec.listing_done
+            continue
+        page_no, cursor, done, pages = page_no + 1, page.next_token, last, pages + 1
+    return ListOutcome(job_id, done, pages)
+
+
+def _not_existing(store: ObjectStore, job: Job, mapper: KeyMapper, selected: list[Any]) -> list[Any]:
+    """Merge-join one page with the destination range it maps to."""
+    assert job.destination is not None
+    pairs = [(o, mapper(o.key)) for o in selected]
+    first = pairs[0][1]
+    existing = iter_objects(store, job.destination.bucket, job.destination.prefix, start_after=first[:-1] or None)
+    return [o for o, _k, exists in mark_existing(pairs, existing) if not exists]
+
+
+# -- work -----------------------------------------------------------------------------------------
+class NotStarted(RuntimeError):
+    """Too little time left to start this message; it comes back untouched."""
+
+
+class BatchIncomplete(RuntimeError):
+    """Time ran out mid-batch; nothing of it is counted, and the whole batch comes back."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkOutcome:
+    counts: BatchCounts
+    counted: bool  # False: a duplicate delivery, already counted
+    retries: int = 0
+
+
+class WorkerService:
+    """One per Lambda container: pools and job specs are reused across invocations."""
+
+    def __init__(
+        self,
+        *,
+        ledger: DynamoLedger,
+        store: ObjectStore,
+        reports: ReportBucket,
+        allow: AllowList,
+        concurrency: int,
+        margin: float = WORK_MARGIN_S,
+    ) -> None:
+        self.ledger = ledger
+        self.store = store
+        self.reports = reports
+        self.allow = allow
+        self.margin = margin
+        self.pool = BoundedExecutor(concurrency, name="s3bulk-worker")
+        self.parts = BoundedExecutor(PART_WORKERS, max_in_flight=4 * PART_WORKERS, name="s3bulk-part")
+        self._jobs: dict[str, Job] = {}
+
+    def job(self, job_id: str) -> Job:
+        if job_id not in self._jobs:
+            self._jobs[job_id] = self.ledger.load(job_id).job
+        return self._jobs[job_id]
+
+    def work(self, msg: BatchMessage, time_left: TimeLeft) -> WorkOutcome:
+        if time_left() < self.margin:
+            raise NotStarted(f"batch {msg.batch_id}: {time_left():.0f}s left, under the {self.margin:.0f}s margin")
+        job = self.job(msg.job_id)
+        self.allow.check(job)
+        if self.ledger.is_batch_done(msg.job_id, msg.batch_id):
+            return WorkOutcome(BatchCounts(), counted=False)
+        mapper = KeyMapper(job.source, job.destination) if job.destination else None
+        items = [Item(o, mapper(o.key) if mapper else "") for o in msg.objects()]
+        tally = Tally()
+        retries_before = self.store.retries
+        try:
+            run = BatchRunner(job, self.store, self.pool, self.parts).start(items, tally, keep_going=lambda: time_left() > self.margin)
+            run.wait()
+            if not run.complete:
+                raise BatchIncomplete(f"batch {msg.batch_id}: time ran out after {tally.snapshot().done} of {len(items)} objects")
+            self.reports.put_failures(msg.job_id, msg.batch_id, tally.failures())
+            counts = BatchCounts(tally.succeeded, tally.skipped, tally.failed, tally.bytes)
+        finally:
+            tally.close()
+        counted = self.ledger.complete_batch(msg.job_id, msg.batch_id, counts)
+        return WorkOutcome(counts, counted, self.store.retries - retries_before)
+
+    def dead_letter(self, msg: BatchMessage, exc: BaseException, attempts: int) -> BatchCounts:
+        """Last delivery: report every object of the batch as failed so the job can finish, then let SQS dead-letter it."""
+        code, message = error_code(exc), error_message(exc)
+        failures = [
+            {"key": key, "error": code, "message": f"dead-lettered after {attempts} deliveries: {message}"}
+            for key, _size, _etag in msg.items
+        ]
+        self.reports.put_failures(msg.job_id, msg.batch_id, failures)
+        counts = BatchCounts(failed=len(failures))
+        self.ledger.complete_batch(msg.job_id, msg.batch_id, counts)
+        return counts
+
+
+# -- finalize -------------------------------------------------------------------------------------
+def finalize(job_id: str, *, ledger: DynamoLedger, reports: ReportBucket, now: Callable[[], float] = time.time) -> dict[str, Any]:
+    """Write report.json and failures.jsonl; say whether failures exceed the job's tolerance."""
+    rec = ledger.load(job_id)
+    c = rec.counters
+    failed = c.get("failed", 0)
+    tolerated = rec.job.options.tolerated_failures
+    status = "dry-run" if rec.job.options.dry_run else "succeeded" if failed == 0 else "failed"
+    summary: dict[str, Any] = {
+        "job_id": job_id,
+        "operation": rec.job.operation,
+        "status": status,
+        "listed": c.get("listed", 0),
+        "succeeded": c.get("succeeded", 0),
+        "skipped": c.get("skipped", 0),
+        "failed": failed,
+        "bytes": c.get("bytes", 0) if status != "dry-run" else c.get("listed_bytes", 0),
+        "seconds": round(now() - rec.created_at, 3),
+        "scanned": c.get("scanned", 0),
+        "tolerated_failures": tolerated,
+    }
+    if status == "dry-run":
+        summary["would_process"] = c.get("listed", 0) - c.get("skipped", 0)
+    uri = reports.write_report(job_id, summary)
+    over = failed > tolerated
+    ledger.set_status(job_id, "FAILED" if over else "SUCCEEDED", report=uri)
+    return {"job_id": job_id, "status": status, "failed": failed, "tolerated_failures": tolerated, "over_threshold": over, "report": uri}
