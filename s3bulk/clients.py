@@ -64,5 +64,18 @@ def make_s3_client(settings: ClientSettings, max_pool_connections: int) -> Any:
     )
 
 
+def make_client(service: str, settings: ClientSettings, max_pool_connections: int = 10) -> Any:
+    """Any other AWS client (DynamoDB, SQS, Step Functions) with the same explicit retries and timeouts."""
+    session = _session(settings)
+    region = settings.region or session.region_name or ("us-east-1" if settings.endpoint_url else None)
+    config = Config(
+        retries={"mode": settings.retry_mode, "max_attempts": settings.max_attempts},
+        max_pool_connections=max_pool_connections,
+        connect_timeout=settings.connect_timeout,
+        read_timeout=settings.read_timeout,
+    )
+    return session.client(service, endpoint_url=settings.endpoint_url, region_name=region, config=config)  # type: ignore[call-overload]
+
+
 def has_credentials(settings: ClientSettings) -> bool:
     return _session(settings).get_credentials() is not None

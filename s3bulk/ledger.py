@@ -132,19 +132,27 @@ class DynamoLedger:
             ":skipped": {"N": str(skipped)},
             ":batches": {"N": str(batches)},
         }
-        update = "SET page = :next, listing_done = :done"
+        # Every name goes through a placeholder: several (cursor, page, bytes) are DynamoDB reserved words.
+        names = {f"#{n}": n for n in ("page", "listing_done", "scanned", "listed", "listed_bytes", "skipped", "batches", "pending")}
+        names["#cursor"] = "cursor"
+        update = "SET #page = :next, #listing_done = :done"
         if cursor is None:
-            update += " REMOVE cursor"
+            remove = " REMOVE #cursor"
         else:
-            update = "SET page = :next, listing_done = :done, cursor = :cursor"
+            update += ", #cursor = :cursor"
             values[":cursor"] = {"S": cursor}
-        update += " ADD scanned :scanned, listed :listed, listed_bytes :lbytes, skipped :skipped, batches :batches, pending :batches"
+            remove = ""
+        update += (
+            remove
+            + " ADD #scanned :scanned, #listed :listed, #listed_bytes :lbytes, #skipped :skipped, #batches :batches, #pending :batches"
+        )
         try:
             self.client.update_item(
                 TableName=self.table,
                 Key=job_key(job_id),
                 UpdateExpression=update,
-                ConditionExpression="page = :page",
+                ConditionExpression="#page = :page",
+                ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,
             )
             return True
@@ -172,8 +180,14 @@ class DynamoLedger:
                         "Update": {
                             "TableName": self.table,
                             "Key": job_key(job_id),
-                            "UpdateExpression": "ADD succeeded :s, skipped :k, failed :f, #b :b, pending :minus",
-                            "ExpressionAttributeNames": {"#b": "bytes"},
+                            "UpdateExpression": "ADD #s :s, #k :k, #f :f, #b :b, #p :minus",
+                            "ExpressionAttributeNames": {
+                                "#s": "succeeded",
+                                "#k": "skipped",
+                                "#f": "failed",
+                                "#b": "bytes",
+                                "#p": "pending",
+                            },
                             "ExpressionAttributeValues": {
                                 ":s": {"N": str(counts.succeeded)},
                                 ":k": {"N": str(counts.skipped)},

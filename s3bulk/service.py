@@ -173,7 +173,7 @@ class WorkerService:
             run = BatchRunner(job, self.store, self.pool, self.parts).start(items, tally, keep_going=lambda: time_left() > self.margin)
             run.wait()
             if not run.complete:
-                raise BatchIncomplete(f"batch {msg.batch_id}: time ran out after {tally.snapshot().done} of {len(items)} objects")
+                raise BatchIncomplete(f"batch {msg.batch_id} of {len(items)} objects: time ran out; it will be redone whole")
             self.reports.put_failures(msg.job_id, msg.batch_id, tally.failures())
             counts = BatchCounts(tally.succeeded, tally.skipped, tally.failed, tally.bytes)
         finally:

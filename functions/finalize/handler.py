@@ -1,0 +1,37 @@
+"""Step Functions task: write the job's report and failures to the report bucket; say if failures exceed the tolerance."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools.utilities.parser import BaseModel, event_parser
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from s3bulk import awsenv
+from s3bulk.ledger import DynamoLedger
+from s3bulk.reports import ReportBucket
+from s3bulk.service import finalize
+
+logger = Logger(service=awsenv.SERVICE)
+tracer = Tracer(service=awsenv.SERVICE)
+
+
+class FinalizeEvent(BaseModel):
+    job_id: str
+
+
+@cache
+def deps() -> tuple[DynamoLedger, ReportBucket]:
+    cfg = awsenv.AwsConfig.from_env()
+    return awsenv.ledger(cfg), awsenv.reports(cfg)
+
+
+@tracer.capture_lambda_handler
+@logger.inject_lambda_context
+@event_parser(model=FinalizeEvent)
+def handler(event: FinalizeEvent, context: LambdaContext) -> dict[str, Any]:
+    logger.append_keys(job_id=event.job_id)
+    ledger, reports = deps()
+    return finalize(event.job_id, ledger=ledger, reports=reports)

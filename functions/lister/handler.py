@@ -1,0 +1,38 @@
+"""Step Functions task: list from the ledger's cursor, send batches, return before time runs out."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.utilities.parser import BaseModel, event_parser
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from s3bulk import awsenv
+from s3bulk.service import list_step
+
+logger = Logger(service=awsenv.SERVICE)
+metrics = Metrics(namespace=awsenv.METRICS_NAMESPACE, service=awsenv.SERVICE)
+tracer = Tracer(service=awsenv.SERVICE)
+
+
+class ListEvent(BaseModel):
+    job_id: str
+
+
+@cache
+def deps() -> dict[str, Any]:
+    cfg = awsenv.AwsConfig.from_env()
+    return {"ledger": awsenv.ledger(cfg), "store": awsenv.store(cfg), "sender": awsenv.sender(cfg), "allow": cfg.allow}
+
+
+@metrics.log_metrics
+@tracer.capture_lambda_handler
+@logger.inject_lambda_context
+@event_parser(model=ListEvent)
+def handler(event: ListEvent, context: LambdaContext) -> dict[str, Any]:
+    logger.append_keys(job_id=event.job_id)
+    out = list_step(event.job_id, time_left=lambda: context.get_remaining_time_in_millis() / 1000, **deps())
+    metrics.add_metric(name="ListedPages", unit="Count", value=out.pages)
+    return {"job_id": out.job_id, "listing_done": out.listing_done, "pages": out.pages}

@@ -1,0 +1,78 @@
+"""Build the distributed services from environment variables (set by the CDK stack).
+
+Called on a handler's first invocation, never at import time, so tests and
+cold starts pay only for what they use.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from s3bulk.allowlist import AllowList
+from s3bulk.clients import ClientSettings, make_client, make_s3_client
+from s3bulk.engine import DEFAULT_CONCURRENCY, connections_needed
+from s3bulk.ledger import DynamoLedger
+from s3bulk.reports import ReportBucket
+from s3bulk.s3store import S3Store
+from s3bulk.service import WORK_MARGIN_S, WorkerService
+from s3bulk.sqsqueue import QueueSender
+
+
+@dataclass(frozen=True, slots=True)
+class AwsConfig:
+    table: str
+    queue_url: str
+    report_bucket: str
+    allow: AllowList
+    concurrency: int = DEFAULT_CONCURRENCY
+    max_receives: int = 5
+    work_margin: float = WORK_MARGIN_S
+    poll_seconds: int = 20
+    list_page_size: int = 1000
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> AwsConfig:
+        env = os.environ if env is None else env
+        return cls(
+            table=env.get("S3BULK_TABLE", ""),
+            queue_url=env.get("S3BULK_QUEUE_URL", ""),
+            report_bucket=env.get("S3BULK_REPORT_BUCKET", ""),
+            allow=AllowList.from_env(env),
+            concurrency=int(env.get("S3BULK_CONCURRENCY", DEFAULT_CONCURRENCY)),
+            max_receives=int(env.get("S3BULK_MAX_RECEIVES", 5)),
+            work_margin=float(env.get("S3BULK_WORK_MARGIN_S", WORK_MARGIN_S)),
+            poll_seconds=int(env.get("S3BULK_POLL_SECONDS", 20)),
+            list_page_size=int(env.get("S3BULK_LIST_PAGE_SIZE", 1000)),
+        )
+
+
+SETTINGS = ClientSettings()
+
+
+def ledger(cfg: AwsConfig) -> DynamoLedger:
+    return DynamoLedger(make_client("dynamodb", SETTINGS), cfg.table)
+
+
+def reports(cfg: AwsConfig) -> ReportBucket:
+    return ReportBucket(make_s3_client(SETTINGS, 10), cfg.report_bucket)
+
+
+def store(cfg: AwsConfig) -> S3Store:
+    return S3Store(make_s3_client(SETTINGS, connections_needed(cfg.concurrency)), max_keys=cfg.list_page_size)
+
+
+def sender(cfg: AwsConfig) -> QueueSender:
+    return QueueSender(make_client("sqs", SETTINGS), cfg.queue_url)
+
+
+def worker_service(cfg: AwsConfig) -> WorkerService:
+    return WorkerService(
+        ledger=ledger(cfg), store=store(cfg), reports=reports(cfg), allow=cfg.allow, concurrency=cfg.concurrency, margin=cfg.work_margin
+    )
+
+
+# The CloudWatch namespace and service name the dashboard and alarms read.
+METRICS_NAMESPACE = "S3Bulk"
+SERVICE = "s3bulk"

@@ -1,0 +1,269 @@
+"""Lister -> queue -> worker -> ledger -> finalize through the real handlers, on moto's S3, SQS and DynamoDB."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from functions.finalize import handler as finalize_handler
+from functions.lister import handler as lister_handler
+from functions.validate import handler as validate_handler
+from functions.worker import handler as worker_handler
+from s3bulk.job import JobError
+from s3bulk.ledger import DynamoLedger
+from tests.integration.aws_harness import REGION, Context, create_queues, create_table, pump, receive, sqs_event
+from tests.integration.helpers import md5
+
+SRC, DST, REPORTS, TABLE = "src-bucket", "dst-bucket", "report-bucket", "s3bulk-ledger"
+N = 2100
+PAGE = 250
+MAX_RECEIVES = 5
+
+
+@dataclass
+class Aws:
+    s3: Any
+    sqs: Any
+    ddb: Any
+    queue_url: str
+    queue_arn: str
+    dlq_url: str
+    ledger: DynamoLedger
+
+
+def clear_caches() -> None:
+    validate_handler.config.cache_clear()
+    lister_handler.deps.cache_clear()
+    worker_handler.service.cache_clear()
+    finalize_handler.deps.cache_clear()
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
+    for k, v in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "POWERTOOLS_METRICS_NAMESPACE": "S3Bulk",
+        "POWERTOOLS_SERVICE_NAME": "s3bulk",
+    }.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    with mock_aws():
+        s3 = boto3.client("s3", region_name=REGION)
+        sqs = boto3.client("sqs", region_name=REGION)
+        ddb = boto3.client("dynamodb", region_name=REGION)
+        for b in (SRC, DST, REPORTS):
+            s3.create_bucket(Bucket=b)
+        create_table(ddb, TABLE)
+        url, arn, dlq = create_queues(sqs, MAX_RECEIVES)
+        env = {
+            "S3BULK_TABLE": TABLE,
+            "S3BULK_QUEUE_URL": url,
+            "S3BULK_REPORT_BUCKET": REPORTS,
+            "S3BULK_READ_BUCKETS": f"{SRC},{DST}",
+            "S3BULK_WRITE_BUCKETS": DST,
+            "S3BULK_DELETE_BUCKETS": SRC,
+            "S3BULK_CONCURRENCY": "8",
+            "S3BULK_MAX_RECEIVES": str(MAX_RECEIVES),
+            "S3BULK_LIST_PAGE_SIZE": str(PAGE),
+        }
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        clear_caches()
+        yield Aws(s3, sqs, ddb, url, arn, dlq, DynamoLedger(ddb, TABLE))
+        clear_caches()
+
+
+def seed(aws: Aws, n: int = N) -> dict[str, str]:
+    out = {}
+    for i in range(n):
+        key = f"in/{i % 7}/obj-{i:05d}" + (" ü+%" if i % 100 == 0 else "")
+        body = f"object {i}".encode() * (i % 5)
+        aws.s3.put_object(Bucket=SRC, Key=key, Body=body)
+        out[key] = md5(body)
+    return out
+
+
+def start(aws: Aws, operation: str = "copy", **options: Any) -> str:
+    """What the state machine does first: Validate, then put the ledger item Validate returned."""
+    event: dict[str, Any] = {"operation": operation, "source": {"bucket": SRC, "prefix": "in/"}, "options": options}
+    if operation != "delete":
+        event["destination"] = {"bucket": DST, "prefix": "out/"}
+    out = validate_handler.handler(event, Context())
+    aws.ddb.put_item(TableName=TABLE, Item=out["item"], ConditionExpression="attribute_not_exists(pk)")
+    return str(out["job_id"])
+
+
+def list_all(job_id: str, pages_per_call: int = 2) -> list[dict[str, Any]]:
+    """Invoke the lister until it reports listing_done, each call with time for `pages_per_call` pages."""
+    results = []
+    for _ in range(100):
+        ctx = Context([600.0] * pages_per_call + [5.0])
+        results.append(lister_handler.handler({"job_id": job_id}, ctx))
+        if results[-1]["listing_done"]:
+            return results
+    raise AssertionError("listing never finished")
+
+
+def work_all(aws: Aws, remaining: list[float] | None = None) -> list[Any]:
+    return list(pump(aws.sqs, aws.queue_url, aws.queue_arn, worker_handler.handler, lambda: Context(list(remaining or [600.0]))))
+
+
+def dest_bodies(aws: Aws) -> dict[str, str]:
+    out = {}
+    for page in aws.s3.get_paginator("list_objects_v2").paginate(Bucket=DST, Prefix="out/"):
+        for o in page.get("Contents", ()):
+            out[o["Key"]] = md5(aws.s3.get_object(Bucket=DST, Key=o["Key"])["Body"].read())
+    return out
+
+
+def test_a_2100_object_copy_runs_end_to_end_with_exact_counts_and_bytes(aws: Aws) -> None:
+    expected = seed(aws)
+    job_id = start(aws)
+    listing = list_all(job_id)
+    assert len(listing) > 1  # the lister resumed from its checkpoint across invocations
+    assert sum(r["pages"] for r in listing) == -(-N // PAGE)
+    deliveries = work_all(aws)
+    assert all(not d.failed_ids for d in deliveries)
+    rec = aws.ledger.load(job_id)
+    assert rec.listing_done
+    assert {k: rec.counters[k] for k in ("listed", "succeeded", "failed", "pending")} == {
+        "listed": N,
+        "succeeded": N,
+        "failed": 0,
+        "pending": 0,
+    }
+    assert dest_bodies(aws) == {"out/" + k[3:]: v for k, v in expected.items()}
+    result = finalize_handler.handler({"job_id": job_id}, Context())
+    assert (result["status"], result["over_threshold"]) == ("succeeded", False)
+    report = json.loads(aws.s3.get_object(Bucket=REPORTS, Key=f"jobs/{job_id}/report.json")["Body"].read())
+    assert (report["listed"], report["succeeded"], report["failed"], report["failures"]) == (N, N, 0, [])
+
+
+def test_a_duplicate_delivery_is_counted_once(aws: Aws) -> None:
+    seed(aws, 600)
+    job_id = start(aws)
+    list_all(job_id)
+    [first] = receive(aws.sqs, aws.queue_url, 1)
+    aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody=first["Body"])  # SQS delivered it twice
+    aws.sqs.change_message_visibility(QueueUrl=aws.queue_url, ReceiptHandle=first["ReceiptHandle"], VisibilityTimeout=0)
+    work_all(aws)
+    rec = aws.ledger.load(job_id)
+    assert (rec.counters["succeeded"], rec.counters["pending"]) == (600, 0)
+    assert rec.counters["batches"] == 3
+
+
+def test_a_worker_out_of_time_mid_batch_returns_the_batch_and_nothing_is_lost(aws: Aws) -> None:
+    expected = seed(aws, 500)
+    job_id = start(aws, "move", batch_size=250)
+    list_all(job_id)
+    # First poll: time for ~40 object submissions, then under the 150 s margin.
+    first = Context([600.0] * 40 + [100.0])
+    polls = iter([first])
+    deliveries = list(pump(aws.sqs, aws.queue_url, aws.queue_arn, worker_handler.handler, lambda: next(polls, Context())))
+    assert deliveries[0].failed_ids == sorted(deliveries[0].message_ids)  # both records came back
+    rec = aws.ledger.load(job_id)
+    assert (rec.counters["succeeded"], rec.counters["failed"], rec.counters["pending"]) == (500, 0, 0)
+    assert dest_bodies(aws) == {"out/" + k[3:]: v for k, v in expected.items()}
+    assert aws.s3.list_objects_v2(Bucket=SRC).get("KeyCount") == 0
+
+
+def test_a_lister_crash_between_send_and_checkpoint_resends_without_double_counting(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> None:
+    seed(aws, 700)
+    job_id = start(aws)
+    real = DynamoLedger.checkpoint
+    crashes = iter([True])
+
+    def crash_once(self: DynamoLedger, *args: Any, **kwargs: Any) -> bool:
+        if args[1] == 1 and next(crashes, False):
+            raise RuntimeError("lister killed after sending page 1")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(DynamoLedger, "checkpoint", crash_once)
+    with pytest.raises(RuntimeError):
+        list_all(job_id, pages_per_call=10)
+    list_all(job_id, pages_per_call=10)
+    work_all(aws)
+    rec = aws.ledger.load(job_id)
+    assert (rec.counters["listed"], rec.counters["succeeded"], rec.counters["pending"]) == (700, 700, 0)
+    assert rec.counters["batches"] == 3
+
+
+def test_a_poison_message_ends_in_the_dlq_and_in_the_report(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> None:
+    seed(aws, 30)
+    job_id = start(aws)
+    list_all(job_id)
+    # The allow-list was narrowed after the job started: every delivery of its batch fails.
+    monkeypatch.setenv("S3BULK_WRITE_BUCKETS", "some-other-bucket")
+    clear_caches()
+    deliveries = work_all(aws)
+    assert len(deliveries) == MAX_RECEIVES
+    dead = receive(aws.sqs, aws.dlq_url)
+    assert len(dead) == 1 and json.loads(dead[0]["Body"])["job_id"] == job_id
+    rec = aws.ledger.load(job_id)
+    assert (rec.counters["failed"], rec.counters["succeeded"], rec.counters["pending"]) == (30, 0, 0)
+    result = finalize_handler.handler({"job_id": job_id}, Context())
+    assert (result["status"], result["over_threshold"]) == ("failed", True)
+    report = json.loads(aws.s3.get_object(Bucket=REPORTS, Key=f"jobs/{job_id}/report.json")["Body"].read())
+    assert len(report["failures"]) == 30
+    assert {f["error"] for f in report["failures"]} == {"JobError"}
+    assert all(f["message"].startswith(f"dead-lettered after {MAX_RECEIVES} deliveries") for f in report["failures"])
+    jsonl = aws.s3.get_object(Bucket=REPORTS, Key=f"jobs/{job_id}/failures.jsonl")["Body"].read().decode().splitlines()
+    assert len(jsonl) == 30
+
+
+def test_failures_within_the_tolerance_do_not_fail_the_job(aws: Aws) -> None:
+    seed(aws, 40)
+    job_id = start(aws, tolerated_failures=5)
+    list_all(job_id)
+    aws.s3.delete_object(Bucket=SRC, Key="in/3/obj-00003")  # vanishes after listing
+    work_all(aws)
+    result = finalize_handler.handler({"job_id": job_id}, Context())
+    assert (result["status"], result["failed"], result["over_threshold"]) == ("failed", 1, False)
+    assert aws.ledger.load(job_id).status == "SUCCEEDED"
+
+
+def test_validate_refuses_a_bucket_outside_the_allow_list(aws: Aws) -> None:
+    event = {"operation": "copy", "source": {"bucket": "not-allowed"}, "destination": {"bucket": DST}}
+    with pytest.raises(JobError, match=r"^job.source.bucket: 'not-allowed' is not in this deployment's read allow-list"):
+        validate_handler.handler(event, Context())
+
+
+def test_a_dry_run_sends_no_messages_and_reports_what_would_be_done(aws: Aws) -> None:
+    seed(aws, 300)
+    job_id = start(aws, "delete", dry_run=True)
+    list_all(job_id)
+    assert receive(aws.sqs, aws.queue_url) == []
+    result = finalize_handler.handler({"job_id": job_id}, Context())
+    assert result["status"] == "dry-run"
+    assert aws.s3.list_objects_v2(Bucket=SRC)["KeyCount"] == 300
+
+
+def test_skip_mode_counts_existing_destination_objects_at_listing(aws: Aws) -> None:
+    seed(aws, 300)
+    for i in range(0, 300, 3):
+        key = f"out/{i % 7}/obj-{i:05d}" + (" ü+%" if i % 100 == 0 else "")
+        aws.s3.put_object(Bucket=DST, Key=key, Body=b"already")
+    job_id = start(aws, if_exists="skip")
+    list_all(job_id)
+    work_all(aws)
+    rec = aws.ledger.load(job_id)
+    assert (rec.counters["skipped"], rec.counters["succeeded"], rec.counters["pending"]) == (100, 200, 0)
+    assert aws.s3.get_object(Bucket=DST, Key="out/3/obj-00003")["Body"].read() == b"already"
+
+
+def test_sqs_event_shape_is_what_the_worker_parses(aws: Aws) -> None:
+    seed(aws, 5)
+    list_all(start(aws))
+    event = sqs_event(receive(aws.sqs, aws.queue_url), aws.queue_arn)
+    record = worker_handler.BatchRecord.model_validate(event["Records"][0])
+    assert record.body.items and record.body.items[0][0].startswith("in/")
