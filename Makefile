@@ -24,9 +24,10 @@ demo: $(VENV)/.runtime
 	$(BIN)/s3bulk demo
 
 lint: $(VENV)/.dev
-	$(BIN)/ruff check s3bulk tests bench
-	$(BIN)/ruff format --check s3bulk tests bench
+	$(BIN)/ruff check s3bulk tests bench functions infra app.py
+	$(BIN)/ruff format --check s3bulk tests bench functions infra app.py
 	$(BIN)/mypy
+	$(BIN)/mypy app.py
 
 test: lint
 	$(BIN)/pytest

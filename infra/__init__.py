@@ -1,0 +1,1 @@
+"""The CDK app: the AWS deployment of s3bulk."""

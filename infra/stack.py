@@ -1,0 +1,306 @@
+"""S3BulkStack: ledger, work queue and DLQ, four Lambdas, the job state machine, schedules, dashboard and alarms."""
+
+from __future__ import annotations
+
+import json
+
+import aws_cdk as cdk
+from aws_cdk import (
+    aws_dynamodb as ddb,
+)
+from aws_cdk import (
+    aws_iam as iam,
+)
+from aws_cdk import (
+    aws_lambda as lambda_,
+)
+from aws_cdk import (
+    aws_lambda_event_sources as sources,
+)
+from aws_cdk import (
+    aws_logs as logs,
+)
+from aws_cdk import (
+    aws_s3 as s3,
+)
+from aws_cdk import (
+    aws_scheduler as scheduler,
+)
+from aws_cdk import (
+    aws_sqs as sqs,
+)
+from aws_cdk import (
+    aws_ssm as ssm,
+)
+from constructs import Construct
+
+from infra.config import POWERTOOLS_VERSION, ROOT, DeployConfig
+from infra.dashboard import build_alarms, build_dashboard
+from infra.state_machine import build_state_machine
+from s3bulk.awsenv import METRICS_NAMESPACE, SERVICE
+
+# Visibility timeout / worker timeout: AWS asks for at least 6x so a batch is
+# never redelivered while a worker (and its retries) may still hold it.
+VISIBILITY_RATIO = 6
+MAX_RECEIVES = 5
+RUNTIME = lambda_.Runtime.PYTHON_3_11
+ARCH = lambda_.Architecture.ARM_64
+
+
+def _bucket_arns(buckets: tuple[str, ...]) -> list[str]:
+    return [f"arn:{cdk.Aws.PARTITION}:s3:::{b}" for b in buckets]
+
+
+def _object_arns(buckets: tuple[str, ...]) -> list[str]:
+    return [f"arn:{cdk.Aws.PARTITION}:s3:::{b}/*" for b in buckets]
+
+
+class S3BulkStack(cdk.Stack):
+    def __init__(self, scope: Construct, construct_id: str, *, config: DeployConfig, **kwargs: object) -> None:
+        super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
+        self.config = config
+
+        # -- the job ledger ---------------------------------------------------------------------
+        self.table = ddb.Table(
+            self,
+            "Ledger",
+            partition_key=ddb.Attribute(name="pk", type=ddb.AttributeType.STRING),
+            sort_key=ddb.Attribute(name="sk", type=ddb.AttributeType.STRING),
+            billing_mode=ddb.BillingMode.PAY_PER_REQUEST,
+            encryption=ddb.TableEncryption.AWS_MANAGED,
+            point_in_time_recovery_specification=ddb.PointInTimeRecoverySpecification(point_in_time_recovery_enabled=True),
+            time_to_live_attribute="expires_at",
+            removal_policy=cdk.RemovalPolicy.RETAIN,
+        )
+
+        # -- reports ----------------------------------------------------------------------------
+        access_logs = s3.Bucket(
+            self,
+            "AccessLogs",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
+            lifecycle_rules=[s3.LifecycleRule(expiration=cdk.Duration.days(90))],
+            removal_policy=cdk.RemovalPolicy.RETAIN,
+        )
+        cdk.Validations.of(access_logs).acknowledge(
+            cdk.Acknowledgment(
+                id="AwsSolutions::AwsSolutions-S1", reason="This is the access-log bucket; logging it into itself would loop."
+            )
+        )
+        self.reports = s3.Bucket(
+            self,
+            "Reports",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            versioned=True,
+            server_access_logs_bucket=access_logs,
+            server_access_logs_prefix="reports/",
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    noncurrent_version_expiration=cdk.Duration.days(30), abort_incomplete_multipart_upload_after=cdk.Duration.days(1)
+                )
+            ],
+            removal_policy=cdk.RemovalPolicy.RETAIN,
+        )
+
+        # -- the work queue and its dead-letter queue ---------------------------------------------
+        worker_timeout = cdk.Duration.seconds(config.worker_timeout_s)
+        self.dlq = sqs.Queue(
+            self,
+            "DeadLetters",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=cdk.Duration.days(14),
+        )
+        self.queue = sqs.Queue(
+            self,
+            "Work",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            visibility_timeout=cdk.Duration.seconds(config.worker_timeout_s * VISIBILITY_RATIO),
+            retention_period=cdk.Duration.days(14),
+            dead_letter_queue=sqs.DeadLetterQueue(queue=self.dlq, max_receive_count=MAX_RECEIVES),
+        )
+
+        # -- Lambdas ----------------------------------------------------------------------------
+        powertools = lambda_.LayerVersion.from_layer_version_arn(
+            self,
+            "Powertools",
+            ssm.StringParameter.value_for_string_parameter(self, f"/aws/service/powertools/python/arm64/python3.11/{POWERTOOLS_VERSION}"),
+        )
+        code = lambda_.Code.from_asset(
+            str(ROOT),
+            ignore_mode=cdk.IgnoreMode.GLOB,
+            exclude=[
+                "*",
+                ".*",
+                "!s3bulk",
+                "!s3bulk/**",
+                "!functions",
+                "!functions/**",
+                "**/__pycache__",
+                "**/*.pyc",
+                "s3bulk/demo.py",
+                "s3bulk/localserver.py",
+            ],
+        )
+        env = {
+            "S3BULK_TABLE": self.table.table_name,
+            "S3BULK_QUEUE_URL": self.queue.queue_url,
+            "S3BULK_REPORT_BUCKET": self.reports.bucket_name,
+            "S3BULK_READ_BUCKETS": ",".join(config.read_buckets),
+            "S3BULK_WRITE_BUCKETS": ",".join(config.write_buckets),
+            "S3BULK_DELETE_BUCKETS": ",".join(config.delete_buckets),
+            "S3BULK_CONCURRENCY": str(config.worker_threads),
+            "S3BULK_MAX_RECEIVES": str(MAX_RECEIVES),
+            "S3BULK_POLL_SECONDS": str(config.poll_seconds),
+            "POWERTOOLS_SERVICE_NAME": SERVICE,
+            "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
+        }
+
+        def function(name: str, handler: str, memory: int, timeout: cdk.Duration) -> lambda_.Function:
+            fn = lambda_.Function(
+                self,
+                name,
+                runtime=RUNTIME,
+                architecture=ARCH,
+                handler=handler,
+                code=code,
+                memory_size=memory,
+                timeout=timeout,
+                layers=[powertools],
+                environment=env,
+                tracing=lambda_.Tracing.ACTIVE,
+                log_group=logs.LogGroup(
+                    self, f"{name}Logs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=cdk.RemovalPolicy.DESTROY
+                ),
+            )
+            return fn
+
+        self.validate_fn = function("Validate", "functions.validate.handler.handler", 256, cdk.Duration.seconds(30))
+        self.lister_fn = function("Lister", "functions.lister.handler.handler", 512, cdk.Duration.minutes(5))
+        self.worker_fn = function("Worker", "functions.worker.handler.handler", config.worker_memory_mb, worker_timeout)
+        self.finalize_fn = function("Finalize", "functions.finalize.handler.handler", 1024, cdk.Duration.minutes(14))
+
+        self.worker_fn.add_event_source(
+            sources.SqsEventSource(
+                self.queue,
+                batch_size=config.worker_batch_size,
+                report_batch_item_failures=True,
+                max_concurrency=config.worker_max_concurrency,
+            )
+        )
+        self._grant(config)
+
+        # -- orchestration ----------------------------------------------------------------------
+        self.state_machine = build_state_machine(
+            Construct(self, "Orchestration"), table=self.table, validate=self.validate_fn, lister=self.lister_fn, finalize=self.finalize_fn
+        )
+        self._schedules(config)
+
+        # -- observability ----------------------------------------------------------------------
+        build_dashboard(self, self)
+        build_alarms(self, self)
+
+        for name, value in {
+            "StateMachineArn": self.state_machine.state_machine_arn,
+            "LedgerTable": self.table.table_name,
+            "ReportBucket": self.reports.bucket_name,
+            "WorkQueueUrl": self.queue.queue_url,
+            "DeadLetterQueueUrl": self.dlq.queue_url,
+        }.items():
+            cdk.CfnOutput(self, name, value=value)
+        self._acknowledge()
+
+    def _grant(self, config: DeployConfig) -> None:
+        """Least privilege: reads on sources, writes on destinations, deletes only where allowed."""
+        listable = tuple(sorted(set(config.read_buckets) | set(config.write_buckets)))
+        self.lister_fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=_bucket_arns(listable)))
+        self.table.grant(self.lister_fn, "dynamodb:GetItem", "dynamodb:UpdateItem")
+        self.queue.grant_send_messages(self.lister_fn)
+
+        worker = self.worker_fn
+        # ListBucket lets HEAD of a missing key answer 404 (not 403), which move confirmation relies on.
+        worker.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=_bucket_arns(listable)))
+        worker.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["s3:GetObject", "s3:GetObjectTagging", "s3:GetObjectVersion"], resources=_object_arns(config.read_buckets)
+            )
+        )
+        if config.write_buckets:
+            worker.add_to_role_policy(
+                iam.PolicyStatement(
+                    actions=["s3:PutObject", "s3:PutObjectTagging", "s3:AbortMultipartUpload", "s3:GetObject"],
+                    resources=_object_arns(config.write_buckets),
+                )
+            )
+        if config.delete_buckets:
+            worker.add_to_role_policy(iam.PolicyStatement(actions=["s3:DeleteObject"], resources=_object_arns(config.delete_buckets)))
+        self.table.grant(worker, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
+        worker.add_to_role_policy(iam.PolicyStatement(actions=["s3:PutObject"], resources=[self.reports.arn_for_objects("jobs/*")]))
+
+        finalize = self.finalize_fn
+        self.table.grant(finalize, "dynamodb:GetItem", "dynamodb:UpdateItem")
+        finalize.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["s3:ListBucket"], resources=[self.reports.bucket_arn], conditions={"StringLike": {"s3:prefix": ["jobs/*"]}}
+            )
+        )
+        finalize.add_to_role_policy(
+            iam.PolicyStatement(actions=["s3:GetObject", "s3:PutObject"], resources=[self.reports.arn_for_objects("jobs/*")])
+        )
+
+    def _schedules(self, config: DeployConfig) -> None:
+        if not config.schedules:
+            return
+        role = iam.Role(self, "SchedulerRole", assumed_by=iam.ServicePrincipal("scheduler.amazonaws.com"))
+        self.state_machine.grant_start_execution(role)
+        for s in config.schedules:
+            scheduler.CfnSchedule(
+                self,
+                f"Schedule-{s.name}",
+                name=f"{cdk.Aws.STACK_NAME}-{s.name}",
+                description=f"s3bulk scheduled {s.job['operation']} of s3://{s.job['source']['bucket']}/{s.job['source'].get('prefix', '')}",
+                schedule_expression=s.expression,
+                schedule_expression_timezone=s.timezone,
+                flexible_time_window=scheduler.CfnSchedule.FlexibleTimeWindowProperty(mode="OFF"),
+                target=scheduler.CfnSchedule.TargetProperty(
+                    arn=self.state_machine.state_machine_arn,
+                    role_arn=role.role_arn,
+                    input=json.dumps(s.job),
+                    retry_policy=scheduler.CfnSchedule.RetryPolicyProperty(maximum_retry_attempts=3, maximum_event_age_in_seconds=3600),
+                ),
+            )
+
+    def _acknowledge(self) -> None:
+        """Each cdk-nag finding we accept, with its reason; any other finding fails synth."""
+        iam5 = "AwsSolutions::AwsSolutions-IAM5"
+        reasons = {
+            "AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]": (
+                "The AWS managed basic execution role only lets a function write its own CloudWatch Logs."
+            ),
+            f"{iam5}[Resource::*]": (
+                "X-Ray PutTraceSegments/PutTelemetryRecords (Lambda and Step Functions tracing) and CloudWatch Logs delivery "
+                "for the state machine have no resource-level permissions; AWS requires *."
+            ),
+            f"{iam5}[Resource::<{self.get_logical_id(self.reports.node.default_child)}.Arn>/jobs/*]": (  # type: ignore[arg-type]
+                "Workers and Finalize write one object per batch and per job under jobs/ of this stack's own report bucket."
+            ),
+        }
+        reasons["AwsSolutions::AwsSolutions-L1"] = (
+            "Functions run Python 3.11, the version the shared core is built and tested on (CI, CLI and Lambda alike); "
+            "moving to a newer runtime is a project-wide change, not a per-function one."
+        )
+        for fn in (self.validate_fn, self.lister_fn, self.finalize_fn):
+            logical = self.get_logical_id(fn.node.default_child)  # type: ignore[arg-type]
+            reasons[f"{iam5}[Resource::<{logical}.Arn>:*]"] = "The state machine may invoke any version of this stack's own function."
+        for bucket in sorted(set(self.config.read_buckets) | set(self.config.write_buckets) | set(self.config.delete_buckets)):
+            reasons[f"{iam5}[Resource::arn:<AWS::Partition>:s3:::{bucket}/*]"] = (
+                f"Object-level actions on the deploy-time allow-listed bucket {bucket}; a bulk job may touch any key in it, "
+                "and the lister and worker also check the allow-list at run time."
+            )
+        for rule, reason in reasons.items():
+            cdk.Validations.of(self).acknowledge(cdk.Acknowledgment(id=rule, reason=reason))
