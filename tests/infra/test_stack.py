@@ -1,0 +1,240 @@
+"""The synthesized template: what the stack promises, checked with aws_cdk.assertions, cfn-lint and cdk-nag."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_s3 as s3
+from aws_cdk.assertions import Match, Template
+
+from app import build_app
+from infra.config import DeployConfig
+from infra.stack import MAX_RECEIVES, VISIBILITY_RATIO, S3BulkStack
+
+CONTEXT = {
+    "read_buckets": "raw-logs,archive-bucket",
+    "write_buckets": "archive-bucket",
+    "delete_buckets": "raw-logs",
+    "worker_max_concurrency": "40",
+    "schedules_file": "tests/infra/schedules.json",
+}
+
+
+@pytest.fixture(scope="module")
+def app() -> cdk.App:
+    return build_app(dict(CONTEXT))
+
+
+@pytest.fixture(scope="module")
+def stack(app: cdk.App) -> S3BulkStack:
+    found = app.node.find_child("S3Bulk")
+    assert isinstance(found, S3BulkStack)
+    return found
+
+
+@pytest.fixture(scope="module")
+def template(stack: S3BulkStack) -> Template:
+    return Template.from_stack(stack)
+
+
+def resources(template: Template, kind: str) -> dict[str, Any]:
+    return dict(template.find_resources(kind))
+
+
+def statements(template: Template) -> list[dict[str, Any]]:
+    out = []
+    for policy in resources(template, "AWS::IAM::Policy").values():
+        out += policy["Properties"]["PolicyDocument"]["Statement"]
+    return out
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def test_worker_event_source_reports_batch_item_failures_with_a_concurrency_cap(template: Template) -> None:
+    template.has_resource_properties(
+        "AWS::Lambda::EventSourceMapping",
+        {"FunctionResponseTypes": ["ReportBatchItemFailures"], "ScalingConfig": {"MaximumConcurrency": 40}},
+    )
+
+
+def test_work_queue_dead_letters_after_five_receives_and_outlasts_the_worker(template: Template) -> None:
+    worker_timeout = next(
+        r["Properties"]["Timeout"]
+        for r in resources(template, "AWS::Lambda::Function").values()
+        if r["Properties"]["Handler"] == "functions.worker.handler.handler"
+    )
+    queues = resources(template, "AWS::SQS::Queue")
+    [work] = [q for q in queues.values() if "RedrivePolicy" in q["Properties"]]
+    assert work["Properties"]["RedrivePolicy"]["maxReceiveCount"] == MAX_RECEIVES >= 5
+    assert work["Properties"]["VisibilityTimeout"] >= VISIBILITY_RATIO * worker_timeout
+    dlq_id = work["Properties"]["RedrivePolicy"]["deadLetterTargetArn"]["Fn::GetAtt"][0]
+    assert dlq_id in queues
+    assert all(q["Properties"].get("SqsManagedSseEnabled") for q in queues.values())
+
+
+def test_queues_and_buckets_refuse_plain_http(template: Template) -> None:
+    deny_insecure = Match.object_like(
+        {
+            "PolicyDocument": Match.object_like(
+                {
+                    "Statement": Match.array_with(
+                        [Match.object_like({"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}})]
+                    )
+                }
+            )
+        }
+    )
+    assert len(template.find_resources("AWS::SQS::QueuePolicy", {"Properties": deny_insecure})) == 2
+    assert len(template.find_resources("AWS::S3::BucketPolicy", {"Properties": deny_insecure})) == 2
+
+
+def test_ledger_is_encrypted_point_in_time_recoverable_and_expires_finished_jobs(template: Template) -> None:
+    template.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {
+            "SSESpecification": {"SSEEnabled": True},
+            "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+            "TimeToLiveSpecification": {"AttributeName": "expires_at", "Enabled": True},
+            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        },
+    )
+
+
+def test_each_configured_schedule_starts_the_state_machine_with_its_job(template: Template) -> None:
+    schedules = list(resources(template, "AWS::Scheduler::Schedule").values())
+    assert len(schedules) == 1
+    props = schedules[0]["Properties"]
+    assert props["ScheduleExpression"] == "rate(1 day)"
+    assert json.loads(props["Target"]["Input"]) == json.loads(Path("tests/infra/nightly-job.json").read_text())
+    [sm_id] = resources(template, "AWS::StepFunctions::StateMachine")
+    assert props["Target"]["Arn"] == {"Ref": sm_id}
+
+
+def test_dashboard_has_throughput_failure_queue_worker_and_execution_widgets(template: Template) -> None:
+    [dash] = resources(template, "AWS::CloudWatch::Dashboard").values()
+    body = json.dumps(dash["Properties"]["DashboardBody"])
+    for title in (
+        "Objects/s",
+        "Bytes/s",
+        "Failures, dead letters and S3 retries",
+        "Work queue depth",
+        "Age of oldest message (s)",
+        "Dead-letter queue depth",
+        "Worker concurrency",
+        "Worker errors and throttles",
+        "Worker duration (ms)",
+        "Job executions",
+    ):
+        assert f'\\"title\\":\\"{title}\\"' in body, title
+    for metric in ("ObjectsSucceeded", "Bytes", "ApproximateAgeOfOldestMessage", "Throttles", "ConcurrentExecutions", "ExecutionsFailed"):
+        assert metric in body, metric
+
+
+def test_alarms_cover_dead_letters_failed_executions_worker_errors_and_message_age(template: Template) -> None:
+    alarms = {a["Properties"]["MetricName"]: a["Properties"] for a in resources(template, "AWS::CloudWatch::Alarm").values()}
+    assert set(alarms) == {"ApproximateNumberOfMessagesVisible", "ExecutionsFailed", "Errors", "ApproximateAgeOfOldestMessage"}
+    assert (
+        alarms["ApproximateNumberOfMessagesVisible"]["Threshold"],
+        alarms["ApproximateNumberOfMessagesVisible"]["ComparisonOperator"],
+    ) == (
+        0,
+        "GreaterThanThreshold",
+    )
+
+
+def test_no_statement_grants_every_action(template: Template) -> None:
+    for st in statements(template):
+        for action in as_list(st["Action"]):
+            assert action != "*" and not action.endswith(":*"), st
+
+
+def test_s3_object_actions_are_scoped_to_the_allow_list(template: Template) -> None:
+    def buckets_of(st: dict[str, Any]) -> set[str]:
+        names = set()
+        for res in as_list(st["Resource"]):
+            text = json.dumps(res)
+            for b in ("raw-logs", "archive-bucket"):
+                if f":s3:::{b}" in text:
+                    names.add(b)
+            if "Reports" in text:
+                names.add("<reports>")
+        return names
+
+    granted: dict[str, set[str]] = {}
+    for st in statements(template):
+        for action in as_list(st["Action"]):
+            if action.startswith("s3:"):
+                granted.setdefault(action, set()).update(buckets_of(st))
+    assert granted["s3:DeleteObject"] == {"raw-logs"}
+    assert granted["s3:PutObject"] == {"archive-bucket", "<reports>"}
+    assert granted["s3:GetObjectTagging"] == {"raw-logs", "archive-bucket"}
+    assert granted["s3:ListBucket"] == {"raw-logs", "archive-bucket", "<reports>"}
+
+
+def test_functions_get_the_allow_list_for_their_run_time_checks(template: Template) -> None:
+    for fn in resources(template, "AWS::Lambda::Function").values():
+        env = fn["Properties"]["Environment"]["Variables"]
+        assert (env["S3BULK_READ_BUCKETS"], env["S3BULK_WRITE_BUCKETS"], env["S3BULK_DELETE_BUCKETS"]) == (
+            "archive-bucket,raw-logs",
+            "archive-bucket",
+            "raw-logs",
+        )
+        assert fn["Properties"]["TracingConfig"] == {"Mode": "Active"}
+
+
+def test_state_machine_is_standard_with_retry_and_catch_on_every_task(template: Template) -> None:
+    [sm] = resources(template, "AWS::StepFunctions::StateMachine").values()
+    assert sm["Properties"].get("StateMachineType", "STANDARD") == "STANDARD"
+    definition = json.loads("".join(p if isinstance(p, str) else "0" for p in sm["Properties"]["DefinitionString"]["Fn::Join"][1]))
+    tasks = {name: s for name, s in definition["States"].items() if s["Type"] == "Task"}
+    assert set(tasks) == {"Validate", "CreateLedgerEntry", "List", "CheckProgress", "Finalize", "MarkFailed"}
+    for name, state in tasks.items():
+        assert state.get("Retry"), name
+        assert state.get("Catch"), name
+
+
+def test_cfn_lint_passes_on_the_synthesized_template(stack: S3BulkStack, tmp_path: Path) -> None:
+    path = tmp_path / "S3Bulk.template.json"
+    path.write_text(json.dumps(Template.from_stack(stack).to_json()))
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "cfn-lint"), str(path)], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_cdk_nag_passes_with_every_acknowledgement_reasoned(app: cdk.App) -> None:
+    assembly = app.synth()
+    report = json.loads((Path(assembly.directory) / "validation-report.json").read_text())
+    [nag] = [r for r in report["pluginReports"] if r["pluginName"] == "AwsSolutions"]
+    assert (nag["conclusion"], nag["violations"]) == ("success", [])
+    suppressed = nag["suppressedViolations"]
+    assert suppressed, "expected the documented acknowledgements to be exercised"
+    assert all(len(v["reason"]) > 40 for v in suppressed)
+    assert {v["ruleName"].split("[")[0] for v in suppressed} <= {"AwsSolutions-IAM4", "AwsSolutions-IAM5", "AwsSolutions-L1"}
+
+
+def test_cdk_nag_fails_synth_on_an_unacknowledged_finding() -> None:
+    app = build_app(dict(CONTEXT))
+    stack = app.node.find_child("S3Bulk")
+    s3.Bucket(stack, "NoLoggingNoTls")  # no access logs, no TLS-only policy
+    with pytest.raises(RuntimeError, match="ValidationFailed"):
+        app.synth()
+
+
+def test_deploy_config_needs_a_read_allow_list() -> None:
+    with pytest.raises(ValueError, match="^context read_buckets: empty"):
+        DeployConfig.from_context({"read_buckets": ""}.get)
+
+
+def test_a_schedule_outside_the_allow_list_is_refused() -> None:
+    ctx = {**CONTEXT, "write_buckets": "elsewhere"}
+    with pytest.raises(ValueError, match="schedule nightly: bucket 'archive-bucket' is not in write_buckets"):
+        DeployConfig.from_context(ctx.get)
