@@ -230,7 +230,7 @@ def test_cdk_nag_fails_synth_on_an_unacknowledged_finding() -> None:
 
 
 def test_deploy_config_needs_a_read_allow_list() -> None:
-    with pytest.raises(ValueError, match="^context read_buckets: empty"):
+    with pytest.raises(ValueError, match=r"^context read_buckets: empty"):
         DeployConfig.from_context({"read_buckets": ""}.get)
 
 
