@@ -224,6 +224,7 @@ def test_cdk_nag_passes_with_every_acknowledgement_reasoned(app: cdk.App) -> Non
 def test_cdk_nag_fails_synth_on_an_unacknowledged_finding() -> None:
     app = build_app(dict(CONTEXT))
     stack = app.node.find_child("S3Bulk")
+    assert isinstance(stack, S3BulkStack)
     s3.Bucket(stack, "NoLoggingNoTls")  # no access logs, no TLS-only policy
     with pytest.raises(RuntimeError, match="ValidationFailed"):
         app.synth()
