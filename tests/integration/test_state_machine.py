@@ -1,0 +1,163 @@
+"""The synthesized state machine, executed by moto's Step Functions interpreter.
+
+Lambda tasks return canned results (moto runs no Lambda code without Docker);
+the ledger entry and the Wait/CheckProgress loop run for real against moto's
+DynamoDB, so the loop's exit conditions are what is being tested.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from aws_cdk.assertions import Template
+from moto import mock_aws
+from moto.awslambda_simple.models import lambda_simple_backends
+from moto.core import DEFAULT_ACCOUNT_ID
+
+from app import build_app
+from s3bulk.job import parse_job
+from s3bulk.ledger import initial_item
+from tests.integration.aws_harness import REGION, create_table
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+TABLE = "s3bulk-ledger"
+JOB = {"operation": "copy", "source": {"bucket": "src-bucket", "prefix": "in/"}, "destination": {"bucket": "dst-bucket", "prefix": "out/"}}
+
+
+@pytest.fixture(scope="module")
+def template() -> dict[str, Any]:
+    app = build_app({"read_buckets": "src-bucket,dst-bucket", "write_buckets": "dst-bucket", "schedules_file": "none.json"})
+    return dict(Template.from_stack(app.node.find_child("S3Bulk")).to_json())  # type: ignore[arg-type]
+
+
+def resolve(value: Any, names: dict[str, str]) -> str:
+    """Enough of CloudFormation's intrinsics for a state machine definition."""
+    if isinstance(value, str):
+        return value
+    if "Fn::Join" in value:
+        sep, parts = value["Fn::Join"]
+        return str(sep).join(resolve(p, names) for p in parts)
+    if "Ref" in value:
+        return names[value["Ref"]]
+    if "Fn::GetAtt" in value:
+        return names[f"{value['Fn::GetAtt'][0]}.{value['Fn::GetAtt'][1]}"]
+    raise AssertionError(f"unexpected intrinsic {value}")
+
+
+@pytest.fixture
+def aws(template: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
+    for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": REGION}.items():
+        monkeypatch.setenv(k, v)
+    with mock_aws(config={"lambda": {"use_docker": False}, "stepfunctions": {"execute_state_machine": True}}):
+        ddb = boto3.client("dynamodb", region_name=REGION)
+        create_table(ddb, TABLE)
+        iam = boto3.client("iam", region_name=REGION)
+        role = iam.create_role(RoleName="sfn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+        lam = boto3.client("lambda", region_name=REGION)
+        names = {"AWS::Partition": "aws", "AWS::Region": REGION, "AWS::AccountId": DEFAULT_ACCOUNT_ID, "AWS::URLSuffix": "amazonaws.com"}
+        for logical, res in template["Resources"].items():
+            if res["Type"] == "AWS::Lambda::Function":
+                arn = lam.create_function(FunctionName=logical, Runtime="python3.11", Role=role, Handler="h.h", Code={"ZipFile": b"0"})[
+                    "FunctionArn"
+                ]
+                names[f"{logical}.Arn"] = arn
+            elif res["Type"] == "AWS::DynamoDB::Table":
+                names[logical] = TABLE
+                names[f"{logical}.Arn"] = f"arn:aws:dynamodb:{REGION}:{DEFAULT_ACCOUNT_ID}:table/{TABLE}"
+        [sm] = [r for r in template["Resources"].values() if r["Type"] == "AWS::StepFunctions::StateMachine"]
+        definition = resolve(sm["Properties"]["DefinitionString"], names)
+        sfn = boto3.client("stepfunctions", region_name=REGION)
+        arn = sfn.create_state_machine(name="jobs", definition=definition, roleArn=role)["stateMachineArn"]
+        queue = lambda_simple_backends[DEFAULT_ACCOUNT_ID][REGION].lambda_simple_results_queue
+        queue.clear()
+        yield {"sfn": sfn, "ddb": ddb, "arn": arn, "canned": queue, "definition": json.loads(definition)}
+        queue.clear()
+
+
+def canned(aws: dict[str, Any], *, pending: int, over_threshold: bool) -> None:
+    job = parse_job(json.dumps(JOB))
+    item = initial_item("job-1", job)
+    item["listing_done"] = {"BOOL": True}
+    item["pending"] = {"N": str(pending)}
+    aws["canned"].extend(
+        [
+            json.dumps({"job_id": "job-1", "item": item, "poll_seconds": 1}),  # Validate
+            json.dumps({"job_id": "job-1", "listing_done": True, "pages": 3}),  # List
+            json.dumps(
+                {"job_id": "job-1", "status": "failed" if over_threshold else "succeeded", "over_threshold": over_threshold}
+            ),  # Finalize
+        ]
+    )
+
+
+def run(aws: dict[str, Any], timeout: float = 60) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    sfn = aws["sfn"]
+    arn = sfn.start_execution(stateMachineArn=aws["arn"], input=json.dumps(JOB))["executionArn"]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        desc = sfn.describe_execution(executionArn=arn)
+        if desc["status"] != "RUNNING":
+            return desc, sfn.get_execution_history(executionArn=arn)["events"]
+        time.sleep(0.2)
+    raise AssertionError("execution did not finish")
+
+
+def entered(events: list[dict[str, Any]]) -> list[str]:
+    return [e["stateEnteredEventDetails"]["name"] for e in events if "stateEnteredEventDetails" in e]
+
+
+def test_a_completed_job_ends_in_succeed_after_the_ledger_entry_and_progress_check(aws: dict[str, Any]) -> None:
+    canned(aws, pending=0, over_threshold=False)
+    desc, events = run(aws)
+    assert desc["status"] == "SUCCEEDED"
+    assert entered(events) == [
+        "Validate",
+        "CreateLedgerEntry",
+        "KeepIdsOnly",
+        "List",
+        "ListingDone?",
+        "Wait",
+        "CheckProgress",
+        "AllBatchesDone?",
+        "Finalize",
+        "WithinTolerance?",
+        "JobSucceeded",
+    ]
+    item = aws["ddb"].get_item(TableName=TABLE, Key={"pk": {"S": "job#job-1"}, "sk": {"S": "job"}})["Item"]
+    assert item["spec"]["S"].startswith('{"operation":"copy"')  # the ledger entry came from the real PutItem
+
+
+def test_the_progress_loop_waits_until_every_batch_is_done(aws: dict[str, Any]) -> None:
+    canned(aws, pending=2, over_threshold=False)
+    finished = threading.Event()
+
+    def workers_finish_later() -> None:
+        time.sleep(2.5)  # the loop has checked (and waited) at least once by now
+        aws["ddb"].update_item(
+            TableName=TABLE,
+            Key={"pk": {"S": "job#job-1"}, "sk": {"S": "job"}},
+            UpdateExpression="SET pending = :z",
+            ExpressionAttributeValues={":z": {"N": "0"}},
+        )
+        finished.set()
+
+    threading.Thread(target=workers_finish_later, daemon=True).start()
+    desc, events = run(aws)
+    assert finished.is_set()
+    assert desc["status"] == "SUCCEEDED"
+    assert entered(events).count("CheckProgress") >= 2
+
+
+def test_failures_over_the_threshold_end_in_fail(aws: dict[str, Any]) -> None:
+    canned(aws, pending=0, over_threshold=True)
+    desc, events = run(aws)
+    assert desc["status"] == "FAILED"
+    failed = [e for e in events if e["type"] == "ExecutionFailed"]
+    assert failed and failed[0]["executionFailedEventDetails"]["error"] == "TooManyFailures"
