@@ -19,7 +19,7 @@ import pytest
 from aws_cdk.assertions import Template
 from moto import mock_aws
 from moto.awslambda_simple.models import lambda_simple_backends
-from moto.core import DEFAULT_ACCOUNT_ID
+from moto.core.models import DEFAULT_ACCOUNT_ID
 
 from app import build_app
 from s3bulk.job import parse_job
