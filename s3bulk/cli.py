@@ -11,14 +11,17 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from rich.console import Console
+from rich.table import Table
 
 from s3bulk import __version__
 from s3bulk.clients import ClientSettings, has_credentials, make_s3_client
 from s3bulk.engine import Engine, connections_needed, resolve_concurrency
 from s3bulk.job import Job, JobError, json_schema, load_job
 from s3bulk.progress import ProgressDisplay, failures_table, summary_table
+from s3bulk.remote import DEFAULT_STACK, Deployment, DeploymentError, fetch_report, status, submit
 from s3bulk.report import Report
 from s3bulk.s3store import S3Store
 
@@ -49,6 +52,23 @@ def _parser() -> argparse.ArgumentParser:
     val.add_argument("job")
 
     sub.add_parser("schema", help="print the job file's JSON Schema")
+
+    def deployed(name: str, help_text: str) -> argparse.ArgumentParser:
+        cmd = sub.add_parser(name, help=help_text)
+        cmd.add_argument("--stack", default=DEFAULT_STACK, help=f"the deployed CloudFormation stack (default {DEFAULT_STACK})")
+        cmd.add_argument("--region", help="AWS region of the stack")
+        cmd.add_argument("--profile", help="AWS profile name")
+        cmd.add_argument("--endpoint-url", help=argparse.SUPPRESS)
+        cmd.add_argument("--state-machine-arn", help="instead of reading the stack's outputs")
+        cmd.add_argument("--table", help="ledger table name, instead of the stack's outputs")
+        cmd.add_argument("--report-bucket", help="report bucket name, instead of the stack's outputs")
+        return cmd
+
+    deployed("submit", "start a job on the deployed stack").add_argument("job")
+    deployed("status", "show a deployed job's state and counters").add_argument("job_id")
+    report_cmd = deployed("report", "fetch a finished deployed job's JSON report")
+    report_cmd.add_argument("job_id")
+    report_cmd.add_argument("--output", "-o", metavar="PATH", help="write the report here instead of printing it")
 
     demo = sub.add_parser("demo", help="run a copy job end to end on an embedded local S3 server")
     demo.add_argument("--objects", type=int, default=3000, metavar="N", help="objects to seed (default 3000)")
@@ -115,6 +135,38 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     return report.exit_code
 
 
+def _remote(args: argparse.Namespace, console: Console) -> int:
+    settings = ClientSettings(endpoint_url=args.endpoint_url, region=args.region, profile=args.profile)
+    if args.command == "submit":
+        job = load_job(args.job)  # refuse a bad job before touching AWS
+    if not has_credentials(settings):
+        raise UsageError("no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or pass --profile")
+    try:
+        dep = Deployment.resolve(
+            settings, args.stack, state_machine_arn=args.state_machine_arn, table=args.table, report_bucket=args.report_bucket
+        )
+    except DeploymentError as exc:
+        raise UsageError(str(exc)) from None
+    if args.command == "submit":
+        job_id, execution = submit(dep, job, settings)
+        console.print(f"submitted {job_id}\nexecution {execution}\nfollow it with: s3bulk status {job_id}", markup=False)
+        return EXIT_OK
+    if args.command == "status":
+        rec = status(dep, args.job_id, settings)
+        table = Table(title=f"{rec.job.operation}: {rec.status}", show_header=False)
+        for name, value in rec.summary().items():
+            table.add_row(name, f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value))
+        console.print(table)
+        return EXIT_OK
+    doc = fetch_report(dep, args.job_id, settings)
+    text = json.dumps(doc, indent=1, ensure_ascii=False)
+    if args.output:
+        Path(args.output).write_text(text + "\n", encoding="utf-8")
+    else:
+        print(text)
+    return EXIT_OK if doc.get("status") in {"succeeded", "dry-run"} else EXIT_FAILED
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     console = Console(stderr=False, highlight=False)
@@ -132,6 +184,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from s3bulk.demo import run_demo  # imported here: it needs the embedded server only
 
             return run_demo(objects=args.objects, console=console, report_path=args.report, progress=args.progress)
+        if args.command in {"submit", "status", "report"}:
+            return _remote(args, console)
         return _run(args, console)
     except (JobError, UsageError) as exc:
         errors.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
