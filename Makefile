@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench-concurrency schema
+.PHONY: demo test lint bench-concurrency schema synth
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,3 +37,7 @@ bench-concurrency: $(VENV)/.runtime
 
 schema: $(VENV)/.runtime
 	$(BIN)/s3bulk schema > docs/job.schema.json
+
+synth: $(VENV)/.runtime
+	npm ci --no-audit --no-fund
+	JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 CDK_DISABLE_CLI_TELEMETRY=true CDK_DISABLE_VERSION_CHECK=1 npx cdk synth --quiet
