@@ -37,8 +37,8 @@ def build_dashboard(scope: Construct, stack: S3BulkStack) -> cw.Dashboard:
         ),
         cw.GraphWidget(title="Bytes/s", left=[_per_second("Bytes", "bytes/s")], width=8),
         cw.GraphWidget(
-            title="Failures, dead letters and S3 retries",
-            left=[_metric("ObjectsFailed"), _metric("DeadLetteredBatches")],
+            title="Failures, dead letters, returned batches and S3 retries",
+            left=[_metric("ObjectsFailed"), _metric("DeadLetteredBatches"), _metric("BatchesReturned")],
             right=[_metric("Retries")],
             width=8,
         ),

@@ -43,8 +43,10 @@ def record_handler(record: BatchRecord, lambda_context: LambdaContext) -> None:
     try:
         outcome = worker.work(msg, lambda: lambda_context.get_remaining_time_in_millis() / 1000)
     except NotStarted:
+        metrics.add_metric(name="BatchesReturned", unit="Count", value=1)
         raise
     except Exception as exc:
+        metrics.add_metric(name="BatchesReturned", unit="Count", value=1)
         attempts = int(record.attributes.ApproximateReceiveCount)
         if attempts >= max_receives:
             counts = worker.dead_letter(msg, exc, attempts)

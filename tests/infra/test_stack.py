@@ -124,7 +124,7 @@ def test_dashboard_has_throughput_failure_queue_worker_and_execution_widgets(tem
     for title in (
         "Objects/s",
         "Bytes/s",
-        "Failures, dead letters and S3 retries",
+        "Failures, dead letters, returned batches and S3 retries",
         "Work queue depth",
         "Age of oldest message (s)",
         "Dead-letter queue depth",
