@@ -84,41 +84,48 @@ def build_dashboard(scope: Construct, stack: S3BulkStack) -> cw.Dashboard:
 
 def build_alarms(scope: Construct, stack: S3BulkStack) -> list[cw.Alarm]:
     five = cdk.Duration.minutes(5)
+    above = cw.ComparisonOperator.GREATER_THAN_THRESHOLD
+    at_least = cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
+
+    def alarm(name: str, metric: cw.Metric, description: str, threshold: float, op: cw.ComparisonOperator, periods: int = 1) -> cw.Alarm:
+        return metric.create_alarm(
+            scope,
+            name,
+            alarm_description=description,
+            threshold=threshold,
+            comparison_operator=op,
+            evaluation_periods=periods,
+            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+        )
+
     return [
-        stack.dlq.metric_approximate_number_of_messages_visible(period=five, statistic="Maximum").create_alarm(
-            scope,
+        alarm(
             "DeadLettersAlarm",
-            alarm_description="A batch was dead-lettered: its objects are in the job report as failed; inspect and redrive.",
-            threshold=0,
-            comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluation_periods=1,
-            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+            stack.dlq.metric_approximate_number_of_messages_visible(period=five, statistic="Maximum"),
+            "A batch was dead-lettered: its objects are in the job report as failed; inspect and redrive.",
+            0,
+            above,
         ),
-        stack.state_machine.metric_failed(period=five).create_alarm(
-            scope,
+        alarm(
             "FailedExecutionsAlarm",
-            alarm_description="A job execution failed (invalid job, too many object failures, or an error).",
-            threshold=1,
-            comparison_operator=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            evaluation_periods=1,
-            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+            stack.state_machine.metric_failed(period=five),
+            "A job execution failed (invalid job, too many object failures, or an error).",
+            1,
+            at_least,
         ),
-        stack.worker_fn.metric_errors(period=five).create_alarm(
-            scope,
+        alarm(
             "WorkerErrorsAlarm",
-            alarm_description="Worker invocations are erroring (not per-object failures, which are reported per key).",
-            threshold=1,
-            comparison_operator=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            evaluation_periods=1,
-            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+            stack.worker_fn.metric_errors(period=five),
+            "Worker invocations are erroring (not per-object failures, which are reported per key).",
+            1,
+            at_least,
         ),
-        stack.queue.metric_approximate_age_of_oldest_message(period=five, statistic="Maximum").create_alarm(
-            scope,
+        alarm(
             "OldestMessageAlarm",
-            alarm_description=f"Work has waited over {OLDEST_MESSAGE_ALARM_S // 60} minutes: workers are not keeping up or are stuck.",
-            threshold=OLDEST_MESSAGE_ALARM_S,
-            comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluation_periods=3,
-            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+            stack.queue.metric_approximate_age_of_oldest_message(period=five, statistic="Maximum"),
+            f"Work has waited over {OLDEST_MESSAGE_ALARM_S // 60} minutes: workers are not keeping up or are stuck.",
+            OLDEST_MESSAGE_ALARM_S,
+            above,
+            periods=3,
         ),
     ]

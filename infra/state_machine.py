@@ -70,16 +70,21 @@ def build_state_machine(
     create.add_catch(slim, errors=["DynamoDb.ConditionalCheckFailedException"], result_path=sfn.JsonPath.DISCARD)
     create.add_catch(failed, errors=["States.ALL"], result_path="$.error")
 
-    list_task = tasks.LambdaInvoke(
-        scope,
-        "List",
-        lambda_function=lister,
-        payload=sfn.TaskInput.from_object({"job_id.$": "$.job_id"}),
-        payload_response_only=True,
-        result_path="$.listing",
-    )
-    _retry(list_task, [*LAMBDA_TRANSIENT, "States.Timeout"])
-    list_task.add_catch(mark_failed, errors=["States.ALL"], result_path="$.error")
+    def job_task(name: str, fn: lambda_.IFunction, result_path: str) -> tasks.LambdaInvoke:
+        """A Lambda step that takes the job id and whose errors mark the job failed."""
+        task = tasks.LambdaInvoke(
+            scope,
+            name,
+            lambda_function=fn,
+            payload=sfn.TaskInput.from_object({"job_id.$": "$.job_id"}),
+            payload_response_only=True,
+            result_path=result_path,
+        )
+        _retry(task, [*LAMBDA_TRANSIENT, "States.Timeout"])
+        task.add_catch(mark_failed, errors=["States.ALL"], result_path="$.error")
+        return task
+
+    list_task = job_task("List", lister, "$.listing")
 
     wait = sfn.Wait(scope, "Wait", time=sfn.WaitTime.seconds_path("$.poll_seconds"))
     check = tasks.DynamoGetItem(
@@ -99,16 +104,7 @@ def build_state_machine(
     _retry(check, ["DynamoDB.ProvisionedThroughputExceededException", "DynamoDB.InternalServerErrorException", "States.Timeout"])
     check.add_catch(mark_failed, errors=["States.ALL"], result_path="$.error")
 
-    finalize_task = tasks.LambdaInvoke(
-        scope,
-        "Finalize",
-        lambda_function=finalize,
-        payload=sfn.TaskInput.from_object({"job_id.$": "$.job_id"}),
-        payload_response_only=True,
-        result_path="$.result",
-    )
-    _retry(finalize_task, [*LAMBDA_TRANSIENT, "States.Timeout"])
-    finalize_task.add_catch(mark_failed, errors=["States.ALL"], result_path="$.error")
+    finalize_task = job_task("Finalize", finalize, "$.result")
 
     too_many = sfn.Fail(
         scope,
