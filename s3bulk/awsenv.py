@@ -15,7 +15,7 @@ from s3bulk.clients import ClientSettings, make_client, make_s3_client
 from s3bulk.engine import DEFAULT_CONCURRENCY, connections_needed
 from s3bulk.ledger import DynamoLedger
 from s3bulk.reports import ReportBucket
-from s3bulk.s3store import S3Store
+from s3bulk.s3store import FastS3Store, S3Store
 from s3bulk.service import WORK_MARGIN_S, WorkerService
 from s3bulk.sqsqueue import QueueSender
 
@@ -60,7 +60,8 @@ def reports(cfg: AwsConfig) -> ReportBucket:
 
 
 def store(cfg: AwsConfig) -> S3Store:
-    return S3Store(make_s3_client(SETTINGS, connections_needed(cfg.concurrency)), max_keys=cfg.list_page_size)
+    pool = connections_needed(cfg.concurrency)
+    return FastS3Store(make_s3_client(SETTINGS, pool), pool, max_keys=cfg.list_page_size)
 
 
 def sender(cfg: AwsConfig) -> QueueSender:

@@ -23,7 +23,7 @@ from s3bulk.job import Job, JobError, json_schema, load_job
 from s3bulk.progress import ProgressDisplay, failures_table, summary_table
 from s3bulk.remote import DEFAULT_STACK, Deployment, DeploymentError, fetch_report, status, submit
 from s3bulk.report import Report
-from s3bulk.s3store import S3Store
+from s3bulk.s3store import FastS3Store, S3Store
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -47,6 +47,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--dry-run", action="store_true", help="list and count only; change nothing")
     run.add_argument("--progress", choices=("auto", "on", "off"), default="auto", help="live progress (auto: on a terminal)")
     run.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
+    run.add_argument(
+        "--request-path",
+        choices=("fast", "botocore"),
+        default="fast",
+        help="fast: CopyObject/DeleteObjects signed and sent directly (3x less CPU); botocore: every call through botocore",
+    )
 
     val = sub.add_parser("validate", help="check a job file without running it")
     val.add_argument("job")
@@ -123,9 +129,10 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         raise UsageError("no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or pass --profile")
     concurrency = resolve_concurrency(job, args.concurrency)
     client = make_s3_client(settings, connections_needed(concurrency))
+    store = FastS3Store(client, connections_needed(concurrency)) if args.request_path == "fast" else S3Store(client)
     report = execute(
         job,
-        S3Store(client),
+        store,
         concurrency=concurrency,
         console=console,
         progress=args.progress,

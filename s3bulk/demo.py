@@ -16,7 +16,7 @@ from s3bulk.clients import ClientSettings, make_s3_client
 from s3bulk.engine import connections_needed, resolve_concurrency
 from s3bulk.job import MiB, load_job
 from s3bulk.localserver import ACCESS_KEY, SECRET_KEY, SeaweedServer
-from s3bulk.s3store import S3Store
+from s3bulk.s3store import FastS3Store
 
 DEMO_JOB = Path(__file__).resolve().parent.parent / "events" / "demo-copy.json"
 SEED_THREADS = 32
@@ -121,7 +121,14 @@ def run_demo(*, objects: int, console: Console, report_path: str | None = None, 
         console.print(
             f"running {DEMO_JOB.name}: {job.operation} s3://{src.bucket}/{src.prefix} -> s3://{dst.bucket}/{dst.prefix} (excluding {', '.join(src.exclude)})"
         )
-        report = execute(job, S3Store(client), concurrency=concurrency, console=console, progress=progress, report_path=report_path)
+        report = execute(
+            job,
+            FastS3Store(client, connections_needed(concurrency)),
+            concurrency=concurrency,
+            console=console,
+            progress=progress,
+            report_path=report_path,
+        )
 
         expected = {dst.prefix + k[len(src.prefix) :]: md5 for k, md5 in md5s.items() if "/_tmp/" not in k}
         problems = verify_demo(client, dst.bucket, dst.prefix, expected)

@@ -10,6 +10,7 @@ from urllib.parse import quote
 from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, ReadTimeoutError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
+from s3bulk.fastpath import FastS3
 from s3bulk.store import KeyFailure, ListPage, ObjectHead, ObjectInfo, StoreError
 
 T = TypeVar("T")
@@ -142,3 +143,21 @@ class S3Store:
     def delete_objects(self, bucket: str, keys: Sequence[str]) -> list[KeyFailure]:
         r = self._call(self.client.delete_objects, Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys], "Quiet": True})
         return [KeyFailure(e.get("Key", ""), e.get("Code", "Unknown"), e.get("Message", "")) for e in r.get("Errors", ())]
+
+
+class FastS3Store(S3Store):
+    """S3Store whose CopyObject and DeleteObjects take the lighter request path (fastpath.py)."""
+
+    def __init__(self, client: Any, max_connections: int, *, max_keys: int = 1000) -> None:
+        super().__init__(client, max_keys=max_keys)
+        self.fast = FastS3(client, max_connections)
+
+    @property
+    def retries(self) -> int:
+        return self._retries + self.fast.retries
+
+    def copy_object(self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None) -> str:
+        return self.fast.copy_object(src_bucket, src_key, dst_bucket, dst_key, storage_class=storage_class)
+
+    def delete_objects(self, bucket: str, keys: Sequence[str]) -> list[KeyFailure]:
+        return self.fast.delete_objects(bucket, keys)

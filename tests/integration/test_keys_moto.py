@@ -10,7 +10,7 @@ import pytest
 
 from s3bulk.engine import Engine
 from s3bulk.job import parse_job
-from s3bulk.s3store import S3Store
+from s3bulk.s3store import FastS3Store, S3Store
 from tests.integration.conftest import client_for
 from tests.integration.helpers import list_keys, md5
 
@@ -53,8 +53,18 @@ def seed(client: Any, bucket: str) -> dict[str, str]:
     return out
 
 
+@pytest.fixture(params=["fast", "botocore"], autouse=True)
+def request_path(request: pytest.FixtureRequest) -> str:
+    PATH[0] = request.param
+    return str(request.param)
+
+
+PATH = ["fast"]
+
+
 def run(client: Any, doc: dict[str, Any]) -> dict[str, Any]:
-    report = Engine(parse_job(json.dumps(doc)), S3Store(client), concurrency=8).run()
+    store = FastS3Store(client, 16) if PATH[0] == "fast" else S3Store(client)
+    report = Engine(parse_job(json.dumps(doc)), store, concurrency=8).run()
     return report.summary() | {"failures": list(report.tally.failures())}
 
 

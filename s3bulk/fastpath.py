@@ -1,0 +1,188 @@
+"""A lighter request path for the two calls a bulk job makes most: CopyObject and DeleteObjects.
+
+Measured on the reference machine (2 cores, SeaweedFS on loopback, 32 threads):
+botocore spends 1.1 ms of client CPU per CopyObject (0.94 ms without parameter
+validation); the same request signed here and sent on a urllib3 pool costs
+0.33 ms, which doubles one process's copies/s (829 -> 1,733). Everything else
+(listing, HEAD, multipart, tagging) stays on botocore.
+
+The signer follows botocore's S3SigV4Auth exactly (tests compare the two
+signatures byte for byte), and keys are quoted the way botocore quotes them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import random
+import threading
+import time
+from base64 import b64encode
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote, urlsplit
+from xml.etree import ElementTree
+from xml.sax.saxutils import escape
+
+import urllib3
+from botocore.httpsession import get_cert_path
+
+from s3bulk.errors import ErrorKind, classify
+from s3bulk.store import KeyFailure, StoreError
+
+SAFE = "-._~/"
+UNSIGNED = "UNSIGNED-PAYLOAD"
+S3NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
+
+
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    access_key: str
+    secret_key: str
+    token: str | None = None
+
+
+class SigV4Signer:
+    """AWS Signature Version 4 for S3 (no path normalisation), with the signing key cached per day."""
+
+    def __init__(self, credentials: Callable[[], Credentials], region: str, service: str = "s3") -> None:
+        self._credentials = credentials
+        self.region = region
+        self.service = service
+        self._key: tuple[str, str, bytes] | None = None  # (date, secret, key)
+        self._lock = threading.Lock()
+
+    def _signing_key(self, date: str, secret: str) -> bytes:
+        cached = self._key
+        if cached is not None and cached[0] == date and cached[1] == secret:
+            return cached[2]
+        k = hmac.new(("AWS4" + secret).encode(), date.encode(), hashlib.sha256).digest()
+        for part in (self.region, self.service, "aws4_request"):
+            k = hmac.new(k, part.encode(), hashlib.sha256).digest()
+        with self._lock:
+            self._key = (date, secret, k)
+        return k
+
+    def sign(
+        self, method: str, host: str, path: str, query: str, headers: dict[str, str], payload_hash: str, now: datetime
+    ) -> dict[str, str]:
+        """Return headers with x-amz-date, x-amz-content-sha256, the session token and Authorization added."""
+        creds = self._credentials()
+        stamp = now.strftime("%Y%m%dT%H%M%SZ")
+        out = dict(headers)
+        out["host"] = host
+        out["x-amz-date"] = stamp
+        out["x-amz-content-sha256"] = payload_hash
+        if creds.token:
+            out["x-amz-security-token"] = creds.token
+        names = sorted(k.lower() for k in out if k.lower() not in {"user-agent", "expect", "x-amzn-trace-id"})
+        lowered = {k.lower(): " ".join(str(v).split()) for k, v in out.items()}
+        canonical_headers = "".join(f"{n}:{lowered[n]}\n" for n in names)
+        signed = ";".join(names)
+        canonical = "\n".join([method, path, query, canonical_headers, signed, payload_hash])
+        scope = f"{stamp[:8]}/{self.region}/{self.service}/aws4_request"
+        to_sign = "\n".join(["AWS4-HMAC-SHA256", stamp, scope, hashlib.sha256(canonical.encode()).hexdigest()])
+        signature = hmac.new(self._signing_key(stamp[:8], creds.secret_key), to_sign.encode(), hashlib.sha256).hexdigest()
+        out["Authorization"] = f"AWS4-HMAC-SHA256 Credential={creds.access_key}/{scope}, SignedHeaders={signed}, Signature={signature}"
+        del out["host"]  # urllib3 sends Host itself, with the same value
+        return out
+
+
+def _text(element: ElementTree.Element, name: str) -> str:
+    """A child's text, with or without the S3 namespace (servers differ)."""
+    return element.findtext(f"{S3NS}{name}") or element.findtext(name) or ""
+
+
+def _error_of(body: bytes) -> tuple[str, str] | None:
+    """Code and message of an S3 <Error> document (including CopyObject's 200-with-error)."""
+    if b"<Error>" not in body:
+        return None
+    try:
+        root = ElementTree.fromstring(body)
+    except ElementTree.ParseError:
+        return "InternalError", "unparseable error response"
+    return (root.findtext("Code") or "Unknown", root.findtext("Message") or "")
+
+
+class FastS3:
+    """CopyObject and DeleteObjects on a urllib3 pool, with bounded retries like botocore's standard mode."""
+
+    def __init__(
+        self, client: Any, max_connections: int, *, max_attempts: int = 8, connect_timeout: float = 10.0, read_timeout: float = 120.0
+    ) -> None:
+        endpoint = urlsplit(client.meta.endpoint_url)
+        self.scheme = endpoint.scheme
+        self.endpoint_host = endpoint.netloc
+        self.path_style = (client.meta.config.s3 or {}).get("addressing_style") == "path"
+        self.max_attempts = max_attempts
+        creds = client._request_signer._credentials  # the client's own (refreshable) credentials
+
+        def frozen() -> Credentials:
+            f = creds.get_frozen_credentials()
+            return Credentials(f.access_key, f.secret_key, f.token)
+
+        self.signer = SigV4Signer(frozen, client.meta.region_name)
+        self.pool = urllib3.PoolManager(
+            num_pools=64,
+            maxsize=max_connections,
+            block=False,
+            retries=False,
+            timeout=urllib3.Timeout(connect=connect_timeout, read=read_timeout),
+            ca_certs=get_cert_path(True) if self.scheme == "https" else None,
+        )
+        self.retries = 0
+        self._lock = threading.Lock()
+
+    def _where(self, bucket: str, key: str | None) -> tuple[str, str]:
+        """Host and path; key None addresses the bucket itself (as botocore does: /bucket, or / virtual-hosted)."""
+        quoted = "" if key is None else "/" + quote(key.encode("utf-8"), safe=SAFE)
+        if self.path_style or "." in bucket:
+            return self.endpoint_host, f"/{bucket}{quoted}"
+        return f"{bucket}.{self.endpoint_host}", quoted or "/"
+
+    def _send(
+        self, method: str, bucket: str, key: str | None, query: str, headers: dict[str, str], body: bytes, payload_hash: str
+    ) -> bytes:
+        host, path = self._where(bucket, key)
+        # A target starting with "/" goes to the pool as is: a full URL would be parsed, and
+        # parsing removes dot segments, turning the key "a/../b" into "b".
+        target = path + (f"?{query}" if query else "")
+        hostname, _, port = host.partition(":")
+        pool = self.pool.connection_from_host(hostname, int(port) if port else None, scheme=self.scheme)
+        for attempt in range(1, self.max_attempts + 1):
+            signed = self.signer.sign(method, host, path, query, headers, payload_hash, datetime.now(UTC))
+            try:
+                r = pool.urlopen(method, target, body=body, headers=signed, preload_content=True, redirect=False, assert_same_host=False)
+                data = r.data
+                err = _error_of(data) if (r.status >= 300 or method == "PUT") else None
+                if err is None and r.status < 300:
+                    return bytes(data)
+                code, message = err or (str(r.status), data[:200].decode("utf-8", "replace"))
+                exc = StoreError(code, message, r.status if r.status >= 300 else 500)
+            except (urllib3.exceptions.TimeoutError, urllib3.exceptions.ProtocolError, urllib3.exceptions.NewConnectionError) as e:
+                exc = StoreError("ReadTimeout" if isinstance(e, urllib3.exceptions.TimeoutError) else "ConnectionError", str(e))
+            if classify(exc) is ErrorKind.PERMANENT or attempt == self.max_attempts:
+                raise exc
+            with self._lock:
+                self.retries += 1
+            time.sleep(random.uniform(0, min(20.0, 0.05 * 2**attempt)))  # full jitter, as botocore's standard mode
+        raise AssertionError("unreachable")
+
+    def copy_object(self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None) -> str:
+        headers = {"x-amz-copy-source": quote(f"{src_bucket}/{src_key}".encode(), safe=SAFE)}
+        if storage_class:
+            headers["x-amz-storage-class"] = storage_class
+        body = self._send("PUT", dst_bucket, dst_key, "", headers, b"", hashlib.sha256(b"").hexdigest())
+        etag = _text(ElementTree.fromstring(body), "ETag").strip('"')
+        return f'"{etag}"' if etag else ""
+
+    def delete_objects(self, bucket: str, keys: Sequence[str]) -> list[KeyFailure]:
+        objects = "".join(f"<Object><Key>{escape(k)}</Key></Object>" for k in keys)
+        body = f'<?xml version="1.0" encoding="UTF-8"?><Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Quiet>true</Quiet>{objects}</Delete>'.encode()
+        headers = {"Content-MD5": b64encode(hashlib.md5(body, usedforsecurity=False).digest()).decode(), "Content-Type": "application/xml"}
+        data = self._send("POST", bucket, None, "delete=", headers, body, hashlib.sha256(body).hexdigest())
+        root = ElementTree.fromstring(data)
+        errors = list(root.iter(f"{S3NS}Error")) + list(root.iter("Error"))
+        return [KeyFailure(_text(e, "Key"), _text(e, "Code") or "Unknown", _text(e, "Message")) for e in errors]
