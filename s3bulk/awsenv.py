@@ -31,6 +31,7 @@ class AwsConfig:
     work_margin: float = WORK_MARGIN_S
     poll_seconds: int = 20
     list_page_size: int = 1000
+    request_path: str = "fast"  # fast: CopyObject/DeleteObjects on the lighter path; botocore: everything via botocore
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> AwsConfig:
@@ -45,6 +46,7 @@ class AwsConfig:
             work_margin=float(env.get("S3BULK_WORK_MARGIN_S", WORK_MARGIN_S)),
             poll_seconds=int(env.get("S3BULK_POLL_SECONDS", 20)),
             list_page_size=int(env.get("S3BULK_LIST_PAGE_SIZE", 1000)),
+            request_path=env.get("S3BULK_REQUEST_PATH", "fast"),
         )
 
 
@@ -61,7 +63,10 @@ def reports(cfg: AwsConfig) -> ReportBucket:
 
 def store(cfg: AwsConfig) -> S3Store:
     pool = connections_needed(cfg.concurrency)
-    return FastS3Store(make_s3_client(SETTINGS, pool), pool, max_keys=cfg.list_page_size)
+    client = make_s3_client(SETTINGS, pool)
+    if cfg.request_path == "botocore":
+        return S3Store(client, max_keys=cfg.list_page_size)
+    return FastS3Store(client, pool, max_keys=cfg.list_page_size)
 
 
 def sender(cfg: AwsConfig) -> QueueSender:

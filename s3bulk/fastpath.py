@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import random
 import threading
 import time
@@ -90,6 +91,14 @@ class SigV4Signer:
         return out
 
 
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
 def _text(element: ElementTree.Element, name: str) -> str:
     """A child's text, with or without the S3 namespace (servers differ)."""
     return element.findtext(f"{S3NS}{name}") or element.findtext(name) or ""
@@ -115,7 +124,9 @@ class FastS3:
         endpoint = urlsplit(client.meta.endpoint_url)
         self.scheme = endpoint.scheme
         self.endpoint_host = endpoint.netloc
-        self.path_style = (client.meta.config.s3 or {}).get("addressing_style") == "path"
+        host = endpoint.hostname or ""
+        # As botocore does: path-style when configured, and for IP or localhost endpoints (no bucket subdomains there).
+        self.path_style = (client.meta.config.s3 or {}).get("addressing_style") == "path" or host == "localhost" or _is_ip(host)
         self.max_attempts = max_attempts
         creds = client._request_signer._credentials  # the client's own (refreshable) credentials
 

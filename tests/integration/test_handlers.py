@@ -75,6 +75,9 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
             "S3BULK_CONCURRENCY": "8",
             "S3BULK_MAX_RECEIVES": str(MAX_RECEIVES),
             "S3BULK_LIST_PAGE_SIZE": str(PAGE),
+            # In-process moto intercepts botocore, not raw sockets; the fast path is tested over real HTTP
+            # (moto server and SeaweedFS) in test_keys_moto.py and test_bulk_5000.py.
+            "S3BULK_REQUEST_PATH": "botocore",
         }
         for k, v in env.items():
             monkeypatch.setenv(k, v)

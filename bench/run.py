@@ -1,0 +1,254 @@
+"""s3bulk against s5cmd, rclone, the AWS CLI and the boto3 baseline, on the same data in the same run.
+
+    python -m bench.run                 # full: 10,000 objects, 3 runs, +20 ms leg if toxiproxy builds
+    python -m bench.run --quick         # smoke: tiny datasets, 1 run (the test suite runs this)
+
+Writes docs/benchmarks.md (table, command, machine) and docs/benchmarks.png (plot).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.tools import BIN, Measure, copy_tools, delete_tools, measure, tool_env
+from bench.toxiproxy import Toxiproxy, build
+from s3bulk.clients import ClientSettings, make_s3_client
+from s3bulk.localserver import ACCESS_KEY, SECRET_KEY, SeaweedServer
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Result:
+    workload: str
+    tool: str
+    unit: str  # what `per_second` counts
+    items: int
+    runs: list[Measure] = field(default_factory=list)
+
+    @property
+    def rates(self) -> list[float]:
+        return [self.items / m.seconds for m in self.runs]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.rates)
+
+    def row(self, best_peer: float | None) -> dict[str, Any]:
+        cpu = statistics.median(m.cpu_seconds for m in self.runs)
+        return {
+            "workload": self.workload,
+            "tool": self.tool,
+            "median": self.median,
+            "min": min(self.rates),
+            "max": max(self.rates),
+            "unit": self.unit,
+            "cpu_s_per_1000": cpu * 1000 / self.items,
+            "peak_rss_mb": max(m.peak_rss_mb for m in self.runs),
+            "ratio": (self.median / best_peer) if best_peer else None,
+            "runs": len(self.runs),
+        }
+
+
+def seed_local_dir(root: Path, count: int, size: int, nested: int = 0) -> Path:
+    """Files to upload with s5cmd (the fastest seeder here); nested > 0 spreads them over that many folders."""
+    root.mkdir(parents=True, exist_ok=True)
+    body = os.urandom(size)
+    for i in range(count):
+        path = root / (f"p{i % nested:03d}/o{i:07d}" if nested else f"o{i:07d}")
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(body)
+    return root
+
+
+def s5cmd(endpoint: str, *args: str) -> None:
+    subprocess.run([str(BIN / "s5cmd"), "--endpoint-url", endpoint, *args], env=tool_env(), check=True, capture_output=True, timeout=3600)
+
+
+def copy_workload(name: str, endpoint: str, tmp: Path, items: int, runs: int, results: list[Result], tools: set[str]) -> None:
+    for tool, fn in copy_tools(tmp).items():
+        if tool not in tools:
+            continue
+        res = Result(name, tool, "objects/s", items)
+        for r in range(runs):
+            res.runs.append(fn(endpoint, "bench-src", "small/", "bench-dst", f"{name}/{tool.replace(' ', '-')}/{r}/"))
+        results.append(res)
+        print(f"  {name:<22} {tool:<15} {res.median:>9,.0f} objects/s", flush=True)
+
+
+def delete_workload(endpoint: str, tmp: Path, items: int, runs: int, results: list[Result], tools: set[str]) -> None:
+    for tool, fn in delete_tools(tmp).items():
+        if tool not in tools:
+            continue
+        res = Result("delete", tool, "objects/s", items)
+        for r in range(runs):
+            prefix = f"{tool.replace(' ', '-')}/{r}/"
+            s5cmd(endpoint, "cp", "s3://bench-src/small/*", f"s3://bench-del/{prefix}")  # setup, not timed
+            res.runs.append(fn(endpoint, "bench-del", prefix))
+        results.append(res)
+        print(f"  {'delete':<22} {tool:<15} {res.median:>9,.0f} objects/s", flush=True)
+
+
+def large_workload(endpoint: str, tmp: Path, size_mb: int, runs: int, results: list[Result]) -> None:
+    """One large object: s3bulk's multipart copy against s3transfer's default managed copy()."""
+    big = tmp / "large.bin"
+    with open(big, "wb") as fh:
+        chunk = os.urandom(1 << 20)
+        for _ in range(size_mb):
+            fh.write(chunk)
+    s5cmd(endpoint, "cp", str(big), "s3://bench-src/large/object.bin")
+    big.unlink()
+    env = tool_env()
+    job = tmp / "large-job.json"
+    for tool in ("s3bulk", "s3transfer copy()"):
+        res = Result(f"large object ({size_mb} MiB)", tool, "MB/s", size_mb)
+        for r in range(runs):
+            if tool == "s3bulk":
+                job.write_text(
+                    json.dumps(
+                        {
+                            "operation": "copy",
+                            "source": {"bucket": "bench-src", "prefix": "large/"},
+                            "destination": {"bucket": "bench-dst", "prefix": f"large/{r}/"},
+                        }
+                    )
+                )
+                res.runs.append(measure([str(BIN / "s3bulk"), "run", str(job), "--endpoint-url", endpoint, "-q"], env))
+            else:
+                res.runs.append(measure([sys.executable, "-m", "bench.s3transfer_copy", endpoint, f"large-s3t/{r}/object.bin"], env))
+        results.append(res)
+        print(f"  {res.workload:<22} {tool:<15} {res.median:>9,.0f} MB/s", flush=True)
+
+
+def memory_workload(keys: int, results: list[Result]) -> None:
+    res = Result(f"synthetic {keys:,}-key copy", "s3bulk", "keys/s", keys)
+    res.runs.append(measure([sys.executable, "-m", "bench.synthetic", "--keys", str(keys)], tool_env()))
+    results.append(res)
+    print(f"  {res.workload:<22} s3bulk          peak RSS {res.runs[0].peak_rss_mb:,.0f} MB", flush=True)
+
+
+def rank(results: list[Result]) -> list[dict[str, Any]]:
+    rows = []
+    for workload in dict.fromkeys(r.workload for r in results):
+        group = [r for r in results if r.workload == workload]
+        peers = [r.median for r in group if r.tool != "s3bulk"]
+        best = max(peers) if peers else None
+        rows += [r.row(best) for r in group]
+    return rows
+
+
+def write_report(rows: list[dict[str, Any]], command: str, out: Path, plot: Path | None) -> None:
+    lines = [
+        "# Benchmarks",
+        "",
+        f"Reproduce: `{command}` (writes this file and the plot). Every tool runs on the same data in the same run,",
+        "against SeaweedFS (`weed mini`) on loopback; the +20 ms leg puts toxiproxy in front of it (10 ms each way).",
+        "Medians of the runs, with min-max; CPU is the tool's own user+system time; ratio is against the best peer",
+        "(s5cmd, rclone, aws s3, boto3 baseline) in the same workload.",
+        "",
+        f"Machine: {os.cpu_count()} cores, {platform.system()} {platform.machine()}, Python {platform.python_version()}. The S3 server shares the cores.",
+        "",
+        "| workload | tool | throughput (median) | min-max | CPU s / 1,000 | peak RSS MB | vs best peer |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        ratio = f"{r['ratio']:.2f}x" if r["ratio"] is not None and r["tool"] == "s3bulk" else ""
+        lines.append(
+            f"| {r['workload']} | {r['tool']} | {r['median']:,.0f} {r['unit']} | {r['min']:,.0f}-{r['max']:,.0f} | "
+            f"{r['cpu_s_per_1000']:.2f} | {r['peak_rss_mb']:,.0f} | {ratio} |"
+        )
+    if plot is not None:
+        lines += ["", f"![throughput by tool and workload]({plot.name})"]
+    out.write_text("\n".join(lines) + "\n")
+
+
+def draw(rows: list[dict[str, Any]], path: Path) -> Path | None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    groups = [w for w in dict.fromkeys(r["workload"] for r in rows) if sum(1 for r in rows if r["workload"] == w) > 1]
+    fig, axes = plt.subplots(1, len(groups), figsize=(4.2 * len(groups), 4), squeeze=False)
+    for ax, workload in zip(axes[0], groups, strict=True):
+        group = [r for r in rows if r["workload"] == workload]
+        colors = ["#d62728" if r["tool"] == "s3bulk" else "#7f7f7f" for r in group]
+        ax.bar(
+            [r["tool"] for r in group],
+            [r["median"] for r in group],
+            color=colors,
+            yerr=[[r["median"] - r["min"] for r in group], [r["max"] - r["median"] for r in group]],
+        )
+        ax.set_title(workload, fontsize=10)
+        ax.set_ylabel(group[0]["unit"])
+        ax.tick_params(axis="x", rotation=35, labelsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("--quick", action="store_true", help="tiny datasets and one run: proves the harness, measures nothing")
+    p.add_argument("--objects", type=int, default=10_000)
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--large-mb", type=int, default=1024)
+    p.add_argument("--memory-keys", type=int, default=1_000_000)
+    p.add_argument("--latency-ms", type=int, default=20, help="round trip added by toxiproxy; 0 skips that leg")
+    p.add_argument("--tools", default="s3bulk,s5cmd,rclone,aws s3,boto3 baseline")
+    p.add_argument("--workloads", default="copy,copy-latency,delete,large,memory")
+    p.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks.md")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.objects, args.runs, args.large_mb, args.memory_keys = 60, 1, 12, 20_000
+    tools = set(args.tools.split(","))
+    workloads = set(args.workloads.split(","))
+    results: list[Result] = []
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="s3bulk-bench-") as tmpdir, SeaweedServer() as server:
+        tmp = Path(tmpdir)
+        admin = make_s3_client(ClientSettings(endpoint_url=server.endpoint_url, access_key=ACCESS_KEY, secret_key=SECRET_KEY), 16)
+        for b in ("bench-src", "bench-dst", "bench-del"):
+            admin.create_bucket(Bucket=b)
+        print(f"seeding {args.objects:,} x 1 KiB objects", flush=True)
+        s5cmd(server.endpoint_url, "cp", str(seed_local_dir(tmp / "small", args.objects, 1024)) + "/*", "s3://bench-src/small/")
+        if "copy" in workloads:
+            copy_workload("copy 1 KiB, direct", server.endpoint_url, tmp, args.objects, args.runs, results, tools)
+        if "copy-latency" in workloads and args.latency_ms:
+            binary = build()
+            if binary is None:
+                print("  toxiproxy could not be built (no Go toolchain?): skipping the latency leg", flush=True)
+            else:
+                with Toxiproxy(binary, server.port, args.latency_ms // 2) as proxy:
+                    copy_workload(f"copy 1 KiB, +{args.latency_ms} ms", proxy.endpoint_url, tmp, args.objects, args.runs, results, tools)
+        if "delete" in workloads:
+            delete_workload(server.endpoint_url, tmp, args.objects, args.runs, results, tools)
+        if "large" in workloads:
+            large_workload(server.endpoint_url, tmp, args.large_mb, args.runs, results)
+    if "memory" in workloads:
+        memory_workload(args.memory_keys, results)
+    rows = rank(results)
+    command = "python -m bench.run" + (" --quick" if args.quick else "")
+    plot = draw(rows, args.out.with_suffix(".png"))
+    write_report(rows, command, args.out, plot)
+    (args.out.with_suffix(".json")).write_text(json.dumps(rows, indent=1))
+    print(f"wrote {args.out} in {time.perf_counter() - started:,.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

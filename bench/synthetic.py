@@ -1,0 +1,78 @@
+"""A store that generates its listing on the fly, so a 1,000,000-key job measures the engine, not the fake.
+
+    python -m bench.synthetic --keys 1000000 --operation copy
+prints one JSON line: keys, seconds, peak RSS (MB) of this process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+from collections.abc import Sequence
+
+from s3bulk.engine import Engine
+from s3bulk.job import parse_job
+from s3bulk.store import KeyFailure, ListPage, ObjectHead, ObjectInfo
+
+
+class GeneratedStore:
+    """Keys in/0000000..in/N-1 of 1 KiB; copies and deletes succeed at once and keep no state."""
+
+    def __init__(self, keys: int, page: int = 1000) -> None:
+        self.n = keys
+        self.page = page
+        self.retries = 0
+
+    def list_page(self, bucket: str, prefix: str, token: str | None = None, start_after: str | None = None) -> ListPage:
+        start = int(token) if token else 0
+        end = min(self.n, start + self.page)
+        objs = [ObjectInfo(f"in/{i:09d}", 1024, '"0f343b0931126a20f133d67c2b018a3b"') for i in range(start, end)]
+        return ListPage(objs, str(end) if end < self.n else None)
+
+    def copy_object(self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None) -> str:
+        return '"0f343b0931126a20f133d67c2b018a3b"'
+
+    def delete_objects(self, bucket: str, keys: Sequence[str]) -> list[KeyFailure]:
+        return []
+
+    def head_object(self, bucket: str, key: str) -> ObjectHead:
+        return ObjectHead(1024, '"0f343b0931126a20f133d67c2b018a3b"')
+
+    def get_tags(self, bucket: str, key: str) -> dict[str, str]:
+        return {}
+
+    def create_multipart_upload(self, *a: object, **k: object) -> str:
+        raise NotImplementedError
+
+    def upload_part_copy(self, *a: object, **k: object) -> str:
+        raise NotImplementedError
+
+    def complete_multipart_upload(self, *a: object, **k: object) -> str:
+        raise NotImplementedError
+
+    def abort_multipart_upload(self, *a: object, **k: object) -> None:
+        raise NotImplementedError
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--keys", type=int, default=1_000_000)
+    p.add_argument("--operation", default="copy", choices=("copy", "move", "delete"))
+    args = p.parse_args(argv)
+    doc: dict[str, object] = {"operation": args.operation, "source": {"bucket": "synthetic-src", "prefix": "in/"}}
+    if args.operation != "delete":
+        doc["destination"] = {"bucket": "synthetic-dst", "prefix": "out/"}
+    t0 = time.perf_counter()
+    report = Engine(parse_job(json.dumps(doc)), GeneratedStore(args.keys)).run()
+    seconds = time.perf_counter() - t0
+    s = report.summary()
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"keys": s["succeeded"], "failed": s["failed"], "seconds": round(seconds, 2), "peak_rss_mb": round(peak_mb, 1)}))
+    return 0 if s["succeeded"] == args.keys else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
