@@ -19,12 +19,13 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from bench.toxiproxy import Toxiproxy, build
 from s3bulk.clients import ClientSettings, make_s3_client
 from s3bulk.demo import Seed, put_seeds
 from s3bulk.engine import Engine, connections_needed
 from s3bulk.job import parse_job
 from s3bulk.localserver import ACCESS_KEY, SECRET_KEY, SeaweedServer
-from s3bulk.s3store import S3Store
+from s3bulk.s3store import FastS3Store, S3Store
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,9 @@ class Row:
     cpu_ms_per_object: float
 
 
-def sweep(endpoint: str, objects: int, threads: list[int], runs: int) -> list[Row]:
+def sweep(endpoint: str, objects: int, threads: list[int], runs: int, *, fast: bool = True, target: str | None = None) -> list[Row]:
+    """Seed through `endpoint`, measure through `target` (a latency proxy in front of it, or the same)."""
+    target = target or endpoint
     settings = ClientSettings(endpoint_url=endpoint, access_key=ACCESS_KEY, secret_key=SECRET_KEY)
     admin = make_s3_client(settings, 64)
     tag = uuid.uuid4().hex[:8]
@@ -54,7 +57,10 @@ def sweep(endpoint: str, objects: int, threads: list[int], runs: int) -> list[Ro
                 "destination": {"bucket": dst, "prefix": f"t{n}-r{r}/"},
                 "options": {"concurrency": n},
             }
-            store = S3Store(make_s3_client(settings, connections_needed(n)))
+            client = make_s3_client(
+                ClientSettings(endpoint_url=target, access_key=ACCESS_KEY, secret_key=SECRET_KEY), connections_needed(n)
+            )
+            store = FastS3Store(client, connections_needed(n)) if fast else S3Store(client)
             cpu0, t0 = time.process_time(), time.perf_counter()
             report = Engine(parse_job(json.dumps(doc)), store).run()
             wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
@@ -86,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--threads", default="4,8,16,32,64,128")
     p.add_argument("--endpoint-url", help="use a running server instead of starting one")
+    p.add_argument("--latency-ms", type=int, default=0, help="round trip added by toxiproxy in front of the server")
+    p.add_argument("--request-path", choices=("fast", "botocore"), default="fast")
     args = p.parse_args(argv)
     threads = [int(t) for t in args.threads.split(",")]
     server: Any = None
@@ -94,7 +102,17 @@ def main(argv: list[str] | None = None) -> int:
         server = SeaweedServer().start()
         endpoint = server.endpoint_url
     try:
-        print(table(sweep(endpoint, args.objects, threads, args.runs), args.objects, args.runs))
+        fast = args.request_path == "fast"
+        if args.latency_ms and server is not None:
+            binary = build()
+            if binary is None:
+                raise SystemExit("toxiproxy could not be built; run without --latency-ms")
+            with Toxiproxy(binary, server.port, args.latency_ms // 2) as proxy:
+                rows = sweep(endpoint, args.objects, threads, args.runs, fast=fast, target=proxy.endpoint_url)
+        else:
+            rows = sweep(endpoint, args.objects, threads, args.runs, fast=fast)
+        print(f"request path: {args.request_path}, added latency: {args.latency_ms} ms")
+        print(table(rows, args.objects, args.runs))
     finally:
         if server is not None:
             server.stop()

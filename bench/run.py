@@ -242,6 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     if "memory" in workloads:
         memory_workload(args.memory_keys, results)
     rows = rank(results)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     command = "python -m bench.run" + (" --quick" if args.quick else "")
     plot = draw(rows, args.out.with_suffix(".png"))
     write_report(rows, command, args.out, plot)
