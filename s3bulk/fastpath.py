@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote_plus, urlsplit
 from xml.etree import ElementTree
 from xml.sax.saxutils import escape
 
@@ -31,7 +31,7 @@ import urllib3
 from botocore.httpsession import get_cert_path
 
 from s3bulk.errors import ErrorKind, classify
-from s3bulk.store import KeyFailure, StoreError
+from s3bulk.store import KeyFailure, ListPage, ObjectInfo, StoreError
 
 SAFE = "-._~/"
 UNSIGNED = "UNSIGNED-PAYLOAD"
@@ -180,6 +180,30 @@ class FastS3:
                 self.retries += 1
             time.sleep(random.uniform(0, min(20.0, 0.05 * 2**attempt)))  # full jitter, as botocore's standard mode
         raise AssertionError("unreachable")
+
+    def list_page(self, bucket: str, prefix: str, token: str | None, start_after: str | None, max_keys: int) -> ListPage:
+        """ListObjectsV2 with encoding-type=url, decoded as botocore decodes it (so control characters survive XML)."""
+        params = {"list-type": "2", "encoding-type": "url", "max-keys": str(max_keys), "prefix": prefix}
+        if token:
+            params["continuation-token"] = token
+        elif start_after:
+            params["start-after"] = start_after
+        query = "&".join(f"{quote(k, safe='-_.~')}={quote(v.encode(), safe='-_.~')}" for k, v in sorted(params.items()))
+        root = ElementTree.fromstring(self._send("GET", bucket, None, query, {}, b"", hashlib.sha256(b"").hexdigest()))
+        objects = []
+        for c in root.iter(f"{S3NS}Contents"):
+            modified = _text(c, "LastModified")
+            objects.append(
+                ObjectInfo(
+                    unquote_plus(_text(c, "Key")),
+                    int(_text(c, "Size") or 0),
+                    '"' + _text(c, "ETag").strip('"') + '"',
+                    datetime.fromisoformat(modified) if modified else None,
+                    _text(c, "StorageClass") or None,
+                )
+            )
+        truncated = _text(root, "IsTruncated") == "true"
+        return ListPage(objects, _text(root, "NextContinuationToken") or None if truncated else None)
 
     def copy_object(self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None) -> str:
         headers = {"x-amz-copy-source": quote(f"{src_bucket}/{src_key}".encode(), safe=SAFE)}

@@ -156,6 +156,9 @@ class FastS3Store(S3Store):
     def retries(self) -> int:
         return self._retries + self.fast.retries
 
+    def list_page(self, bucket: str, prefix: str, token: str | None = None, start_after: str | None = None) -> ListPage:
+        return self.fast.list_page(bucket, prefix, token, start_after, self.max_keys)
+
     def copy_object(self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None) -> str:
         return self.fast.copy_object(src_bucket, src_key, dst_bucket, dst_key, storage_class=storage_class)
 
