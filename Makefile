@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench-concurrency schema synth
+.PHONY: demo test lint bench bench-quick bench-concurrency schema synth
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,3 +41,10 @@ schema: $(VENV)/.runtime
 synth: $(VENV)/.runtime
 	npm ci --no-audit --no-fund
 	JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 CDK_DISABLE_CLI_TELEMETRY=true CDK_DISABLE_VERSION_CHECK=1 npx cdk synth --quiet
+
+bench: $(VENV)/.dev
+	$(BIN)/python -m bench.run
+	$(BIN)/python -m bench.cost_model
+
+bench-quick: $(VENV)/.dev
+	$(BIN)/python -m bench.run --quick --out /tmp/s3bulk-bench/benchmarks.md
