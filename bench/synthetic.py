@@ -26,7 +26,9 @@ class GeneratedStore:
         self.page = page
         self.retries = 0
 
-    def list_page(self, bucket: str, prefix: str, token: str | None = None, start_after: str | None = None) -> ListPage:
+    def list_page(
+        self, bucket: str, prefix: str, token: str | None = None, start_after: str | None = None, delimiter: str | None = None
+    ) -> ListPage:
         start = int(token) if token else 0
         end = min(self.n, start + self.page)
         objs = [ObjectInfo(f"in/{i:09d}", 1024, '"0f343b0931126a20f133d67c2b018a3b"') for i in range(start, end)]

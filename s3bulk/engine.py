@@ -17,7 +17,7 @@ from s3bulk.batchrun import BatchRunner, Item
 from s3bulk.errors import error_code, error_message
 from s3bulk.executor import BoundedExecutor
 from s3bulk.job import Job
-from s3bulk.listing import batched, iter_objects, mark_existing
+from s3bulk.listing import batched, iter_objects, iter_objects_parallel, mark_existing
 from s3bulk.report import Report, Tally
 from s3bulk.selection import KeyMapper, Selector
 from s3bulk.store import ObjectInfo, ObjectStore
@@ -64,7 +64,7 @@ class Engine:
     # -- listing -----------------------------------------------------------------------------
     def _selected(self) -> Iterator[ObjectInfo]:
         src = self.job.source
-        for obj in iter_objects(self.store, src.bucket, src.prefix):
+        for obj in iter_objects_parallel(self.store, src.bucket, src.prefix, self.job.options.list_workers):
             self.tally.scan()
             if self._selector.matches(obj):
                 self.tally.list(obj.size)

@@ -181,9 +181,13 @@ class FastS3:
             time.sleep(random.uniform(0, min(20.0, 0.05 * 2**attempt)))  # full jitter, as botocore's standard mode
         raise AssertionError("unreachable")
 
-    def list_page(self, bucket: str, prefix: str, token: str | None, start_after: str | None, max_keys: int) -> ListPage:
+    def list_page(
+        self, bucket: str, prefix: str, token: str | None, start_after: str | None, max_keys: int, delimiter: str | None = None
+    ) -> ListPage:
         """ListObjectsV2 with encoding-type=url, decoded as botocore decodes it (so control characters survive XML)."""
         params = {"list-type": "2", "encoding-type": "url", "max-keys": str(max_keys), "prefix": prefix}
+        if delimiter:
+            params["delimiter"] = delimiter
         if token:
             params["continuation-token"] = token
         elif start_after:
@@ -202,8 +206,9 @@ class FastS3:
                     _text(c, "StorageClass") or None,
                 )
             )
+        prefixes = [unquote_plus(_text(p, "Prefix")) for p in root.iter(f"{S3NS}CommonPrefixes")]
         truncated = _text(root, "IsTruncated") == "true"
-        return ListPage(objects, _text(root, "NextContinuationToken") or None if truncated else None)
+        return ListPage(objects, _text(root, "NextContinuationToken") or None if truncated else None, prefixes)
 
     def copy_object(self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None) -> str:
         headers = {"x-amz-copy-source": quote(f"{src_bucket}/{src_key}".encode(), safe=SAFE)}

@@ -148,6 +148,9 @@ class Options(_Strict):
         description="Multipart copy part size; grown if an object would need over 10,000 parts.",
     )
     batch_size: int = Field(1000, ge=1, le=1000, description="Keys per batch (a DeleteObjects request holds at most 1,000).")
+    list_workers: int = Field(
+        16, ge=1, le=64, description="Sub-prefixes (one level below source.prefix) listed at once; output order is unchanged."
+    )
     tolerated_failures: int = Field(0, ge=0, description="On AWS, the execution fails only when more objects than this fail.")
 
 

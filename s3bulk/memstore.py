@@ -113,21 +113,43 @@ class MemoryStore:
     def retries(self) -> int:
         return 0
 
-    def list_page(self, bucket: str, prefix: str, token: str | None = None, start_after: str | None = None) -> ListPage:
+    def list_page(
+        self, bucket: str, prefix: str, token: str | None = None, start_after: str | None = None, delimiter: str | None = None
+    ) -> ListPage:
+        """S3's V2 semantics: with a delimiter, keys below the next delimiter roll up into one CommonPrefix."""
         self._count("ListObjectsV2")
         self._fault("ListObjectsV2", bucket, prefix)
         with self._lock:
             keys = self._keys(bucket)
+            # Tokens are opaque: "K<key>" resumes after a key, "P<prefix>" after a whole rolled-up prefix.
+            rolled = token is not None and token.startswith("P")
+            if token is not None:
+                token = token[1:]
             after = token if token is not None else (start_after if start_after and start_after > prefix else None)
             i = bisect.bisect_right(keys, after) if after is not None else bisect.bisect_left(keys, prefix)
+            if rolled and after is not None:
+                while i < len(keys) and keys[i].startswith(after):
+                    i += 1
             out: list[ObjectInfo] = []
+            prefixes: list[str] = []
+            last = ""
             objects = self._buckets[bucket]
-            while i < len(keys) and len(out) < self.page_size and keys[i].startswith(prefix):
+            while i < len(keys) and len(out) + len(prefixes) < self.page_size and keys[i].startswith(prefix):
+                rest = keys[i][len(prefix) :]
+                cut = rest.find(delimiter) if delimiter else -1
+                if cut >= 0:
+                    common = prefix + rest[: cut + len(delimiter or "")]
+                    prefixes.append(common)
+                    last = "P" + common
+                    while i < len(keys) and keys[i].startswith(common):
+                        i += 1
+                    continue
                 o = objects[keys[i]]
                 out.append(ObjectInfo(keys[i], o.size, o.etag, o.last_modified, o.storage_class))
+                last = "K" + keys[i]
                 i += 1
             more = i < len(keys) and keys[i].startswith(prefix)
-            return ListPage(out, out[-1].key if more and out else None)
+            return ListPage(out, last if more and last else None, prefixes)
 
     def copy_object(self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None) -> str:
         self._count("CopyObject")

@@ -61,8 +61,12 @@ class S3Store:
             with self._lock:
                 self._retries += retries
 
-    def list_page(self, bucket: str, prefix: str, token: str | None = None, start_after: str | None = None) -> ListPage:
+    def list_page(
+        self, bucket: str, prefix: str, token: str | None = None, start_after: str | None = None, delimiter: str | None = None
+    ) -> ListPage:
         kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "MaxKeys": self.max_keys}
+        if delimiter:
+            kwargs["Delimiter"] = delimiter
         if token:
             kwargs["ContinuationToken"] = token
         elif start_after:
@@ -73,7 +77,8 @@ class S3Store:
             ObjectInfo(o["Key"], int(o.get("Size", 0)), _etag(o.get("ETag")), o.get("LastModified"), o.get("StorageClass"))
             for o in r.get("Contents", ())
         ]
-        return ListPage(objects, r.get("NextContinuationToken") if r.get("IsTruncated") else None)
+        prefixes = [p["Prefix"] for p in r.get("CommonPrefixes", ())]
+        return ListPage(objects, r.get("NextContinuationToken") if r.get("IsTruncated") else None, prefixes)
 
     def copy_object(self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None) -> str:
         kwargs: dict[str, Any] = {
@@ -156,8 +161,10 @@ class FastS3Store(S3Store):
     def retries(self) -> int:
         return self._retries + self.fast.retries
 
-    def list_page(self, bucket: str, prefix: str, token: str | None = None, start_after: str | None = None) -> ListPage:
-        return self.fast.list_page(bucket, prefix, token, start_after, self.max_keys)
+    def list_page(
+        self, bucket: str, prefix: str, token: str | None = None, start_after: str | None = None, delimiter: str | None = None
+    ) -> ListPage:
+        return self.fast.list_page(bucket, prefix, token, start_after, self.max_keys, delimiter)
 
     def copy_object(self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None) -> str:
         return self.fast.copy_object(src_bucket, src_key, dst_bucket, dst_key, storage_class=storage_class)

@@ -28,6 +28,7 @@ class ObjectInfo:
 class ListPage:
     objects: list[ObjectInfo]
     next_token: str | None
+    prefixes: list[str] = field(default_factory=list)  # CommonPrefixes, when listed with a delimiter
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +64,9 @@ class StoreError(Exception):
 class ObjectStore(Protocol):
     """Each method is one API call; retries and timeouts are the adapter's job."""
 
-    def list_page(self, bucket: str, prefix: str, token: str | None = None, start_after: str | None = None) -> ListPage: ...
+    def list_page(
+        self, bucket: str, prefix: str, token: str | None = None, start_after: str | None = None, delimiter: str | None = None
+    ) -> ListPage: ...
 
     def copy_object(self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None) -> str:
         """Server-side copy of metadata and tags too; returns the new ETag."""

@@ -120,3 +120,19 @@ def test_delete_by_prefix_leaves_lookalike_keys(client: Any, bucket_factory: Cal
     assert summary["succeeded"] == 2
     remaining = set(list_keys(client, bucket))
     assert remaining == set(ODD_KEYS) - {"dir/", "dir/zero-byte"}
+
+
+def test_parallel_listing_matches_serial_listing_on_the_server(
+    client: Any, bucket_factory: Callable[[Any, str], str], request_path: str
+) -> None:
+    from s3bulk.listing import iter_objects, iter_objects_parallel
+
+    bucket = bucket_factory(client, "list")
+    seed(client, bucket)
+    for i in range(120):
+        client.put_object(Bucket=bucket, Key=f"tree/{i % 9} ü+%/{i % 4}/leaf-{i:03d}", Body=b"")
+    store = FastS3Store(client, 16, max_keys=7) if request_path == "fast" else S3Store(client, max_keys=7)
+    for prefix in ("", "tree/", "dir"):
+        serial = [o.key for o in iter_objects(store, bucket, prefix)]
+        assert [o.key for o in iter_objects_parallel(store, bucket, prefix, workers=6)] == serial
+        assert len(serial) > 0

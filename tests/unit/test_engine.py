@@ -158,10 +158,12 @@ def test_work_starts_before_listing_finishes() -> None:
     copied = threading.Event()
     real_list, real_copy = store.list_page, store.copy_object
 
-    def list_page(bucket: str, prefix: str, token: str | None = None, start_after: str | None = None) -> ListPage:
+    def list_page(
+        bucket: str, prefix: str, token: str | None = None, start_after: str | None = None, delimiter: str | None = None
+    ) -> ListPage:
         if token is not None and bucket == "src-b":
             assert copied.wait(5), "no copy ran while listing was still going"
-        return real_list(bucket, prefix, token, start_after)
+        return real_list(bucket, prefix, token, start_after, delimiter)
 
     def copy(*args: Any, **kwargs: Any) -> str:
         etag = real_copy(*args, **kwargs)
