@@ -22,9 +22,10 @@ from s3bulk.report import Report, Tally
 from s3bulk.selection import KeyMapper, Selector
 from s3bulk.store import ObjectInfo, ObjectStore
 
-# One process peaks at 32 threads (~800 copies/s on the 2-core reference machine,
-# ~915/s at +20 ms); more threads add nothing (client CPU bound). See docs/architecture.md.
-DEFAULT_CONCURRENCY = 32
+# On the fast request path 64 threads give 95% of the best copies/s both direct and at
+# +20 ms (128 is ~5% faster but costs more CPU per object); 32 gives 84-87%.
+# Measured with bench/concurrency_sweep.py; see docs/architecture.md.
+DEFAULT_CONCURRENCY = 64
 # Part copies of large objects run on their own small pool so they never wait
 # behind (or deadlock with) the object tasks that submit them.
 PART_WORKERS = 8
