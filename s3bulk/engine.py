@@ -66,9 +66,9 @@ class Engine:
     def _selected(self) -> Iterator[ObjectInfo]:
         src = self.job.source
         for obj in iter_objects_parallel(self.store, src.bucket, src.prefix, self.job.options.list_workers):
-            self.tally.scan()
-            if self._selector.matches(obj):
-                self.tally.list(obj.size)
+            selected = self._selector.matches(obj)
+            self.tally.seen(obj.size, selected)
+            if selected:
                 yield obj
 
     def _items(self) -> Iterator[Item]:
@@ -125,10 +125,6 @@ class Engine:
                 interrupted = True
         lister.join()
         return self._report(time.monotonic() - started, interrupted)
-
-    def stop(self) -> None:
-        """Stop listing; tasks already submitted finish."""
-        self._stop.set()
 
     def _report(self, seconds: float, interrupted: bool) -> Report:
         error = None

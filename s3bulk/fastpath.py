@@ -31,7 +31,7 @@ import urllib3
 from botocore.httpsession import get_cert_path
 
 from s3bulk.errors import ErrorKind, classify
-from s3bulk.store import KeyFailure, ListPage, ObjectInfo, StoreError
+from s3bulk.store import KeyFailure, ListPage, ObjectInfo, StoreError, quoted_etag
 
 SAFE = "-._~/"
 UNSIGNED = "UNSIGNED-PAYLOAD"
@@ -201,7 +201,7 @@ class FastS3:
                 ObjectInfo(
                     unquote_plus(_text(c, "Key")),
                     int(_text(c, "Size") or 0),
-                    '"' + _text(c, "ETag").strip('"') + '"',
+                    quoted_etag(_text(c, "ETag")),
                     datetime.fromisoformat(modified) if modified else None,
                     _text(c, "StorageClass") or None,
                 )
@@ -215,8 +215,7 @@ class FastS3:
         if storage_class:
             headers["x-amz-storage-class"] = storage_class
         body = self._send("PUT", dst_bucket, dst_key, "", headers, b"", hashlib.sha256(b"").hexdigest())
-        etag = _text(ElementTree.fromstring(body), "ETag").strip('"')
-        return f'"{etag}"' if etag else ""
+        return quoted_etag(_text(ElementTree.fromstring(body), "ETag"))
 
     def delete_objects(self, bucket: str, keys: Sequence[str]) -> list[KeyFailure]:
         objects = "".join(f"<Object><Key>{escape(k)}</Key></Object>" for k in keys)

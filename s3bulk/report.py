@@ -40,14 +40,13 @@ class Tally:
         self.first_failures: list[dict[str, str]] = []
         self._spool: IO[str] = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115 - closed by close()
 
-    def scan(self, n: int = 1) -> None:
+    def seen(self, size: int, selected: bool) -> None:
+        """One listed key: scanned always, listed (with its bytes) when the filters selected it."""
         with self._lock:
-            self.scanned += n
-
-    def list(self, size: int) -> None:
-        with self._lock:
-            self.listed += 1
-            self.listed_bytes += size
+            self.scanned += 1
+            if selected:
+                self.listed += 1
+                self.listed_bytes += size
 
     def finish_listing(self) -> None:
         with self._lock:

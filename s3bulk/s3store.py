@@ -11,18 +11,12 @@ from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError,
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from s3bulk.fastpath import FastS3
-from s3bulk.store import KeyFailure, ListPage, ObjectHead, ObjectInfo, StoreError
+from s3bulk.store import KeyFailure, ListPage, ObjectHead, ObjectInfo, StoreError, quoted_etag
 
 T = TypeVar("T")
 
 # Headers a multipart copy must re-apply (CopyObject carries them itself).
 _HEAD_HEADERS = ("CacheControl", "ContentDisposition", "ContentEncoding", "ContentLanguage", "Expires", "WebsiteRedirectLocation")
-
-
-def _etag(value: object) -> str:
-    """Servers differ on quoting ETags (S3 quotes them); compare in S3's quoted form."""
-    text = str(value or "").strip('"')
-    return f'"{text}"' if text else ""
 
 
 class S3Store:
@@ -74,7 +68,7 @@ class S3Store:
         # botocore asks for EncodingType=url and decodes keys, so control characters survive the XML.
         r = self._call(self.client.list_objects_v2, **kwargs)
         objects = [
-            ObjectInfo(o["Key"], int(o.get("Size", 0)), _etag(o.get("ETag")), o.get("LastModified"), o.get("StorageClass"))
+            ObjectInfo(o["Key"], int(o.get("Size", 0)), quoted_etag(o.get("ETag")), o.get("LastModified"), o.get("StorageClass"))
             for o in r.get("Contents", ())
         ]
         prefixes = [p["Prefix"] for p in r.get("CommonPrefixes", ())]
@@ -90,12 +84,14 @@ class S3Store:
         if storage_class:
             kwargs["StorageClass"] = storage_class
         r = self._call(self.client.copy_object, **kwargs)
-        return _etag(r.get("CopyObjectResult", {}).get("ETag"))
+        return quoted_etag(r.get("CopyObjectResult", {}).get("ETag"))
 
     def head_object(self, bucket: str, key: str) -> ObjectHead:
         r = self._call(self.client.head_object, Bucket=bucket, Key=key)
         headers = {h: r[h] for h in _HEAD_HEADERS if r.get(h) is not None}
-        return ObjectHead(int(r.get("ContentLength", 0)), _etag(r.get("ETag")), r.get("ContentType"), dict(r.get("Metadata", {})), headers)
+        return ObjectHead(
+            int(r.get("ContentLength", 0)), quoted_etag(r.get("ETag")), r.get("ContentType"), dict(r.get("Metadata", {})), headers
+        )
 
     def get_tags(self, bucket: str, key: str) -> dict[str, str]:
         r = self._call(self.client.get_object_tagging, Bucket=bucket, Key=key)
@@ -135,12 +131,12 @@ class S3Store:
             CopySourceRange=f"bytes={first_byte}-{last_byte}",
             CopySourceIfMatch=if_match,
         )
-        return _etag(r["CopyPartResult"]["ETag"])
+        return quoted_etag(r["CopyPartResult"]["ETag"])
 
     def complete_multipart_upload(self, bucket: str, key: str, upload_id: str, part_etags: Sequence[str]) -> str:
         parts = [{"PartNumber": n, "ETag": etag} for n, etag in enumerate(part_etags, start=1)]
         r = self._call(self.client.complete_multipart_upload, Bucket=bucket, Key=key, UploadId=upload_id, MultipartUpload={"Parts": parts})
-        return _etag(r.get("ETag"))
+        return quoted_etag(r.get("ETag"))
 
     def abort_multipart_upload(self, bucket: str, key: str, upload_id: str) -> None:
         self._call(self.client.abort_multipart_upload, Bucket=bucket, Key=key, UploadId=upload_id)

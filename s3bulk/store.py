@@ -51,6 +51,12 @@ class KeyFailure:
     message: str
 
 
+def quoted_etag(value: object) -> str:
+    """The port's form of an ETag: S3's quoted form ("" when absent); servers differ on quoting."""
+    text = str(value or "").strip('"')
+    return f'"{text}"' if text else ""
+
+
 class StoreError(Exception):
     """A failed call, reduced to what classification needs."""
 
