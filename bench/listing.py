@@ -1,4 +1,4 @@
-"""Listing 100,000 keys: serial paging against the engine's parallel lister, nested and flat, direct and at +20 ms.
+"""Listing 100,000 keys: serial paging against the engine's parallel lister, nested and flat (StartAfter shards), direct and at +20 ms.
 
 python -m bench.listing [--keys 100000] [--workers 8,16,32]
 """
@@ -50,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
             str(seed_local_dir(Path(tmp) / "nested", args.keys, 16, nested=100)) + "/*",
             "s3://bench-list/nested/",
         )
+        s5cmd(server.endpoint_url, "cp", str(seed_local_dir(Path(tmp) / "flat", args.keys, 16)) + "/*", "s3://bench-list/flat/")
         legs = [("direct", server.endpoint_url, None)]
         binary = build() if args.latency_ms else None
         proxy = Toxiproxy(binary, server.port, args.latency_ms // 2) if binary else None
@@ -58,14 +59,15 @@ def main(argv: list[str] | None = None) -> int:
             if proxy:
                 legs.append((f"+{args.latency_ms} ms", proxy.endpoint_url, None))
             for label, endpoint, _ in legs:
-                serial = statistics.median(rate(endpoint, "nested/", 1, args.keys, args.runs))
-                print(f"| 100 x {args.keys // 100:,} nested | {label} | 1 (serial) | {serial:,.0f} | | 1.00x |", flush=True)
-                for w in workers:
-                    rs = rate(endpoint, "nested/", w, args.keys, args.runs)
-                    print(
-                        f"| 100 x {args.keys // 100:,} nested | {label} | {w} | {statistics.median(rs):,.0f} | {min(rs):,.0f}-{max(rs):,.0f} | {statistics.median(rs) / serial:.2f}x |",
-                        flush=True,
-                    )
+                for tree, prefix in [(f"100 x {args.keys // 100:,} nested", "nested/"), (f"{args.keys:,} flat", "flat/")]:
+                    serial = statistics.median(rate(endpoint, prefix, 1, args.keys, args.runs))
+                    print(f"| {tree} | {label} | 1 (serial) | {serial:,.0f} | | 1.00x |", flush=True)
+                    for w in workers:
+                        rs = rate(endpoint, prefix, w, args.keys, args.runs)
+                        print(
+                            f"| {tree} | {label} | {w} | {statistics.median(rs):,.0f} | {min(rs):,.0f}-{max(rs):,.0f} | {statistics.median(rs) / serial:.2f}x |",
+                            flush=True,
+                        )
     return 0
 
 

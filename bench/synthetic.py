@@ -7,6 +7,7 @@ prints one JSON line: keys, seconds, peak RSS (MB) of this process.
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import resource
 import sys
@@ -27,10 +28,21 @@ class GeneratedStore:
         self.retries = 0
 
     def list_page(
-        self, bucket: str, prefix: str, token: str | None = None, start_after: str | None = None, delimiter: str | None = None
+        self,
+        bucket: str,
+        prefix: str,
+        token: str | None = None,
+        start_after: str | None = None,
+        delimiter: str | None = None,
+        max_keys: int | None = None,
     ) -> ListPage:
-        start = int(token) if token else 0
-        end = min(self.n, start + self.page)
+        if token:
+            start = int(token)
+        elif start_after is not None and start_after >= "in/":
+            start = bisect.bisect_right(range(self.n), start_after, key=lambda i: f"in/{i:09d}")
+        else:
+            start = 0
+        end = min(self.n, start + (max_keys or self.page))
         objs = [ObjectInfo(f"in/{i:09d}", 1024, '"0f343b0931126a20f133d67c2b018a3b"') for i in range(start, end)]
         return ListPage(objs, str(end) if end < self.n else None)
 

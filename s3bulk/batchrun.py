@@ -8,18 +8,24 @@ redone later. Every task is idempotent, so a redo is safe.
 
 from __future__ import annotations
 
+import random
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from s3bulk.copies import CopySettings, copy_object
 from s3bulk.delete import delete_keys
-from s3bulk.errors import error_code, error_message
+from s3bulk.errors import ErrorKind, classify, error_code, error_message
 from s3bulk.executor import BoundedExecutor
 from s3bulk.job import Job
 from s3bulk.move import confirm_copy, destination_already_moved
-from s3bulk.report import Tally
+from s3bulk.report import Outcomes
 from s3bulk.store import KeyFailure, ObjectInfo, ObjectStore, StoreError
+
+# Pause before an object's next round: the client's own retries already spent ~10 s of backoff.
+ROUND_PAUSE = 1.0
+ROUND_PAUSE_MAX = 20.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,8 +44,9 @@ def _always() -> bool:
 class BatchRun:
     """Tracks one batch's tasks; the thread that finishes the last one runs the batch's closing step."""
 
-    def __init__(self, closing: Callable[[list[Item]], None] | None) -> None:
+    def __init__(self, closing: Callable[[list[Item]], None] | None, on_complete: Callable[[], None] | None = None) -> None:
         self._closing = closing
+        self._on_complete = on_complete
         self._lock = threading.Lock()
         self._open = 0
         self._sealed = False
@@ -78,6 +85,8 @@ class BatchRun:
         try:
             if self._closing is not None and self._all_submitted and self._confirmed:
                 self._closing(self._confirmed)
+            if self._on_complete is not None and self._all_submitted:
+                self._on_complete()
         finally:
             self._done.set()
 
@@ -93,16 +102,28 @@ class BatchRun:
 class BatchRunner:
     """Per-object tasks for one job; the pools are the caller's (sized to the client's connection pool)."""
 
-    def __init__(self, job: Job, store: ObjectStore, pool: BoundedExecutor, parts: BoundedExecutor) -> None:
+    def __init__(
+        self, job: Job, store: ObjectStore, pool: BoundedExecutor, parts: BoundedExecutor, sleep: Callable[[float], None] = time.sleep
+    ) -> None:
         self.job = job
+        self.sleep = sleep
         self.store = store
         self.pool = pool
         self.parts = parts
         dst = job.destination
         self._copy = CopySettings(job.options.multipart_threshold, job.options.part_size, dst.storage_class if dst else None)
 
-    def start(self, batch: Sequence[Item], tally: Tally, keep_going: Callable[[], bool] = _always) -> BatchRun:
-        """Submit the batch's tasks (blocking while the pool is full) and return at once."""
+    def start(
+        self,
+        batch: Sequence[Item],
+        tally: Outcomes,
+        keep_going: Callable[[], bool] = _always,
+        on_complete: Callable[[], None] | None = None,
+    ) -> BatchRun:
+        """Submit the batch's tasks (blocking while the pool is full) and return at once.
+
+        on_complete runs once every item has its final outcome (not if keep_going stopped it early).
+        """
         todo = []
         for item in batch:
             if item.exists:
@@ -114,7 +135,7 @@ class BatchRunner:
         if op == "move":
             bucket = self.job.source.bucket
             closing = lambda confirmed: delete_batch(self.store, bucket, confirmed, tally, moved=True)  # noqa: E731
-        run = BatchRun(closing)
+        run = BatchRun(closing, on_complete)
         if self.job.options.dry_run or not todo:
             run.seal(all_submitted=True)
             return run
@@ -136,26 +157,32 @@ class BatchRunner:
         run.seal(all_submitted=submitted == len(todo))
         return run
 
-    def _delete_task(self, items: list[Item], tally: Tally, run: BatchRun) -> None:
+    def _delete_task(self, items: list[Item], tally: Outcomes, run: BatchRun) -> None:
         try:
             delete_batch(self.store, self.job.source.bucket, items, tally)
         finally:
             run.finish()
 
-    def _copy_task(self, item: Item, tally: Tally, run: BatchRun) -> None:
+    def _copy_task(self, item: Item, tally: Outcomes, run: BatchRun) -> None:
         dst = self.job.destination
         assert dst is not None
         move = self.job.operation == "move"
         confirmed: Item | None = None
         try:
-            try:
-                done = copy_object(self.store, self.parts, self.job.source.bucket, item.obj, dst.bucket, item.dst_key, self._copy)
-                if move:
-                    confirm_copy(self.store, item.obj, dst.bucket, item.dst_key, done)
-            except StoreError as exc:
-                # A redelivered move whose source is already gone succeeded earlier if the destination matches.
-                if not (move and exc.code == "NoSuchKey" and destination_already_moved(self.store, item.obj, dst.bucket, item.dst_key)):
-                    raise
+            for round_ in range(self.job.options.object_retries + 1):
+                try:
+                    done = copy_object(self.store, self.parts, self.job.source.bucket, item.obj, dst.bucket, item.dst_key, self._copy)
+                    if move:
+                        confirm_copy(self.store, item.obj, dst.bucket, item.dst_key, done)
+                    break
+                except StoreError as exc:
+                    # A redelivered move whose source is already gone succeeded earlier if the destination matches.
+                    if move and exc.code == "NoSuchKey" and destination_already_moved(self.store, item.obj, dst.bucket, item.dst_key):
+                        break
+                    if classify(exc) is ErrorKind.PERMANENT or round_ == self.job.options.object_retries:
+                        raise
+                    tally.retry()
+                    self.sleep(min(ROUND_PAUSE_MAX, ROUND_PAUSE * 2**round_) * random.uniform(0.5, 1.0))
             if move:
                 confirmed = item
             else:
@@ -166,7 +193,7 @@ class BatchRunner:
             run.finish(confirmed)
 
 
-def delete_batch(store: ObjectStore, bucket: str, items: Sequence[Item], tally: Tally, *, moved: bool = False) -> None:
+def delete_batch(store: ObjectStore, bucket: str, items: Sequence[Item], tally: Outcomes, *, moved: bool = False) -> None:
     """Delete a batch's keys; for a move, a key counts as done only once its source is gone."""
     failed: dict[str, KeyFailure] = {}
     for start in range(0, len(items), 1000):

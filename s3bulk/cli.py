@@ -18,9 +18,11 @@ from rich.table import Table
 
 from s3bulk import __version__
 from s3bulk.clients import ClientSettings, has_credentials, make_s3_client
-from s3bulk.engine import Engine, connections_needed, resolve_concurrency
-from s3bulk.job import Job, JobError, json_schema, load_job
+from s3bulk.engine import Engine, connections_needed, new_job_id, resolve_concurrency
+from s3bulk.job import Job, JobError, json_schema, load_job, parse_job
+from s3bulk.localledger import LedgerError, LocalLedger, spec_hash, state_dir
 from s3bulk.progress import ProgressDisplay, failures_table, summary_table
+from s3bulk.ratecontrol import RateControl
 from s3bulk.remote import DEFAULT_STACK, Deployment, DeploymentError, fetch_report, status, submit
 from s3bulk.report import Report
 from s3bulk.s3store import FastS3Store, S3Store
@@ -38,7 +40,16 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run a job file")
-    run.add_argument("job", help="path to the job JSON (see docs/job.schema.json)")
+    run.add_argument("job", nargs="?", help="path to the job JSON (see docs/job.schema.json)")
+    run.add_argument(
+        "--resume",
+        nargs="?",
+        const="",
+        metavar="JOB_ID",
+        help="continue an interrupted run: by id, or (no id) the newest unfinished run of the same job file",
+    )
+    run.add_argument("--state-dir", metavar="DIR", help="where job ledgers live (default $S3BULK_STATE_DIR or ~/.local/state/s3bulk)")
+    run.add_argument("--no-ledger", action="store_true", help="keep no ledger (the run cannot be resumed)")
     run.add_argument("--endpoint-url", help="an S3-compatible endpoint instead of AWS")
     run.add_argument("--region", help="AWS region (default: the standard chain; us-east-1 with --endpoint-url)")
     run.add_argument("--profile", help="AWS profile name")
@@ -92,9 +103,13 @@ def execute(
     progress: str = "auto",
     quiet: bool = False,
     report_path: str | None = None,
+    ledger: LocalLedger | None = None,
 ) -> Report:
     """Run the engine with a progress display, then print the summary and write the report."""
-    engine = Engine(job, store, concurrency=concurrency)
+    engine = Engine(job, store, concurrency=concurrency, ledger=ledger)
+    if ledger is not None and not quiet:
+        verb = "resuming" if ledger.run_number > 1 else "job"
+        console.print(f"{verb} {engine.job_id} (if interrupted: s3bulk run --resume {engine.job_id})", markup=False, highlight=False)
     show = not quiet and (progress == "on" or (progress == "auto" and console.is_terminal))
     if show:
         with ProgressDisplay(engine.tally, f"{job.operation}", console):
@@ -122,23 +137,61 @@ def _with_overrides(job: Job, args: argparse.Namespace) -> Job:
     return job
 
 
+def _open_ledger(args: argparse.Namespace) -> tuple[Job, LocalLedger | None]:
+    """The job to run and its ledger: a new one, or the interrupted run that --resume names."""
+    state = Path(args.state_dir) if args.state_dir else state_dir()
+    try:
+        if args.resume is None:
+            if not args.job:
+                raise UsageError("run: give a job file, or --resume JOB_ID to continue an interrupted run")
+            job = _with_overrides(load_job(args.job), args)
+            if job.options.dry_run or args.no_ledger:
+                return job, None
+            return job, LocalLedger.create(state, new_job_id(job), job)
+        if args.resume:
+            ledger = LocalLedger.open(state, args.resume)
+            stored = parse_job(ledger.spec())
+            job = _with_overrides(load_job(args.job), args) if args.job else _with_overrides(stored, args)
+            if spec_hash(job) != spec_hash(stored):
+                ledger.close()
+                raise UsageError(f"--resume {args.resume}: the job file differs from the one that started it; pass the original file")
+            return job, ledger
+        if not args.job:
+            raise UsageError("--resume without an id needs the job file; pass JOB.json or --resume JOB_ID")
+        job = _with_overrides(load_job(args.job), args)
+        found = LocalLedger.find_unfinished(state, job)
+        if found is None:
+            raise UsageError(f"--resume: no unfinished run of this job in {state}; run it without --resume")
+        return job, LocalLedger.open(state, found)
+    except LedgerError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def _run(args: argparse.Namespace, console: Console) -> int:
-    job = _with_overrides(load_job(args.job), args)
+    if args.job:
+        _with_overrides(load_job(args.job), args)  # a bad job fails first, before credentials or ledgers
     settings = ClientSettings(endpoint_url=args.endpoint_url, region=args.region, profile=args.profile)
     if not has_credentials(settings):
         raise UsageError("no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or pass --profile")
+    job, ledger = _open_ledger(args)
     concurrency = resolve_concurrency(job, args.concurrency)
     client = make_s3_client(settings, connections_needed(concurrency))
-    store = FastS3Store(client, connections_needed(concurrency)) if args.request_path == "fast" else S3Store(client)
-    report = execute(
-        job,
-        store,
-        concurrency=concurrency,
-        console=console,
-        progress=args.progress,
-        quiet=args.quiet,
-        report_path=args.report,
-    )
+    rate = RateControl(enabled=job.options.adaptive_rate)
+    store = FastS3Store(client, connections_needed(concurrency), rate=rate) if args.request_path == "fast" else S3Store(client, rate=rate)
+    try:
+        report = execute(
+            job,
+            store,
+            concurrency=concurrency,
+            console=console,
+            progress=args.progress,
+            quiet=args.quiet,
+            report_path=args.report,
+            ledger=ledger,
+        )
+    finally:
+        if ledger is not None:
+            ledger.close()
     return report.exit_code
 
 

@@ -6,11 +6,13 @@ uses too; only the way batches arrive differs.
 
 from __future__ import annotations
 
+import functools
 import queue
 import threading
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from s3bulk.batchrun import BatchRunner, Item
@@ -18,7 +20,8 @@ from s3bulk.errors import error_code, error_message
 from s3bulk.executor import BoundedExecutor
 from s3bulk.job import Job
 from s3bulk.listing import batched, iter_objects, iter_objects_parallel, mark_existing
-from s3bulk.report import Report, Tally
+from s3bulk.localledger import BatchRecord, LocalLedger
+from s3bulk.report import BatchTally, Report, Tally
 from s3bulk.selection import KeyMapper, Selector
 from s3bulk.store import ObjectInfo, ObjectStore
 
@@ -51,10 +54,21 @@ def new_job_id(job: Job) -> str:
 
 
 class Engine:
-    def __init__(self, job: Job, store: ObjectStore, *, concurrency: int | None = None, job_id: str | None = None) -> None:
+    def __init__(
+        self,
+        job: Job,
+        store: ObjectStore,
+        *,
+        concurrency: int | None = None,
+        job_id: str | None = None,
+        ledger: LocalLedger | None = None,
+    ) -> None:
         self.job = job
         self.store = store
-        self.job_id = job_id or new_job_id(job)
+        self.ledger = None if job.options.dry_run else ledger
+        self.job_id = ledger.job_id if ledger is not None else (job_id or new_job_id(job))
+        # A resumed job lists again from its watermark and skips the finished ranges beyond it.
+        self._start_after, self._finished = self.ledger.resume_point() if self.ledger is not None else (None, [])
         self.concurrency = resolve_concurrency(job, concurrency)
         self.tally = Tally()
         self._stop = threading.Event()
@@ -65,7 +79,14 @@ class Engine:
     # -- listing -----------------------------------------------------------------------------
     def _selected(self) -> Iterator[ObjectInfo]:
         src = self.job.source
-        for obj in iter_objects_parallel(self.store, src.bucket, src.prefix, self.job.options.list_workers):
+        finished, i = self._finished, 0
+        listing = iter_objects_parallel(self.store, src.bucket, src.prefix, self.job.options.list_workers, start_after=self._start_after)
+        for obj in listing:
+            if finished:
+                while i < len(finished) and finished[i][1] < obj.key:
+                    i += 1
+                if i < len(finished) and finished[i][0] < obj.key:
+                    continue  # inside a range an earlier run finished
             selected = self._selector.matches(obj)
             self.tally.seen(obj.size, selected)
             if selected:
@@ -78,31 +99,46 @@ class Engine:
         pairs = ((obj, mapper(obj.key)) for obj in self._selected())
         dst = self.job.destination
         if self.job.options.if_exists == "skip" and dst is not None:
-            existing = iter_objects(self.store, dst.bucket, dst.prefix)
+            existing = iter_objects(
+                self.store, dst.bucket, dst.prefix, start_after=mapper(self._start_after) if self._start_after else None
+            )
             return (Item(o, k, e) for o, k, e in mark_existing(pairs, existing))
         return (Item(o, k) for o, k in pairs)
 
-    def _produce(self, out: queue.Queue[list[Item] | None]) -> None:
+    def _produce(self, out: queue.Queue[tuple[list[Item], BatchRecord] | None]) -> None:
         try:
+            after, scanned = self._start_after, 0
             for batch in batched(self._items(), self.job.options.batch_size):
+                now = self.tally.snapshot().scanned
+                # The ledger's unit: the batch covers (after, last] of the listing, and the keys scanned to reach it.
+                rec = BatchRecord(after, batch[-1].obj.key, now - scanned, len(batch), sum(i.obj.size for i in batch), 0, 0, 0, 0, 0)
+                after, scanned = rec.last, now
                 while not self._stop.is_set():
                     try:
-                        out.put(batch, timeout=0.2)
+                        out.put((batch, rec), timeout=0.2)
                         break
                     except queue.Full:
                         continue
                 if self._stop.is_set():
                     return
+            if self.ledger is not None:
+                self.ledger.record_tail(self.tally.snapshot().scanned - scanned)
             self.tally.finish_listing()
         except BaseException as exc:  # noqa: BLE001 - reported as the job's error
             self._listing_error = exc
         finally:
             out.put(None)
 
+    def _commit(self, rec: BatchRecord, outcomes: BatchTally) -> None:
+        assert self.ledger is not None
+        o = outcomes
+        done = replace(rec, succeeded=o.succeeded, skipped=o.skipped, failed=o.failed, bytes=o.bytes, retried=o.retried)
+        self.ledger.commit_batch(done, o.failures)
+
     # -- running -----------------------------------------------------------------------------
     def run(self) -> Report:
         started = time.monotonic()
-        batches: queue.Queue[list[Item] | None] = queue.Queue(maxsize=QUEUE_BATCHES)
+        batches: queue.Queue[tuple[list[Item], BatchRecord] | None] = queue.Queue(maxsize=QUEUE_BATCHES)
         lister = threading.Thread(target=self._produce, args=(batches,), name="s3bulk-lister", daemon=True)
         lister.start()
         interrupted = False
@@ -113,8 +149,13 @@ class Engine:
         ):
             runner = BatchRunner(self.job, self.store, pool, parts)
             try:
-                while (batch := batches.get()) is not None:
-                    runner.start(batch, self.tally)
+                while (entry := batches.get()) is not None:
+                    batch, rec = entry
+                    if self.ledger is None:
+                        runner.start(batch, self.tally)
+                    else:
+                        outcomes = BatchTally(self.tally)
+                        runner.start(batch, outcomes, on_complete=functools.partial(self._commit, rec, outcomes))
             except BaseException as exc:
                 self._stop.set()
                 pool.shutdown(wait=True, cancel_futures=True)
@@ -133,11 +174,27 @@ class Engine:
         elif self._listing_error is not None:
             exc = self._listing_error
             error = f"listing s3://{self.job.source.bucket}/{self.job.source.prefix} failed: {error_code(exc)}: {error_message(exc)}"
-        s = self.tally.snapshot()
+        tally = self.tally
+        if self.ledger is not None:
+            tally = self._ledger_tally()
+            self.ledger.finish("interrupted" if interrupted else ("finished" if error is None else "failed"))
+        s = tally.snapshot()
         if self.job.options.dry_run and error is None:
             status = "dry-run"
         elif error is None and s.failed == 0:
             status = "succeeded"
         else:
             status = "failed"
-        return Report(self.job_id, self.job.operation, status, self.tally, seconds, self.store.retries, error, interrupted)
+        return Report(self.job_id, self.job.operation, status, tally, seconds, self.store.retries, error, interrupted)
+
+    def _ledger_tally(self) -> Tally:
+        """The job's counts across every run of it: what the ledger committed, each batch once."""
+        assert self.ledger is not None
+        t = Tally()
+        for key, code, message in self.ledger.failures():
+            t.fail(key, code, message)
+        totals = self.ledger.totals()
+        t.scanned, t.listed, t.listed_bytes = totals.scanned, totals.listed, totals.listed_bytes
+        t.succeeded, t.skipped, t.failed, t.bytes, t.retried = totals.succeeded, totals.skipped, totals.failed, totals.bytes, totals.retried
+        t.listing_done = self.tally.listing_done
+        return t

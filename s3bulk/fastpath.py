@@ -31,6 +31,7 @@ import urllib3
 from botocore.httpsession import get_cert_path
 
 from s3bulk.errors import ErrorKind, classify
+from s3bulk.ratecontrol import THROTTLE_CODES, RateControl
 from s3bulk.store import KeyFailure, ListPage, ObjectInfo, StoreError, quoted_etag
 
 SAFE = "-._~/"
@@ -119,8 +120,16 @@ class FastS3:
     """CopyObject and DeleteObjects on a urllib3 pool, with bounded retries like botocore's standard mode."""
 
     def __init__(
-        self, client: Any, max_connections: int, *, max_attempts: int = 8, connect_timeout: float = 10.0, read_timeout: float = 120.0
+        self,
+        client: Any,
+        max_connections: int,
+        *,
+        rate: RateControl | None = None,
     ) -> None:
+        """Attempts and timeouts come from the client's Config, so both request paths behave alike."""
+        config = client.meta.config
+        max_attempts = int((config.retries or {}).get("max_attempts") or 8)
+        connect_timeout, read_timeout = float(config.connect_timeout), float(config.read_timeout)
         endpoint = urlsplit(client.meta.endpoint_url)
         self.scheme = endpoint.scheme
         self.endpoint_host = endpoint.netloc
@@ -144,6 +153,7 @@ class FastS3:
             ca_certs=get_cert_path(True) if self.scheme == "https" else None,
         )
         self.retries = 0
+        self.rate = rate or RateControl()
         self._lock = threading.Lock()
 
     def _where(self, bucket: str, key: str | None) -> tuple[str, str]:
@@ -163,15 +173,18 @@ class FastS3:
         hostname, _, port = host.partition(":")
         pool = self.pool.connection_from_host(hostname, int(port) if port else None, scheme=self.scheme)
         for attempt in range(1, self.max_attempts + 1):
+            self.rate.before_send()
             signed = self.signer.sign(method, host, path, query, headers, payload_hash, datetime.now(UTC))
             try:
                 r = pool.urlopen(method, target, body=body, headers=signed, preload_content=True, redirect=False, assert_same_host=False)
                 data = r.data
                 err = _error_of(data) if (r.status >= 300 or method == "PUT") else None
                 if err is None and r.status < 300:
+                    self.rate.after_response(throttled=False)
                     return bytes(data)
                 code, message = err or (str(r.status), data[:200].decode("utf-8", "replace"))
                 exc = StoreError(code, message, r.status if r.status >= 300 else 500)
+                self.rate.after_response(throttled=code in THROTTLE_CODES)
             except (urllib3.exceptions.TimeoutError, urllib3.exceptions.ProtocolError, urllib3.exceptions.NewConnectionError) as e:
                 exc = StoreError("ReadTimeout" if isinstance(e, urllib3.exceptions.TimeoutError) else "ConnectionError", str(e))
             if classify(exc) is ErrorKind.PERMANENT or attempt == self.max_attempts:

@@ -151,6 +151,16 @@ class Options(_Strict):
     list_workers: int = Field(
         16, ge=1, le=64, description="Sub-prefixes (one level below source.prefix) listed at once; output order is unchanged."
     )
+    object_retries: int = Field(
+        3,
+        ge=0,
+        le=10,
+        description="Rounds an object gets, after a pause, once the client's own retries give up on throttling or a server error.",
+    )
+    adaptive_rate: bool = Field(
+        False,
+        description="After S3 throttles (503 SlowDown), pace all requests with one shared adaptive rate instead of retrying at full speed.",
+    )
     tolerated_failures: int = Field(0, ge=0, description="On AWS, the execution fails only when more objects than this fail.")
 
 

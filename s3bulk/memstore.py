@@ -114,7 +114,13 @@ class MemoryStore:
         return 0
 
     def list_page(
-        self, bucket: str, prefix: str, token: str | None = None, start_after: str | None = None, delimiter: str | None = None
+        self,
+        bucket: str,
+        prefix: str,
+        token: str | None = None,
+        start_after: str | None = None,
+        delimiter: str | None = None,
+        max_keys: int | None = None,
     ) -> ListPage:
         """S3's V2 semantics: with a delimiter, keys below the next delimiter roll up into one CommonPrefix."""
         self._count("ListObjectsV2")
@@ -125,7 +131,7 @@ class MemoryStore:
             rolled = token is not None and token.startswith("P")
             if token is not None:
                 token = token[1:]
-            after = token if token is not None else (start_after if start_after and start_after > prefix else None)
+            after = token if token is not None else (start_after if start_after and start_after >= prefix else None)
             i = bisect.bisect_right(keys, after) if after is not None else bisect.bisect_left(keys, prefix)
             if rolled and after is not None:
                 while i < len(keys) and keys[i].startswith(after):
@@ -134,7 +140,7 @@ class MemoryStore:
             prefixes: list[str] = []
             last = ""
             objects = self._buckets[bucket]
-            while i < len(keys) and len(out) + len(prefixes) < self.page_size and keys[i].startswith(prefix):
+            while i < len(keys) and len(out) + len(prefixes) < (max_keys or self.page_size) and keys[i].startswith(prefix):
                 rest = keys[i][len(prefix) :]
                 cut = rest.find(delimiter) if delimiter else -1
                 if cut >= 0:

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 SHOWN_FAILURES = 20
 
@@ -29,6 +29,18 @@ class Snapshot:
         return self.succeeded + self.skipped + self.failed
 
 
+class Outcomes(Protocol):
+    """Where per-object outcomes go: the job's Tally, or one batch's BatchTally."""
+
+    def succeed(self, size: int) -> None: ...
+
+    def skip(self) -> None: ...
+
+    def fail(self, key: str, error: str, message: str) -> None: ...
+
+    def retry(self) -> None: ...
+
+
 class Tally:
     """Thread-safe counters. Failures spool to a temp file, so a million of them cost no RAM."""
 
@@ -36,6 +48,7 @@ class Tally:
         self._lock = threading.Lock()
         self.scanned = self.listed = self.listed_bytes = 0
         self.succeeded = self.skipped = self.failed = self.bytes = 0
+        self.retried = 0  # extra rounds objects needed after the client's own retries gave up
         self.listing_done = False
         self.first_failures: list[dict[str, str]] = []
         self._spool: IO[str] = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115 - closed by close()
@@ -56,6 +69,10 @@ class Tally:
         with self._lock:
             self.succeeded += 1
             self.bytes += size
+
+    def retry(self) -> None:
+        with self._lock:
+            self.retried += 1
 
     def skip(self) -> None:
         with self._lock:
@@ -95,6 +112,39 @@ class Tally:
         self._spool.close()
 
 
+class BatchTally:
+    """One batch's outcomes: forwarded to the job's Tally as they happen (for progress), and kept
+    (at most one batch of failures) so the ledger can commit them with the batch."""
+
+    def __init__(self, parent: Tally) -> None:
+        self.parent = parent
+        self._lock = threading.Lock()
+        self.succeeded = self.skipped = self.failed = self.bytes = self.retried = 0
+        self.failures: list[tuple[str, str, str]] = []
+
+    def succeed(self, size: int) -> None:
+        with self._lock:
+            self.succeeded += 1
+            self.bytes += size
+        self.parent.succeed(size)
+
+    def skip(self) -> None:
+        with self._lock:
+            self.skipped += 1
+        self.parent.skip()
+
+    def fail(self, key: str, error: str, message: str) -> None:
+        with self._lock:
+            self.failed += 1
+            self.failures.append((key, error, message))
+        self.parent.fail(key, error, message)
+
+    def retry(self) -> None:
+        with self._lock:
+            self.retried += 1
+        self.parent.retry()
+
+
 @dataclass
 class Report:
     job_id: str
@@ -120,6 +170,7 @@ class Report:
             "seconds": round(self.seconds, 3),
             "scanned": s.scanned,
             "retries": self.retries,
+            "object_retries": self.tally.retried,
         }
         if self.status == "dry-run":
             out["would_process"] = s.listed - s.skipped

@@ -11,6 +11,7 @@ from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError,
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from s3bulk.fastpath import FastS3
+from s3bulk.ratecontrol import RateControl
 from s3bulk.store import KeyFailure, ListPage, ObjectHead, ObjectInfo, StoreError, quoted_etag
 
 T = TypeVar("T")
@@ -22,9 +23,11 @@ _HEAD_HEADERS = ("CacheControl", "ContentDisposition", "ContentEncoding", "Conte
 class S3Store:
     """Thin: each method is one API call; botocore does the bounded retries with backoff."""
 
-    def __init__(self, client: Any, *, max_keys: int = 1000) -> None:
+    def __init__(self, client: Any, *, max_keys: int = 1000, rate: RateControl | None = None) -> None:
         self.client = client
         self.max_keys = max_keys
+        self.rate = rate or RateControl()
+        self.rate.attach(client)
         self._retries = 0
         self._lock = threading.Lock()
 
@@ -56,9 +59,15 @@ class S3Store:
                 self._retries += retries
 
     def list_page(
-        self, bucket: str, prefix: str, token: str | None = None, start_after: str | None = None, delimiter: str | None = None
+        self,
+        bucket: str,
+        prefix: str,
+        token: str | None = None,
+        start_after: str | None = None,
+        delimiter: str | None = None,
+        max_keys: int | None = None,
     ) -> ListPage:
-        kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "MaxKeys": self.max_keys}
+        kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "MaxKeys": max_keys or self.max_keys}
         if delimiter:
             kwargs["Delimiter"] = delimiter
         if token:
@@ -149,18 +158,24 @@ class S3Store:
 class FastS3Store(S3Store):
     """S3Store whose CopyObject and DeleteObjects take the lighter request path (fastpath.py)."""
 
-    def __init__(self, client: Any, max_connections: int, *, max_keys: int = 1000) -> None:
-        super().__init__(client, max_keys=max_keys)
-        self.fast = FastS3(client, max_connections)
+    def __init__(self, client: Any, max_connections: int, *, max_keys: int = 1000, rate: RateControl | None = None) -> None:
+        super().__init__(client, max_keys=max_keys, rate=rate)
+        self.fast = FastS3(client, max_connections, rate=self.rate)
 
     @property
     def retries(self) -> int:
         return self._retries + self.fast.retries
 
     def list_page(
-        self, bucket: str, prefix: str, token: str | None = None, start_after: str | None = None, delimiter: str | None = None
+        self,
+        bucket: str,
+        prefix: str,
+        token: str | None = None,
+        start_after: str | None = None,
+        delimiter: str | None = None,
+        max_keys: int | None = None,
     ) -> ListPage:
-        return self.fast.list_page(bucket, prefix, token, start_after, self.max_keys, delimiter)
+        return self.fast.list_page(bucket, prefix, token, start_after, max_keys or self.max_keys, delimiter)
 
     def copy_object(self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None) -> str:
         return self.fast.copy_object(src_bucket, src_key, dst_bucket, dst_key, storage_class=storage_class)

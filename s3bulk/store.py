@@ -71,8 +71,16 @@ class ObjectStore(Protocol):
     """Each method is one API call; retries and timeouts are the adapter's job."""
 
     def list_page(
-        self, bucket: str, prefix: str, token: str | None = None, start_after: str | None = None, delimiter: str | None = None
-    ) -> ListPage: ...
+        self,
+        bucket: str,
+        prefix: str,
+        token: str | None = None,
+        start_after: str | None = None,
+        delimiter: str | None = None,
+        max_keys: int | None = None,
+    ) -> ListPage:
+        """One ListObjectsV2 page; max_keys=1 makes a cheap probe for the sharded lister."""
+        ...
 
     def copy_object(self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None) -> str:
         """Server-side copy of metadata and tags too; returns the new ETag."""

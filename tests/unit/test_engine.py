@@ -149,7 +149,7 @@ def test_listing_failure_fails_the_job_with_a_clear_error(store: MemoryStore) ->
 
 
 def test_work_starts_before_listing_finishes() -> None:
-    """The second listing page is held back until a copy from the first has completed."""
+    """Every listing call after the first page is held back until a copy from that page has completed."""
     store = MemoryStore(page_size=10)
     store.create_bucket("src-b")
     store.create_bucket("dst-b")
@@ -158,12 +158,10 @@ def test_work_starts_before_listing_finishes() -> None:
     copied = threading.Event()
     real_list, real_copy = store.list_page, store.copy_object
 
-    def list_page(
-        bucket: str, prefix: str, token: str | None = None, start_after: str | None = None, delimiter: str | None = None
-    ) -> ListPage:
-        if token is not None and bucket == "src-b":
+    def list_page(bucket: str, prefix: str, *args: Any, **kwargs: Any) -> ListPage:
+        if bucket == "src-b" and store.calls.get("ListObjectsV2", 0) > 0:
             assert copied.wait(5), "no copy ran while listing was still going"
-        return real_list(bucket, prefix, token, start_after, delimiter)
+        return real_list(bucket, prefix, *args, **kwargs)
 
     def copy(*args: Any, **kwargs: Any) -> str:
         etag = real_copy(*args, **kwargs)
@@ -173,6 +171,7 @@ def test_work_starts_before_listing_finishes() -> None:
     store.list_page = list_page  # type: ignore[method-assign]
     store.copy_object = copy  # type: ignore[method-assign]
     report = Engine(make_job(batch_size=5), store, concurrency=2).run()
+    assert report.error is None
     assert report.summary()["succeeded"] == 30
 
 

@@ -1,0 +1,231 @@
+"""An HTTP proxy in front of an S3-compatible server that injects the faults real S3 produces.
+
+Kernel netem is not available everywhere and toxiproxy works at TCP only, so the
+HTTP-level faults S3 is known for live here: 503 SlowDown and 500 InternalError on a
+share of requests, CopyObject answered with HTTP 200 and an <Error> body, and a
+per-prefix request-rate limit enforced with SlowDown (S3 scales request rates per
+prefix). The tests and `bench/ratecontrol.py` use it; a user can put it in front of
+a staging server to rehearse a job under throttling. It counts every request by
+operation, so a test can prove what was (and was not) redone.
+"""
+
+from __future__ import annotations
+
+import http.client
+import random
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from urllib.parse import unquote, urlsplit
+
+HOP_BY_HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "proxy-connection"})
+
+
+@dataclass
+class FaultPlan:
+    """Shares are probabilities per request; rate_limit is requests/s per (bucket, first key segment)."""
+
+    slowdown: float = 0.0
+    internal_error: float = 0.0
+    copy_200_error: float = 0.0
+    rate_limit: float | None = None
+    list_delay: float = 0.0  # seconds added to each ListObjectsV2, to make a listing slow enough to interrupt
+    ops: frozenset[str] = frozenset({"CopyObject", "DeleteObjects", "DeleteObject", "PutObject", "UploadPartCopy"})
+    seed: int = 0
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    stamp: float
+
+
+@dataclass
+class FaultStats:
+    requests: Counter[str] = field(default_factory=Counter)  # by operation, as the server would see them
+    injected: Counter[str] = field(default_factory=Counter)  # by fault
+    forwarded: Counter[str] = field(default_factory=Counter)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def operation(method: str, target: str, headers: dict[str, str]) -> str:
+    """The S3 API operation a request is, from its method, query and headers."""
+    split = urlsplit(target)
+    query = split.query
+    segments = [s for s in split.path.split("/") if s]
+    has_key = len(segments) > 1
+    copy = "x-amz-copy-source" in headers
+    if method == "GET":
+        if not has_key:
+            return "ListObjectsV2" if "list-type=2" in query else "ListObjects"
+        return "GetObjectTagging" if "tagging" in query else "GetObject"
+    if method == "HEAD":
+        return "HeadObject" if has_key else "HeadBucket"
+    if method == "POST":
+        if "delete" in query:
+            return "DeleteObjects"
+        return "CompleteMultipartUpload" if "uploadId=" in query else "CreateMultipartUpload"
+    if method == "PUT":
+        if "partNumber=" in query:
+            return "UploadPartCopy" if copy else "UploadPart"
+        if "tagging" in query:
+            return "PutObjectTagging"
+        if not has_key:
+            return "CreateBucket"
+        return "CopyObject" if copy else "PutObject"
+    if method == "DELETE":
+        return "AbortMultipartUpload" if "uploadId=" in query else ("DeleteObject" if has_key else "DeleteBucket")
+    return method
+
+
+def _error(code: str, message: str) -> bytes:
+    return f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code><Message>{message}</Message></Error>'.encode()
+
+
+class FaultProxy:
+    """A threaded proxy on a free 127.0.0.1 port; `with FaultProxy(upstream_port, plan) as p: p.endpoint_url`."""
+
+    def __init__(self, upstream_port: int, plan: FaultPlan | None = None, upstream_host: str = "127.0.0.1") -> None:
+        self.plan = plan or FaultPlan()
+        self.stats = FaultStats()
+        self._upstream = (upstream_host, upstream_port)
+        self._rng = random.Random(self.plan.seed)
+        self._buckets: dict[str, _Bucket] = {}
+        self._local = threading.local()
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: object) -> None:
+                return
+
+            def _handle(self) -> None:
+                proxy._serve(self)
+
+            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _handle
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="s3bulk-faultproxy", daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def endpoint_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> FaultProxy:
+        self._thread.start()
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    # -- decisions ----------------------------------------------------------------------------
+    def _over_rate(self, target: str) -> bool:
+        if self.plan.rate_limit is None:
+            return False
+        segments = unquote(urlsplit(target).path).lstrip("/").split("/")
+        prefix = "/".join(segments[:2])
+        now = time.monotonic()
+        rate = self.plan.rate_limit
+        burst = max(1.0, rate / 10)  # S3 absorbs only short bursts above a prefix's rate
+        with self.stats.lock:
+            b = self._buckets.setdefault(prefix, _Bucket(burst, now))
+            b.tokens = min(burst, b.tokens + (now - b.stamp) * rate)
+            b.stamp = now
+            if b.tokens >= 1:
+                b.tokens -= 1
+                return False
+            return True
+
+    def _fault(self, op: str, target: str) -> str | None:
+        if op not in self.plan.ops:
+            return None
+        if self._over_rate(target):
+            return "RateLimited"
+        with self.stats.lock:
+            roll = self._rng.random()
+        if roll < self.plan.slowdown:
+            return "SlowDown"
+        roll -= self.plan.slowdown
+        if roll < self.plan.internal_error:
+            return "InternalError"
+        roll -= self.plan.internal_error
+        if op == "CopyObject" and roll < self.plan.copy_200_error:
+            return "Copy200Error"
+        return None
+
+    # -- serving ------------------------------------------------------------------------------
+    def _serve(self, h: BaseHTTPRequestHandler) -> None:
+        headers = {k.lower(): v for k, v in h.headers.items()}
+        length = int(headers.get("content-length") or 0)
+        body = h.rfile.read(length) if length else b""
+        op = operation(h.command, h.path, headers)
+        fault = self._fault(op, h.path)
+        with self.stats.lock:
+            self.stats.requests[op] += 1
+            if fault:
+                self.stats.injected[fault] += 1
+        if fault in {"SlowDown", "RateLimited"}:
+            self._reply(h, 503, _error("SlowDown", "Please reduce your request rate."))
+            return
+        if fault == "InternalError":
+            self._reply(h, 500, _error("InternalError", "We encountered an internal error. Please try again."))
+            return
+        if op == "ListObjectsV2" and self.plan.list_delay:
+            time.sleep(self.plan.list_delay)
+        status, reply_headers, data = self._forward(h.command, h.path, h.headers.items(), body)
+        if fault == "Copy200Error" and status == 200:
+            # S3 may fail a copy after sending 200: the body then carries the error. The copy did
+            # happen upstream here, which is harmless (a retry rewrites the same bytes).
+            self._reply(h, 200, _error("InternalError", "We encountered an internal error. Please try again."))
+            return
+        with self.stats.lock:
+            self.stats.forwarded[op] += 1
+        self._reply(h, status, data, reply_headers, head=h.command == "HEAD")
+
+    def _forward(self, method: str, target: str, headers: object, body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
+        for attempt in range(2):
+            conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
+            if conn is None:
+                conn = http.client.HTTPConnection(*self._upstream, timeout=300)
+                self._local.conn = conn
+            try:
+                conn.putrequest(method, target, skip_host=True, skip_accept_encoding=True)
+                for k, v in headers:  # type: ignore[attr-defined]
+                    if k.lower() not in HOP_BY_HOP:
+                        conn.putheader(k, v)
+                conn.endheaders(body or None)
+                r = conn.getresponse()
+                data = r.read()
+                return r.status, [(k, v) for k, v in r.getheaders() if k.lower() not in HOP_BY_HOP], data
+            except (http.client.HTTPException, OSError):
+                conn.close()
+                self._local.conn = None
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _reply(
+        h: BaseHTTPRequestHandler, status: int, data: bytes, headers: list[tuple[str, str]] | None = None, head: bool = False
+    ) -> None:
+        h.send_response_only(status)
+        sent_length = False
+        for k, v in headers or [("Content-Type", "application/xml")]:
+            if k.lower() == "content-length":
+                sent_length = True
+            h.send_header(k, v)
+        if not sent_length:
+            h.send_header("Content-Length", str(len(data)))
+        h.end_headers()
+        if not head:
+            h.wfile.write(data)

@@ -1,0 +1,221 @@
+"""The local engine's durable job ledger: SQLite, the counterpart of the DynamoDB ledger on AWS.
+
+A batch is the unit of commitment, as on AWS: its counts and failures are written
+in one transaction when every object of it has a final outcome, and never before.
+A process killed with -9 therefore loses only batches in flight, and those are
+redone on resume (every task is idempotent). Each batch records the key range it
+covers in listing order, (after, last]; a resume lists again from the end of the
+unbroken run of finished ranges (the watermark) and skips keys inside the few
+finished ranges beyond it, so finished work is neither redone nor recounted, and
+memory stays bounded by the batches that were in flight.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from s3bulk.job import Job
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS job (id TEXT PRIMARY KEY, spec TEXT NOT NULL, spec_hash TEXT NOT NULL,
+    status TEXT NOT NULL, created REAL NOT NULL, updated REAL NOT NULL, runs INTEGER NOT NULL DEFAULT 1);
+CREATE TABLE IF NOT EXISTS batch (after TEXT, last TEXT NOT NULL, scanned INTEGER NOT NULL, listed INTEGER NOT NULL,
+    listed_bytes INTEGER NOT NULL, succeeded INTEGER NOT NULL, skipped INTEGER NOT NULL, failed INTEGER NOT NULL,
+    bytes INTEGER NOT NULL, retried INTEGER NOT NULL, run INTEGER NOT NULL, PRIMARY KEY (last));
+CREATE TABLE IF NOT EXISTS failure (batch_last TEXT NOT NULL, key TEXT NOT NULL, error TEXT NOT NULL, message TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tail (id INTEGER PRIMARY KEY CHECK (id = 1), scanned INTEGER NOT NULL);
+"""
+
+
+class LedgerError(Exception):
+    """A ledger that cannot be used as asked; str() is the one-line message."""
+
+
+def state_dir() -> Path:
+    """$S3BULK_STATE_DIR, else $XDG_STATE_HOME/s3bulk, else ~/.local/state/s3bulk."""
+    explicit = os.environ.get("S3BULK_STATE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "s3bulk"
+
+
+def spec_hash(job: Job) -> str:
+    """What makes two job files the same job: everything but the id and dry_run."""
+    doc = job.model_dump(mode="json", exclude={"job_id"})
+    doc["options"].pop("dry_run", None)
+    doc["options"].pop("concurrency", None)
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRecord:
+    after: str | None  # None: the batch starts at the beginning of the listing
+    last: str
+    scanned: int
+    listed: int
+    listed_bytes: int
+    succeeded: int
+    skipped: int
+    failed: int
+    bytes: int
+    retried: int
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    scanned: int
+    listed: int
+    listed_bytes: int
+    succeeded: int
+    skipped: int
+    failed: int
+    bytes: int
+    retried: int
+    batches: int
+
+
+class LocalLedger:
+    """One job's SQLite file (WAL: a commit survives the process being killed)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(SCHEMA)
+        self._lock = threading.Lock()
+
+    # -- opening -----------------------------------------------------------------------------
+    @classmethod
+    def create(cls, directory: Path, job_id: str, job: Job) -> LocalLedger:
+        path = directory / f"{job_id}.sqlite"
+        if path.exists():
+            raise LedgerError(f"job {job_id!r} already has a ledger at {path}; pass --resume to continue it, or use another job_id")
+        ledger = cls(path)
+        now = time.time()
+        ledger._db.execute(
+            "INSERT INTO job VALUES (?, ?, ?, 'running', ?, ?, 1)", (job_id, job.model_dump_json(), spec_hash(job), now, now)
+        )
+        return ledger
+
+    @classmethod
+    def open(cls, directory: Path, job_id: str) -> LocalLedger:
+        path = directory / f"{job_id}.sqlite"
+        if not path.exists():
+            raise LedgerError(f"--resume {job_id}: no ledger at {path}; check the job id (or S3BULK_STATE_DIR)")
+        ledger = cls(path)
+        ledger._db.execute("UPDATE job SET runs = runs + 1, status = 'running', updated = ?", (time.time(),))
+        return ledger
+
+    @classmethod
+    def find_unfinished(cls, directory: Path, job: Job) -> str | None:
+        """The newest unfinished run of the same job spec, for `--resume` without an id."""
+        want = spec_hash(job)
+        best: tuple[float, str] | None = None
+        for path in directory.glob("*.sqlite") if directory.is_dir() else ():
+            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            try:
+                row = db.execute("SELECT id, spec_hash, status, updated FROM job").fetchone()
+            except sqlite3.DatabaseError:
+                continue
+            finally:
+                db.close()
+            if row and row[1] == want and row[2] != "finished" and (best is None or row[3] > best[0]):
+                best = (row[3], row[0])
+        return best[1] if best else None
+
+    @property
+    def job_id(self) -> str:
+        return str(self._db.execute("SELECT id FROM job").fetchone()[0])
+
+    @property
+    def run_number(self) -> int:
+        return int(self._db.execute("SELECT runs FROM job").fetchone()[0])
+
+    def spec(self) -> str:
+        return str(self._db.execute("SELECT spec FROM job").fetchone()[0])
+
+    # -- writing -----------------------------------------------------------------------------
+    def commit_batch(self, rec: BatchRecord, failures: list[tuple[str, str, str]]) -> None:
+        """One transaction: the batch's range and counts, and its failures."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute(
+                    "INSERT OR REPLACE INTO batch VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        rec.after,
+                        rec.last,
+                        rec.scanned,
+                        rec.listed,
+                        rec.listed_bytes,
+                        rec.succeeded,
+                        rec.skipped,
+                        rec.failed,
+                        rec.bytes,
+                        rec.retried,
+                        self.run_number,
+                    ),
+                )
+                self._db.execute("DELETE FROM failure WHERE batch_last = ?", (rec.last,))
+                self._db.executemany("INSERT INTO failure VALUES (?, ?, ?, ?)", [(rec.last, *f) for f in failures])
+                self._db.execute("UPDATE job SET updated = ?", (time.time(),))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def record_tail(self, scanned: int) -> None:
+        """Keys scanned after the last selected key (the filters dropped them): counted once, when listing ends."""
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO tail VALUES (1, ?)", (scanned,))
+
+    def finish(self, status: str) -> None:
+        with self._lock:
+            self._db.execute("UPDATE job SET status = ?, updated = ?", ("finished" if status != "interrupted" else status, time.time()))
+
+    # -- reading -----------------------------------------------------------------------------
+    def resume_point(self) -> tuple[str | None, list[tuple[str, str]]]:
+        """(watermark, finished ranges beyond it as (after, last) pairs, in key order).
+
+        The watermark is the end of the chain of finished ranges that starts at the
+        beginning of the listing; None when nothing from the start is finished.
+        """
+        rows = self._db.execute("SELECT after, last FROM batch ORDER BY last").fetchall()
+        watermark: str | None = None
+        rest: list[tuple[str, str]] = []
+        chained = True
+        for after, last in rows:
+            if chained and after == watermark:
+                watermark = last
+            else:
+                chained = False
+                rest.append((after or "", last))
+        return watermark, rest
+
+    def totals(self) -> Totals:
+        row = self._db.execute(
+            "SELECT COALESCE(SUM(scanned),0), COALESCE(SUM(listed),0), COALESCE(SUM(listed_bytes),0), COALESCE(SUM(succeeded),0),"
+            " COALESCE(SUM(skipped),0), COALESCE(SUM(failed),0), COALESCE(SUM(bytes),0), COALESCE(SUM(retried),0), COUNT(*) FROM batch"
+        ).fetchone()
+        tail = self._db.execute("SELECT scanned FROM tail").fetchone()
+        return Totals(row[0] + (tail[0] if tail else 0), *row[1:])
+
+    def failures(self) -> Iterator[tuple[str, str, str]]:
+        """Streamed from disk, in key order."""
+        cur = self._db.execute("SELECT key, error, message FROM failure ORDER BY key")
+        while rows := cur.fetchmany(1000):
+            yield from rows
+
+    def close(self) -> None:
+        self._db.close()
