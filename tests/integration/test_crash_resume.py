@@ -46,7 +46,9 @@ def kill_after_first_commits(cmd: list[str], env: dict[str, str], state: Path, a
             ledgers = list(state.glob("*.sqlite"))
             if ledgers and committed(ledgers[0])[0] >= at_least:
                 break
-            assert proc.poll() is None, f"the run ended before it could be killed: {proc.stdout.read() if proc.stdout else ''}"
+            assert proc.poll() is None, (
+                f"the run ended before it could be killed: {proc.stdout.read().decode(errors='replace') if proc.stdout else ''}"
+            )
             time.sleep(0.01)
         os.kill(proc.pid, signal.SIGKILL)
     finally:
