@@ -196,7 +196,10 @@ class LocalLedger:
         rest: list[tuple[str, str]] = []
         chained = True
         for after, last in rows:
-            if chained and after == watermark:
+            # A range joins the chain when it starts at or before the chain's end: a resumed run's
+            # batch can start before a range finished out of order and end after it.
+            joins = after is None if watermark is None else (after is not None and after <= watermark)
+            if chained and joins:
                 watermark = last
             else:
                 chained = False
