@@ -52,6 +52,9 @@ class GeneratedStore:
     def delete_objects(self, bucket: str, keys: Sequence[str]) -> list[KeyFailure]:
         return []
 
+    def delete_object(self, bucket: str, key: str) -> None:
+        return None
+
     def head_object(self, bucket: str, key: str) -> ObjectHead:
         return ObjectHead(1024, '"0f343b0931126a20f133d67c2b018a3b"')
 

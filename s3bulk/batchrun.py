@@ -18,7 +18,7 @@ from s3bulk.copies import CopySettings, copy_object
 from s3bulk.delete import delete_keys
 from s3bulk.errors import ErrorKind, classify, error_code, error_message
 from s3bulk.executor import BoundedExecutor
-from s3bulk.job import Job
+from s3bulk.job import MAX_KEY_BYTES, Job
 from s3bulk.move import confirm_copy, destination_already_moved
 from s3bulk.report import Outcomes
 from s3bulk.store import KeyFailure, ObjectInfo, ObjectStore, StoreError
@@ -169,6 +169,10 @@ class BatchRunner:
         move = self.job.operation == "move"
         confirmed: Item | None = None
         try:
+            size = len(item.dst_key.encode("utf-8", "surrogatepass"))
+            if size > MAX_KEY_BYTES:
+                # Checked here, not left to the server: some S3-compatible servers cut or accept long keys.
+                raise StoreError("KeyTooLongError", f"the destination key is {size} UTF-8 bytes; S3 allows {MAX_KEY_BYTES}", 400)
             for round_ in range(self.job.options.object_retries + 1):
                 try:
                     done = copy_object(self.store, self.parts, self.job.source.bucket, item.obj, dst.bucket, item.dst_key, self._copy)

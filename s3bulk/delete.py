@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from s3bulk.errors import ErrorKind, classify
-from s3bulk.store import KeyFailure, ObjectStore, StoreError
+from s3bulk.store import KeyFailure, ObjectStore, StoreError, xml_safe
 
 MAX_KEYS = 1000
 PER_KEY_ATTEMPTS = 5
@@ -32,10 +32,7 @@ def delete_keys(
     pending = list(keys)
     permanent: list[KeyFailure] = []
     for attempt in range(1, attempts + 1):
-        try:
-            errors = store.delete_objects(bucket, pending)
-        except StoreError as exc:
-            errors = [KeyFailure(k, exc.code, exc.message) for k in pending]
+        errors = _delete_once(store, bucket, pending)
         retry = [e for e in errors if classify(StoreError(e.code)) is ErrorKind.RETRYABLE]
         permanent += [e for e in errors if classify(StoreError(e.code)) is ErrorKind.PERMANENT]
         if not retry or attempt == attempts:
@@ -43,3 +40,21 @@ def delete_keys(
         pending = [e.key for e in retry]
         sleep(min(5.0, 0.1 * 2**attempt) * random.uniform(0.5, 1.0))
     return permanent
+
+
+def _delete_once(store: ObjectStore, bucket: str, keys: list[str]) -> list[KeyFailure]:
+    """One DeleteObjects for the keys XML can carry; one DeleteObject each for the rest."""
+    batch = [k for k in keys if xml_safe(k)]
+    errors: list[KeyFailure] = []
+    if batch:
+        try:
+            errors = store.delete_objects(bucket, batch)
+        except StoreError as exc:
+            errors = [KeyFailure(k, exc.code, exc.message) for k in batch]
+    for key in keys:
+        if not xml_safe(key):
+            try:
+                store.delete_object(bucket, key)
+            except StoreError as exc:
+                errors.append(KeyFailure(key, exc.code, exc.message))
+    return errors

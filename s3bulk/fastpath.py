@@ -37,6 +37,7 @@ from s3bulk.store import KeyFailure, ListPage, ObjectInfo, StoreError, quoted_et
 SAFE = "-._~/"
 UNSIGNED = "UNSIGNED-PAYLOAD"
 S3NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
+_CR = {"\r": "&#13;"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,10 +232,14 @@ class FastS3:
         return quoted_etag(_text(ElementTree.fromstring(body), "ETag"))
 
     def delete_objects(self, bucket: str, keys: Sequence[str]) -> list[KeyFailure]:
-        objects = "".join(f"<Object><Key>{escape(k)}</Key></Object>" for k in keys)
+        # A raw CR would reach the server as LF (XML end-of-line handling), deleting the wrong key.
+        objects = "".join(f"<Object><Key>{escape(k, _CR)}</Key></Object>" for k in keys)
         body = f'<?xml version="1.0" encoding="UTF-8"?><Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Quiet>true</Quiet>{objects}</Delete>'.encode()
         headers = {"Content-MD5": b64encode(hashlib.md5(body, usedforsecurity=False).digest()).decode(), "Content-Type": "application/xml"}
         data = self._send("POST", bucket, None, "delete=", headers, body, hashlib.sha256(body).hexdigest())
         root = ElementTree.fromstring(data)
         errors = list(root.iter(f"{S3NS}Error")) + list(root.iter("Error"))
         return [KeyFailure(_text(e, "Key"), _text(e, "Code") or "Unknown", _text(e, "Message")) for e in errors]
+
+    def delete_object(self, bucket: str, key: str) -> None:
+        self._send("DELETE", bucket, key, "", {}, b"", hashlib.sha256(b"").hexdigest())

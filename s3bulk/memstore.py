@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from s3bulk.job import MAX_KEY_BYTES
-from s3bulk.store import KeyFailure, ListPage, ObjectHead, ObjectInfo, StoreError
+from s3bulk.store import KeyFailure, ListPage, ObjectHead, ObjectInfo, StoreError, xml_safe
 
 Fault = Callable[[str, str, str], StoreError | None]
 """Called as fault(operation, bucket, key); a returned error is raised (or reported per key)."""
@@ -254,6 +254,8 @@ class MemoryStore:
         self._count("DeleteObjects")
         if len(keys) > 1000:
             raise StoreError("MalformedXML", "DeleteObjects takes at most 1000 keys", 400)
+        if not all(xml_safe(k) for k in keys):
+            raise StoreError("MalformedXML", "a key holds a character XML cannot carry", 400)
         failures: list[KeyFailure] = []
         with self._lock:
             objects = self._bucket(bucket)
@@ -265,6 +267,14 @@ class MemoryStore:
                     objects.pop(key, None)  # S3 reports deleting a missing key as success
             self._sorted[bucket] = None
         return failures
+
+    def delete_object(self, bucket: str, key: str) -> None:
+        self._count("DeleteObject")
+        with self._lock:
+            objects = self._bucket(bucket)
+            self._fault("DeleteObject", bucket, key)
+            objects.pop(key, None)
+            self._sorted[bucket] = None
 
     @property
     def open_uploads(self) -> int:

@@ -154,6 +154,9 @@ class S3Store:
         r = self._call(self.client.delete_objects, Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys], "Quiet": True})
         return [KeyFailure(e.get("Key", ""), e.get("Code", "Unknown"), e.get("Message", "")) for e in r.get("Errors", ())]
 
+    def delete_object(self, bucket: str, key: str) -> None:
+        self._call(self.client.delete_object, Bucket=bucket, Key=key)
+
 
 class FastS3Store(S3Store):
     """S3Store whose CopyObject and DeleteObjects take the lighter request path (fastpath.py)."""
@@ -182,3 +185,6 @@ class FastS3Store(S3Store):
 
     def delete_objects(self, bucket: str, keys: Sequence[str]) -> list[KeyFailure]:
         return self.fast.delete_objects(bucket, keys)
+
+    def delete_object(self, bucket: str, key: str) -> None:
+        self.fast.delete_object(bucket, key)

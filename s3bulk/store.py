@@ -7,6 +7,7 @@ fake (memstore.py) serves unit tests with no sockets.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -49,6 +50,15 @@ class KeyFailure:
     key: str
     code: str
     message: str
+
+
+# XML 1.0 has no way to write these characters, not even as &#N; references.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_safe(key: str) -> bool:
+    """Whether a key can travel in a DeleteObjects body; S3 keys may hold characters XML cannot."""
+    return _NOT_XML.search(key) is None
 
 
 def quoted_etag(value: object) -> str:
@@ -112,7 +122,11 @@ class ObjectStore(Protocol):
     def abort_multipart_upload(self, bucket: str, key: str, upload_id: str) -> None: ...
 
     def delete_objects(self, bucket: str, keys: Sequence[str]) -> list[KeyFailure]:
-        """Delete up to 1,000 keys; per-key errors come back, not raised."""
+        """Delete up to 1,000 keys; per-key errors come back, not raised. Every key must be xml_safe."""
+        ...
+
+    def delete_object(self, bucket: str, key: str) -> None:
+        """Delete one key; for keys a DeleteObjects XML body cannot carry."""
         ...
 
     @property

@@ -1,4 +1,4 @@
-"""Keys are opaque byte strings: odd keys survive copy, move and delete exactly (moto keeps them as S3 does)."""
+"""Keys are opaque byte strings: the hostile-key corpus survives copy, move and delete exactly (moto keeps keys as S3 does)."""
 
 from __future__ import annotations
 
@@ -11,32 +11,12 @@ import pytest
 from s3bulk.engine import Engine
 from s3bulk.job import parse_job
 from s3bulk.s3store import FastS3Store, S3Store
+from tests.corpus import MOTO_CASES, body_of
 from tests.integration.conftest import client_for
 from tests.integration.helpers import list_keys, md5
 
-ODD_KEYS = [
-    "space in key",
-    "plus+sign",
-    "percent%",
-    "percent-encoded%2Fslash",
-    "literal%20space",
-    "ünïcödé/文件.txt",
-    "emoji-🚀-✨",
-    "double//slash",
-    "/leading-slash",
-    "trailing-space ",
-    "dots/../up",
-    "./dot-segment",
-    "question?mark",
-    "hash#tag",
-    "amp&eq=semi;",
-    "xml<tag>&amp;",
-    "quote\"apostrophe'",
-    "tilde~star*",
-    "dir/",
-    "dir/zero-byte",
-    "k" * 1024,
-]
+ODD_KEYS = [c.key for c in MOTO_CASES]
+TOO_LONG_UNDER_PREFIX = {c.key for c in MOTO_CASES if c.under_prefix == "KeyTooLongError"}
 
 
 @pytest.fixture
@@ -46,10 +26,10 @@ def client(moto_endpoint: str) -> Any:
 
 def seed(client: Any, bucket: str) -> dict[str, str]:
     out = {}
-    for key in ODD_KEYS:
-        body = b"" if key.endswith("/") or key.endswith("zero-byte") else key.encode("utf-8")
-        client.put_object(Bucket=bucket, Key=key, Body=body)
-        out[key] = md5(body)
+    for case in MOTO_CASES:
+        body = body_of(case)
+        client.put_object(Bucket=bucket, Key=case.key, Body=body)
+        out[case.key] = md5(body)
     return out
 
 
@@ -92,8 +72,17 @@ def test_copy_under_a_new_prefix_prepends_it_byte_exactly(client: Any, bucket_fa
     expected = seed(client, src)
     summary = run(client, {"operation": "copy", "source": {"bucket": src, "prefix": "d"}, "destination": {"bucket": dst, "prefix": "x/"}})
     selected = {k: v for k, v in expected.items() if k.startswith("d")}
-    assert summary["succeeded"] == len(selected) == 4
+    assert summary["succeeded"] == len(selected) == 5
     assert bodies(client, dst) == {"x/" + k[1:]: v for k, v in selected.items()}
+
+
+def test_keys_too_long_under_a_prefix_fail_one_by_one_and_the_rest_copy(client: Any, bucket_factory: Callable[[Any, str], str]) -> None:
+    src, dst = bucket_factory(client, "src"), bucket_factory(client, "dst")
+    expected = seed(client, src)
+    summary = run(client, {"operation": "copy", "source": {"bucket": src}, "destination": {"bucket": dst, "prefix": "x/"}})
+    assert {(f["key"], f["error"]) for f in summary["failures"]} == {(k, "KeyTooLongError") for k in TOO_LONG_UNDER_PREFIX}
+    assert (summary["succeeded"], summary["failed"]) == (len(ODD_KEYS) - 2, 2)
+    assert bodies(client, dst) == {"x/" + k: v for k, v in expected.items() if k not in TOO_LONG_UNDER_PREFIX}
 
 
 def test_move_moves_every_odd_key_and_leaves_the_source_empty(client: Any, bucket_factory: Callable[[Any, str], str]) -> None:

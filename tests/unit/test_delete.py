@@ -73,3 +73,20 @@ def test_a_whole_request_failure_fails_every_key_with_its_code(store: MemoryStor
     failures = delete_keys(store, "b-b", ["k0", "k1"], sleep=lambda s: None)
     assert [(f.key, f.code) for f in failures] == [("k0", "AccessDenied"), ("k1", "AccessDenied")]
     assert store.keys("b-b") == [f"k{i}" for i in range(10)]
+
+
+def test_keys_xml_cannot_carry_go_one_by_one_and_the_rest_in_one_request(store: MemoryStore) -> None:
+    odd = ["ctrl\x01key", "nonchar\uffff", "bell\x07"]
+    for key in odd:
+        store.put_object("b-b", key, b"x")
+    assert delete_keys(store, "b-b", [*odd, "k0", "k1"]) == []
+    assert sorted(store.keys("b-b")) == [f"k{i}" for i in range(2, 10)]
+    assert (store.calls["DeleteObjects"], store.calls["DeleteObject"]) == (1, 3)
+
+
+def test_a_single_key_delete_failure_is_reported_with_its_code(store: MemoryStore) -> None:
+    store.put_object("b-b", "ctrl\x01key", b"x")
+    store.faults.append(lambda op, b, k: StoreError("AccessDenied", "locked", 403) if op == "DeleteObject" and "\x01" in k else None)
+    failures = delete_keys(store, "b-b", ["ctrl\x01key", "k0"], sleep=lambda s: None)
+    assert [(f.key, f.code) for f in failures] == [("ctrl\x01key", "AccessDenied")]
+    assert "k0" not in store.keys("b-b")
