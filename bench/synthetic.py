@@ -55,6 +55,9 @@ class GeneratedStore:
     def delete_object(self, bucket: str, key: str) -> None:
         return None
 
+    def scoped(self, options: object) -> GeneratedStore:
+        return self
+
     def head_object(self, bucket: str, key: str) -> ObjectHead:
         return ObjectHead(1024, '"0f343b0931126a20f133d67c2b018a3b"')
 

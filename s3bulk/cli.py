@@ -125,6 +125,9 @@ def execute(
             console.print(failures)
         if report.error:
             console.print(f"[red]error:[/] {report.error}")
+        elif report.tally.snapshot().listed == 0:
+            where = f"s3://{job.source.bucket}/{job.source.prefix}"
+            console.print(f"[yellow]note:[/] {where} holds no object the job selects; check source.prefix and the filters")
     engine.tally.close()
     return report
 

@@ -19,7 +19,7 @@ import random
 import threading
 import time
 from base64 import b64encode
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -38,6 +38,7 @@ SAFE = "-._~/"
 UNSIGNED = "UNSIGNED-PAYLOAD"
 S3NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
 _CR = {"\r": "&#13;"}
+EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,7 +197,14 @@ class FastS3:
         raise AssertionError("unreachable")
 
     def list_page(
-        self, bucket: str, prefix: str, token: str | None, start_after: str | None, max_keys: int, delimiter: str | None = None
+        self,
+        bucket: str,
+        prefix: str,
+        token: str | None,
+        start_after: str | None,
+        max_keys: int,
+        delimiter: str | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> ListPage:
         """ListObjectsV2 with encoding-type=url, decoded as botocore decodes it (so control characters survive XML)."""
         params = {"list-type": "2", "encoding-type": "url", "max-keys": str(max_keys), "prefix": prefix}
@@ -207,7 +215,7 @@ class FastS3:
         elif start_after:
             params["start-after"] = start_after
         query = "&".join(f"{quote(k, safe='-_.~')}={quote(v.encode(), safe='-_.~')}" for k, v in sorted(params.items()))
-        root = ElementTree.fromstring(self._send("GET", bucket, None, query, {}, b"", hashlib.sha256(b"").hexdigest()))
+        root = ElementTree.fromstring(self._send("GET", bucket, None, query, dict(headers or {}), b"", EMPTY_SHA256))
         objects = []
         for c in root.iter(f"{S3NS}Contents"):
             modified = _text(c, "LastModified")
@@ -224,22 +232,35 @@ class FastS3:
         truncated = _text(root, "IsTruncated") == "true"
         return ListPage(objects, _text(root, "NextContinuationToken") or None if truncated else None, prefixes)
 
-    def copy_object(self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None) -> str:
-        headers = {"x-amz-copy-source": quote(f"{src_bucket}/{src_key}".encode(), safe=SAFE)}
+    def copy_object(
+        self,
+        src_bucket: str,
+        src_key: str,
+        dst_bucket: str,
+        dst_key: str,
+        *,
+        storage_class: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> str:
+        sent = {"x-amz-copy-source": quote(f"{src_bucket}/{src_key}".encode(), safe=SAFE), **(headers or {})}
         if storage_class:
-            headers["x-amz-storage-class"] = storage_class
-        body = self._send("PUT", dst_bucket, dst_key, "", headers, b"", hashlib.sha256(b"").hexdigest())
+            sent["x-amz-storage-class"] = storage_class
+        body = self._send("PUT", dst_bucket, dst_key, "", sent, b"", EMPTY_SHA256)
         return quoted_etag(_text(ElementTree.fromstring(body), "ETag"))
 
-    def delete_objects(self, bucket: str, keys: Sequence[str]) -> list[KeyFailure]:
+    def delete_objects(self, bucket: str, keys: Sequence[str], headers: Mapping[str, str] | None = None) -> list[KeyFailure]:
         # A raw CR would reach the server as LF (XML end-of-line handling), deleting the wrong key.
         objects = "".join(f"<Object><Key>{escape(k, _CR)}</Key></Object>" for k in keys)
         body = f'<?xml version="1.0" encoding="UTF-8"?><Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Quiet>true</Quiet>{objects}</Delete>'.encode()
-        headers = {"Content-MD5": b64encode(hashlib.md5(body, usedforsecurity=False).digest()).decode(), "Content-Type": "application/xml"}
-        data = self._send("POST", bucket, None, "delete=", headers, body, hashlib.sha256(body).hexdigest())
+        sent = {
+            "Content-MD5": b64encode(hashlib.md5(body, usedforsecurity=False).digest()).decode(),
+            "Content-Type": "application/xml",
+            **(headers or {}),
+        }
+        data = self._send("POST", bucket, None, "delete=", sent, body, hashlib.sha256(body).hexdigest())
         root = ElementTree.fromstring(data)
         errors = list(root.iter(f"{S3NS}Error")) + list(root.iter("Error"))
         return [KeyFailure(_text(e, "Key"), _text(e, "Code") or "Unknown", _text(e, "Message")) for e in errors]
 
-    def delete_object(self, bucket: str, key: str) -> None:
-        self._send("DELETE", bucket, key, "", {}, b"", hashlib.sha256(b"").hexdigest())
+    def delete_object(self, bucket: str, key: str, headers: Mapping[str, str] | None = None) -> None:
+        self._send("DELETE", bucket, key, "", dict(headers or {}), b"", EMPTY_SHA256)

@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from s3bulk.store import RequestOptions
+
 MiB = 1024 * 1024
 GiB = 1024 * MiB
 MAX_KEY_BYTES = 1024
@@ -36,6 +38,9 @@ StorageClass = Literal[
     "SNOW",
     "EXPRESS_ONEZONE",
 ]
+
+_ACCOUNT = r"^[0-9]{12}$"
+Encryption = Literal["AES256", "aws:kms", "aws:kms:dsse"]
 
 _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _BUCKET_FIX = "use 3-63 lowercase letters, digits, dots or hyphens, starting and ending with a letter or digit"
@@ -90,6 +95,11 @@ class Source(_Strict):
     max_size: int | None = Field(None, ge=0, description="Largest object size in bytes, inclusive.")
     modified_after: datetime | None = Field(None, description="ISO 8601 with a timezone; LastModified >= this.")
     modified_before: datetime | None = Field(None, description="ISO 8601 with a timezone; LastModified < this.")
+    expected_owner: str | None = Field(
+        None,
+        pattern=_ACCOUNT,
+        description="12-digit account that must own the source bucket; every request carries it (ExpectedBucketOwner / ExpectedSourceBucketOwner).",
+    )
 
     _bucket = field_validator("bucket")(classmethod(lambda cls, v: _check_bucket(v)))
     _prefix = field_validator("prefix")(classmethod(lambda cls, v: _check_prefix(v)))
@@ -120,9 +130,20 @@ class Destination(_Strict):
     bucket: str = Field(description="Destination bucket name.")
     prefix: str = Field("", description="Prepended to each key relative to source.prefix.")
     storage_class: StorageClass | None = Field(None, description="Storage class of the copies; null keeps S3's default (STANDARD).")
+    expected_owner: str | None = Field(
+        None, pattern=_ACCOUNT, description="12-digit account that must own the destination bucket; every request carries it."
+    )
+    sse: Encryption | None = Field(None, description="Server-side encryption of the copies; null uses the bucket's default encryption.")
+    kms_key_id: str | None = Field(None, min_length=1, description='KMS key id, ARN or alias for sse "aws:kms" or "aws:kms:dsse".')
 
     _bucket = field_validator("bucket")(classmethod(lambda cls, v: _check_bucket(v)))
     _prefix = field_validator("prefix")(classmethod(lambda cls, v: _check_prefix(v)))
+
+    @model_validator(mode="after")
+    def _kms(self) -> Destination:
+        if self.kms_key_id is not None and self.sse not in {"aws:kms", "aws:kms:dsse"}:
+            raise _FieldProblem("kms_key_id", 'kms_key_id needs sse "aws:kms" (or "aws:kms:dsse"); set destination.sse or drop the key')
+        return self
 
 
 class Options(_Strict):
@@ -162,6 +183,9 @@ class Options(_Strict):
         description="After S3 throttles (503 SlowDown), pace all requests with one shared adaptive rate instead of retrying at full speed.",
     )
     tolerated_failures: int = Field(0, ge=0, description="On AWS, the execution fails only when more objects than this fail.")
+    requester_pays: bool = Field(
+        False, description="Accept requester-pays charges (x-amz-request-payer) on every request; needed for requester-pays buckets."
+    )
 
 
 class Job(_Strict):
@@ -250,3 +274,19 @@ def json_schema() -> dict[str, Any]:
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "s3bulk job"
     return schema
+
+
+def request_options(job: Job) -> RequestOptions:
+    """The options every S3 request of this job carries."""
+    owners = {}
+    if job.source.expected_owner:
+        owners[job.source.bucket] = job.source.expected_owner
+    dst = job.destination
+    if dst is not None and dst.expected_owner:
+        owners[dst.bucket] = dst.expected_owner
+    return RequestOptions(
+        owners=owners,
+        requester_pays=job.options.requester_pays,
+        sse=dst.sse if dst else None,
+        kms_key_id=dst.kms_key_id if dst else None,
+    )

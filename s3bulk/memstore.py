@@ -7,6 +7,7 @@ CopySourceIfMatch, per-key DeleteObjects errors) and lets tests inject faults.
 from __future__ import annotations
 
 import bisect
+import copy
 import hashlib
 import itertools
 import threading
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from s3bulk.job import MAX_KEY_BYTES
-from s3bulk.store import KeyFailure, ListPage, ObjectHead, ObjectInfo, StoreError, xml_safe
+from s3bulk.store import KeyFailure, ListPage, ObjectHead, ObjectInfo, RequestOptions, StoreError, xml_safe
 
 Fault = Callable[[str, str, str], StoreError | None]
 """Called as fault(operation, bucket, key); a returned error is raised (or reported per key)."""
@@ -53,6 +54,9 @@ class MemoryStore:
     def __init__(self, page_size: int = 1000) -> None:
         self.page_size = page_size
         self.faults: list[Fault] = []
+        self.owners: dict[str, str] = {}  # bucket -> owning account, checked against ExpectedBucketOwner
+        self.requester_pays: set[str] = set()  # buckets that refuse requests without RequestPayer
+        self.opts = RequestOptions()
         self.calls: dict[str, int] = {}
         self._buckets: dict[str, dict[str, _Obj]] = {}
         self._sorted: dict[str, list[str] | None] = {}
@@ -180,6 +184,7 @@ class MemoryStore:
 
     def get_tags(self, bucket: str, key: str) -> dict[str, str]:
         self._count("GetObjectTagging")
+        self._fault("GetObjectTagging", bucket, key)
         return dict(self._get(bucket, key).tags)
 
     def create_multipart_upload(
@@ -208,6 +213,7 @@ class MemoryStore:
     ) -> str:
         self._count("UploadPartCopy")
         self._fault("UploadPartCopy", src_bucket, src_key)
+        self._fault("UploadPart", dst_bucket, dst_key)
         src = self._get(src_bucket, src_key)
         if src.etag != if_match:
             raise StoreError("PreconditionFailed", "At least one of the pre-conditions you specified did not hold", 412)
@@ -222,6 +228,7 @@ class MemoryStore:
 
     def complete_multipart_upload(self, bucket: str, key: str, upload_id: str, part_etags: Sequence[str]) -> str:
         self._count("CompleteMultipartUpload")
+        self._fault("CompleteMultipartUpload", bucket, key)
         with self._lock:
             upload = self._uploads.pop(upload_id)
             parts = [upload.parts[n] for n in range(1, len(part_etags) + 1)]
@@ -247,6 +254,7 @@ class MemoryStore:
 
     def abort_multipart_upload(self, bucket: str, key: str, upload_id: str) -> None:
         self._count("AbortMultipartUpload")
+        self._fault("AbortMultipartUpload", bucket, key)
         with self._lock:
             self._uploads.pop(upload_id, None)
 
@@ -286,7 +294,19 @@ class MemoryStore:
         with self._lock:
             self.calls[op] = self.calls.get(op, 0) + 1
 
+    def scoped(self, options: RequestOptions) -> MemoryStore:
+        if options == self.opts:
+            return self
+        view = copy.copy(self)  # shares every bucket, lock and counter
+        view.opts = options
+        return view
+
     def _fault_for(self, op: str, bucket: str, key: str) -> StoreError | None:
+        expected = self.opts.owner(bucket)
+        if expected is not None and self.owners.get(bucket) != expected:
+            return StoreError("AccessDenied", f"bucket {bucket} is not owned by account {expected}", 403)
+        if bucket in self.requester_pays and not self.opts.requester_pays:
+            return StoreError("AccessDenied", f"bucket {bucket} is requester-pays; set options.requester_pays", 403)
         for fault in self.faults:
             err = fault(op, bucket, key)
             if err is not None:

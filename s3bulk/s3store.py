@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -12,12 +13,49 @@ from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from s3bulk.fastpath import FastS3
 from s3bulk.ratecontrol import RateControl
-from s3bulk.store import KeyFailure, ListPage, ObjectHead, ObjectInfo, StoreError, quoted_etag
+from s3bulk.store import KeyFailure, ListPage, ObjectHead, ObjectInfo, RequestOptions, StoreError, quoted_etag
 
 T = TypeVar("T")
 
 # Headers a multipart copy must re-apply (CopyObject carries them itself).
 _HEAD_HEADERS = ("CacheControl", "ContentDisposition", "ContentEncoding", "ContentLanguage", "Expires", "WebsiteRedirectLocation")
+
+
+class _Count:
+    """Shared by a store and its scoped views, so the report sees every retry."""
+
+    def __init__(self) -> None:
+        self.value = 0
+        self._lock = threading.Lock()
+
+    def add(self, n: int) -> None:
+        with self._lock:
+            self.value += n
+
+
+def request_headers(opts: RequestOptions, bucket: str, *, source: str | None = None, write: bool = False) -> dict[str, str]:
+    """The HTTP headers for a request on `bucket` (reading `source`, writing new objects if `write`)."""
+    h: dict[str, str] = {}
+    if owner := opts.owner(bucket):
+        h["x-amz-expected-bucket-owner"] = owner
+    if source is not None and (src_owner := opts.owner(source)):
+        h["x-amz-source-expected-bucket-owner"] = src_owner
+    if opts.requester_pays:
+        h["x-amz-request-payer"] = "requester"
+    if write and opts.sse:
+        h["x-amz-server-side-encryption"] = opts.sse
+        if opts.kms_key_id:
+            h["x-amz-server-side-encryption-aws-kms-key-id"] = opts.kms_key_id
+    return h
+
+
+_PARAMS = {
+    "x-amz-expected-bucket-owner": "ExpectedBucketOwner",
+    "x-amz-source-expected-bucket-owner": "ExpectedSourceBucketOwner",
+    "x-amz-request-payer": "RequestPayer",
+    "x-amz-server-side-encryption": "ServerSideEncryption",
+    "x-amz-server-side-encryption-aws-kms-key-id": "SSEKMSKeyId",
+}
 
 
 class S3Store:
@@ -28,12 +66,23 @@ class S3Store:
         self.max_keys = max_keys
         self.rate = rate or RateControl()
         self.rate.attach(client)
-        self._retries = 0
-        self._lock = threading.Lock()
+        self.opts = RequestOptions()
+        self._count_retries = _Count()
 
     @property
     def retries(self) -> int:
-        return self._retries
+        return self._count_retries.value
+
+    def scoped(self, options: RequestOptions) -> S3Store:
+        if options == self.opts:
+            return self
+        view = copy.copy(self)  # same client, pool, rate control and retry count
+        view.opts = options
+        return view
+
+    def _params(self, bucket: str, *, source: str | None = None, write: bool = False) -> dict[str, str]:
+        """The job's request options as botocore parameters."""
+        return {_PARAMS[k]: v for k, v in request_headers(self.opts, bucket, source=source, write=write).items()}
 
     def _call(self, fn: Callable[..., dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
         try:
@@ -55,8 +104,7 @@ class S3Store:
 
     def _count(self, retries: int) -> None:
         if retries:
-            with self._lock:
-                self._retries += retries
+            self._count_retries.add(retries)
 
     def list_page(
         self,
@@ -67,7 +115,7 @@ class S3Store:
         delimiter: str | None = None,
         max_keys: int | None = None,
     ) -> ListPage:
-        kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "MaxKeys": max_keys or self.max_keys}
+        kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "MaxKeys": max_keys or self.max_keys, **self._params(bucket)}
         if delimiter:
             kwargs["Delimiter"] = delimiter
         if token:
@@ -89,6 +137,7 @@ class S3Store:
             "Key": dst_key,
             # A dict, never "bucket/key": botocore quotes it exactly, so no key is normalised.
             "CopySource": {"Bucket": src_bucket, "Key": src_key},
+            **self._params(dst_bucket, source=src_bucket, write=True),
         }
         if storage_class:
             kwargs["StorageClass"] = storage_class
@@ -96,20 +145,26 @@ class S3Store:
         return quoted_etag(r.get("CopyObjectResult", {}).get("ETag"))
 
     def head_object(self, bucket: str, key: str) -> ObjectHead:
-        r = self._call(self.client.head_object, Bucket=bucket, Key=key)
+        r = self._call(self.client.head_object, Bucket=bucket, Key=key, **self._params(bucket))
         headers = {h: r[h] for h in _HEAD_HEADERS if r.get(h) is not None}
         return ObjectHead(
             int(r.get("ContentLength", 0)), quoted_etag(r.get("ETag")), r.get("ContentType"), dict(r.get("Metadata", {})), headers
         )
 
     def get_tags(self, bucket: str, key: str) -> dict[str, str]:
-        r = self._call(self.client.get_object_tagging, Bucket=bucket, Key=key)
+        r = self._call(self.client.get_object_tagging, Bucket=bucket, Key=key, **self._params(bucket))
         return {t["Key"]: t["Value"] for t in r.get("TagSet", ())}
 
     def create_multipart_upload(
         self, bucket: str, key: str, head: ObjectHead, tags: dict[str, str], *, storage_class: str | None = None
     ) -> str:
-        kwargs: dict[str, Any] = {"Bucket": bucket, "Key": key, "Metadata": head.metadata, **head.headers}
+        kwargs: dict[str, Any] = {
+            "Bucket": bucket,
+            "Key": key,
+            "Metadata": head.metadata,
+            **head.headers,
+            **self._params(bucket, write=True),
+        }
         if head.content_type:
             kwargs["ContentType"] = head.content_type
         if tags:
@@ -139,23 +194,33 @@ class S3Store:
             CopySource={"Bucket": src_bucket, "Key": src_key},
             CopySourceRange=f"bytes={first_byte}-{last_byte}",
             CopySourceIfMatch=if_match,
+            **self._params(dst_bucket, source=src_bucket),
         )
         return quoted_etag(r["CopyPartResult"]["ETag"])
 
     def complete_multipart_upload(self, bucket: str, key: str, upload_id: str, part_etags: Sequence[str]) -> str:
         parts = [{"PartNumber": n, "ETag": etag} for n, etag in enumerate(part_etags, start=1)]
-        r = self._call(self.client.complete_multipart_upload, Bucket=bucket, Key=key, UploadId=upload_id, MultipartUpload={"Parts": parts})
+        r = self._call(
+            self.client.complete_multipart_upload,
+            Bucket=bucket,
+            Key=key,
+            UploadId=upload_id,
+            MultipartUpload={"Parts": parts},
+            **self._params(bucket),
+        )
         return quoted_etag(r.get("ETag"))
 
     def abort_multipart_upload(self, bucket: str, key: str, upload_id: str) -> None:
-        self._call(self.client.abort_multipart_upload, Bucket=bucket, Key=key, UploadId=upload_id)
+        self._call(self.client.abort_multipart_upload, Bucket=bucket, Key=key, UploadId=upload_id, **self._params(bucket))
 
     def delete_objects(self, bucket: str, keys: Sequence[str]) -> list[KeyFailure]:
-        r = self._call(self.client.delete_objects, Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys], "Quiet": True})
+        r = self._call(
+            self.client.delete_objects, Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys], "Quiet": True}, **self._params(bucket)
+        )
         return [KeyFailure(e.get("Key", ""), e.get("Code", "Unknown"), e.get("Message", "")) for e in r.get("Errors", ())]
 
     def delete_object(self, bucket: str, key: str) -> None:
-        self._call(self.client.delete_object, Bucket=bucket, Key=key)
+        self._call(self.client.delete_object, Bucket=bucket, Key=key, **self._params(bucket))
 
 
 class FastS3Store(S3Store):
@@ -167,7 +232,7 @@ class FastS3Store(S3Store):
 
     @property
     def retries(self) -> int:
-        return self._retries + self.fast.retries
+        return self._count_retries.value + self.fast.retries
 
     def list_page(
         self,
@@ -178,13 +243,16 @@ class FastS3Store(S3Store):
         delimiter: str | None = None,
         max_keys: int | None = None,
     ) -> ListPage:
-        return self.fast.list_page(bucket, prefix, token, start_after, max_keys or self.max_keys, delimiter)
+        return self.fast.list_page(
+            bucket, prefix, token, start_after, max_keys or self.max_keys, delimiter, request_headers(self.opts, bucket)
+        )
 
     def copy_object(self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None) -> str:
-        return self.fast.copy_object(src_bucket, src_key, dst_bucket, dst_key, storage_class=storage_class)
+        headers = request_headers(self.opts, dst_bucket, source=src_bucket, write=True)
+        return self.fast.copy_object(src_bucket, src_key, dst_bucket, dst_key, storage_class=storage_class, headers=headers)
 
     def delete_objects(self, bucket: str, keys: Sequence[str]) -> list[KeyFailure]:
-        return self.fast.delete_objects(bucket, keys)
+        return self.fast.delete_objects(bucket, keys, request_headers(self.opts, bucket))
 
     def delete_object(self, bucket: str, key: str) -> None:
-        self.fast.delete_object(bucket, key)
+        self.fast.delete_object(bucket, key, request_headers(self.opts, bucket))

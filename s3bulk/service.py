@@ -17,7 +17,7 @@ from s3bulk.batchrun import BatchRunner, Item
 from s3bulk.engine import PART_WORKERS, new_job_id
 from s3bulk.errors import error_code, error_message
 from s3bulk.executor import BoundedExecutor
-from s3bulk.job import Job, parse_job
+from s3bulk.job import Job, parse_job, request_options
 from s3bulk.ledger import BatchCounts, DynamoLedger, initial_item
 from s3bulk.listing import iter_objects, mark_existing
 from s3bulk.messages import BatchMessage, pack
@@ -73,6 +73,7 @@ def list_step(
     rec = ledger.load(job_id)
     job = rec.job
     allow.check(job)
+    store = store.scoped(request_options(job))
     src = job.source
     selector = Selector(src)
     mapper = KeyMapper(src, job.destination) if job.destination else None
@@ -170,7 +171,8 @@ class WorkerService:
         tally = Tally()
         retries_before = self.store.retries
         try:
-            run = BatchRunner(job, self.store, self.pool, self.parts).start(items, tally, keep_going=lambda: time_left() > self.margin)
+            store = self.store.scoped(request_options(job))
+            run = BatchRunner(job, store, self.pool, self.parts).start(items, tally, keep_going=lambda: time_left() > self.margin)
             run.wait()
             if not run.complete:
                 raise BatchIncomplete(f"batch {msg.batch_id} of {len(items)} objects: time ran out; it will be redone whole")

@@ -8,7 +8,7 @@ fake (memstore.py) serves unit tests with no sockets.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -65,6 +65,23 @@ def quoted_etag(value: object) -> str:
     """The port's form of an ETag: S3's quoted form ("" when absent); servers differ on quoting."""
     text = str(value or "").strip('"')
     return f'"{text}"' if text else ""
+
+
+@dataclass(frozen=True)
+class RequestOptions:
+    """What a job asks every request to carry: account checks, who pays, how new objects are encrypted.
+
+    Part of the port because both adapters must send them on every call, not
+    just the ones a caller remembers.
+    """
+
+    owners: Mapping[str, str] = field(default_factory=dict)  # bucket -> the account that must own it
+    requester_pays: bool = False
+    sse: str | None = None  # AES256, aws:kms or aws:kms:dsse, for objects the job writes
+    kms_key_id: str | None = None
+
+    def owner(self, bucket: str) -> str | None:
+        return self.owners.get(bucket)
 
 
 class StoreError(Exception):
@@ -127,6 +144,10 @@ class ObjectStore(Protocol):
 
     def delete_object(self, bucket: str, key: str) -> None:
         """Delete one key; for keys a DeleteObjects XML body cannot carry."""
+        ...
+
+    def scoped(self, options: RequestOptions) -> ObjectStore:
+        """A view sharing this store's connections whose every request carries `options`."""
         ...
 
     @property

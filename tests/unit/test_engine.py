@@ -157,10 +157,13 @@ def test_work_starts_before_listing_finishes() -> None:
         store.put_object("src-b", f"in/{i:02d}", b"x")
     copied = threading.Event()
     real_list, real_copy = store.list_page, store.copy_object
+    source_pages: list[str] = []
 
     def list_page(bucket: str, prefix: str, *args: Any, **kwargs: Any) -> ListPage:
-        if bucket == "src-b" and store.calls.get("ListObjectsV2", 0) > 0:
-            assert copied.wait(5), "no copy ran while listing was still going"
+        if bucket == "src-b":
+            if source_pages:
+                assert copied.wait(5), "no copy ran while listing was still going"
+            source_pages.append(prefix)
         return real_list(bucket, prefix, *args, **kwargs)
 
     def copy(*args: Any, **kwargs: Any) -> str:

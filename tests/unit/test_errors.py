@@ -54,3 +54,15 @@ def test_exhausted_retries_are_explained() -> None:
 
 def test_non_store_errors_keep_their_type_as_code() -> None:
     assert error_code(KeyError("x")) == "KeyError"
+
+
+@pytest.mark.parametrize("code", ["KMS.ThrottlingException", "ThrottlingException", "SlowDown"])
+def test_kms_and_s3_throttling_are_retried_even_with_a_4xx_status(code: str) -> None:
+    assert classify(StoreError(code, "rate exceeded", 400)) is ErrorKind.RETRYABLE
+
+
+@pytest.mark.parametrize("code", ["ObjectNotInActiveTierError", "InvalidObjectState"])
+def test_archived_sources_are_permanent_and_say_restore_needed(code: str) -> None:
+    exc = StoreError(code, "The operation is not valid for the object's storage class", 403)
+    assert classify(exc) is ErrorKind.PERMANENT
+    assert "restore needed" in error_message(exc)

@@ -212,3 +212,30 @@ def test_published_schema_matches_the_model() -> None:
     with open("docs/job.schema.json", encoding="utf-8") as fh:
         published = json.load(fh)
     assert published == json_schema(), "regenerate with: s3bulk schema > docs/job.schema.json"
+
+
+def test_expected_owner_must_be_a_12_digit_account() -> None:
+    message = refused(job(source__expected_owner="12345"))
+    assert message.startswith("job.source.expected_owner:")
+
+
+def test_kms_key_without_kms_encryption_is_refused() -> None:
+    message = refused(job(destination__kms_key_id="alias/archive"))
+    assert message.startswith("job.destination.kms_key_id:") and 'sse "aws:kms"' in message
+
+
+def test_request_options_carry_owners_payer_and_encryption() -> None:
+    from s3bulk.job import request_options
+
+    parsed = parse_job(
+        job(
+            source__expected_owner="111111111111",
+            destination__expected_owner="222222222222",
+            destination__sse="aws:kms",
+            destination__kms_key_id="alias/archive",
+            options__requester_pays=True,
+        )
+    )
+    opts = request_options(parsed)
+    assert opts.owner("src-bucket") == "111111111111" and opts.owner("dst-bucket") == "222222222222"
+    assert (opts.requester_pays, opts.sse, opts.kms_key_id) == (True, "aws:kms", "alias/archive")

@@ -1,0 +1,187 @@
+"""S3 features a bulk job meets in the wild, on moto (which models them as S3 does).
+
+Account checks, requester-pays and encryption headers on every request; SSE-KMS
+copies; archived sources; versioned and Object Lock buckets; missing and empty buckets.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from s3bulk.engine import Engine
+from s3bulk.fastpath import FastS3
+from s3bulk.job import MiB, parse_job
+from s3bulk.report import Report
+from s3bulk.s3store import FastS3Store, S3Store
+from tests.integration.conftest import cli_env, client_for, run_cli
+from tests.integration.helpers import list_keys, write_job
+
+pytestmark = pytest.mark.moto
+
+ACCOUNT = "123456789012"  # moto's account: the buckets' real owner
+
+
+@pytest.fixture
+def client(moto_endpoint: str) -> Any:
+    return client_for(moto_endpoint)
+
+
+def run(store: Any, doc: dict[str, Any]) -> Report:
+    return Engine(parse_job(json.dumps(doc)), store, concurrency=4).run()
+
+
+def failures(report: Report) -> dict[str, str]:
+    return {f["key"]: f["error"] for f in report.tally.failures()}
+
+
+@pytest.mark.parametrize("path", ["fast", "botocore"])
+def test_every_request_carries_owner_payer_and_encryption_headers(
+    client: Any, bucket_factory: Callable[[Any, str], str], monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    src, dst = bucket_factory(client, "src"), bucket_factory(client, "dst")
+    for i in range(5):
+        client.put_object(Bucket=src, Key=f"k{i}", Body=b"x" * i)
+    client.put_object(Bucket=src, Key="big", Body=b"b" * (6 * MiB))
+    sent: list[tuple[str, dict[str, str]]] = []
+
+    def on_botocore(request: Any, **_: Any) -> None:
+        headers = {k.lower(): v.decode() if isinstance(v, bytes) else v for k, v in request.headers.items()}
+        sent.append((f"{request.method} {request.url}", headers))
+
+    real_send = FastS3._send
+
+    def on_fast(self: FastS3, method: str, bucket: str, key: str | None, query: str, headers: dict[str, str], *a: Any) -> bytes:
+        sent.append((f"{method} {bucket}/{key}?{query}", {k.lower(): v for k, v in headers.items()}))
+        return real_send(self, method, bucket, key, query, headers, *a)
+
+    client.meta.events.register("before-send.s3", on_botocore)
+    monkeypatch.setattr(FastS3, "_send", on_fast)
+    store = FastS3Store(client, 8) if path == "fast" else S3Store(client)
+    doc = {
+        "operation": "move",
+        "source": {"bucket": src, "expected_owner": ACCOUNT},
+        "destination": {"bucket": dst, "expected_owner": ACCOUNT, "sse": "AES256"},
+        "options": {"requester_pays": True, "multipart_threshold": 5 * MiB, "part_size": 5 * MiB},
+    }
+    report = run(store, doc)
+    client.meta.events.unregister("before-send.s3", on_botocore)
+    assert (report.summary()["succeeded"], failures(report)) == (6, {})
+    assert len(sent) >= 9  # listings, 5 copies, multipart (HEAD, tags, create, 2 parts, complete), deletes
+    for what, headers in sent:
+        assert headers.get("x-amz-expected-bucket-owner") == ACCOUNT, what
+        assert headers.get("x-amz-request-payer") == "requester", what
+    copies = [h for _, h in sent if "x-amz-copy-source" in h]
+    assert len(copies) == 5 + 2 and all(h.get("x-amz-source-expected-bucket-owner") == ACCOUNT for h in copies)
+    writes = [h for what, h in sent if ("x-amz-copy-source" in h and "uploadId" not in what) or what.endswith("?uploads")]
+    assert all(h.get("x-amz-server-side-encryption") == "AES256" for h in writes if "x-amz-copy-source-range" not in h)
+    assert client.head_object(Bucket=dst, Key="big")["ServerSideEncryption"] == "AES256"
+
+
+def test_sse_kms_copies_are_encrypted_with_the_named_key_and_moves_confirm(
+    client: Any, moto_endpoint: str, bucket_factory: Callable[[Any, str], str]
+) -> None:
+    kms = boto3.client("kms", endpoint_url=moto_endpoint, region_name="us-east-1", aws_access_key_id="k", aws_secret_access_key="s")
+    key_id = kms.create_key(Description="s3bulk test")["KeyMetadata"]["KeyId"]
+    src, dst = bucket_factory(client, "src"), bucket_factory(client, "dst")
+    for i in range(8):
+        client.put_object(Bucket=src, Key=f"k{i}", Body=f"body-{i}".encode())
+    client.put_object(Bucket=src, Key="big", Body=b"b" * (6 * MiB))
+    doc = {
+        "operation": "move",
+        "source": {"bucket": src},
+        "destination": {"bucket": dst, "sse": "aws:kms", "kms_key_id": key_id},
+        "options": {"multipart_threshold": 5 * MiB},
+    }
+    report = run(FastS3Store(client, 8), doc)
+    assert (report.summary()["succeeded"], failures(report)) == (9, {})
+    assert list_keys(client, src) == []
+    for key in list_keys(client, dst):
+        head = client.head_object(Bucket=dst, Key=key)
+        assert (head["ServerSideEncryption"], head["SSEKMSKeyId"].split("/")[-1]) == ("aws:kms", key_id), key
+    assert client.get_object(Bucket=dst, Key="k3")["Body"].read() == b"body-3"
+
+
+def test_archived_sources_fail_once_as_restore_needed_and_the_rest_copy(client: Any, bucket_factory: Callable[[Any, str], str]) -> None:
+    src, dst = bucket_factory(client, "src"), bucket_factory(client, "dst")
+    client.put_object(Bucket=src, Key="cold", Body=b"c", StorageClass="GLACIER")
+    client.put_object(Bucket=src, Key="deep", Body=b"d", StorageClass="DEEP_ARCHIVE")
+    client.put_object(Bucket=src, Key="warm", Body=b"w")
+    report = run(FastS3Store(client, 8), {"operation": "move", "source": {"bucket": src}, "destination": {"bucket": dst}})
+    assert failures(report) == {"cold": "ObjectNotInActiveTierError", "deep": "ObjectNotInActiveTierError"}
+    assert all("restore needed" in f["message"] for f in report.tally.failures())
+    summary = report.summary()
+    assert (summary["succeeded"], summary["retries"], summary["object_retries"], report.exit_code) == (1, 0, 0, 1)
+    assert list_keys(client, dst) == ["warm"]
+    assert list_keys(client, src) == ["cold", "deep"]  # a move never deletes a source it could not copy
+
+
+def test_versioned_source_copies_current_versions_and_delete_leaves_markers(client: Any, bucket_factory: Callable[[Any, str], str]) -> None:
+    src, dst = bucket_factory(client, "src"), bucket_factory(client, "dst")
+    client.put_bucket_versioning(Bucket=src, VersioningConfiguration={"Status": "Enabled"})
+    client.put_object(Bucket=src, Key="a", Body=b"a-v1")
+    client.put_object(Bucket=src, Key="a", Body=b"a-v2")
+    client.put_object(Bucket=src, Key="gone", Body=b"old")
+    client.delete_object(Bucket=src, Key="gone")  # now only a delete marker is current
+    copied = run(FastS3Store(client, 8), {"operation": "copy", "source": {"bucket": src}, "destination": {"bucket": dst}})
+    assert (copied.summary()["succeeded"], list_keys(client, dst)) == (1, ["a"])
+    assert client.get_object(Bucket=dst, Key="a")["Body"].read() == b"a-v2"
+    deleted = run(FastS3Store(client, 8), {"operation": "delete", "source": {"bucket": src, "all": True}})
+    assert (deleted.summary()["succeeded"], list_keys(client, src)) == (1, [])
+    versions = client.list_object_versions(Bucket=src)
+    assert sorted(v["Key"] for v in versions["Versions"]) == ["a", "a", "gone"]  # nothing is destroyed
+    assert sorted(m["Key"] for m in versions["DeleteMarkers"]) == ["a", "gone"]
+
+
+def test_object_lock_keeps_locked_versions_while_the_delete_adds_markers(client: Any, bucket_factory: Callable[[Any, str], str]) -> None:
+    bucket = f"locked-{bucket_factory(client, 'x')}"
+    client.create_bucket(Bucket=bucket, ObjectLockEnabledForBucket=True)
+    client.put_object(Bucket=bucket, Key="held", Body=b"h")
+    client.put_object_legal_hold(Bucket=bucket, Key="held", LegalHold={"Status": "ON"})
+    client.put_object(Bucket=bucket, Key="free", Body=b"f")
+    report = run(FastS3Store(client, 8), {"operation": "delete", "source": {"bucket": bucket, "all": True}})
+    assert (report.summary()["succeeded"], failures(report)) == (2, {})
+    held = [v for v in client.list_object_versions(Bucket=bucket)["Versions"] if v["Key"] == "held"]
+    assert len(held) == 1
+    with pytest.raises(client.exceptions.ClientError) as info:  # S3 itself refuses to destroy the locked version
+        client.delete_object(Bucket=bucket, Key="held", VersionId=held[0]["VersionId"])
+    assert info.value.response["Error"]["Code"] == "AccessDenied"
+
+
+def test_missing_source_or_destination_bucket_is_one_clear_error(
+    moto_endpoint: str, client: Any, bucket_factory: Callable[[Any, str], str], tmp_path: Path
+) -> None:
+    real = bucket_factory(client, "src")
+    client.put_object(Bucket=real, Key="k", Body=b"k")
+    env = cli_env(tmp_path)
+    for doc, named in (
+        (
+            {"operation": "copy", "source": {"bucket": "no-such-src-bucket"}, "destination": {"bucket": real, "prefix": "out/"}},
+            "no-such-src-bucket",
+        ),
+        ({"operation": "copy", "source": {"bucket": real}, "destination": {"bucket": "no-such-dst-bucket"}}, "no-such-dst-bucket"),
+    ):
+        job = write_job(tmp_path / "job.json", doc)
+        done = run_cli("run", str(job), "--endpoint-url", moto_endpoint, "--no-ledger", env=env)
+        assert done.returncode == 1, done.stdout + done.stderr
+        text = " ".join(done.stdout.split())
+        assert text.count("error:") == 1, done.stdout
+        error = text[text.index("error:") :]
+        assert "NoSuchBucket" in error and named in error and "check the bucket name" in error, done.stdout
+
+
+def test_empty_source_succeeds_with_a_note(
+    moto_endpoint: str, client: Any, bucket_factory: Callable[[Any, str], str], tmp_path: Path
+) -> None:
+    src, dst = bucket_factory(client, "src"), bucket_factory(client, "dst")
+    job = write_job(
+        tmp_path / "job.json", {"operation": "copy", "source": {"bucket": src, "prefix": "nothing/"}, "destination": {"bucket": dst}}
+    )
+    done = run_cli("run", str(job), "--endpoint-url", moto_endpoint, "--no-ledger", env=cli_env(tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"s3://{src}/nothing/ holds no object the job selects" in " ".join(done.stdout.split())
