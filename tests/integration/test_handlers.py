@@ -270,3 +270,49 @@ def test_sqs_event_shape_is_what_the_worker_parses(aws: Aws) -> None:
     event = sqs_event(receive(aws.sqs, aws.queue_url), aws.queue_arn)
     record = worker_handler.BatchRecord.model_validate(event["Records"][0])
     assert record.body.items and record.body.items[0][0].startswith("in/")
+
+
+def test_batches_delivered_in_reverse_order_and_twice_count_once_each(aws: Aws) -> None:
+    expected = seed(aws, 700)
+    job_id = start(aws, "move", batch_size=100)
+    list_all(job_id)
+    messages = []
+    while batch := receive(aws.sqs, aws.queue_url, 10):
+        messages += batch
+    assert len(messages) == 8  # pages of 250 keys cut into batches of 100: 3 + 3 + 2
+    backwards = list(reversed(messages))
+    # Newest batch first, one record per delivery, then every batch again (as SQS may after a lost delete).
+    for delivery in [[m] for m in backwards] + [backwards]:
+        response = worker_handler.handler(sqs_event(delivery, aws.queue_arn), Context())
+        assert response["batchItemFailures"] == []
+    rec = aws.ledger.load(job_id)
+    assert {k: rec.counters[k] for k in ("succeeded", "failed", "pending", "batches")} == {
+        "succeeded": 700,
+        "failed": 0,
+        "pending": 0,
+        "batches": 8,
+    }
+    assert dest_bodies(aws) == {"out/" + k[3:]: v for k, v in expected.items()}
+    assert aws.s3.list_objects_v2(Bucket=SRC).get("KeyCount") == 0
+
+
+def test_a_move_redelivered_after_its_sources_were_deleted_succeeds_only_where_the_copy_is_confirmed(aws: Aws) -> None:
+    """The first delivery copied and deleted, then died before the ledger counted it; the redelivery finds no sources."""
+    expected = seed(aws, 50)
+    job_id = start(aws, "move", batch_size=50)
+    list_all(job_id)
+    [message] = receive(aws.sqs, aws.queue_url, 1)
+    for key in expected:  # what the lost first delivery did: copy, confirm, delete
+        aws.s3.copy_object(Bucket=DST, Key="out/" + key[3:], CopySource={"Bucket": SRC, "Key": key})
+        aws.s3.delete_object(Bucket=SRC, Key=key)
+    # ...except one copy that never landed: its source is gone too, but its destination is wrong.
+    lost = sorted(expected)[7]
+    aws.s3.put_object(Bucket=DST, Key="out/" + lost[3:], Body=b"a different object")
+    response = worker_handler.handler(sqs_event([message], aws.queue_arn), Context())
+    assert response["batchItemFailures"] == []
+    rec = aws.ledger.load(job_id)
+    assert (rec.counters["succeeded"], rec.counters["failed"]) == (49, 1)
+    report = finalize_handler.handler({"job_id": job_id}, Context())
+    failures = json.loads(aws.s3.get_object(Bucket=REPORTS, Key=f"jobs/{job_id}/report.json")["Body"].read())["failures"]
+    assert [(f["key"], f["error"]) for f in failures] == [(lost, "NoSuchKey")]
+    assert report["status"] == "failed"
