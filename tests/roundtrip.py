@@ -20,7 +20,7 @@ from s3bulk.selection import KeyMapper
 from s3bulk.store import ObjectStore
 
 # Any Unicode scalar value (no surrogates: S3 keys are UTF-8), short enough to fit under a prefix.
-KEY_CHARS = st.characters(codec="utf-8", exclude_categories=("Cs",))
+KEY_CHARS = st.characters(codec="utf-8", exclude_categories=["Cs"])
 
 
 def keys(chars: st.SearchStrategy[str] = KEY_CHARS) -> st.SearchStrategy[set[str]]:
