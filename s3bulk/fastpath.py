@@ -167,7 +167,12 @@ class FastS3:
 
     def _send(
         self, method: str, bucket: str, key: str | None, query: str, headers: dict[str, str], body: bytes, payload_hash: str
-    ) -> bytes:
+    ) -> ElementTree.Element | None:
+        """The parsed XML body of a 2xx response (None when it has none).
+
+        A 2xx whose body does not parse was cut off in transit (a connection
+        dropped mid-body without a Content-Length to betray it): retried like a reset.
+        """
         host, path = self._where(bucket, key)
         # A target starting with "/" goes to the pool as is: a full URL would be parsed, and
         # parsing removes dot segments, turning the key "a/../b" into "b".
@@ -183,10 +188,14 @@ class FastS3:
                 err = _error_of(data) if (r.status >= 300 or method == "PUT") else None
                 if err is None and r.status < 300:
                     self.rate.after_response(throttled=False)
-                    return bytes(data)
+                    if not data and method == "DELETE":
+                        return None
+                    return ElementTree.fromstring(data)
                 code, message = err or (str(r.status), data[:200].decode("utf-8", "replace"))
                 exc = StoreError(code, message, r.status if r.status >= 300 else 500)
                 self.rate.after_response(throttled=code in THROTTLE_CODES)
+            except ElementTree.ParseError as e:
+                exc = StoreError("IncompleteResponse", f"the response body was cut off: {e}", 500)
             except (urllib3.exceptions.TimeoutError, urllib3.exceptions.ProtocolError, urllib3.exceptions.NewConnectionError) as e:
                 exc = StoreError("ReadTimeout" if isinstance(e, urllib3.exceptions.TimeoutError) else "ConnectionError", str(e))
             if classify(exc) is ErrorKind.PERMANENT or attempt == self.max_attempts:
@@ -215,7 +224,8 @@ class FastS3:
         elif start_after:
             params["start-after"] = start_after
         query = "&".join(f"{quote(k, safe='-_.~')}={quote(v.encode(), safe='-_.~')}" for k, v in sorted(params.items()))
-        root = ElementTree.fromstring(self._send("GET", bucket, None, query, dict(headers or {}), b"", EMPTY_SHA256))
+        root = self._send("GET", bucket, None, query, dict(headers or {}), b"", EMPTY_SHA256)
+        assert root is not None
         objects = []
         for c in root.iter(f"{S3NS}Contents"):
             modified = _text(c, "LastModified")
@@ -245,8 +255,9 @@ class FastS3:
         sent = {"x-amz-copy-source": quote(f"{src_bucket}/{src_key}".encode(), safe=SAFE), **(headers or {})}
         if storage_class:
             sent["x-amz-storage-class"] = storage_class
-        body = self._send("PUT", dst_bucket, dst_key, "", sent, b"", EMPTY_SHA256)
-        return quoted_etag(_text(ElementTree.fromstring(body), "ETag"))
+        root = self._send("PUT", dst_bucket, dst_key, "", sent, b"", EMPTY_SHA256)
+        assert root is not None
+        return quoted_etag(_text(root, "ETag"))
 
     def delete_objects(self, bucket: str, keys: Sequence[str], headers: Mapping[str, str] | None = None) -> list[KeyFailure]:
         # A raw CR would reach the server as LF (XML end-of-line handling), deleting the wrong key.
@@ -257,8 +268,8 @@ class FastS3:
             "Content-Type": "application/xml",
             **(headers or {}),
         }
-        data = self._send("POST", bucket, None, "delete=", sent, body, hashlib.sha256(body).hexdigest())
-        root = ElementTree.fromstring(data)
+        root = self._send("POST", bucket, None, "delete=", sent, body, hashlib.sha256(body).hexdigest())
+        assert root is not None
         errors = list(root.iter(f"{S3NS}Error")) + list(root.iter("Error"))
         return [KeyFailure(_text(e, "Key"), _text(e, "Code") or "Unknown", _text(e, "Message")) for e in errors]
 

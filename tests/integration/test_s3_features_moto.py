@@ -56,7 +56,7 @@ def test_every_request_carries_owner_payer_and_encryption_headers(
 
     real_send = FastS3._send
 
-    def on_fast(self: FastS3, method: str, bucket: str, key: str | None, query: str, headers: dict[str, str], *a: Any) -> bytes:
+    def on_fast(self: FastS3, method: str, bucket: str, key: str | None, query: str, headers: dict[str, str], *a: Any) -> Any:
         sent.append((f"{method} {bucket}/{key}?{query}", {k.lower(): v for k, v in headers.items()}))
         return real_send(self, method, bucket, key, query, headers, *a)
 
