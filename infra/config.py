@@ -28,6 +28,7 @@ class DeployConfig:
     read_buckets: tuple[str, ...]
     write_buckets: tuple[str, ...]
     delete_buckets: tuple[str, ...]
+    kms_keys: tuple[str, ...] = ()  # key ARNs workers may use for SSE-KMS sources and destinations
     worker_max_concurrency: int = 50
     worker_memory_mb: int = 1024
     worker_timeout_s: int = 600
@@ -51,6 +52,7 @@ class DeployConfig:
             read_buckets=cls._buckets(get("read_buckets")),
             write_buckets=cls._buckets(get("write_buckets")),
             delete_buckets=cls._buckets(get("delete_buckets")),
+            kms_keys=cls._buckets(get("kms_keys")),
             worker_max_concurrency=int(get("worker_max_concurrency") or 50),
             worker_memory_mb=int(get("worker_memory_mb") or 1024),
             worker_batch_size=int(get("worker_batch_size") or 5),
@@ -64,6 +66,9 @@ class DeployConfig:
     def check(self) -> None:
         if not self.read_buckets:
             raise ValueError("context read_buckets: empty; pass -c read_buckets=bucket-a,bucket-b (the buckets jobs may read)")
+        for key in self.kms_keys:
+            if not key.startswith("arn:") or ":kms:" not in key:
+                raise ValueError(f"context kms_keys: {key!r} is not a KMS key ARN; pass -c kms_keys=arn:aws:kms:REGION:ACCOUNT:key/ID")
         if not 2 <= self.worker_max_concurrency <= 1000:
             raise ValueError("context worker_max_concurrency: SQS event sources allow 2-1000; pick a value in that range")
         for s in self.schedules:

@@ -239,6 +239,15 @@ class S3BulkStack(cdk.Stack):
             )
         if config.delete_buckets:
             worker.add_to_role_policy(iam.PolicyStatement(actions=["s3:DeleteObject"], resources=_object_arns(config.delete_buckets)))
+        if config.kms_keys:
+            # SSE-KMS: decrypt to read a source, generate a data key to write a destination; only these keys, only via S3.
+            worker.add_to_role_policy(
+                iam.PolicyStatement(
+                    actions=["kms:Decrypt", "kms:GenerateDataKey"],
+                    resources=list(config.kms_keys),
+                    conditions={"StringLike": {"kms:ViaService": "s3.*.amazonaws.com"}},
+                )
+            )
         self.table.grant(worker, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
         worker.add_to_role_policy(iam.PolicyStatement(actions=["s3:PutObject"], resources=[self.reports.arn_for_objects("jobs/*")]))
 

@@ -239,3 +239,41 @@ def test_a_schedule_outside_the_allow_list_is_refused() -> None:
     ctx = {**CONTEXT, "write_buckets": "elsewhere"}
     with pytest.raises(ValueError, match="schedule nightly: bucket 'archive-bucket' is not in write_buckets"):
         DeployConfig.from_context(ctx.get)
+
+
+def _statements_for(context: dict[str, str]) -> list[dict[str, Any]]:
+    app = build_app({**CONTEXT, **context})
+    stack = app.node.find_child("S3Bulk")
+    assert isinstance(stack, S3BulkStack)
+    return statements(Template.from_stack(stack))
+
+
+def _actions(sts: list[dict[str, Any]]) -> set[str]:
+    return {a for st in sts for a in as_list(st["Action"])}
+
+
+def test_a_copy_only_deployment_grants_no_delete_or_governance_bypass() -> None:
+    sts = _statements_for({"delete_buckets": "", "schedules_file": "tests/infra/no-schedules.json"})
+    actions = _actions(sts)
+    assert not {a for a in actions if a.startswith("s3:Delete") or a == "s3:BypassGovernanceRetention"}
+    assert "s3:PutObject" in actions  # the deployment still copies
+
+
+def test_kms_permissions_exist_only_for_the_configured_keys_and_only_via_s3() -> None:
+    assert not {a for a in _actions(_statements_for({})) if a.startswith("kms:")}
+    arn = "arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    kms = [st for st in _statements_for({"kms_keys": arn}) if any(a.startswith("kms:") for a in as_list(st["Action"]))]
+    assert len(kms) == 1
+    assert (sorted(as_list(kms[0]["Action"])), as_list(kms[0]["Resource"])) == (["kms:Decrypt", "kms:GenerateDataKey"], [arn])
+    assert kms[0]["Condition"] == {"StringLike": {"kms:ViaService": "s3.*.amazonaws.com"}}
+
+
+def test_a_kms_key_that_is_not_an_arn_is_refused() -> None:
+    with pytest.raises(ValueError, match="context kms_keys"):
+        DeployConfig.from_context({**CONTEXT, "kms_keys": "alias/mine"}.get)
+
+
+def test_only_actions_without_resource_level_permissions_use_a_star_resource(template: Template) -> None:
+    unscoped = {a for st in statements(template) if "*" in as_list(st["Resource"]) for a in as_list(st["Action"])}
+    assert unscoped, "the X-Ray and log-delivery statements should be found"
+    assert {a.split(":")[0] for a in unscoped} <= {"xray", "logs"}, unscoped

@@ -316,3 +316,25 @@ def test_a_move_redelivered_after_its_sources_were_deleted_succeeds_only_where_t
     failures = json.loads(aws.s3.get_object(Bucket=REPORTS, Key=f"jobs/{job_id}/report.json")["Body"].read())["failures"]
     assert [(f["key"], f["error"]) for f in failures] == [(lost, "NoSuchKey")]
     assert report["status"] == "failed"
+
+
+def test_logs_and_metrics_carry_no_keys_bodies_or_secrets(aws: Aws, capsys: pytest.CaptureFixture[str]) -> None:
+    for i in range(30):
+        aws.s3.put_object(Bucket=SRC, Key=f"in/private-name-{i:02d}", Body=b"private-body-bytes")
+    job_id = start(aws)
+    list_all(job_id)
+    aws.s3.delete_object(Bucket=SRC, Key="in/private-name-07")  # one failure, so the failure path logs too
+    work_all(aws)
+    finalize_handler.handler({"job_id": job_id}, Context())
+    out = capsys.readouterr()
+    logged = out.out + out.err
+    assert "ObjectsSucceeded" in logged  # the metrics were emitted, so the check below saw them
+    for secret in ("private-name", "private-body-bytes", "testing"):
+        assert secret not in logged, secret
+    for line in logged.splitlines():
+        if line.startswith("{") and '"_aws"' in line:
+            for metric_set in json.loads(line)["_aws"]["CloudWatchMetrics"]:
+                assert metric_set["Dimensions"] == [["service"]]
+    # The failing key is reported where it belongs: the report, with its error code.
+    report = json.loads(aws.s3.get_object(Bucket=REPORTS, Key=f"jobs/{job_id}/report.json")["Body"].read())
+    assert [(f["key"], f["error"]) for f in report["failures"]] == [("in/private-name-07", "NoSuchKey")]
