@@ -16,14 +16,17 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from s3bulk.batchrun import BatchRunner, Item
+from s3bulk.delete import MAX_KEYS as DELETE_BATCH
+from s3bulk.delete import delete_keys
 from s3bulk.errors import error_code, error_message
 from s3bulk.executor import BoundedExecutor
 from s3bulk.job import Job, request_options
-from s3bulk.listing import batched, iter_objects, iter_objects_parallel, mark_existing
+from s3bulk.listing import batched, iter_objects, iter_objects_parallel
 from s3bulk.localledger import BatchRecord, LocalLedger
 from s3bulk.report import BatchTally, Report, Tally
 from s3bulk.selection import KeyMapper, Selector
 from s3bulk.store import ObjectInfo, ObjectStore, StoreError
+from s3bulk.sync import join, unchanged
 
 # On the fast request path 64 threads give 95% of the best copies/s both direct and at
 # +20 ms (128 is ~5% faster but costs more CPU per object); 32 gives 84-87%.
@@ -35,6 +38,36 @@ PART_WORKERS = 8
 # Batches queued between the lister and the workers: enough to never starve the
 # pool, few enough that memory does not grow with the bucket.
 QUEUE_BATCHES = 4
+
+
+class Extraneous:
+    """Destination objects no source object maps to, deleted 1,000 at a time as the join finds them."""
+
+    def __init__(self, job: Job, store: ObjectStore, tally: Tally, selector: Selector, mapper: KeyMapper | None) -> None:
+        self.job, self.store, self.tally, self.selector, self.mapper = job, store, tally, selector, mapper
+        self._keys: list[str] = []
+
+    def add(self, obj: ObjectInfo) -> None:
+        assert self.mapper is not None
+        # A key the include/exclude globs would leave out is not the job's to delete (rclone's rule too).
+        if not self.selector.key_matches(self.mapper.source_of(obj.key, self.job.source.prefix)):
+            return
+        self._keys.append(obj.key)
+        if len(self._keys) >= DELETE_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        keys, self._keys = self._keys, []
+        if not keys:
+            return
+        if self.job.options.dry_run:
+            self.tally.extraneous(len(keys))
+            return
+        assert self.job.destination is not None
+        failed = {f.key: f for f in delete_keys(self.store, self.job.destination.bucket, keys)}
+        self.tally.extraneous(len(keys) - len(failed))
+        for f in failed.values():
+            self.tally.fail(f.key, f.code, f"extraneous destination object not deleted: {f.message}")
 
 
 class JobAbort(Exception):
@@ -79,9 +112,11 @@ class Engine:
         self._listing_error: BaseException | None = None
         self._selector = Selector(job.source)
         self._map = KeyMapper(job.source, job.destination) if job.destination else None
+        self._extraneous = Extraneous(job, self.store, self.tally, self._selector, self._map)
 
     # -- listing -----------------------------------------------------------------------------
-    def _selected(self) -> Iterator[ObjectInfo]:
+    def _listed(self) -> Iterator[tuple[ObjectInfo, bool]]:
+        """Every listed object and whether the filters select it (a sync must see the unselected too)."""
         src = self.job.source
         finished, i = self._finished, 0
         listing = iter_objects_parallel(self.store, src.bucket, src.prefix, self.job.options.list_workers, start_after=self._start_after)
@@ -90,24 +125,29 @@ class Engine:
                 while i < len(finished) and finished[i][1] < obj.key:
                     i += 1
                 if i < len(finished) and finished[i][0] < obj.key:
-                    continue  # inside a range an earlier run finished
+                    # Inside a range an earlier run finished: not counted again, but a sync's join must
+                    # still see it, or its destination object would look extraneous.
+                    yield obj, False
+                    continue
             selected = self._selector.matches(obj)
             self.tally.seen(obj.size, selected)
-            if selected:
-                yield obj
+            yield obj, selected
 
     def _items(self) -> Iterator[Item]:
-        if self._map is None:
-            return (Item(obj) for obj in self._selected())
-        mapper = self._map
-        pairs = ((obj, mapper(obj.key)) for obj in self._selected())
-        dst = self.job.destination
-        if self.job.options.if_exists == "skip" and dst is not None:
-            existing = iter_objects(
-                self.store, dst.bucket, dst.prefix, start_after=mapper(self._start_after) if self._start_after else None
-            )
-            return (Item(o, k, e) for o, k, e in mark_existing(pairs, existing))
-        return (Item(o, k) for o, k in pairs)
+        mapper, dst, opts = self._map, self.job.destination, self.job.options
+        if mapper is None or dst is None:
+            return (Item(obj) for obj, selected in self._listed() if selected)
+        if opts.if_exists == "overwrite" and not opts.delete_extraneous:
+            return (Item(obj, mapper(obj.key)) for obj, selected in self._listed() if selected)
+        existing = iter_objects(self.store, dst.bucket, dst.prefix, start_after=mapper(self._start_after) if self._start_after else None)
+        extraneous = self._extraneous.add if opts.delete_extraneous else None
+        joined = join(self._listed(), mapper, existing, extraneous)
+        skip_unchanged = opts.if_exists == "skip-unchanged"
+        return (
+            Item(j.obj, j.dst_key, j.existing is not None and (not skip_unchanged or unchanged(j.obj, j.existing)))
+            for j in joined
+            if j.selected
+        )
 
     def _check_destination(self) -> None:
         """One cheap listing of the destination first, so a typo fails once, not once per object."""
@@ -136,6 +176,7 @@ class Engine:
                         continue
                 if self._stop.is_set():
                     return
+            self._extraneous.flush()
             if self.ledger is not None:
                 self.ledger.record_tail(self.tally.snapshot().scanned - scanned)
             self.tally.finish_listing()
@@ -216,4 +257,5 @@ class Engine:
         t.scanned, t.listed, t.listed_bytes = totals.scanned, totals.listed, totals.listed_bytes
         t.succeeded, t.skipped, t.failed, t.bytes, t.retried = totals.succeeded, totals.skipped, totals.failed, totals.bytes, totals.retried
         t.listing_done = self.tally.listing_done
+        t.extraneous_deleted = self.tally.extraneous_deleted  # this run's deletes; the ledger records batches only
         return t

@@ -150,8 +150,15 @@ class Options(_Strict):
     """How a job runs; every default is a measured choice documented in docs/architecture.md."""
 
     dry_run: bool = Field(False, description="List and count what would be done; change nothing.")
-    if_exists: Literal["overwrite", "skip"] = Field(
-        "overwrite", description="overwrite: replace existing destination objects; skip: leave them (and, for move, the source) untouched."
+    if_exists: Literal["overwrite", "skip", "skip-unchanged"] = Field(
+        "overwrite",
+        description=(
+            "overwrite: replace existing destination objects; skip: leave any existing one (and, for move, its source) untouched; "
+            "skip-unchanged: copy only objects that are new or changed (size and ETag; multipart: size and a newer destination)."
+        ),
+    )
+    delete_extraneous: bool = Field(
+        False, description="copy only: delete destination objects under destination.prefix that no source object maps to (honours dry_run)."
     )
     concurrency: int | None = Field(
         None, ge=1, le=1024, description="Worker threads (and HTTP connections); null picks the measured default."
@@ -210,6 +217,10 @@ class Job(_Strict):
         dst = self.destination
         if dst is None:
             raise _FieldProblem("destination", f'destination is required for operation {self.operation!r}; add {{"bucket": ...}}')
+        if self.options.delete_extraneous and self.operation != "copy":
+            raise _FieldProblem(
+                "options.delete_extraneous", f"delete_extraneous works with operation 'copy' (a sync), not {self.operation!r}; remove it"
+            )
         src = self.source
         if dst.bucket == src.bucket and (dst.prefix.startswith(src.prefix) or src.prefix.startswith(dst.prefix)):
             raise _FieldProblem(

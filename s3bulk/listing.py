@@ -307,17 +307,3 @@ def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
             batch = []
     if batch:
         yield batch
-
-
-def mark_existing(selected: Iterable[tuple[ObjectInfo, str]], existing: Iterator[ObjectInfo]) -> Iterator[tuple[ObjectInfo, str, bool]]:
-    """Merge-join source (object, destination key) pairs with a destination listing.
-
-    Both streams are sorted the same way because every destination key is the
-    same prefix plus an order-preserving suffix, so this needs O(1) memory and
-    one listing instead of a HEAD per object.
-    """
-    current = next(existing, None)
-    for obj, dst_key in selected:
-        while current is not None and current.key < dst_key:
-            current = next(existing, None)
-        yield obj, dst_key, current is not None and current.key == dst_key

@@ -49,6 +49,7 @@ class Tally:
         self.scanned = self.listed = self.listed_bytes = 0
         self.succeeded = self.skipped = self.failed = self.bytes = 0
         self.retried = 0  # extra rounds objects needed after the client's own retries gave up
+        self.extraneous_deleted = 0  # sync: destination objects with no source, deleted (or, in a dry run, found)
         self.listing_done = False
         self.first_failures: list[dict[str, str]] = []
         self._spool: IO[str] = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115 - closed by close()
@@ -77,6 +78,10 @@ class Tally:
     def skip(self) -> None:
         with self._lock:
             self.skipped += 1
+
+    def extraneous(self, n: int) -> None:
+        with self._lock:
+            self.extraneous_deleted += n
 
     def fail(self, key: str, error: str, message: str) -> None:
         entry = {"key": key, "error": error, "message": message}
@@ -172,6 +177,8 @@ class Report:
             "retries": self.retries,
             "object_retries": self.tally.retried,
         }
+        if self.tally.extraneous_deleted:
+            out["deleted_extraneous" if self.status != "dry-run" else "would_delete_extraneous"] = self.tally.extraneous_deleted
         if self.status == "dry-run":
             out["would_process"] = s.listed - s.skipped
         if self.error:

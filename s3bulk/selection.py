@@ -37,8 +37,12 @@ class Selector:
                 return False
             if self._before is not None and stamp >= self._before:
                 return False
+        return self.key_matches(obj.key)
+
+    def key_matches(self, key: str) -> bool:
+        """The include/exclude globs alone: all a key can be judged by when its object is absent."""
         if self._include or self._exclude:
-            rel = self.relative(obj.key)
+            rel = self.relative(key)
             if self._include and not any(fnmatchcase(rel, p) for p in self._include):
                 return False
             if any(fnmatchcase(rel, p) for p in self._exclude):
@@ -55,3 +59,7 @@ class KeyMapper:
 
     def __call__(self, key: str) -> str:
         return self._prefix + key[self._strip :]
+
+    def source_of(self, dst_key: str, source_prefix: str) -> str:
+        """The source key a destination key would have come from."""
+        return source_prefix + dst_key[len(self._prefix) :]

@@ -17,15 +17,16 @@ from s3bulk.batchrun import BatchRunner, Item
 from s3bulk.engine import PART_WORKERS, new_job_id
 from s3bulk.errors import error_code, error_message
 from s3bulk.executor import BoundedExecutor
-from s3bulk.job import Job, parse_job, request_options
+from s3bulk.job import Job, JobError, parse_job, request_options
 from s3bulk.ledger import BatchCounts, DynamoLedger, initial_item
-from s3bulk.listing import iter_objects, mark_existing
+from s3bulk.listing import iter_objects
 from s3bulk.messages import BatchMessage, pack
 from s3bulk.report import Tally
 from s3bulk.reports import ReportBucket
 from s3bulk.selection import KeyMapper, Selector
 from s3bulk.sqsqueue import QueueSender
 from s3bulk.store import ObjectStore
+from s3bulk.sync import join, unchanged
 
 TimeLeft = Callable[[], float]
 
@@ -43,6 +44,11 @@ def validate(event: dict[str, Any], allow: AllowList, poll_seconds: int = DEFAUL
     """Parse and authorize a job event; raises JobError (one line naming the field) when it is bad."""
     job = parse_job(json.dumps(event))
     allow.check(job)
+    if job.options.delete_extraneous:
+        raise JobError(
+            "job.options.delete_extraneous: the deployed stack does not delete extraneous objects yet; "
+            "run this sync with `s3bulk run`, or drop the option"
+        )
     job_id = new_job_id(job)
     return {"job_id": job_id, "item": initial_item(job_id, job), "poll_seconds": poll_seconds}
 
@@ -82,7 +88,7 @@ def list_step(
         page = store.list_page(src.bucket, src.prefix, token=cursor)
         selected = [o for o in page.objects if selector.matches(o)]
         todo, skipped = selected, 0
-        if mapper is not None and job.options.if_exists == "skip" and selected and job.destination is not None:
+        if mapper is not None and job.options.if_exists != "overwrite" and selected and job.destination is not None:
             todo = _not_existing(store, job, mapper, selected)
             skipped = len(selected) - len(todo)
         messages = [] if job.options.dry_run else list(pack(job_id, page_no, todo, job.options.batch_size))
@@ -113,7 +119,9 @@ def _not_existing(store: ObjectStore, job: Job, mapper: KeyMapper, selected: lis
     pairs = [(o, mapper(o.key)) for o in selected]
     first = pairs[0][1]
     existing = iter_objects(store, job.destination.bucket, job.destination.prefix, start_after=first[:-1] or None)
-    return [o for o, _k, exists in mark_existing(pairs, existing) if not exists]
+    skip_unchanged = job.options.if_exists == "skip-unchanged"
+    joined = join(((o, True) for o, _k in pairs), mapper, existing)
+    return [j.obj for j in joined if j.existing is None or (skip_unchanged and not unchanged(j.obj, j.existing))]
 
 
 # -- work -----------------------------------------------------------------------------------------

@@ -338,3 +338,39 @@ def test_logs_and_metrics_carry_no_keys_bodies_or_secrets(aws: Aws, capsys: pyte
     # The failing key is reported where it belongs: the report, with its error code.
     report = json.loads(aws.s3.get_object(Bucket=REPORTS, Key=f"jobs/{job_id}/report.json")["Body"].read())
     assert [(f["key"], f["error"]) for f in report["failures"]] == [("in/private-name-07", "NoSuchKey")]
+
+
+def test_the_worker_checks_the_allow_list_again_and_touches_nothing_outside_it(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job that got past Validate (or was written to the ledger by other means) still cannot reach other buckets."""
+    seed(aws, 20)
+    job_id = start(aws)
+    list_all(job_id)
+    monkeypatch.setenv("S3BULK_WRITE_BUCKETS", "some-other-bucket")
+    clear_caches()
+    [message] = receive(aws.sqs, aws.queue_url, 1)
+    response = worker_handler.handler(sqs_event([message], aws.queue_arn), Context())
+    assert [f["itemIdentifier"] for f in response["batchItemFailures"]] == [message["MessageId"]]
+    assert aws.s3.list_objects_v2(Bucket=DST).get("KeyCount", 0) == 0
+
+
+def test_skip_unchanged_on_the_stack_sends_only_changed_objects(aws: Aws) -> None:
+    expected = seed(aws, 600)
+    first = start(aws, if_exists="skip-unchanged")
+    list_all(first)
+    work_all(aws)
+    assert aws.ledger.load(first).counters["succeeded"] == 600
+    changed = sorted(expected)[:9]
+    for key in changed:
+        aws.s3.put_object(Bucket=SRC, Key=key, Body=b"changed: " + key.encode())
+    second = start(aws, if_exists="skip-unchanged")
+    list_all(second)
+    work_all(aws)
+    rec = aws.ledger.load(second)
+    assert (rec.counters["succeeded"], rec.counters["skipped"], rec.counters["pending"]) == (9, 591, 0)
+    for key in changed:
+        assert aws.s3.get_object(Bucket=DST, Key="out/" + key[3:])["Body"].read() == b"changed: " + key.encode()
+
+
+def test_the_stack_refuses_delete_extraneous_with_a_pointer_to_the_cli(aws: Aws) -> None:
+    with pytest.raises(JobError, match=r"^job\.options\.delete_extraneous: .*s3bulk run"):
+        start(aws, if_exists="skip-unchanged", delete_extraneous=True)

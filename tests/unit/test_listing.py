@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from s3bulk.listing import batched, iter_objects, mark_existing
+from s3bulk.listing import batched, iter_objects
 from s3bulk.memstore import MemoryStore
 from s3bulk.store import ObjectInfo
+from s3bulk.sync import join
 
 
 def store_with(keys: list[str], page_size: int = 3) -> MemoryStore:
@@ -36,9 +37,8 @@ def test_batches_hold_at_most_batch_size_and_keep_the_remainder() -> None:
 
 def test_merge_join_marks_exactly_the_keys_present_at_the_destination() -> None:
     src = [ObjectInfo(f"in/{c}", 1) for c in "abcdef"]
-    pairs = [(o, "out/" + o.key[3:]) for o in src]
     existing = iter([ObjectInfo("out/b", 1), ObjectInfo("out/bb", 1), ObjectInfo("out/e", 1), ObjectInfo("out/z", 1)])
-    marked = [(o.key, exists) for o, _k, exists in mark_existing(pairs, existing)]
+    marked = [(j.obj.key, j.existing is not None) for j in join(((o, True) for o in src), lambda k: "out/" + k[3:], existing)]
     assert marked == [("in/a", False), ("in/b", True), ("in/c", False), ("in/d", False), ("in/e", True), ("in/f", False)]
 
 
@@ -46,7 +46,7 @@ def test_merge_join_orders_unicode_like_s3_utf8_byte_order() -> None:
     # U+FFFD sorts before U+1F680 in both code point and UTF-8 byte order
     keys = sorted(["out/\ufffd", "out/\U0001f680", "out/z"])
     assert [k.encode() for k in keys] == sorted(k.encode() for k in keys)
-    pairs = [(ObjectInfo(k, 1), k) for k in keys]
-    marked = [e for _o, _k, e in mark_existing(pairs, iter([ObjectInfo("out/\U0001f680", 1)]))]
+    joined = join(((ObjectInfo(k, 1), True) for k in keys), lambda k: k, iter([ObjectInfo("out/\U0001f680", 1)]))
+    marked = [j.existing is not None for j in joined]
     assert keys == ["out/z", "out/\ufffd", "out/\U0001f680"]
     assert marked == [False, False, True]

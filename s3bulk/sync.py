@@ -1,0 +1,73 @@
+"""Incremental sync: merge-join the source and destination listings, so a rerun copies only what changed.
+
+Both listings come sorted by key (UTF-8 byte order), and every destination key is
+destination.prefix + an order-preserving suffix of its source key, so one pass over
+each with O(1) memory replaces a HEAD per object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from s3bulk.store import ObjectInfo
+
+
+def multipart_etag(etag: str) -> bool:
+    """A multipart ETag ('<md5 of part md5s>-N') depends on the part size, so it is not a content hash."""
+    return "-" in etag
+
+
+def unchanged(src: ObjectInfo, dst: ObjectInfo) -> bool:
+    """Same size, and the same ETag; where an ETag is multipart, a destination at least as new as the source.
+
+    Single-part ETags are MD5s of the bytes. A multipart copy (or a multipart source
+    copied whole) has a different ETag for the same bytes, and ListObjectsV2 carries no
+    checksum values, so for those the size and the modification order decide: the
+    destination was written after the source last changed.
+    """
+    if src.size != dst.size:
+        return False
+    if src.etag and dst.etag and not multipart_etag(src.etag) and not multipart_etag(dst.etag):
+        return src.etag == dst.etag
+    if src.last_modified is None or dst.last_modified is None:
+        return False
+    return dst.last_modified >= src.last_modified
+
+
+@dataclass(frozen=True, slots=True)
+class Joined:
+    """One source object with its destination key and the object already there (None: absent)."""
+
+    obj: ObjectInfo
+    selected: bool
+    dst_key: str
+    existing: ObjectInfo | None
+
+
+def join(
+    listed: Iterable[tuple[ObjectInfo, bool]],
+    map_key: Callable[[str], str],
+    destination: Iterator[ObjectInfo],
+    on_extraneous: Callable[[ObjectInfo], None] | None = None,
+) -> Iterator[Joined]:
+    """Pair every listed source object (selected or not) with its destination object.
+
+    Destination objects no source object maps to go to `on_extraneous`, including the
+    ones after the last source key, once the source listing ends.
+    """
+    current = next(destination, None)
+    for obj, selected in listed:
+        key = map_key(obj.key)
+        while current is not None and current.key < key:
+            if on_extraneous is not None:
+                on_extraneous(current)
+            current = next(destination, None)
+        match = None
+        if current is not None and current.key == key:
+            match, current = current, next(destination, None)
+        yield Joined(obj, selected, key, match)
+    if on_extraneous is not None:
+        while current is not None:
+            on_extraneous(current)
+            current = next(destination, None)

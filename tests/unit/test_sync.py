@@ -1,0 +1,78 @@
+"""Incremental sync on the fake store: a rerun copies exactly what changed and deletes exactly what vanished."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from s3bulk.engine import Engine
+from s3bulk.job import JobError, parse_job
+from s3bulk.memstore import MemoryStore
+from s3bulk.store import ObjectInfo
+from s3bulk.sync import unchanged
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+MD5 = '"0cc175b9c0f1b6a831c399e269772661"'
+
+
+@pytest.mark.parametrize(
+    ("src", "dst", "same"),
+    [
+        (ObjectInfo("k", 1, MD5, T0), ObjectInfo("k", 1, MD5, T0 - timedelta(days=1)), True),  # MD5 equal: age does not matter
+        (ObjectInfo("k", 1, MD5, T0), ObjectInfo("k", 1, '"92eb5ffee6ae2fec3ad71c777531578f"', T0), False),  # same size, new bytes
+        (ObjectInfo("k", 1, MD5, T0), ObjectInfo("k", 2, MD5, T0), False),  # size differs
+        (ObjectInfo("k", 9, '"abc-2"', T0), ObjectInfo("k", 9, '"def-3"', T0 + timedelta(seconds=1)), True),  # multipart, newer copy
+        (ObjectInfo("k", 9, '"abc-2"', T0), ObjectInfo("k", 9, MD5, T0 - timedelta(seconds=1)), False),  # source changed after the copy
+        (ObjectInfo("k", 9, '"abc-2"', None), ObjectInfo("k", 9, '"abc-2"', T0), False),  # no dates: cannot tell, so copy
+    ],
+)
+def test_unchanged_means_same_size_and_md5_or_a_newer_copy_of_a_multipart_object(src: ObjectInfo, dst: ObjectInfo, same: bool) -> None:
+    assert unchanged(src, dst) is same
+
+
+def sync(store: MemoryStore, **options: Any) -> dict[str, Any]:
+    doc = {
+        "operation": "copy",
+        "source": {"bucket": "src-b", "prefix": "data/", "exclude": ["*.tmp"]},
+        "destination": {"bucket": "dst-b", "prefix": "mirror/"},
+        "options": {"if_exists": "skip-unchanged", **options},
+    }
+    report = Engine(parse_job(json.dumps(doc)), store, concurrency=4).run()
+    return report.summary()
+
+
+def test_second_run_copies_changed_and_new_objects_and_deletes_vanished_ones() -> None:
+    store = MemoryStore(page_size=17)
+    for b in ("src-b", "dst-b"):
+        store.create_bucket(b)
+    n, k, m, d = 200, 7, 5, 4
+    for i in range(n):
+        store.put_object("src-b", f"data/{i:04d}", f"v1-{i:04d}".encode())
+    first = sync(store)
+    assert (first["succeeded"], first["skipped"]) == (n, 0)
+    assert sync(store)["succeeded"] == 0  # nothing changed: nothing copied
+    for i in range(k):
+        store.put_object("src-b", f"data/{i:04d}", f"v2-{i:04d}".encode())  # same size, new bytes
+    for i in range(m):
+        store.put_object("src-b", f"data/new-{i}", b"new")
+    for i in range(n - d, n):
+        store.delete_object("src-b", f"data/{i:04d}")
+    store.put_object("dst-b", "mirror/keep.tmp", b"excluded by the job's globs: not the sync's to delete")
+    copies_before = store.calls["CopyObject"]
+    dry = sync(store, delete_extraneous=True, dry_run=True)
+    assert (dry["would_delete_extraneous"], store.calls["CopyObject"], len(store.keys("dst-b"))) == (d, copies_before, n + 1)
+    second = sync(store, delete_extraneous=True)
+    assert (second["succeeded"], second["skipped"], second["deleted_extraneous"], second["failed"]) == (k + m, n - k - d, d, 0)
+    assert store.calls["CopyObject"] - copies_before == k + m
+    expected = {"mirror/" + key[5:]: store.get_body("src-b", key) for key in store.keys("src-b")}
+    assert {key: store.get_body("dst-b", key) for key in store.keys("dst-b") if key != "mirror/keep.tmp"} == expected
+    assert "mirror/keep.tmp" in store.keys("dst-b")
+
+
+def test_delete_extraneous_is_for_copy_jobs_only() -> None:
+    doc = {"operation": "move", "source": {"bucket": "src-b"}, "destination": {"bucket": "dst-b"}, "options": {"delete_extraneous": True}}
+    with pytest.raises(JobError, match=r"^job\.options\.delete_extraneous: .*'copy'"):
+        parse_job(json.dumps(doc))
