@@ -12,6 +12,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -26,6 +27,7 @@ from s3bulk.ratecontrol import RateControl
 from s3bulk.remote import DEFAULT_STACK, Deployment, DeploymentError, fetch_report, status, submit
 from s3bulk.report import Report
 from s3bulk.s3store import FastS3Store, S3Store
+from s3bulk.store import StoreError
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -64,6 +66,14 @@ def _parser() -> argparse.ArgumentParser:
         default="fast",
         help="fast: CopyObject/DeleteObjects signed and sent directly (3x less CPU); botocore: every call through botocore",
     )
+
+    plan = sub.add_parser("plan", help="list what a job would do, its S3 requests, cost and ETA; change nothing")
+    plan.add_argument("job")
+    plan.add_argument("--endpoint-url", help="an S3-compatible endpoint instead of AWS")
+    plan.add_argument("--region", help="AWS region")
+    plan.add_argument("--profile", help="AWS profile name")
+    plan.add_argument("--prices", metavar="PATH", help="a prices JSON like s3bulk/data/prices.json (default: that file)")
+    plan.add_argument("--json", action="store_true", help="print the plan as JSON")
 
     val = sub.add_parser("validate", help="check a job file without running it")
     val.add_argument("job")
@@ -198,6 +208,65 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     return report.exit_code
 
 
+def _plan(args: argparse.Namespace, console: Console) -> int:
+    from s3bulk.plan import STACK_THREADS, STACK_WORKERS, cost, eta_seconds, load_prices, make_plan
+
+    job = load_job(args.job)
+    try:
+        prices = load_prices(args.prices)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--prices {args.prices}: {exc}; pass a JSON file like s3bulk/data/prices.json") from None
+    settings = ClientSettings(endpoint_url=args.endpoint_url, region=args.region, profile=args.profile)
+    if not has_credentials(settings):
+        raise UsageError("no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or pass --profile")
+    concurrency = resolve_concurrency(job)
+    client = make_s3_client(settings, connections_needed(concurrency))
+    try:
+        plan = make_plan(job, FastS3Store(client, connections_needed(concurrency)))
+    except StoreError as exc:
+        raise UsageError(f"listing for the plan failed: {exc.code}: {exc.message}") from None
+    dollars = cost(plan, prices)
+    doc: dict[str, Any] = {
+        "operation": plan.operation,
+        "scanned": plan.scanned,
+        "objects": plan.objects,
+        "bytes": plan.bytes,
+        "skipped": plan.skipped,
+        "extraneous_to_delete": plan.extraneous,
+        "by_storage_class": {k: {"objects": v[0], "bytes": v[1]} for k, v in sorted(plan.by_class.items())},
+        "by_size": {k: {"objects": v[0], "bytes": v[1]} for k, v in plan.by_size.items()},
+        "requests": dict(sorted(plan.requests.items())),
+        "cost_usd": {k: round(v, 6) for k, v in dollars.items()},
+        "prices": {"region": prices["region"], "as_of": prices["as_of"]},
+        "eta_seconds": {
+            "local": round(eta_seconds(plan, concurrency), 1),
+            "stack": round(eta_seconds(plan, STACK_THREADS, STACK_WORKERS), 1),
+        },
+    }
+    if args.json:
+        print(json.dumps(doc, indent=1))
+        return EXIT_OK
+    for title, rows in (("by storage class", doc["by_storage_class"]), ("by size", doc["by_size"])):
+        table = Table(title=f"{plan.operation}: {plan.objects:,} objects, {plan.bytes:,} bytes {title}")
+        for col in ("", "objects", "bytes"):
+            table.add_column(col, justify="right" if col else "left")
+        for name, row in rows.items():
+            table.add_row(name, f"{row['objects']:,}", f"{row['bytes']:,}")
+        console.print(table)
+    console.print("requests: " + ", ".join(f"{k} {v:,}" for k, v in doc["requests"].items()), markup=False)
+    c = doc["cost_usd"]
+    console.print(
+        f"cost ({prices['region']} list prices as of {prices['as_of']}): deployed stack ${c['stack_total']:.4f} "
+        f"(S3 requests ${c['s3_requests']:.4f}) vs S3 Batch Operations ${c['batch_operations_total']:.4f}",
+        markup=False,
+    )
+    eta = doc["eta_seconds"]
+    console.print(f"ETA: {eta['local']:,.0f} s here at {concurrency} threads; {eta['stack']:,.0f} s on the stack", markup=False)
+    if plan.skipped or plan.extraneous:
+        console.print(f"skipped as existing/unchanged: {plan.skipped:,}; extraneous to delete: {plan.extraneous:,}", markup=False)
+    return EXIT_OK
+
+
 def _remote(args: argparse.Namespace, console: Console) -> int:
     settings = ClientSettings(endpoint_url=args.endpoint_url, region=args.region, profile=args.profile)
     if args.command == "submit":
@@ -247,6 +316,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from s3bulk.demo import run_demo  # imported here: it needs the embedded server only
 
             return run_demo(objects=args.objects, console=console, report_path=args.report, progress=args.progress)
+        if args.command == "plan":
+            return _plan(args, console)
         if args.command in {"submit", "status", "report"}:
             return _remote(args, console)
         return _run(args, console)

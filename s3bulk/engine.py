@@ -133,6 +133,13 @@ class Engine:
             self.tally.seen(obj.size, selected)
             yield obj, selected
 
+    def flush_extraneous(self) -> None:
+        self._extraneous.flush()
+
+    def items(self) -> Iterator[Item]:
+        """What the job would touch, from the listing (and the destination listing for skip modes); changes nothing."""
+        return self._items()
+
     def _items(self) -> Iterator[Item]:
         mapper, dst, opts = self._map, self.job.destination, self.job.options
         if mapper is None or dst is None:
@@ -149,7 +156,7 @@ class Engine:
             if j.selected
         )
 
-    def _check_destination(self) -> None:
+    def check_destination(self) -> None:
         """One cheap listing of the destination first, so a typo fails once, not once per object."""
         dst = self.job.destination
         if dst is None:
@@ -161,7 +168,7 @@ class Engine:
 
     def _produce(self, out: queue.Queue[tuple[list[Item], BatchRecord] | None]) -> None:
         try:
-            self._check_destination()
+            self.check_destination()
             after, scanned = self._start_after, 0
             for batch in batched(self._items(), self.job.options.batch_size):
                 now = self.tally.snapshot().scanned

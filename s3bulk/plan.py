@@ -1,0 +1,166 @@
+"""`s3bulk plan`: what a job would do and cost, from a listing alone; nothing is changed.
+
+Prices come from one data file (s3bulk/data/prices.json, with its region and date), never
+from code, so a user can check or replace them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, cast
+
+from s3bulk.copies import part_ranges
+from s3bulk.job import Job
+from s3bulk.store import ListPage, ObjectStore, RequestOptions
+
+KiB, MiB, GiB = 1024, 1024**2, 1024**3
+SIZE_BUCKETS = [(0, "0 B"), (128 * KiB, "< 128 KiB"), (MiB, "< 1 MiB"), (128 * MiB, "< 128 MiB"), (5 * GiB, "< 5 GiB")]
+LIST_PAGE = 1000
+DELETE_BATCH = 1000
+
+# Throughput for the ETA, measured (docs/benchmarks.md, docs/cost-model.md): one request per
+# object takes ~30 ms on S3, and one process tops out near 1,700 copies/s of client CPU.
+REQUEST_LATENCY_S = 0.030
+PROCESS_CEILING = 1700.0
+# The deployed stack's sizing (infra/config.py defaults) and per-invocation shape.
+STACK_WORKERS = 50
+STACK_THREADS = 32
+WORKER_MEMORY_GB = 1.0
+KEYS_PER_MESSAGE = 1000
+MESSAGES_PER_INVOCATION = 5
+MESSAGE_SQS_UNITS = 2  # ~100 KB of keys per message, billed per 64 KB
+STATE_TRANSITIONS = 40  # validate, list loop and progress polls of a typical job
+
+
+def size_bucket(size: int) -> str:
+    for limit, label in SIZE_BUCKETS:
+        if size == 0 if limit == 0 else size < limit:
+            return label
+    return ">= 5 GiB"
+
+
+@dataclass
+class Plan:
+    operation: str
+    scanned: int = 0
+    objects: int = 0
+    bytes: int = 0
+    skipped: int = 0
+    extraneous: int = 0  # sync: destination objects the run would delete
+    by_class: dict[str, list[int]] = field(default_factory=dict)  # class -> [objects, bytes]
+    by_size: dict[str, list[int]] = field(default_factory=dict)
+    requests: dict[str, int] = field(default_factory=dict)
+
+    def add(self, size: int, storage_class: str | None) -> None:
+        self.objects += 1
+        self.bytes += size
+        for table, name in ((self.by_class, storage_class or "STANDARD"), (self.by_size, size_bucket(size))):
+            row = table.setdefault(name, [0, 0])
+            row[0] += 1
+            row[1] += size
+
+    def count(self, request: str, n: int = 1) -> None:
+        if n:
+            self.requests[request] = self.requests.get(request, 0) + n
+
+
+def load_prices(path: str | Path | None = None) -> dict[str, Any]:
+    text = Path(path).read_text() if path else resources.files("s3bulk").joinpath("data/prices.json").read_text()
+    prices: dict[str, Any] = json.loads(text)
+    return prices
+
+
+def count_object(job: Job, plan: Plan, size: int) -> None:
+    """The S3 requests one object needs, by API call, as the engine makes them."""
+    op = job.operation
+    if op == "delete":
+        return
+    if size <= job.options.multipart_threshold:
+        plan.count("CopyObject")
+        return
+    plan.count("HeadObject", 2 if op == "move" else 1)  # a move confirms a multipart copy by HEAD
+    plan.count("GetObjectTagging")
+    plan.count("CreateMultipartUpload")
+    plan.count("UploadPartCopy", len(part_ranges(size, job.options.part_size)))
+    plan.count("CompleteMultipartUpload")
+
+
+def cost(plan: Plan, prices: dict[str, Any]) -> dict[str, float]:
+    """Dollars on the deployed stack and with S3 Batch Operations; the S3 requests are the same for both."""
+    r = plan.requests
+    class_a = sum(n for k, n in r.items() if k not in {"HeadObject", "GetObjectTagging", "DeleteObjects"})
+    s3 = class_a / 1000 * prices["s3_put_copy_post_list_per_1000"]
+    s3 += (r.get("HeadObject", 0) + r.get("GetObjectTagging", 0)) / 1000 * prices["s3_get_head_per_1000"]
+    s3 += r.get("DeleteObjects", 0) / 1000 * prices["s3_delete_per_1000"]
+    messages = math.ceil(plan.objects / KEYS_PER_MESSAGE)
+    invocations = math.ceil(messages / MESSAGES_PER_INVOCATION)
+    worker_seconds = plan.objects / (STACK_THREADS / REQUEST_LATENCY_S)
+    lam = worker_seconds * WORKER_MEMORY_GB * prices["lambda_gb_second"] + invocations * prices["lambda_request_per_million"] / 1e6
+    sqs = messages * (1 + 2 * MESSAGE_SQS_UNITS) * prices["sqs_request_per_million"] / 1e6  # send, receive, delete
+    ddb = messages * 4 * prices["dynamodb_write_unit_per_million"] / 1e6  # one transactional batch write: 2 items x 2 units
+    sfn = STATE_TRANSITIONS * prices["step_functions_transition_per_1000"] / 1000
+    batch_ops = prices["batch_operations_job"] + plan.objects / 1e6 * prices["batch_operations_per_million_objects"]
+    stack = s3 + lam + sqs + ddb + sfn
+    return {
+        "s3_requests": s3,
+        "lambda": lam,
+        "sqs": sqs,
+        "dynamodb": ddb,
+        "step_functions": sfn,
+        "stack_total": stack,
+        "batch_operations_total": s3 + batch_ops,
+    }
+
+
+def eta_seconds(plan: Plan, concurrency: int, workers: int = 1) -> float:
+    """From the measured per-request latency and process ceiling, for `workers` processes of `concurrency` threads."""
+    per_process = min(concurrency / REQUEST_LATENCY_S, PROCESS_CEILING)
+    units = sum(plan.requests.values()) or plan.objects
+    return units / (per_process * workers) if units else 0.0
+
+
+class _CountingLists:
+    """Passes calls to the store and counts the listings, which are the run's own (same code path)."""
+
+    def __init__(self, store: ObjectStore, plan: Plan) -> None:
+        self._store, self._plan = store, plan
+
+    def list_page(self, *args: Any, **kwargs: Any) -> ListPage:
+        self._plan.count("ListObjectsV2")
+        return self._store.list_page(*args, **kwargs)
+
+    def scoped(self, options: RequestOptions) -> _CountingLists:
+        return _CountingLists(self._store.scoped(options), self._plan)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def make_plan(job: Job, store: ObjectStore) -> Plan:
+    """List exactly as the run would (the engine's own item stream, in a dry run) and add up what it would do.
+
+    Memory stays bounded: objects are counted as they stream past, never kept.
+    """
+    from s3bulk.engine import Engine  # imported here: the engine is the heavier module, and plan sits beside the CLI
+
+    dry = job.model_copy(update={"options": job.options.model_copy(update={"dry_run": True})})
+    plan = Plan(job.operation)
+    engine = Engine(dry, cast(ObjectStore, _CountingLists(store, plan)), concurrency=1)
+    engine.check_destination()
+    for item in engine.items():
+        if item.exists:
+            plan.skipped += 1
+            continue
+        plan.add(item.obj.size, item.obj.storage_class)
+        count_object(job, plan, item.obj.size)
+    engine.flush_extraneous()
+    if job.operation in {"delete", "move"}:
+        plan.count("DeleteObjects", math.ceil(plan.objects / DELETE_BATCH))
+    plan.scanned = engine.tally.snapshot().scanned
+    plan.extraneous = engine.tally.extraneous_deleted
+    plan.count("DeleteObjects", math.ceil(plan.extraneous / DELETE_BATCH))
+    return plan

@@ -1,0 +1,74 @@
+"""The plan's arithmetic, checked by hand, and its counts on the fake store."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from s3bulk.job import MiB, parse_job
+from s3bulk.memstore import MemoryStore
+from s3bulk.plan import Plan, cost, load_prices, make_plan, size_bucket
+
+PRICES = load_prices()
+
+
+def test_prices_live_in_a_dated_regional_data_file() -> None:
+    assert (PRICES["region"], PRICES["as_of"]) == ("us-east-1", "2026-11-21")
+
+
+def test_cost_matches_a_hand_computed_example() -> None:
+    plan = Plan("copy", objects=1000)
+    plan.requests = {
+        "CopyObject": 1000,
+        "ListObjectsV2": 2,
+        "HeadObject": 10,
+        "GetObjectTagging": 10,
+        "CreateMultipartUpload": 10,
+        "UploadPartCopy": 40,
+        "CompleteMultipartUpload": 10,
+    }
+    c = cost(plan, PRICES)
+    # Class A (PUT/COPY/POST/LIST): 1000 + 2 + 10 + 40 + 10 = 1,062 at $0.005 per 1,000 = $0.00531;
+    # class B (GET/HEAD): 20 at $0.0004 per 1,000 = $0.000008.
+    assert c["s3_requests"] == pytest.approx(0.005318)
+    # One message, one invocation; 1,000 objects at 32 threads / 30 ms = 0.9375 s x 1 GB x $0.0000133334 + $0.0000002.
+    assert c["lambda"] == pytest.approx(0.9375 * 0.0000133334 + 0.2e-6)
+    assert c["sqs"] == pytest.approx(5 * 0.4e-6)  # send + receive + delete, a ~100 KB message is 2 units each
+    assert c["dynamodb"] == pytest.approx(4 * 0.625e-6)
+    assert c["step_functions"] == pytest.approx(40 * 0.025 / 1000)
+    assert c["stack_total"] == pytest.approx(0.005318 + 0.9375 * 0.0000133334 + 0.2e-6 + 2e-6 + 2.5e-6 + 0.001)
+    assert c["batch_operations_total"] == pytest.approx(0.005318 + 0.25 + 0.001)
+
+
+@pytest.mark.parametrize(("size", "label"), [(0, "0 B"), (1, "< 128 KiB"), (128 * 1024, "< 1 MiB"), (5 * 1024**3, ">= 5 GiB")])
+def test_size_buckets_have_exclusive_upper_bounds(size: int, label: str) -> None:
+    assert size_bucket(size) == label
+
+
+def test_plan_counts_what_the_run_would_touch_and_changes_nothing() -> None:
+    store = MemoryStore(page_size=30)
+    for b in ("src-b", "dst-b"):
+        store.create_bucket(b)
+    for i in range(100):
+        store.put_object("src-b", f"in/{i:03d}", b"x" * i, storage_class="STANDARD_IA" if i % 4 == 0 else "STANDARD")
+    store.put_object("src-b", "in/big", b"b" * (12 * MiB))
+    store.put_object("dst-b", "out/005", b"x" * 5)  # unchanged: skipped
+    job = parse_job(
+        json.dumps(
+            {
+                "operation": "copy",
+                "source": {"bucket": "src-b", "prefix": "in/"},
+                "destination": {"bucket": "dst-b", "prefix": "out/"},
+                "options": {"if_exists": "skip-unchanged", "multipart_threshold": 8 * MiB, "part_size": 5 * MiB},
+            }
+        )
+    )
+    calls_before = dict(store.calls)
+    plan = make_plan(job, store)
+    assert {k: v for k, v in store.calls.items() if k != "ListObjectsV2"} == {k: v for k, v in calls_before.items() if k != "ListObjectsV2"}
+    assert store.keys("dst-b") == ["out/005"]
+    assert (plan.scanned, plan.objects, plan.skipped) == (101, 100, 1)
+    assert plan.by_class["STANDARD_IA"][0] == 25
+    assert plan.requests["CopyObject"] == 99 and plan.requests["UploadPartCopy"] == 3
+    assert plan.requests["ListObjectsV2"] == store.calls["ListObjectsV2"] - calls_before.get("ListObjectsV2", 0)
