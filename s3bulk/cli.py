@@ -19,7 +19,7 @@ from rich.table import Table
 
 from s3bulk import __version__
 from s3bulk.clients import ClientSettings, has_credentials, make_s3_client
-from s3bulk.engine import Engine, connections_needed, new_job_id, resolve_concurrency
+from s3bulk.engine import Engine, JobAbort, connections_needed, new_job_id, resolve_concurrency
 from s3bulk.job import Job, JobError, json_schema, load_job, parse_job
 from s3bulk.localledger import LedgerError, LocalLedger, spec_hash, state_dir
 from s3bulk.progress import ProgressDisplay, failures_table, summary_table
@@ -225,6 +225,8 @@ def _plan(args: argparse.Namespace, console: Console) -> int:
         plan = make_plan(job, FastS3Store(client, connections_needed(concurrency)))
     except StoreError as exc:
         raise UsageError(f"listing for the plan failed: {exc.code}: {exc.message}") from None
+    except JobAbort as exc:
+        raise UsageError(str(exc)) from None
     dollars = cost(plan, prices)
     doc: dict[str, Any] = {
         "operation": plan.operation,

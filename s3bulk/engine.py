@@ -16,8 +16,6 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from s3bulk.batchrun import BatchRunner, Item
-from s3bulk.delete import MAX_KEYS as DELETE_BATCH
-from s3bulk.delete import delete_keys
 from s3bulk.errors import error_code, error_message
 from s3bulk.executor import BoundedExecutor
 from s3bulk.job import Job, request_options
@@ -26,7 +24,7 @@ from s3bulk.localledger import BatchRecord, LocalLedger
 from s3bulk.report import BatchTally, Report, Tally
 from s3bulk.selection import KeyMapper, Selector
 from s3bulk.store import ObjectInfo, ObjectStore, StoreError
-from s3bulk.sync import join, unchanged
+from s3bulk.sync import Extraneous, join, unchanged
 
 # On the fast request path 64 threads give 95% of the best copies/s both direct and at
 # +20 ms (128 is ~5% faster but costs more CPU per object); 32 gives 84-87%.
@@ -38,36 +36,6 @@ PART_WORKERS = 8
 # Batches queued between the lister and the workers: enough to never starve the
 # pool, few enough that memory does not grow with the bucket.
 QUEUE_BATCHES = 4
-
-
-class Extraneous:
-    """Destination objects no source object maps to, deleted 1,000 at a time as the join finds them."""
-
-    def __init__(self, job: Job, store: ObjectStore, tally: Tally, selector: Selector, mapper: KeyMapper | None) -> None:
-        self.job, self.store, self.tally, self.selector, self.mapper = job, store, tally, selector, mapper
-        self._keys: list[str] = []
-
-    def add(self, obj: ObjectInfo) -> None:
-        assert self.mapper is not None
-        # A key the include/exclude globs would leave out is not the job's to delete (rclone's rule too).
-        if not self.selector.key_matches(self.mapper.source_of(obj.key, self.job.source.prefix)):
-            return
-        self._keys.append(obj.key)
-        if len(self._keys) >= DELETE_BATCH:
-            self.flush()
-
-    def flush(self) -> None:
-        keys, self._keys = self._keys, []
-        if not keys:
-            return
-        if self.job.options.dry_run:
-            self.tally.extraneous(len(keys))
-            return
-        assert self.job.destination is not None
-        failed = {f.key: f for f in delete_keys(self.store, self.job.destination.bucket, keys)}
-        self.tally.extraneous(len(keys) - len(failed))
-        for f in failed.values():
-            self.tally.fail(f.key, f.code, f"extraneous destination object not deleted: {f.message}")
 
 
 class JobAbort(Exception):
@@ -138,9 +106,6 @@ class Engine:
 
     def items(self) -> Iterator[Item]:
         """What the job would touch, from the listing (and the destination listing for skip modes); changes nothing."""
-        return self._items()
-
-    def _items(self) -> Iterator[Item]:
         mapper, dst, opts = self._map, self.job.destination, self.job.options
         if mapper is None or dst is None:
             return (Item(obj) for obj, selected in self._listed() if selected)
@@ -170,7 +135,7 @@ class Engine:
         try:
             self.check_destination()
             after, scanned = self._start_after, 0
-            for batch in batched(self._items(), self.job.options.batch_size):
+            for batch in batched(self.items(), self.job.options.batch_size):
                 now = self.tally.snapshot().scanned
                 # The ledger's unit: the batch covers (after, last] of the listing, and the keys scanned to reach it.
                 rec = BatchRecord(after, batch[-1].obj.key, now - scanned, len(batch), sum(i.obj.size for i in batch), 0, 0, 0, 0, 0)
@@ -183,7 +148,7 @@ class Engine:
                         continue
                 if self._stop.is_set():
                     return
-            self._extraneous.flush()
+            self.flush_extraneous()
             if self.ledger is not None:
                 self.ledger.record_tail(self.tally.snapshot().scanned - scanned)
             self.tally.finish_listing()

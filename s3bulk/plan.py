@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from s3bulk.copies import part_ranges
+from s3bulk.engine import Engine
 from s3bulk.job import Job
 from s3bulk.store import ListPage, ObjectStore, RequestOptions
 
@@ -37,10 +38,9 @@ STATE_TRANSITIONS = 40  # validate, list loop and progress polls of a typical jo
 
 
 def size_bucket(size: int) -> str:
-    for limit, label in SIZE_BUCKETS:
-        if size == 0 if limit == 0 else size < limit:
-            return label
-    return ">= 5 GiB"
+    if size == 0:
+        return "0 B"
+    return next((label for limit, label in SIZE_BUCKETS[1:] if size < limit), ">= 5 GiB")
 
 
 @dataclass
@@ -145,8 +145,6 @@ def make_plan(job: Job, store: ObjectStore) -> Plan:
 
     Memory stays bounded: objects are counted as they stream past, never kept.
     """
-    from s3bulk.engine import Engine  # imported here: the engine is the heavier module, and plan sits beside the CLI
-
     dry = job.model_copy(update={"options": job.options.model_copy(update={"dry_run": True})})
     plan = Plan(job.operation)
     engine = Engine(dry, cast(ObjectStore, _CountingLists(store, plan)), concurrency=1)

@@ -116,11 +116,10 @@ def list_step(
 def _not_existing(store: ObjectStore, job: Job, mapper: KeyMapper, selected: list[Any]) -> list[Any]:
     """Merge-join one page with the destination range it maps to."""
     assert job.destination is not None
-    pairs = [(o, mapper(o.key)) for o in selected]
-    first = pairs[0][1]
+    first = mapper(selected[0].key)
     existing = iter_objects(store, job.destination.bucket, job.destination.prefix, start_after=first[:-1] or None)
     skip_unchanged = job.options.if_exists == "skip-unchanged"
-    joined = join(((o, True) for o, _k in pairs), mapper, existing)
+    joined = join(((o, True) for o in selected), mapper, existing)
     return [j.obj for j in joined if j.existing is None or (skip_unchanged and not unchanged(j.obj, j.existing))]
 
 

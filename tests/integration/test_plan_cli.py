@@ -46,3 +46,18 @@ def test_plan_changes_nothing_and_predicts_the_run(seaweed: str, bucket_factory:
     assert plan["cost_usd"]["batch_operations_total"] > plan["cost_usd"]["stack_total"] > 0
     human = run_cli("plan", str(job), "--endpoint-url", seaweed, env=env)
     assert human.returncode == 0 and "S3 Batch Operations" in human.stdout and "ETA" in human.stdout
+
+
+def test_plan_with_a_missing_destination_is_one_clear_error(
+    seaweed: str, bucket_factory: Callable[[Any, str], str], tmp_path: Path
+) -> None:
+    direct = client_for(seaweed)
+    src = bucket_factory(direct, "src")
+    seed_small(direct, src, "in/", 3)
+    job = write_job(
+        tmp_path / "job.json", {"operation": "copy", "source": {"bucket": src}, "destination": {"bucket": "no-such-dst-bucket"}}
+    )
+    planned = run_cli("plan", str(job), "--endpoint-url", seaweed, env=cli_env(tmp_path))
+    assert planned.returncode == 2
+    assert planned.stderr.count("error:") == 1 and "no-such-dst-bucket" in planned.stderr and "NoSuchBucket" in planned.stderr
+    assert "Traceback" not in planned.stderr
