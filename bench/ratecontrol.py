@@ -3,7 +3,7 @@
 python -m bench.ratecontrol [--rate 300] [--objects 4000] [--threads 64]
 
 A copy job into one prefix runs through the fault proxy twice: with the engine's rate
-control (botocore's adaptive limiter on both request paths) and with it switched off
+control (s3bulk.ratecontrol on both request paths) and with it switched off
 (retries and backoff only, the default: `options.adaptive_rate` is false). Targets: achieved copies/s >= 85% of R, and retries
 <= 10% of requests.
 """

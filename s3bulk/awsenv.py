@@ -74,8 +74,15 @@ def sender(cfg: AwsConfig) -> QueueSender:
 
 
 def worker_service(cfg: AwsConfig) -> WorkerService:
+    s3 = store(cfg)
     return WorkerService(
-        ledger=ledger(cfg), store=store(cfg), reports=reports(cfg), allow=cfg.allow, concurrency=cfg.concurrency, margin=cfg.work_margin
+        ledger=ledger(cfg),
+        store=s3,
+        reports=reports(cfg),
+        allow=cfg.allow,
+        concurrency=cfg.concurrency,
+        margin=cfg.work_margin,
+        rate=s3.rate,
     )
 
 

@@ -187,7 +187,7 @@ class Options(_Strict):
     )
     adaptive_rate: bool = Field(
         False,
-        description="After S3 throttles (503 SlowDown), pace all requests with one shared adaptive rate instead of retrying at full speed.",
+        description="After S3 throttles (503 SlowDown), pace all requests with one adaptive rate (shared by all workers on AWS) that settles just under the prefix limit, instead of retrying at full speed.",
     )
     tolerated_failures: int = Field(0, ge=0, description="On AWS, the execution fails only when more objects than this fail.")
     requester_pays: bool = Field(

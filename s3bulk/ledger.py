@@ -7,6 +7,8 @@ One table, two item kinds under the job's partition key:
                            message can never be counted twice.
 `pending` is batches sent minus batches finished; the state machine reads it
 (with listing_done) straight from DynamoDB to know when a job is done.
+`send_rate` (with `rate_at`) is the job's adaptive per-worker request rate, shared by
+all workers: a cut lowers it at once, a rise lands at most once per RISE_SPACING_S.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from s3bulk.job import Job, parse_job
 
 COUNTERS = ("scanned", "listed", "listed_bytes", "skipped", "succeeded", "failed", "bytes", "batches", "pending")
 DEFAULT_TTL_DAYS = 30
+# However many workers finish a batch at once, the shared rate rises at most this often.
+RISE_SPACING_S = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +211,35 @@ class DynamoLedger:
                 and reasons
                 and reasons[0].get("Code") == "ConditionalCheckFailed"
             ):
+                return False
+            raise
+
+    def shared_rate(self, job_id: str) -> float | None:
+        """The per-worker send rate the job's workers agreed on, or None before any throttle."""
+        r = self.client.get_item(TableName=self.table, Key=job_key(job_id), ProjectionExpression="send_rate")
+        value = r.get("Item", {}).get("send_rate")
+        return float(value["N"]) if value else None
+
+    def publish_rate(self, job_id: str, rate: float, *, cut: bool, now: float | None = None) -> bool:
+        """A cut wins when lower; a rise only over an existing rate and not sooner than RISE_SPACING_S after the last change."""
+        now = time.time() if now is None else now
+        if cut:
+            condition = "attribute_not_exists(send_rate) OR send_rate > :r"
+            values = {":r": {"N": f"{rate:.3f}"}, ":now": {"N": f"{now:.3f}"}}
+        else:
+            condition = "send_rate < :r AND rate_at < :stale"
+            values = {":r": {"N": f"{rate:.3f}"}, ":now": {"N": f"{now:.3f}"}, ":stale": {"N": f"{now - RISE_SPACING_S:.3f}"}}
+        try:
+            self.client.update_item(
+                TableName=self.table,
+                Key=job_key(job_id),
+                UpdateExpression="SET send_rate = :r, rate_at = :now",
+                ConditionExpression=f"attribute_exists(pk) AND ({condition})",
+                ExpressionAttributeValues=values,
+            )
+            return True
+        except ClientError as exc:
+            if _conditional_failed(exc):
                 return False
             raise
 

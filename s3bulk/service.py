@@ -21,6 +21,7 @@ from s3bulk.job import Job, JobError, parse_job, request_options
 from s3bulk.ledger import BatchCounts, DynamoLedger, initial_item
 from s3bulk.listing import iter_objects
 from s3bulk.messages import BatchMessage, pack
+from s3bulk.ratecontrol import RateControl
 from s3bulk.report import Tally
 from s3bulk.reports import ReportBucket
 from s3bulk.selection import KeyMapper, Selector
@@ -151,12 +152,14 @@ class WorkerService:
         allow: AllowList,
         concurrency: int,
         margin: float = WORK_MARGIN_S,
+        rate: RateControl | None = None,
     ) -> None:
         self.ledger = ledger
         self.store = store
         self.reports = reports
         self.allow = allow
         self.margin = margin
+        self.rate = rate  # the store's, so the job's adaptive_rate can switch it and share it
         self.pool = BoundedExecutor(concurrency, name="s3bulk-worker")
         self.parts = BoundedExecutor(PART_WORKERS, max_in_flight=4 * PART_WORKERS, name="s3bulk-part")
         self._jobs: dict[str, Job] = {}
@@ -177,6 +180,7 @@ class WorkerService:
         items = [Item(o, mapper(o.key) if mapper else "") for o in msg.objects()]
         tally = Tally()
         retries_before = self.store.retries
+        cuts_before = self._pace(msg.job_id, job)
         try:
             store = self.store.scoped(request_options(job))
             run = BatchRunner(job, store, self.pool, self.parts).start(items, tally, keep_going=lambda: time_left() > self.margin)
@@ -188,7 +192,17 @@ class WorkerService:
         finally:
             tally.close()
         counted = self.ledger.complete_batch(msg.job_id, msg.batch_id, counts)
+        if self.rate is not None and self.rate.enabled and self.rate.send_rate is not None:
+            self.ledger.publish_rate(msg.job_id, self.rate.send_rate, cut=self.rate.cuts > cuts_before)
         return WorkOutcome(counts, counted, self.store.retries - retries_before)
+
+    def _pace(self, job_id: str, job: Job) -> int:
+        """Start the batch at the rate all of the job's workers share, so a fresh worker does not storm a throttled prefix."""
+        if self.rate is None:
+            return 0
+        adaptive = job.options.adaptive_rate
+        self.rate.configure(adaptive, self.ledger.shared_rate(job_id) if adaptive else None)
+        return self.rate.cuts
 
     def dead_letter(self, msg: BatchMessage, exc: BaseException, attempts: int) -> BatchCounts:
         """Last delivery: report every object of the batch as failed so the job can finish, then let SQS dead-letter it."""

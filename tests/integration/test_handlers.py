@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import boto3
 import pytest
+from botocore.awsrequest import AWSResponse, HTTPHeaders
 from moto import mock_aws
 
 from functions.finalize import handler as finalize_handler
 from functions.lister import handler as lister_handler
 from functions.validate import handler as validate_handler
 from functions.worker import handler as worker_handler
+from s3bulk import s3store
 from s3bulk.job import JobError
-from s3bulk.ledger import DynamoLedger
+from s3bulk.ledger import RISE_SPACING_S, DynamoLedger
+from s3bulk.ratecontrol import RateControl
 from tests.integration.aws_harness import REGION, Context, create_queues, create_table, pump, receive, sqs_event
 from tests.integration.helpers import md5
 
@@ -374,3 +377,92 @@ def test_skip_unchanged_on_the_stack_sends_only_changed_objects(aws: Aws) -> Non
 def test_the_stack_refuses_delete_extraneous_with_a_pointer_to_the_cli(aws: Aws) -> None:
     with pytest.raises(JobError, match=r"^job\.options\.delete_extraneous: .*s3bulk run"):
         start(aws, if_exists="skip-unchanged", delete_extraneous=True)
+
+
+def test_the_ledger_keeps_the_lowest_cut_and_spaces_rises(aws: Aws) -> None:
+    job_id = start(aws, adaptive_rate=True)
+    assert aws.ledger.shared_rate(job_id) is None
+    assert not aws.ledger.publish_rate(job_id, 500.0, cut=False, now=100.0)  # no rise before any throttle
+    assert aws.ledger.publish_rate(job_id, 120.0, cut=True, now=100.0)
+    assert not aws.ledger.publish_rate(job_id, 200.0, cut=True, now=100.5)  # a higher "cut" loses
+    assert aws.ledger.publish_rate(job_id, 90.0, cut=True, now=101.0)
+    assert not aws.ledger.publish_rate(job_id, 95.0, cut=False, now=101.0 + RISE_SPACING_S / 2)
+    assert aws.ledger.publish_rate(job_id, 95.0, cut=False, now=101.0 + RISE_SPACING_S * 1.5)
+    assert not aws.ledger.publish_rate(job_id, 93.0, cut=False, now=200.0)  # a "rise" below the rate loses
+    assert aws.ledger.shared_rate(job_id) == 95.0
+    assert not aws.ledger.publish_rate("no-such-job", 10.0, cut=True)
+
+
+class _SteppingClock:
+    """Each reading moves time on, so rate windows close without real waiting."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += 0.01
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def _throttle_every(n: int) -> Callable[..., Any]:
+    """A before-send hook answering every n-th CopyObject with 503 SlowDown, ahead of moto."""
+    calls = iter(range(10**9))
+
+    class Raw:
+        def stream(self, **_: Any) -> Iterator[bytes]:
+            yield b"<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
+
+    def hook(request: Any, **_: Any) -> AWSResponse | None:
+        return AWSResponse(request.url, 503, HTTPHeaders(), Raw()) if next(calls) % n == 0 else None
+
+    return hook
+
+
+def test_workers_share_one_adaptive_rate_through_the_ledger(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A throttled worker publishes its cut; the next worker starts at it instead of storming the prefix."""
+    clock = _SteppingClock()
+    monkeypatch.setattr(s3store, "RateControl", lambda: RateControl(clock=clock, sleep=clock.sleep))
+    expected = seed(aws, 300)
+    job_id = start(aws, adaptive_rate=True, batch_size=100)
+    list_all(job_id)
+    first, _ = worker_handler.service()
+    assert first.rate is not None
+    first.store.client.meta.events.register("before-send.s3.CopyObject", _throttle_every(4))  # type: ignore[attr-defined]
+    messages = receive(aws.sqs, aws.queue_url, 1)
+    out = worker_handler.handler(sqs_event(messages, aws.queue_arn), Context())
+    assert out == {"batchItemFailures": []}
+    aws.sqs.delete_message(QueueUrl=aws.queue_url, ReceiptHandle=messages[0]["ReceiptHandle"])
+    assert first.rate.cuts >= 1 and first.rate.throttles >= 25
+    shared = aws.ledger.shared_rate(job_id)
+    assert shared is not None and shared == pytest.approx(first.rate.send_rate, rel=1e-3)
+
+    worker_handler.service.cache_clear()  # a fresh container, never throttled itself
+    seeds: list[tuple[bool, float | None]] = []
+    real_configure = RateControl.configure
+
+    def recording(self: RateControl, enabled: bool, rate: float | None = None) -> None:
+        seeds.append((enabled, rate))
+        real_configure(self, enabled, rate)
+
+    monkeypatch.setattr(RateControl, "configure", recording)
+    work_all(aws)
+    second, _ = worker_handler.service()
+    assert second is not first and second.rate is not None and second.rate.throttles == 0
+    assert seeds[0] == (True, shared)
+    assert second.rate.send_rate is not None  # paced from its first request, though S3 never throttled it
+    rec = aws.ledger.load(job_id)
+    assert (rec.counters["succeeded"], rec.counters["failed"], rec.counters["pending"]) == (300, 0, 0)
+    assert dest_bodies(aws) == {"out/" + k[3:]: v for k, v in expected.items()}
+
+
+def test_a_job_without_adaptive_rate_neither_paces_nor_shares(aws: Aws) -> None:
+    seed(aws, 50)
+    job_id = start(aws)
+    list_all(job_id)
+    work_all(aws)
+    worker, _ = worker_handler.service()
+    assert worker.rate is not None and not worker.rate.enabled and worker.rate.send_rate is None
+    assert aws.ledger.shared_rate(job_id) is None
