@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from s3bulk.job import Job, JobError
+from s3bulk.job import WRITES_SOURCE, Job, JobError
 
 
 def _split(value: str | None) -> frozenset[str]:
@@ -31,8 +31,13 @@ class AllowList:
             raise JobError(_denied("job.source.bucket", src, "read", self.read))
         if job.operation in {"delete", "move"} and src not in self.delete:
             raise JobError(_denied("job.source.bucket", src, "delete", self.delete))
-        if job.destination is not None and job.destination.bucket not in self.write:
-            raise JobError(_denied("job.destination.bucket", job.destination.bucket, "write", self.write))
+        if job.operation in WRITES_SOURCE - {"move", "delete"} and src not in self.write:
+            raise JobError(_denied("job.source.bucket", src, "write", self.write))
+        dst = job.destination
+        if dst is not None:
+            needed, allowed = ("read", self.read | self.write) if job.operation == "verify" else ("write", self.write)
+            if dst.bucket not in allowed:
+                raise JobError(_denied("job.destination.bucket", dst.bucket, needed, allowed))
 
 
 def _denied(field: str, bucket: str, kind: str, allowed: frozenset[str]) -> str:

@@ -12,16 +12,20 @@ import random
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from s3bulk.copies import CopySettings, copy_object
 from s3bulk.delete import delete_keys
 from s3bulk.errors import ErrorKind, classify, error_code, error_message
 from s3bulk.executor import BoundedExecutor
-from s3bulk.job import MAX_KEY_BYTES, Job
+from s3bulk.job import MAX_KEY_BYTES, Job, Restore
+from s3bulk.keylog import KeyLog, KeyRecord
 from s3bulk.move import confirm_copy, destination_already_moved
 from s3bulk.report import Outcomes
+from s3bulk.restore import restore_object
 from s3bulk.store import KeyFailure, ObjectInfo, ObjectStore, StoreError
+from s3bulk.tagging import tag_object
+from s3bulk.verify import verify_object
 
 # Pause before an object's next round: the client's own retries already spent ~10 s of backoff.
 ROUND_PAUSE = 1.0
@@ -35,6 +39,41 @@ class Item:
     obj: ObjectInfo
     dst_key: str = ""
     exists: bool = False
+    dst_etag: str = ""  # set once copied, for the per-key ledger of a move
+    attempts: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """What one object's task achieved: `changed` False is a skip (nothing needed doing)."""
+
+    changed: bool
+    dst_etag: str = ""
+    src_checksum: str = ""
+    dst_checksum: str = ""
+
+
+def _log(
+    keylog: KeyLog | None, item: Item, outcome: str, done: Done | None = None, attempts: int = 1, error: str = "", message: str = ""
+) -> None:
+    if keylog is None:
+        return
+    d = done or Done(False, item.dst_etag)
+    keylog.write(
+        KeyRecord(
+            item.obj.key,
+            outcome,
+            item.obj.size,
+            item.obj.etag,
+            item.dst_key,
+            d.dst_etag,
+            d.src_checksum,
+            d.dst_checksum,
+            attempts,
+            error,
+            message,
+        )
+    )
 
 
 def _always() -> bool:
@@ -103,15 +142,23 @@ class BatchRunner:
     """Per-object tasks for one job; the pools are the caller's (sized to the client's connection pool)."""
 
     def __init__(
-        self, job: Job, store: ObjectStore, pool: BoundedExecutor, parts: BoundedExecutor, sleep: Callable[[float], None] = time.sleep
+        self,
+        job: Job,
+        store: ObjectStore,
+        pool: BoundedExecutor,
+        parts: BoundedExecutor,
+        sleep: Callable[[float], None] = time.sleep,
+        keylog: KeyLog | None = None,
     ) -> None:
         self.job = job
+        self.keylog = keylog
         self.sleep = sleep
         self.store = store
         self.pool = pool
         self.parts = parts
         dst = job.destination
         self._copy = CopySettings(job.options.multipart_threshold, job.options.part_size, dst.storage_class if dst else None)
+        self._in_place = CopySettings(job.options.multipart_threshold, job.options.part_size, job.storage_class)
 
     def start(
         self,
@@ -128,13 +175,14 @@ class BatchRunner:
         for item in batch:
             if item.exists:
                 tally.skip()
+                _log(self.keylog, item, "skipped", attempts=0)
             else:
                 todo.append(item)
         op = self.job.operation
         closing = None
         if op == "move":
             bucket = self.job.source.bucket
-            closing = lambda confirmed: delete_batch(self.store, bucket, confirmed, tally, moved=True)  # noqa: E731
+            closing = lambda confirmed: delete_batch(self.store, bucket, confirmed, tally, moved=True, keylog=self.keylog)  # noqa: E731
         run = BatchRun(closing, on_complete)
         if self.job.options.dry_run or not todo:
             run.seal(all_submitted=True)
@@ -147,19 +195,20 @@ class BatchRunner:
             else:
                 run.seal(all_submitted=False)
             return run
+        task = self._copy_task if op in {"copy", "move"} else self._object_task
         submitted = 0
         for item in todo:
             if not keep_going():
                 break
             run.add()
-            self.pool.submit(self._copy_task, item, tally, run)
+            self.pool.submit(task, item, tally, run)
             submitted += 1
         run.seal(all_submitted=submitted == len(todo))
         return run
 
     def _delete_task(self, items: list[Item], tally: Outcomes, run: BatchRun) -> None:
         try:
-            delete_batch(self.store, self.job.source.bucket, items, tally)
+            delete_batch(self.store, self.job.source.bucket, items, tally, keylog=self.keylog)
         finally:
             run.finish()
 
@@ -168,14 +217,18 @@ class BatchRunner:
         assert dst is not None
         move = self.job.operation == "move"
         confirmed: Item | None = None
+        attempts = 0
         try:
             size = len(item.dst_key.encode("utf-8", "surrogatepass"))
             if size > MAX_KEY_BYTES:
                 # Checked here, not left to the server: some S3-compatible servers cut or accept long keys.
                 raise StoreError("KeyTooLongError", f"the destination key is {size} UTF-8 bytes; S3 allows {MAX_KEY_BYTES}", 400)
+            etag = ""
             for round_ in range(self.job.options.object_retries + 1):
+                attempts = round_ + 1
                 try:
                     done = copy_object(self.store, self.parts, self.job.source.bucket, item.obj, dst.bucket, item.dst_key, self._copy)
+                    etag = done.etag
                     if move:
                         confirm_copy(self.store, item.obj, dst.bucket, item.dst_key, done)
                     break
@@ -188,16 +241,60 @@ class BatchRunner:
                     tally.retry()
                     self.sleep(min(ROUND_PAUSE_MAX, ROUND_PAUSE * 2**round_) * random.uniform(0.5, 1.0))
             if move:
-                confirmed = item
+                confirmed = replace(item, dst_etag=etag, attempts=attempts)
             else:
                 tally.succeed(item.obj.size)
+                _log(self.keylog, item, "succeeded", Done(True, etag), attempts)
         except Exception as exc:  # noqa: BLE001 - every per-object error is reported, never raised
             tally.fail(item.obj.key, error_code(exc), error_message(exc))
+            _log(self.keylog, item, "failed", attempts=attempts, error=error_code(exc), message=error_message(exc))
         finally:
             run.finish(confirmed)
 
+    def _act(self, item: Item) -> Done:
+        """One object of an in-place operation (or verify): the call(s) it needs, nothing more."""
+        job, bucket, obj = self.job, self.job.source.bucket, item.obj
+        if job.operation == "tag":
+            assert job.tagging is not None
+            return Done(tag_object(self.store, bucket, obj.key, job.tagging))
+        if job.operation == "restore":
+            return Done(restore_object(self.store, bucket, obj, job.restore or Restore()))
+        if job.operation == "set-storage-class":
+            if (obj.storage_class or "STANDARD") == job.storage_class:
+                return Done(False)
+            return Done(True, copy_object(self.store, self.parts, bucket, obj, bucket, obj.key, self._in_place).etag)
+        assert job.operation == "verify" and job.destination is not None
+        v = verify_object(self.store, bucket, obj, job.destination.bucket, item.dst_key)
+        return Done(True, "", v.src_checksum, v.dst_checksum)
 
-def delete_batch(store: ObjectStore, bucket: str, items: Sequence[Item], tally: Outcomes, *, moved: bool = False) -> None:
+    def _object_task(self, item: Item, tally: Outcomes, run: BatchRun) -> None:
+        attempts = 0
+        try:
+            for round_ in range(self.job.options.object_retries + 1):
+                attempts = round_ + 1
+                try:
+                    done = self._act(item)
+                    break
+                except StoreError as exc:
+                    if classify(exc) is ErrorKind.PERMANENT or round_ == self.job.options.object_retries:
+                        raise
+                    tally.retry()
+                    self.sleep(min(ROUND_PAUSE_MAX, ROUND_PAUSE * 2**round_) * random.uniform(0.5, 1.0))
+            if done.changed:
+                tally.succeed(item.obj.size)
+            else:
+                tally.skip()
+            _log(self.keylog, item, "succeeded" if done.changed else "skipped", done, attempts)
+        except Exception as exc:  # noqa: BLE001 - every per-object error is reported, never raised
+            tally.fail(item.obj.key, error_code(exc), error_message(exc))
+            _log(self.keylog, item, "failed", attempts=attempts, error=error_code(exc), message=error_message(exc))
+        finally:
+            run.finish()
+
+
+def delete_batch(
+    store: ObjectStore, bucket: str, items: Sequence[Item], tally: Outcomes, *, moved: bool = False, keylog: KeyLog | None = None
+) -> None:
     """Delete a batch's keys; for a move, a key counts as done only once its source is gone."""
     failed: dict[str, KeyFailure] = {}
     for start in range(0, len(items), 1000):
@@ -208,6 +305,8 @@ def delete_batch(store: ObjectStore, bucket: str, items: Sequence[Item], tally: 
         failure = failed.get(item.obj.key)
         if failure is None:
             tally.succeed(item.obj.size)
+            _log(keylog, item, "succeeded", attempts=item.attempts or 1)
         else:
             note = "copied, but the source could not be deleted: " if moved else ""
             tally.fail(item.obj.key, failure.code, note + failure.message)
+            _log(keylog, item, "failed", attempts=item.attempts or 1, error=failure.code, message=note + failure.message)

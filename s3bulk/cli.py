@@ -12,7 +12,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from rich.console import Console
 from rich.table import Table
@@ -56,6 +56,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--region", help="AWS region (default: the standard chain; us-east-1 with --endpoint-url)")
     run.add_argument("--profile", help="AWS profile name")
     run.add_argument("--report", metavar="PATH", help="write the JSON report (every failure with key and code) here")
+    run.add_argument(
+        "--ledger",
+        metavar="PATH.jsonl",
+        dest="key_ledger",
+        help="append one JSON line per object (key, sizes, ETags/checksums, attempts, outcome, error) here; see docs/key-ledger.md",
+    )
     run.add_argument("--concurrency", type=int, metavar="N", help="worker threads, overriding options.concurrency")
     run.add_argument("--dry-run", action="store_true", help="list and count only; change nothing")
     run.add_argument("--progress", choices=("auto", "on", "off"), default="auto", help="live progress (auto: on a terminal)")
@@ -114,9 +120,10 @@ def execute(
     quiet: bool = False,
     report_path: str | None = None,
     ledger: LocalLedger | None = None,
+    key_ledger: IO[str] | None = None,
 ) -> Report:
     """Run the engine with a progress display, then print the summary and write the report."""
-    engine = Engine(job, store, concurrency=concurrency, ledger=ledger)
+    engine = Engine(job, store, concurrency=concurrency, ledger=ledger, key_ledger=key_ledger)
     if ledger is not None and not quiet:
         verb = "resuming" if ledger.run_number > 1 else "job"
         console.print(f"{verb} {engine.job_id} (if interrupted: s3bulk run --resume {engine.job_id})", markup=False, highlight=False)
@@ -180,13 +187,29 @@ def _open_ledger(args: argparse.Namespace) -> tuple[Job, LocalLedger | None]:
         raise UsageError(str(exc)) from None
 
 
+def _open_key_ledger(path: str | None) -> IO[str] | None:
+    """Opened before any work, so a bad path fails in one line, not after the job; appended to, so a resume adds to it."""
+    if not path:
+        return None
+    try:
+        return open(path, "a", encoding="utf-8", buffering=1024 * 1024)
+    except OSError as exc:
+        raise UsageError(f"--ledger {path}: {exc.strerror}; give a writable file path") from None
+
+
 def _run(args: argparse.Namespace, console: Console) -> int:
     if args.job:
         _with_overrides(load_job(args.job), args)  # a bad job fails first, before credentials or ledgers
     settings = ClientSettings(endpoint_url=args.endpoint_url, region=args.region, profile=args.profile)
     if not has_credentials(settings):
         raise UsageError("no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or pass --profile")
-    job, ledger = _open_ledger(args)
+    key_ledger = _open_key_ledger(args.key_ledger)
+    try:
+        job, ledger = _open_ledger(args)
+    except BaseException:
+        if key_ledger is not None:
+            key_ledger.close()
+        raise
     concurrency = resolve_concurrency(job, args.concurrency)
     client = make_s3_client(settings, connections_needed(concurrency))
     rate = RateControl(enabled=job.options.adaptive_rate)
@@ -201,10 +224,13 @@ def _run(args: argparse.Namespace, console: Console) -> int:
             quiet=args.quiet,
             report_path=args.report,
             ledger=ledger,
+            key_ledger=key_ledger,
         )
     finally:
         if ledger is not None:
             ledger.close()
+        if key_ledger is not None:
+            key_ledger.close()
     return report.exit_code
 
 

@@ -14,11 +14,13 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
+from typing import IO
 
 from s3bulk.batchrun import BatchRunner, Item
 from s3bulk.errors import error_code, error_message
 from s3bulk.executor import BoundedExecutor
 from s3bulk.job import Job, request_options
+from s3bulk.keylog import JsonlKeyLog
 from s3bulk.listing import batched, iter_objects, iter_objects_parallel
 from s3bulk.localledger import BatchRecord, LocalLedger
 from s3bulk.report import BatchTally, Report, Tally
@@ -67,6 +69,7 @@ class Engine:
         concurrency: int | None = None,
         job_id: str | None = None,
         ledger: LocalLedger | None = None,
+        key_ledger: IO[str] | None = None,
     ) -> None:
         self.job = job
         self.store = store.scoped(request_options(job))
@@ -81,6 +84,8 @@ class Engine:
         self._selector = Selector(job.source)
         self._map = KeyMapper(job.source, job.destination) if job.destination else None
         self._extraneous = Extraneous(job, self.store, self.tally, self._selector, self._map)
+        # The per-key ledger (--ledger): a dry run changes nothing, so it has no outcomes to record.
+        self.keylog = JsonlKeyLog(key_ledger, self.job_id, job.operation) if key_ledger is not None and not job.options.dry_run else None
 
     # -- listing -----------------------------------------------------------------------------
     def _listed(self) -> Iterator[tuple[ObjectInfo, bool]]:
@@ -175,7 +180,7 @@ class Engine:
             BoundedExecutor(PART_WORKERS, max_in_flight=4 * PART_WORKERS, name="s3bulk-part") as parts,
             BoundedExecutor(self.concurrency, name="s3bulk-worker") as pool,
         ):
-            runner = BatchRunner(self.job, self.store, pool, parts)
+            runner = BatchRunner(self.job, self.store, pool, parts, keylog=self.keylog)
             try:
                 while (entry := batches.get()) is not None:
                     batch, rec = entry
@@ -193,6 +198,8 @@ class Engine:
                     raise
                 interrupted = True
         lister.join()
+        if self.keylog is not None:
+            self.keylog.flush()
         return self._report(time.monotonic() - started, interrupted)
 
     def _report(self, seconds: float, interrupted: bool) -> Report:

@@ -58,6 +58,10 @@ PERMANENT_HINTS = {
     "EntityTooLarge": "object is too large for a single copy; lower options.multipart_threshold",
     "InvalidRequest": "the server refused the request",
     "MethodNotAllowed": "the operation is not allowed on this object",
+    "MissingDestination": "verify: the copy is missing; rerun the copy",
+    "SizeMismatch": "verify: the copy differs; rerun the copy with if_exists overwrite",
+    "ChecksumMismatch": "verify: the copy differs; rerun the copy with if_exists overwrite",
+    "ContentMismatch": "verify: the copy differs; rerun the copy with if_exists overwrite",
 }
 
 

@@ -24,7 +24,13 @@ MIN_PART_SIZE = 5 * MiB
 MAX_PART_SIZE = 5 * GiB
 MAX_COPY_OBJECT_SIZE = 5 * GiB
 
-Operation = Literal["copy", "move", "delete"]
+Operation = Literal["copy", "move", "delete", "tag", "set-storage-class", "restore", "verify"]
+# Operations that act on the source objects themselves: they take no destination.
+IN_PLACE = frozenset({"delete", "tag", "set-storage-class", "restore"})
+# Operations that write to (or delete from) the source bucket.
+WRITES_SOURCE = frozenset({"move", "delete", "tag", "set-storage-class", "restore"})
+ARCHIVED = frozenset({"GLACIER", "DEEP_ARCHIVE"})
+MAX_TAGS = 10
 StorageClass = Literal[
     "STANDARD",
     "REDUCED_REDUNDANCY",
@@ -146,6 +152,36 @@ class Destination(_Strict):
         return self
 
 
+class Tagging(_Strict):
+    """What operation 'tag' writes: the whole tag set, or these tags merged over each object's own."""
+
+    mode: Literal["replace", "merge"] = Field(
+        "replace", description="replace: the object's tags become exactly `tags`; merge: `tags` are added to (and override) its own."
+    )
+    tags: dict[str, str] = Field(description="Tag keys (1-128 characters) and values (0-256 characters); at most 10 per object.")
+
+    @field_validator("tags")
+    @classmethod
+    def _limits(cls, tags: dict[str, str]) -> dict[str, str]:
+        if len(tags) > MAX_TAGS:
+            raise ValueError(f"{len(tags)} tags; S3 allows {MAX_TAGS} per object, so drop some")
+        for k, v in tags.items():
+            if not 1 <= len(k) <= 128 or k.startswith("aws:"):
+                raise ValueError(f"tag key {k[:40]!r} must be 1-128 characters and not start with 'aws:'; rename it")
+            if len(v) > 256:
+                raise ValueError(f"tag {k!r} has a {len(v)}-character value; S3 allows 256, so shorten it")
+        return tags
+
+
+class Restore(_Strict):
+    """What operation 'restore' asks of S3 for each GLACIER or DEEP_ARCHIVE object."""
+
+    days: int = Field(7, ge=1, le=30000, description="How long the restored copy stays readable.")
+    tier: Literal["Standard", "Bulk", "Expedited"] = Field(
+        "Standard", description="Retrieval tier: Bulk is cheapest; Expedited is not available for DEEP_ARCHIVE."
+    )
+
+
 class Options(_Strict):
     """How a job runs; every default is a measured choice documented in docs/architecture.md."""
 
@@ -198,20 +234,45 @@ class Options(_Strict):
 class Job(_Strict):
     """A bulk operation over every object a listing selects."""
 
-    operation: Operation = Field(description="copy, move or delete.")
+    operation: Operation = Field(
+        description=(
+            "copy, move, delete; tag (tagging), set-storage-class (storage_class: an in-place copy keeping metadata and tags), "
+            "restore (restore: GLACIER and DEEP_ARCHIVE objects), verify (compare each object with its destination copy)."
+        )
+    )
     source: Source
-    destination: Destination | None = Field(None, description="Required for copy and move; forbidden for delete.")
+    destination: Destination | None = Field(
+        None,
+        description="Required for copy, move and verify; forbidden for the in-place operations (delete, tag, set-storage-class, restore).",
+    )
+    tagging: Tagging | None = Field(None, description="Required for operation 'tag'.")
+    storage_class: StorageClass | None = Field(None, description="Required for operation 'set-storage-class': the class objects move to.")
+    restore: Restore | None = Field(None, description="For operation 'restore'; defaults to 7 days, Standard tier.")
     options: Options = Field(default_factory=Options)
     job_id: str | None = Field(None, pattern=r"^[A-Za-z0-9._-]{1,80}$", description="Optional id; one is generated when absent.")
 
     @model_validator(mode="after")
     def _shape(self) -> Job:
-        if self.operation == "delete":
+        op = self.operation
+        for name, wanted in (("tagging", "tag"), ("storage_class", "set-storage-class"), ("restore", "restore")):
+            if getattr(self, name) is not None and op != wanted:
+                raise _FieldProblem(name, f"{name} is for operation {wanted!r}, not {op!r}; remove it")
+        if op == "tag" and self.tagging is None:
+            raise _FieldProblem("tagging", 'operation \'tag\' needs tagging, like {"mode": "merge", "tags": {"team": "data"}}; add it')
+        if op == "set-storage-class" and self.storage_class is None:
+            raise _FieldProblem("storage_class", "operation 'set-storage-class' needs storage_class, like \"STANDARD_IA\"; add it")
+        if op not in {"copy", "move"} and self.options.if_exists != "overwrite":
+            raise _FieldProblem("options.if_exists", f"if_exists works with copy and move, not {op!r}; remove it")
+        if op in IN_PLACE:
             if self.destination is not None:
-                raise _FieldProblem("destination", "destination is not allowed for operation 'delete'; remove it")
+                raise _FieldProblem("destination", f"destination is not allowed for operation {op!r}, which acts in place; remove it")
+            if self.options.delete_extraneous:
+                raise _FieldProblem(
+                    "options.delete_extraneous", f"delete_extraneous works with operation 'copy' (a sync), not {op!r}; remove it"
+                )
             if not self.source.prefix and not self.source.all:
                 raise _FieldProblem(
-                    "source.prefix", 'source.prefix is empty, which would delete the whole bucket; give a prefix or set "all": true'
+                    "source.prefix", f'source.prefix is empty, which would {op} the whole bucket; give a prefix or set "all": true'
                 )
             return self
         dst = self.destination

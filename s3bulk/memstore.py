@@ -11,7 +11,7 @@ import copy
 import hashlib
 import itertools
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
@@ -32,6 +32,10 @@ class _Obj:
     metadata: dict[str, str] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
     storage_class: str = "STANDARD"
+    restore: tuple[int, str] | None = None  # (days, tier) of a requested restore
+
+
+ARCHIVED = frozenset({"GLACIER", "DEEP_ARCHIVE"})
 
 
 @dataclass(slots=True)
@@ -168,8 +172,10 @@ class MemoryStore:
         self._check_key(dst_key)
         with self._lock:
             src = self._get(src_bucket, src_key)
+            if src.storage_class in ARCHIVED and src.restore is None:
+                raise StoreError("InvalidObjectState", "The operation is not valid for the object's storage class", 403)
             etag = _md5(src.body) if src.body is not None else src.etag
-            copy = replace(src, etag=etag, metadata=dict(src.metadata), tags=dict(src.tags))
+            copy = replace(src, etag=etag, metadata=dict(src.metadata), tags=dict(src.tags), restore=None)
             copy.storage_class = storage_class or "STANDARD"
             copy.last_modified = datetime.now(UTC)
             self._bucket(dst_bucket)[dst_key] = copy
@@ -186,6 +192,31 @@ class MemoryStore:
         self._count("GetObjectTagging")
         self._fault("GetObjectTagging", bucket, key)
         return dict(self._get(bucket, key).tags)
+
+    def put_tags(self, bucket: str, key: str, tags: Mapping[str, str]) -> None:
+        self._count("PutObjectTagging")
+        self._fault("PutObjectTagging", bucket, key)
+        with self._lock:
+            self._get(bucket, key).tags = dict(tags)
+
+    def restore_object(self, bucket: str, key: str, days: int, tier: str) -> bool:
+        self._count("RestoreObject")
+        self._fault("RestoreObject", bucket, key)
+        with self._lock:
+            obj = self._get(bucket, key)
+            if obj.storage_class not in ARCHIVED:
+                raise StoreError("InvalidObjectState", "Restore is not allowed for the object's current storage class", 403)
+            started = obj.restore is None
+            obj.restore = (days, tier)
+            return started
+
+    def read_object(self, bucket: str, key: str) -> Iterator[bytes]:
+        self._count("GetObject")
+        self._fault("GetObject", bucket, key)
+        obj = self._get(bucket, key)
+        body = obj.body if obj.body is not None else bytes(obj.size)
+        for start in range(0, len(body), 1024 * 1024):
+            yield body[start : start + 1024 * 1024]
 
     def create_multipart_upload(
         self, bucket: str, key: str, head: ObjectHead, tags: dict[str, str], *, storage_class: str | None = None

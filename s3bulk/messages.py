@@ -20,18 +20,25 @@ class BatchMessage(BaseModel):
 
     job_id: str
     batch_id: str
-    items: list[tuple[str, int, str]]  # key, size, ETag: the listing's facts, so the worker needs no HEAD
+    # key, size, ETag (and the storage class unless STANDARD): the listing's facts, so the worker needs no HEAD
+    items: list[tuple[str, int, str] | tuple[str, int, str, str]]
 
     def objects(self) -> list[ObjectInfo]:
-        return [ObjectInfo(k, s, e) for k, s, e in self.items]
+        return [ObjectInfo(i[0], i[1], i[2], storage_class=i[3] if len(i) == 4 else None) for i in self.items]
 
     def encode(self) -> str:
         """ASCII-only JSON: any key survives SQS's character rules."""
         return json.dumps(self.model_dump(mode="json"), ensure_ascii=True, separators=(",", ":"))
 
 
+def _item(obj: ObjectInfo) -> tuple[str, int, str] | tuple[str, int, str, str]:
+    if obj.storage_class and obj.storage_class != "STANDARD":
+        return (obj.key, obj.size, obj.etag, obj.storage_class)
+    return (obj.key, obj.size, obj.etag)
+
+
 def _item_bytes(obj: ObjectInfo) -> int:
-    return len(json.dumps([obj.key, obj.size, obj.etag], ensure_ascii=True)) + 1
+    return len(json.dumps(_item(obj), ensure_ascii=True)) + 1
 
 
 def pack(
@@ -39,7 +46,7 @@ def pack(
 ) -> Iterator[BatchMessage]:
     """Split one listing page into messages; ids derive from the page so a re-sent page dedupes."""
     overhead = len(BatchMessage(job_id=job_id, batch_id=f"{page:09d}-000", items=[]).encode())
-    batch: list[tuple[str, int, str]] = []
+    batch: list[tuple[str, int, str] | tuple[str, int, str, str]] = []
     size = overhead
     n = 0
     for obj in objects:
@@ -47,7 +54,7 @@ def pack(
         if batch and (len(batch) >= max_items or size + cost > max_bytes):
             yield BatchMessage(job_id=job_id, batch_id=f"{page:09d}-{n:03d}", items=batch)
             batch, size, n = [], overhead, n + 1
-        batch.append((obj.key, obj.size, obj.etag))
+        batch.append(_item(obj))
         size += cost
     if batch:
         yield BatchMessage(job_id=job_id, batch_id=f"{page:09d}-{n:03d}", items=batch)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 from urllib.parse import quote
 
-from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, ReadTimeoutError
+from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, ReadTimeoutError, ResponseStreamingError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from s3bulk.fastpath import FastS3
@@ -18,6 +18,8 @@ from s3bulk.store import KeyFailure, ListPage, ObjectHead, ObjectInfo, RequestOp
 T = TypeVar("T")
 
 # Headers a multipart copy must re-apply (CopyObject carries them itself).
+_CHECKSUMS = ("CRC64NVME", "CRC32C", "CRC32", "SHA256", "SHA1")
+READ_CHUNK = 1024 * 1024
 _HEAD_HEADERS = ("CacheControl", "ContentDisposition", "ContentEncoding", "ContentLanguage", "Expires", "WebsiteRedirectLocation")
 
 
@@ -145,15 +147,46 @@ class S3Store:
         return quoted_etag(r.get("CopyObjectResult", {}).get("ETag"))
 
     def head_object(self, bucket: str, key: str) -> ObjectHead:
-        r = self._call(self.client.head_object, Bucket=bucket, Key=key, **self._params(bucket))
+        r = self._call(self.client.head_object, Bucket=bucket, Key=key, ChecksumMode="ENABLED", **self._params(bucket))
         headers = {h: r[h] for h in _HEAD_HEADERS if r.get(h) is not None}
+        checksum = next((f"{alg}:{r[f'Checksum{alg}']}" for alg in _CHECKSUMS if r.get(f"Checksum{alg}")), "")
         return ObjectHead(
-            int(r.get("ContentLength", 0)), quoted_etag(r.get("ETag")), r.get("ContentType"), dict(r.get("Metadata", {})), headers
+            int(r.get("ContentLength", 0)),
+            quoted_etag(r.get("ETag")),
+            r.get("ContentType"),
+            dict(r.get("Metadata", {})),
+            headers,
+            checksum,
+            str(r.get("ServerSideEncryption", "")).startswith("aws:kms"),
         )
 
     def get_tags(self, bucket: str, key: str) -> dict[str, str]:
         r = self._call(self.client.get_object_tagging, Bucket=bucket, Key=key, **self._params(bucket))
         return {t["Key"]: t["Value"] for t in r.get("TagSet", ())}
+
+    def put_tags(self, bucket: str, key: str, tags: Mapping[str, str]) -> None:
+        tag_set = [{"Key": k, "Value": v} for k, v in tags.items()]
+        self._call(self.client.put_object_tagging, Bucket=bucket, Key=key, Tagging={"TagSet": tag_set}, **self._params(bucket))
+
+    def restore_object(self, bucket: str, key: str, days: int, tier: str) -> bool:
+        request = {"Days": days, "GlacierJobParameters": {"Tier": tier}}
+        try:
+            r = self._call(self.client.restore_object, Bucket=bucket, Key=key, RestoreRequest=request, **self._params(bucket))
+        except StoreError as exc:
+            if exc.code == "RestoreAlreadyInProgress":
+                return False
+            raise
+        return int(r.get("ResponseMetadata", {}).get("HTTPStatusCode", 202)) == 202  # 200: already restored, days updated
+
+    def read_object(self, bucket: str, key: str) -> Iterator[bytes]:
+        r = self._call(self.client.get_object, Bucket=bucket, Key=key, **self._params(bucket))
+        body = r["Body"]
+        try:
+            yield from body.iter_chunks(READ_CHUNK)
+        except (ReadTimeoutError, ResponseStreamingError) as exc:
+            raise StoreError("ReadTimeout" if isinstance(exc, ReadTimeoutError) else "ConnectionError", str(exc)) from exc
+        finally:
+            body.close()
 
     def create_multipart_upload(
         self, bucket: str, key: str, head: ObjectHead, tags: dict[str, str], *, storage_class: str | None = None

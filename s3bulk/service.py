@@ -208,8 +208,7 @@ class WorkerService:
         """Last delivery: report every object of the batch as failed so the job can finish, then let SQS dead-letter it."""
         code, message = error_code(exc), error_message(exc)
         failures = [
-            {"key": key, "error": code, "message": f"dead-lettered after {attempts} deliveries: {message}"}
-            for key, _size, _etag in msg.items
+            {"key": key, "error": code, "message": f"dead-lettered after {attempts} deliveries: {message}"} for key, *_ in msg.items
         ]
         self.reports.put_failures(msg.job_id, msg.batch_id, failures)
         counts = BatchCounts(failed=len(failures))

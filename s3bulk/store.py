@@ -8,7 +8,7 @@ fake (memstore.py) serves unit tests with no sockets.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -41,6 +41,8 @@ class ObjectHead:
     content_type: str | None = None
     metadata: dict[str, str] = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict)  # CacheControl, ContentEncoding, ...
+    checksum: str = ""  # "ALGORITHM:value" of an S3 additional checksum; a composite one ends in "-N"
+    encrypted_kms: bool = False  # SSE-KMS: the ETag is not the MD5 of the content
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +118,18 @@ class ObjectStore(Protocol):
     def head_object(self, bucket: str, key: str) -> ObjectHead: ...
 
     def get_tags(self, bucket: str, key: str) -> dict[str, str]: ...
+
+    def put_tags(self, bucket: str, key: str, tags: Mapping[str, str]) -> None:
+        """PutObjectTagging: the object's whole tag set becomes `tags`."""
+        ...
+
+    def restore_object(self, bucket: str, key: str, days: int, tier: str) -> bool:
+        """RestoreObject; False when a restore is already running or done (nothing new started)."""
+        ...
+
+    def read_object(self, bucket: str, key: str) -> Iterator[bytes]:
+        """GetObject, its body in chunks as they arrive (never the whole object in memory)."""
+        ...
 
     def create_multipart_upload(
         self, bucket: str, key: str, head: ObjectHead, tags: dict[str, str], *, storage_class: str | None = None

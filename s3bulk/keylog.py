@@ -1,0 +1,67 @@
+"""The per-key ledger: one JSON line per object outcome, written as it happens, for proof afterwards.
+
+The job report keeps counts and the failures; this keeps every key, so an auditor
+can answer "was s3://b/k copied, when, and does its copy match" with a query
+(Athena or DuckDB read the lines as they are; the format is in docs/key-ledger.md).
+Lines are written while the job runs, never collected, so a job of any size costs
+no memory. A resumed or redelivered batch writes its keys again: the line with the
+latest `at` is the one that counts.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import IO, Protocol
+
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRecord:
+    """One object's outcome. Empty strings and zeros are what was not known, never guesses."""
+
+    key: str
+    outcome: str  # succeeded | skipped | failed
+    size: int
+    src_etag: str = ""
+    dst_key: str = ""
+    dst_etag: str = ""
+    src_checksum: str = ""  # "ALGORITHM:value", e.g. "CRC32:AAAAAA==" or "SHA256:<hex>" (verify)
+    dst_checksum: str = ""
+    attempts: int = 1
+    error: str = ""
+    message: str = ""
+    version_id: str = ""  # jobs act on current versions: empty unless S3 reported one
+
+    def line(self, job_id: str, operation: str, at: datetime | None = None) -> str:
+        doc = {"v": FORMAT_VERSION, "job_id": job_id, "operation": operation, **asdict(self)}
+        doc["at"] = (at or datetime.now(UTC)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return json.dumps(doc) + "\n"  # ASCII: any key, even one with a lone surrogate, is valid JSON and UTF-8
+
+
+class KeyLog(Protocol):
+    def write(self, record: KeyRecord) -> None: ...
+
+
+class JsonlKeyLog:
+    """Thread-safe appends to a JSON Lines stream (a local file, or a batch's spool on the stack)."""
+
+    def __init__(self, out: IO[str], job_id: str, operation: str) -> None:
+        self._out = out
+        self._job_id = job_id
+        self._operation = operation
+        self._lock = threading.Lock()
+        self.lines = 0
+
+    def write(self, record: KeyRecord) -> None:
+        text = record.line(self._job_id, self._operation)
+        with self._lock:
+            self._out.write(text)
+            self.lines += 1
+
+    def flush(self) -> None:
+        with self._lock:
+            self._out.flush()

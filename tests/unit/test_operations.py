@@ -1,0 +1,205 @@
+"""tag, set-storage-class, restore and verify on the fake store, and the per-key ledger they all write."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import pytest
+
+from s3bulk.allowlist import AllowList
+from s3bulk.engine import Engine
+from s3bulk.job import JobError, MiB, parse_job
+from s3bulk.memstore import MemoryStore
+
+N = 60
+
+
+def job(operation: str, **fields: Any) -> Any:
+    doc: dict[str, Any] = {"operation": operation, "source": {"bucket": "src-b", "prefix": "in/"}, **fields}
+    return parse_job(json.dumps(doc))
+
+
+@pytest.fixture
+def store() -> MemoryStore:
+    s = MemoryStore(page_size=25)
+    for b in ("src-b", "dst-b"):
+        s.create_bucket(b)
+    for i in range(N):
+        s.put_object("src-b", f"in/{i:03d}", f"body {i}".encode(), metadata={"origin": str(i)}, tags={"keep": "yes", "team": "old"})
+    s.put_object("src-b", "elsewhere", b"not selected", tags={"team": "old"})
+    return s
+
+
+def run(store: MemoryStore, j: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    out = io.StringIO()
+    report = Engine(j, store, concurrency=8, key_ledger=out).run()
+    return report.summary(), [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def test_tag_replace_sets_exactly_the_given_tags(store: MemoryStore) -> None:
+    s, lines = run(store, job("tag", tagging={"mode": "replace", "tags": {"team": "data"}}))
+    assert (s["succeeded"], s["failed"], s["skipped"]) == (N, 0, 0)
+    assert all(store.get("src-b", f"in/{i:03d}").tags == {"team": "data"} for i in range(N))
+    assert store.get("src-b", "elsewhere").tags == {"team": "old"}
+    assert store.calls["PutObjectTagging"] == N and "GetObjectTagging" not in store.calls
+    assert sorted(line["key"] for line in lines) == [f"in/{i:03d}" for i in range(N)]
+
+
+def test_tag_merge_keeps_other_tags_and_a_rerun_writes_nothing(store: MemoryStore) -> None:
+    tagging = {"mode": "merge", "tags": {"team": "data", "cost": "42"}}
+    s, _ = run(store, job("tag", tagging=tagging))
+    assert s["succeeded"] == N
+    assert all(store.get("src-b", f"in/{i:03d}").tags == {"keep": "yes", "team": "data", "cost": "42"} for i in range(N))
+    puts = store.calls["PutObjectTagging"]
+    s, lines = run(store, job("tag", tagging=tagging))
+    assert (s["succeeded"], s["skipped"]) == (0, N)
+    assert store.calls["PutObjectTagging"] == puts
+    assert {line["outcome"] for line in lines} == {"skipped"}
+
+
+def test_a_merge_past_ten_tags_fails_that_object_only(store: MemoryStore) -> None:
+    store.put_object("src-b", "in/full", b"x", tags={f"t{i}": "v" for i in range(9)})
+    s, lines = run(store, job("tag", tagging={"mode": "merge", "tags": {"a": "1", "b": "2"}}))
+    assert (s["succeeded"], s["failed"]) == (N, 1)
+    failed = [line for line in lines if line["outcome"] == "failed"]
+    assert [(f["key"], f["error"]) for f in failed] == [("in/full", "BadRequest")]
+    assert len(store.get("src-b", "in/full").tags) == 9
+
+
+def test_set_storage_class_copies_in_place_keeping_body_metadata_and_tags(store: MemoryStore) -> None:
+    store.put_object("src-b", "in/already", b"ia", storage_class="STANDARD_IA")
+    store.put_object("src-b", "in/frozen", b"cold", storage_class="GLACIER")
+    s, lines = run(store, job("set-storage-class", storage_class="STANDARD_IA"))
+    assert (s["succeeded"], s["skipped"], s["failed"]) == (N, 1, 1)
+    for i in range(N):
+        o = store.get("src-b", f"in/{i:03d}")
+        assert (o.storage_class, o.body, o.metadata, o.tags) == (
+            "STANDARD_IA",
+            f"body {i}".encode(),
+            {"origin": str(i)},
+            {"keep": "yes", "team": "old"},
+        )
+    assert store.calls["CopyObject"] == N + 1  # the frozen one tried once (permanent), the IA one never
+    frozen = next(line for line in lines if line["key"] == "in/frozen")
+    assert frozen["error"] == "InvalidObjectState" and "restore needed" in frozen["message"]
+    assert store.get("src-b", "in/frozen").storage_class == "GLACIER"
+
+
+def test_set_storage_class_of_a_large_object_uses_a_multipart_copy_and_keeps_it(store: MemoryStore) -> None:
+    body = bytes(range(256)) * (24 * MiB // 256)
+    store.put_object("src-b", "in/big", body, tags={"k": "v"})
+    j = job("set-storage-class", storage_class="GLACIER_IR", options={"multipart_threshold": 8 * MiB, "part_size": 8 * MiB})
+    s, _ = run(store, j)
+    assert s["failed"] == 0
+    big = store.get("src-b", "in/big")
+    assert (big.storage_class, big.body, big.tags) == ("GLACIER_IR", body, {"k": "v"})
+    assert store.calls["UploadPartCopy"] == 3
+
+
+def test_restore_asks_only_for_archived_objects_and_a_rerun_starts_nothing(store: MemoryStore) -> None:
+    store.put_object("src-b", "in/g", b"g", storage_class="GLACIER")
+    store.put_object("src-b", "in/d", b"d", storage_class="DEEP_ARCHIVE")
+    s, lines = run(store, job("restore", restore={"days": 3, "tier": "Bulk"}))
+    assert (s["succeeded"], s["skipped"], s["failed"]) == (2, N, 0)
+    assert store.calls["RestoreObject"] == 2
+    assert store.get("src-b", "in/g").restore == (3, "Bulk") and store.get("src-b", "in/d").restore == (3, "Bulk")
+    assert {line["key"] for line in lines if line["outcome"] == "succeeded"} == {"in/g", "in/d"}
+    s, _ = run(store, job("restore", restore={"days": 3, "tier": "Bulk"}))
+    assert (s["succeeded"], s["skipped"]) == (0, N + 2)
+
+
+def test_verify_finds_corrupted_missing_and_resized_copies(store: MemoryStore) -> None:
+    copy = parse_job(json.dumps({"operation": "copy", "source": {"bucket": "src-b", "prefix": "in/"}, "destination": {"bucket": "dst-b"}}))
+    assert Engine(copy, store, concurrency=8).run().summary()["succeeded"] == N
+    store.put_object("dst-b", "003", b"BODY 3")  # same size, other bytes
+    store.put_object("dst-b", "004", b"body 4 and more")
+    store.delete_objects("dst-b", ["005"])
+    writes = {op: store.calls.get(op, 0) for op in ("CopyObject", "PutObjectTagging", "DeleteObjects", "UploadPartCopy")}
+    s, lines = run(store, job("verify", destination={"bucket": "dst-b"}))
+    assert (s["status"], s["succeeded"], s["failed"]) == ("failed", N - 3, 3)
+    failed = {line["key"]: line["error"] for line in lines if line["outcome"] == "failed"}
+    assert failed == {"in/003": "ContentMismatch", "in/004": "SizeMismatch", "in/005": "MissingDestination"}
+    ok = next(line for line in lines if line["key"] == "in/000")
+    assert ok["src_checksum"] == ok["dst_checksum"] and ok["src_checksum"].startswith("MD5:")
+    assert writes == {op: store.calls.get(op, 0) for op in writes}  # verify wrote nothing
+
+
+def test_verify_hashes_bodies_when_etags_cannot_be_compared(store: MemoryStore) -> None:
+    body = bytes(range(256)) * (12 * MiB // 256)
+    store.put_object("src-b", "in/big", body)
+    copy = {"operation": "copy", "source": {"bucket": "src-b", "prefix": "in/b"}, "destination": {"bucket": "dst-b", "prefix": "x/"}}
+    Engine(parse_job(json.dumps({**copy, "options": {"multipart_threshold": 5 * MiB, "part_size": 5 * MiB}})), store).run()
+    assert "-" in store.get("dst-b", "x/ig").etag  # multipart ETag: not an MD5 of the content
+    s, lines = run(store, job("verify", source={"bucket": "src-b", "prefix": "in/b"}, destination={"bucket": "dst-b", "prefix": "x/"}))
+    assert s["succeeded"] == 1
+    assert lines[0]["src_checksum"].startswith("SHA256:") and lines[0]["src_checksum"] == lines[0]["dst_checksum"]
+    corrupted = bytearray(body)
+    corrupted[7 * MiB] ^= 1
+    store.put_object("dst-b", "x/ig", bytes(corrupted))
+    store._buckets["dst-b"]["x/ig"].etag = '"0123-3"'  # as a multipart upload would have: not comparable
+    s, lines = run(store, job("verify", source={"bucket": "src-b", "prefix": "in/b"}, destination={"bucket": "dst-b", "prefix": "x/"}))
+    assert (s["failed"], lines[0]["error"]) == (1, "ContentMismatch")
+
+
+def test_the_key_ledger_has_one_line_per_object_with_its_facts(store: MemoryStore) -> None:
+    store.put_object("dst-b", "out/001", b"exists")
+    j = parse_job(
+        json.dumps(
+            {
+                "operation": "move",
+                "source": {"bucket": "src-b", "prefix": "in/"},
+                "destination": {"bucket": "dst-b", "prefix": "out/"},
+                "options": {"if_exists": "skip", "batch_size": 16},
+            }
+        )
+    )
+    s, lines = run(store, j)
+    assert (s["succeeded"], s["skipped"]) == (N - 1, 1)
+    by_key = {line["key"]: line for line in lines}
+    assert len(lines) == len(by_key) == N
+    moved = by_key["in/007"]
+    assert moved["outcome"] == "succeeded" and moved["dst_key"] == "out/007" and moved["operation"] == "move"
+    assert moved["size"] == len(b"body 7") and moved["src_etag"] == moved["dst_etag"] != ""
+    assert moved["attempts"] == 1 and moved["error"] == "" and moved["at"].endswith("Z") and moved["v"] == 1
+    assert by_key["in/001"]["outcome"] == "skipped"
+
+
+def test_a_dry_run_writes_no_key_ledger_lines(store: MemoryStore) -> None:
+    _, lines = run(store, job("tag", tagging={"tags": {"a": "b"}}, options={"dry_run": True}))
+    assert lines == []
+    assert "PutObjectTagging" not in store.calls
+
+
+@pytest.mark.parametrize(
+    ("doc", "field"),
+    [
+        ({"operation": "tag"}, "job.tagging"),
+        ({"operation": "copy", "destination": {"bucket": "dst-b"}, "tagging": {"tags": {"a": "b"}}}, "job.tagging"),
+        ({"operation": "tag", "tagging": {"tags": {f"k{i}": "v" for i in range(11)}}}, "job.tagging.tags"),
+        ({"operation": "tag", "tagging": {"tags": {"aws:x": "v"}}}, "job.tagging.tags"),
+        ({"operation": "set-storage-class"}, "job.storage_class"),
+        ({"operation": "restore", "destination": {"bucket": "dst-b"}}, "job.destination"),
+        ({"operation": "restore", "restore": {"days": 0}}, "job.restore.days"),
+        ({"operation": "verify"}, "job.destination"),
+        ({"operation": "verify", "destination": {"bucket": "dst-b"}, "options": {"if_exists": "skip"}}, "job.options.if_exists"),
+    ],
+)
+def test_operation_fields_are_checked_with_a_one_line_error(doc: dict[str, Any], field: str) -> None:
+    with pytest.raises(JobError) as err:
+        parse_job(json.dumps({"source": {"bucket": "src-b", "prefix": "in/"}, **doc}))
+    message = str(err.value)
+    assert message.startswith(field + ":") and "\n" not in message, message
+
+
+def test_in_place_operations_need_a_scope() -> None:
+    with pytest.raises(JobError, match=r"^job.source.prefix: .*would tag the whole bucket"):
+        parse_job(json.dumps({"operation": "tag", "source": {"bucket": "src-b"}, "tagging": {"tags": {"a": "b"}}}))
+
+
+def test_allow_list_needs_write_on_the_source_to_tag_and_only_read_on_the_destination_to_verify() -> None:
+    allow = AllowList(read=frozenset({"src-b", "dst-b"}), write=frozenset(), delete=frozenset())
+    with pytest.raises(JobError, match="write allow-list"):
+        allow.check(job("tag", tagging={"tags": {"a": "b"}}))
+    allow.check(job("verify", destination={"bucket": "dst-b"}))
