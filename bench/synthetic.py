@@ -12,7 +12,7 @@ import json
 import resource
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from s3bulk.engine import Engine
 from s3bulk.job import parse_job
@@ -63,6 +63,15 @@ class GeneratedStore:
 
     def get_tags(self, bucket: str, key: str) -> dict[str, str]:
         return {}
+
+    def put_tags(self, bucket: str, key: str, tags: Mapping[str, str]) -> None:
+        return None  # generated objects keep no tags
+
+    def restore_object(self, bucket: str, key: str, days: int, tier: str) -> bool:
+        return False  # generated objects are never archived
+
+    def read_object(self, bucket: str, key: str) -> Iterator[bytes]:
+        yield bytes(1024)
 
     def create_multipart_upload(self, *a: object, **k: object) -> str:
         raise NotImplementedError
