@@ -233,7 +233,7 @@ class S3BulkStack(cdk.Stack):
         if config.write_buckets:
             worker.add_to_role_policy(
                 iam.PolicyStatement(
-                    actions=["s3:PutObject", "s3:PutObjectTagging", "s3:AbortMultipartUpload", "s3:GetObject"],
+                    actions=["s3:PutObject", "s3:PutObjectTagging", "s3:AbortMultipartUpload", "s3:GetObject", "s3:RestoreObject"],
                     resources=_object_arns(config.write_buckets),
                 )
             )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import tempfile
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import IO, Any
 
 
 class ReportBucket:
@@ -23,6 +23,15 @@ class ReportBucket:
                 Bucket=self.bucket, Key=f"jobs/{job_id}/failures/{batch_id}.jsonl", Body=body, ContentType="application/x-ndjson"
             )
         return len(lines)
+
+    def put_keys(self, job_id: str, batch_id: str, lines: IO[str]) -> None:
+        """The batch's per-key ledger part (docs/key-ledger.md); one part per batch, so a redo overwrites it."""
+        lines.seek(0)
+        body = lines.read().encode("utf-8")
+        if body:
+            self.client.put_object(
+                Bucket=self.bucket, Key=f"jobs/{job_id}/keys/{batch_id}.jsonl", Body=body, ContentType="application/x-ndjson"
+            )
 
     def iter_failures(self, job_id: str) -> Iterator[dict[str, str]]:
         paginator = self.client.get_paginator("list_objects_v2")

@@ -7,6 +7,7 @@ Lambda; the handlers in functions/ adapt a Lambda context to these calls.
 from __future__ import annotations
 
 import json
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from s3bulk.engine import PART_WORKERS, new_job_id
 from s3bulk.errors import error_code, error_message
 from s3bulk.executor import BoundedExecutor
 from s3bulk.job import Job, JobError, parse_job, request_options
+from s3bulk.keylog import JsonlKeyLog
 from s3bulk.ledger import BatchCounts, DynamoLedger, initial_item
 from s3bulk.listing import iter_objects
 from s3bulk.messages import BatchMessage, pack
@@ -181,16 +183,21 @@ class WorkerService:
         tally = Tally()
         retries_before = self.store.retries
         cuts_before = self._pace(msg.job_id, job)
-        try:
-            store = self.store.scoped(request_options(job))
-            run = BatchRunner(job, store, self.pool, self.parts).start(items, tally, keep_going=lambda: time_left() > self.margin)
-            run.wait()
-            if not run.complete:
-                raise BatchIncomplete(f"batch {msg.batch_id} of {len(items)} objects: time ran out; it will be redone whole")
-            self.reports.put_failures(msg.job_id, msg.batch_id, tally.failures())
-            counts = BatchCounts(tally.succeeded, tally.skipped, tally.failed, tally.bytes)
-        finally:
-            tally.close()
+        # A batch's key lines (at most batch_size of them) spool to disk past 1 MiB.
+        with tempfile.SpooledTemporaryFile(1024 * 1024, "w+", encoding="utf-8") as spool:
+            keylog = JsonlKeyLog(spool, msg.job_id, job.operation)
+            try:
+                store = self.store.scoped(request_options(job))
+                runner = BatchRunner(job, store, self.pool, self.parts, keylog=keylog)
+                run = runner.start(items, tally, keep_going=lambda: time_left() > self.margin)
+                run.wait()
+                if not run.complete:
+                    raise BatchIncomplete(f"batch {msg.batch_id} of {len(items)} objects: time ran out; it will be redone whole")
+                self.reports.put_failures(msg.job_id, msg.batch_id, tally.failures())
+                self.reports.put_keys(msg.job_id, msg.batch_id, spool)
+                counts = BatchCounts(tally.succeeded, tally.skipped, tally.failed, tally.bytes)
+            finally:
+                tally.close()
         counted = self.ledger.complete_batch(msg.job_id, msg.batch_id, counts)
         if self.rate is not None and self.rate.enabled and self.rate.send_rate is not None:
             self.ledger.publish_rate(msg.job_id, self.rate.send_rate, cut=self.rate.cuts > cuts_before)

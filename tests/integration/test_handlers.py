@@ -466,3 +466,45 @@ def test_a_job_without_adaptive_rate_neither_paces_nor_shares(aws: Aws) -> None:
     worker, _ = worker_handler.service()
     assert worker.rate is not None and not worker.rate.enabled and worker.rate.send_rate is None
     assert aws.ledger.shared_rate(job_id) is None
+
+
+def key_lines(aws: Aws, job_id: str) -> list[dict[str, Any]]:
+    out = []
+    for page in aws.s3.get_paginator("list_objects_v2").paginate(Bucket=REPORTS, Prefix=f"jobs/{job_id}/keys/"):
+        for o in page.get("Contents", ()):
+            out += [json.loads(line) for line in aws.s3.get_object(Bucket=REPORTS, Key=o["Key"])["Body"].iter_lines() if line]
+    return out
+
+
+def test_the_stack_writes_one_key_ledger_line_per_object_even_with_duplicate_deliveries(aws: Aws) -> None:
+    expected = seed(aws, 500)
+    job_id = start(aws, batch_size=100)
+    list_all(job_id)
+    [first] = receive(aws.sqs, aws.queue_url, 1)
+    aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody=first["Body"])  # delivered twice
+    aws.sqs.change_message_visibility(QueueUrl=aws.queue_url, ReceiptHandle=first["ReceiptHandle"], VisibilityTimeout=0)
+    work_all(aws)
+    lines = key_lines(aws, job_id)
+    assert sorted(line["key"] for line in lines) == sorted(expected)
+    assert {line["outcome"] for line in lines} == {"succeeded"}
+    assert all(line["dst_key"] == "out/" + line["key"][3:] and line["dst_etag"] for line in lines)
+
+
+def test_a_tag_job_runs_on_the_stack_and_needs_the_source_in_the_write_allow_list(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> None:
+    expected = seed(aws, 120)
+    event = {"operation": "tag", "source": {"bucket": SRC, "prefix": "in/"}, "tagging": {"mode": "merge", "tags": {"team": "data"}}}
+    with pytest.raises(JobError, match=r"job.source.bucket: .*write allow-list"):
+        validate_handler.handler(event, Context())
+    monkeypatch.setenv("S3BULK_WRITE_BUCKETS", f"{DST},{SRC}")
+    clear_caches()
+    out = validate_handler.handler(event, Context())
+    aws.ddb.put_item(TableName=TABLE, Item=out["item"], ConditionExpression="attribute_not_exists(pk)")
+    job_id = str(out["job_id"])
+    list_all(job_id)
+    work_all(aws)
+    rec = aws.ledger.load(job_id)
+    assert (rec.counters["succeeded"], rec.counters["failed"], rec.counters["pending"]) == (120, 0, 0)
+    for key in expected:
+        assert aws.s3.get_object_tagging(Bucket=SRC, Key=key)["TagSet"] == [{"Key": "team", "Value": "data"}]
+    assert len(key_lines(aws, job_id)) == 120
+    assert aws.s3.list_objects_v2(Bucket=DST).get("KeyCount", 0) == 0

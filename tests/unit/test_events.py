@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
 from functions.finalize.handler import FinalizeEvent
 from functions.lister.handler import ListEvent
 from functions.worker.handler import BatchRecord
-from s3bulk.job import parse_job
+from s3bulk.job import Operation, parse_job
 
 JOBS = sorted(p for p in Path("events").glob("*.json"))
 
@@ -21,7 +22,7 @@ def test_each_sample_job_is_valid(path: Path) -> None:
 
 
 def test_there_is_a_sample_job_for_every_operation() -> None:
-    assert {parse_job(p.read_bytes()).operation for p in JOBS} == {"copy", "move", "delete"}
+    assert {parse_job(p.read_bytes()).operation for p in JOBS} == set(get_args(Operation))
 
 
 def test_validate_sample_is_a_job() -> None:
