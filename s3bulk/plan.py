@@ -15,8 +15,8 @@ from typing import Any, cast
 
 from s3bulk.copies import part_ranges
 from s3bulk.engine import Engine
-from s3bulk.job import Job
-from s3bulk.store import ListPage, ObjectStore, RequestOptions
+from s3bulk.job import ARCHIVED, Job
+from s3bulk.store import ListPage, ObjectInfo, ObjectStore, RequestOptions
 
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
 SIZE_BUCKETS = [(0, "0 B"), (128 * KiB, "< 128 KiB"), (MiB, "< 1 MiB"), (128 * MiB, "< 128 MiB"), (5 * GiB, "< 5 GiB")]
@@ -74,10 +74,26 @@ def load_prices(path: str | Path | None = None) -> dict[str, Any]:
     return prices
 
 
-def count_object(job: Job, plan: Plan, size: int) -> None:
-    """The S3 requests one object needs, by API call, as the engine makes them."""
-    op = job.operation
+def count_object(job: Job, plan: Plan, obj: ObjectInfo) -> None:
+    """The S3 requests one object needs, by API call, as the engine makes them (upper bounds where it depends on the object)."""
+    op, size = job.operation, obj.size
     if op == "delete":
+        return
+    if op == "tag":
+        if job.tagging is not None and job.tagging.mode == "merge":
+            plan.count("GetObjectTagging")
+        plan.count("PutObjectTagging")  # a merge that changes nothing skips it
+        return
+    if op == "restore":
+        if (obj.storage_class or "STANDARD") in ARCHIVED:
+            plan.count("RestoreObject")
+        return
+    if op == "verify":
+        plan.count("HeadObject", 2)
+        if "-" in obj.etag:  # a multipart ETag: unless both carry the same checksum, both bodies are read
+            plan.count("GetObject", 2)
+        return
+    if op == "set-storage-class" and (obj.storage_class or "STANDARD") == job.storage_class:
         return
     if size <= job.options.multipart_threshold:
         plan.count("CopyObject")
@@ -92,9 +108,10 @@ def count_object(job: Job, plan: Plan, size: int) -> None:
 def cost(plan: Plan, prices: dict[str, Any]) -> dict[str, float]:
     """Dollars on the deployed stack and with S3 Batch Operations; the S3 requests are the same for both."""
     r = plan.requests
-    class_a = sum(n for k, n in r.items() if k not in {"HeadObject", "GetObjectTagging", "DeleteObjects"})
+    gets = ("HeadObject", "GetObjectTagging", "GetObject")
+    class_a = sum(n for k, n in r.items() if k not in {*gets, "DeleteObjects"})
     s3 = class_a / 1000 * prices["s3_put_copy_post_list_per_1000"]
-    s3 += (r.get("HeadObject", 0) + r.get("GetObjectTagging", 0)) / 1000 * prices["s3_get_head_per_1000"]
+    s3 += sum(r.get(k, 0) for k in gets) / 1000 * prices["s3_get_head_per_1000"]
     s3 += r.get("DeleteObjects", 0) / 1000 * prices["s3_delete_per_1000"]
     messages = math.ceil(plan.objects / KEYS_PER_MESSAGE)
     invocations = math.ceil(messages / MESSAGES_PER_INVOCATION)
@@ -154,7 +171,7 @@ def make_plan(job: Job, store: ObjectStore) -> Plan:
             plan.skipped += 1
             continue
         plan.add(item.obj.size, item.obj.storage_class)
-        count_object(job, plan, item.obj.size)
+        count_object(job, plan, item.obj)
     engine.flush_extraneous()
     if job.operation in {"delete", "move"}:
         plan.count("DeleteObjects", math.ceil(plan.objects / DELETE_BATCH))

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from s3bulk.engine import Engine
 from s3bulk.job import MiB, parse_job
 from s3bulk.memstore import MemoryStore
 from s3bulk.plan import Plan, cost, load_prices, make_plan, size_bucket
@@ -72,3 +73,31 @@ def test_plan_counts_what_the_run_would_touch_and_changes_nothing() -> None:
     assert plan.by_class["STANDARD_IA"][0] == 25
     assert plan.requests["CopyObject"] == 99 and plan.requests["UploadPartCopy"] == 3
     assert plan.requests["ListObjectsV2"] == store.calls["ListObjectsV2"] - calls_before.get("ListObjectsV2", 0)
+
+
+def test_plan_counts_the_requests_of_tag_restore_and_verify_as_the_run_makes_them() -> None:
+    store = MemoryStore()
+    store.create_bucket("src-b")
+    store.create_bucket("dst-b")
+    for i in range(10):
+        store.put_object("src-b", f"in/{i}", b"x", storage_class="GLACIER" if i < 3 else "STANDARD")
+    scope = {"bucket": "src-b", "prefix": "in/"}
+    docs = {
+        "tag": {"operation": "tag", "source": scope, "tagging": {"mode": "merge", "tags": {"a": "b"}}},
+        "restore": {"operation": "restore", "source": scope},
+        "verify": {"operation": "verify", "source": scope, "destination": {"bucket": "dst-b"}},
+    }
+    plans = {name: make_plan(parse_job(json.dumps(doc)), store).requests for name, doc in docs.items()}
+    for requests in plans.values():
+        requests.pop("ListObjectsV2", None)
+    assert plans == {
+        "tag": {"GetObjectTagging": 10, "PutObjectTagging": 10},
+        "restore": {"RestoreObject": 3},
+        "verify": {"HeadObject": 20},
+    }
+    done = store.calls.copy()
+    Engine(parse_job(json.dumps(docs["tag"])), store).run()
+    Engine(parse_job(json.dumps(docs["restore"])), store).run()
+    assert store.calls["GetObjectTagging"] - done.get("GetObjectTagging", 0) == 10
+    assert store.calls["PutObjectTagging"] - done.get("PutObjectTagging", 0) == 10
+    assert store.calls["RestoreObject"] - done.get("RestoreObject", 0) == 3
