@@ -157,7 +157,7 @@ class BatchRunner:
         self.pool = pool
         self.parts = parts
         dst = job.destination
-        self._copy = CopySettings(job.options.multipart_threshold, job.options.part_size, dst.storage_class if dst else None)
+        self._copy_settings = CopySettings(job.options.multipart_threshold, job.options.part_size, dst.storage_class if dst else None)
         self._in_place = CopySettings(job.options.multipart_threshold, job.options.part_size, job.storage_class)
 
     def start(
@@ -195,13 +195,12 @@ class BatchRunner:
             else:
                 run.seal(all_submitted=False)
             return run
-        task = self._copy_task if op in {"copy", "move"} else self._object_task
         submitted = 0
         for item in todo:
             if not keep_going():
                 break
             run.add()
-            self.pool.submit(task, item, tally, run)
+            self.pool.submit(self._object_task, item, tally, run)
             submitted += 1
         run.seal(all_submitted=submitted == len(todo))
         return run
@@ -212,48 +211,31 @@ class BatchRunner:
         finally:
             run.finish()
 
-    def _copy_task(self, item: Item, tally: Outcomes, run: BatchRun) -> None:
+    def _copy(self, item: Item) -> Done:
+        """One copy (and, for a move, its confirmation); the source is deleted later, per batch."""
         dst = self.job.destination
         assert dst is not None
         move = self.job.operation == "move"
-        confirmed: Item | None = None
-        attempts = 0
+        size = len(item.dst_key.encode("utf-8", "surrogatepass"))
+        if size > MAX_KEY_BYTES:
+            # Checked here, not left to the server: some S3-compatible servers cut or accept long keys.
+            raise StoreError("KeyTooLongError", f"the destination key is {size} UTF-8 bytes; S3 allows {MAX_KEY_BYTES}", 400)
         try:
-            size = len(item.dst_key.encode("utf-8", "surrogatepass"))
-            if size > MAX_KEY_BYTES:
-                # Checked here, not left to the server: some S3-compatible servers cut or accept long keys.
-                raise StoreError("KeyTooLongError", f"the destination key is {size} UTF-8 bytes; S3 allows {MAX_KEY_BYTES}", 400)
-            etag = ""
-            for round_ in range(self.job.options.object_retries + 1):
-                attempts = round_ + 1
-                try:
-                    done = copy_object(self.store, self.parts, self.job.source.bucket, item.obj, dst.bucket, item.dst_key, self._copy)
-                    etag = done.etag
-                    if move:
-                        confirm_copy(self.store, item.obj, dst.bucket, item.dst_key, done)
-                    break
-                except StoreError as exc:
-                    # A redelivered move whose source is already gone succeeded earlier if the destination matches.
-                    if move and exc.code == "NoSuchKey" and destination_already_moved(self.store, item.obj, dst.bucket, item.dst_key):
-                        break
-                    if classify(exc) is ErrorKind.PERMANENT or round_ == self.job.options.object_retries:
-                        raise
-                    tally.retry()
-                    self.sleep(min(ROUND_PAUSE_MAX, ROUND_PAUSE * 2**round_) * random.uniform(0.5, 1.0))
+            done = copy_object(self.store, self.parts, self.job.source.bucket, item.obj, dst.bucket, item.dst_key, self._copy_settings)
             if move:
-                confirmed = replace(item, dst_etag=etag, attempts=attempts)
-            else:
-                tally.succeed(item.obj.size)
-                _log(self.keylog, item, "succeeded", Done(True, etag), attempts)
-        except Exception as exc:  # noqa: BLE001 - every per-object error is reported, never raised
-            tally.fail(item.obj.key, error_code(exc), error_message(exc))
-            _log(self.keylog, item, "failed", attempts=attempts, error=error_code(exc), message=error_message(exc))
-        finally:
-            run.finish(confirmed)
+                confirm_copy(self.store, item.obj, dst.bucket, item.dst_key, done)
+            return Done(True, done.etag)
+        except StoreError as exc:
+            # A redelivered move whose source is already gone succeeded earlier if the destination matches.
+            if move and exc.code == "NoSuchKey" and destination_already_moved(self.store, item.obj, dst.bucket, item.dst_key):
+                return Done(True)
+            raise
 
     def _act(self, item: Item) -> Done:
-        """One object of an in-place operation (or verify): the call(s) it needs, nothing more."""
+        """One object's work: the call(s) its operation needs, nothing more."""
         job, bucket, obj = self.job, self.job.source.bucket, item.obj
+        if job.operation in {"copy", "move"}:
+            return self._copy(item)
         if job.operation == "tag":
             assert job.tagging is not None
             return Done(tag_object(self.store, bucket, obj.key, job.tagging))
@@ -268,6 +250,8 @@ class BatchRunner:
         return Done(True, "", v.src_checksum, v.dst_checksum)
 
     def _object_task(self, item: Item, tally: Outcomes, run: BatchRun) -> None:
+        """Rounds of `_act` with a pause between them; a move's object is done only when the batch deletes its source."""
+        confirmed: Item | None = None
         attempts = 0
         try:
             for round_ in range(self.job.options.object_retries + 1):
@@ -280,16 +264,19 @@ class BatchRunner:
                         raise
                     tally.retry()
                     self.sleep(min(ROUND_PAUSE_MAX, ROUND_PAUSE * 2**round_) * random.uniform(0.5, 1.0))
-            if done.changed:
+            if self.job.operation == "move":
+                confirmed = replace(item, dst_etag=done.dst_etag, attempts=attempts)
+            elif done.changed:
                 tally.succeed(item.obj.size)
+                _log(self.keylog, item, "succeeded", done, attempts)
             else:
                 tally.skip()
-            _log(self.keylog, item, "succeeded" if done.changed else "skipped", done, attempts)
+                _log(self.keylog, item, "skipped", done, attempts)
         except Exception as exc:  # noqa: BLE001 - every per-object error is reported, never raised
             tally.fail(item.obj.key, error_code(exc), error_message(exc))
             _log(self.keylog, item, "failed", attempts=attempts, error=error_code(exc), message=error_message(exc))
         finally:
-            run.finish()
+            run.finish(confirmed)
 
 
 def delete_batch(

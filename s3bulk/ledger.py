@@ -150,15 +150,18 @@ class DynamoLedger:
             remove
             + " ADD #scanned :scanned, #listed :listed, #listed_bytes :lbytes, #skipped :skipped, #batches :batches, #pending :batches"
         )
+        return self._update_if(
+            job_id,
+            UpdateExpression=update,
+            ConditionExpression="#page = :page",
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+        )
+
+    def _update_if(self, job_id: str, **update: Any) -> bool:
+        """UpdateItem on the job item; False when its condition did not hold."""
         try:
-            self.client.update_item(
-                TableName=self.table,
-                Key=job_key(job_id),
-                UpdateExpression=update,
-                ConditionExpression="#page = :page",
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
-            )
+            self.client.update_item(TableName=self.table, Key=job_key(job_id), **update)
             return True
         except ClientError as exc:
             if _conditional_failed(exc):
@@ -229,19 +232,12 @@ class DynamoLedger:
         else:
             condition = "send_rate < :r AND rate_at < :stale"
             values = {":r": {"N": f"{rate:.3f}"}, ":now": {"N": f"{now:.3f}"}, ":stale": {"N": f"{now - RISE_SPACING_S:.3f}"}}
-        try:
-            self.client.update_item(
-                TableName=self.table,
-                Key=job_key(job_id),
-                UpdateExpression="SET send_rate = :r, rate_at = :now",
-                ConditionExpression=f"attribute_exists(pk) AND ({condition})",
-                ExpressionAttributeValues=values,
-            )
-            return True
-        except ClientError as exc:
-            if _conditional_failed(exc):
-                return False
-            raise
+        return self._update_if(
+            job_id,
+            UpdateExpression="SET send_rate = :r, rate_at = :now",
+            ConditionExpression=f"attribute_exists(pk) AND ({condition})",
+            ExpressionAttributeValues=values,
+        )
 
     def set_status(self, job_id: str, status: str, **extra: str) -> None:
         names = {"#s": "status"}

@@ -115,14 +115,18 @@ class RateControl:
             self._sleep(slot - now)
 
     def after_response(self, throttled: bool) -> None:
+        if not self.enabled:  # the hot path when off: a lock only to count a throttle
+            if throttled:
+                with self._lock:
+                    self.throttles += 1
+            return
         with self._lock:
             if throttled:
                 self.throttles += 1
                 self._throttled += 1
             else:
                 self._ok += 1
-            if self.enabled:
-                self._maybe_adjust()
+            self._maybe_adjust()
 
     def _maybe_adjust(self) -> None:
         """Closes the window when it is long and full enough, and cuts or raises the rate."""
