@@ -23,7 +23,8 @@ from s3bulk.keylog import KeyLog, KeyRecord
 from s3bulk.move import confirm_copy, destination_already_moved
 from s3bulk.report import Outcomes
 from s3bulk.restore import restore_object
-from s3bulk.store import KeyFailure, ObjectInfo, ObjectStore, StoreError
+from s3bulk.store import UNKNOWN_SIZE, KeyFailure, ObjectInfo, ObjectStore, StoreError
+from s3bulk.sync import unchanged
 from s3bulk.tagging import tag_object
 from s3bulk.verify import verify_object
 
@@ -41,6 +42,12 @@ class Item:
     exists: bool = False
     dst_etag: str = ""  # set once copied, for the per-key ledger of a move
     attempts: int = 0
+    pos: str = ""  # a manifest row's position (resume cursor); listings use the key
+    problem: tuple[str, str] | None = None  # (code, message): a manifest row that names no usable object
+
+
+# Operations that need an object's size or storage class, which a CSV manifest row does not give.
+_NEEDS_HEAD = frozenset({"copy", "move", "set-storage-class", "restore"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +58,7 @@ class Done:
     dst_etag: str = ""
     src_checksum: str = ""
     dst_checksum: str = ""
+    obj: ObjectInfo | None = None  # the object as a HEAD found it, when its manifest row gave no size
 
 
 def _log(
@@ -159,6 +167,8 @@ class BatchRunner:
         dst = job.destination
         self._copy_settings = CopySettings(job.options.multipart_threshold, job.options.part_size, dst.storage_class if dst else None)
         self._in_place = CopySettings(job.options.multipart_threshold, job.options.part_size, job.storage_class)
+        # A manifest is not a sorted listing to merge-join, so its skip modes ask the destination per object.
+        self._head_destination = job.source.manifest is not None and job.options.if_exists != "overwrite"
 
     def start(
         self,
@@ -173,7 +183,11 @@ class BatchRunner:
         """
         todo = []
         for item in batch:
-            if item.exists:
+            if item.problem is not None:
+                code, message = item.problem
+                tally.fail(item.obj.key, code, message)
+                _log(self.keylog, item, "failed", attempts=0, error=code, message=message)
+            elif item.exists:
                 tally.skip()
                 _log(self.keylog, item, "skipped", attempts=0)
             else:
@@ -220,31 +234,53 @@ class BatchRunner:
         if size > MAX_KEY_BYTES:
             # Checked here, not left to the server: some S3-compatible servers cut or accept long keys.
             raise StoreError("KeyTooLongError", f"the destination key is {size} UTF-8 bytes; S3 allows {MAX_KEY_BYTES}", 400)
+        obj = item.obj
         try:
-            done = copy_object(self.store, self.parts, self.job.source.bucket, item.obj, dst.bucket, item.dst_key, self._copy_settings)
+            obj = self._resolve(obj)
+            if self._head_destination and self._exists(obj, dst.bucket, item.dst_key):
+                return Done(False, obj=obj)
+            done = copy_object(self.store, self.parts, self.job.source.bucket, obj, dst.bucket, item.dst_key, self._copy_settings)
             if move:
-                confirm_copy(self.store, item.obj, dst.bucket, item.dst_key, done)
-            return Done(True, done.etag)
+                confirm_copy(self.store, obj, dst.bucket, item.dst_key, done)
+            return Done(True, done.etag, obj=obj)
         except StoreError as exc:
             # A redelivered move whose source is already gone succeeded earlier if the destination matches.
-            if move and exc.code == "NoSuchKey" and destination_already_moved(self.store, item.obj, dst.bucket, item.dst_key):
-                return Done(True)
+            if move and exc.code == "NoSuchKey" and destination_already_moved(self.store, obj, dst.bucket, item.dst_key):
+                return Done(True, obj=obj)
             raise
+
+    def _resolve(self, obj: ObjectInfo) -> ObjectInfo:
+        """A manifest row without a size gets one (and its storage class) from a HEAD; listed objects cost nothing."""
+        if obj.size != UNKNOWN_SIZE or self.job.operation not in _NEEDS_HEAD:
+            return obj
+        return self.store.head_object(self.job.source.bucket, obj.key).info(obj.key)
+
+    def _exists(self, obj: ObjectInfo, bucket: str, key: str) -> bool:
+        """if_exists for a manifest job: whether the destination object makes this copy unnecessary."""
+        try:
+            head = self.store.head_object(bucket, key)
+        except StoreError as exc:
+            if exc.code in {"NoSuchKey", "404", "NotFound"}:
+                return False
+            raise
+        return self.job.options.if_exists == "skip" or unchanged(obj, head.info(key))
 
     def _act(self, item: Item) -> Done:
         """One object's work: the call(s) its operation needs, nothing more."""
-        job, bucket, obj = self.job, self.job.source.bucket, item.obj
+        job, bucket = self.job, self.job.source.bucket
         if job.operation in {"copy", "move"}:
             return self._copy(item)
+        obj = self._resolve(item.obj)
+        found = obj if obj is not item.obj else None
         if job.operation == "tag":
             assert job.tagging is not None
             return Done(tag_object(self.store, bucket, obj.key, job.tagging))
         if job.operation == "restore":
-            return Done(restore_object(self.store, bucket, obj, job.restore or Restore()))
+            return Done(restore_object(self.store, bucket, obj, job.restore or Restore()), obj=found)
         if job.operation == "set-storage-class":
             if (obj.storage_class or "STANDARD") == job.storage_class:
-                return Done(False)
-            return Done(True, copy_object(self.store, self.parts, bucket, obj, bucket, obj.key, self._in_place).etag)
+                return Done(False, obj=found)
+            return Done(True, copy_object(self.store, self.parts, bucket, obj, bucket, obj.key, self._in_place).etag, obj=found)
         assert job.operation == "verify" and job.destination is not None
         v = verify_object(self.store, bucket, obj, job.destination.bucket, item.dst_key)
         return Done(True, "", v.src_checksum, v.dst_checksum)
@@ -258,16 +294,18 @@ class BatchRunner:
                 attempts = round_ + 1
                 try:
                     done = self._act(item)
+                    if done.obj is not None:
+                        item = replace(item, obj=done.obj)
                     break
                 except StoreError as exc:
                     if classify(exc) is ErrorKind.PERMANENT or round_ == self.job.options.object_retries:
                         raise
                     tally.retry()
                     self.sleep(min(ROUND_PAUSE_MAX, ROUND_PAUSE * 2**round_) * random.uniform(0.5, 1.0))
-            if self.job.operation == "move":
+            if self.job.operation == "move" and done.changed:
                 confirmed = replace(item, dst_etag=done.dst_etag, attempts=attempts)
             elif done.changed:
-                tally.succeed(item.obj.size)
+                tally.succeed(max(item.obj.size, 0))
                 _log(self.keylog, item, "succeeded", done, attempts)
             else:
                 tally.skip()
@@ -291,7 +329,7 @@ def delete_batch(
     for item in items:
         failure = failed.get(item.obj.key)
         if failure is None:
-            tally.succeed(item.obj.size)
+            tally.succeed(max(item.obj.size, 0))
             _log(keylog, item, "succeeded", attempts=item.attempts or 1)
         else:
             note = "copied, but the source could not be deleted: " if moved else ""

@@ -22,6 +22,7 @@ from s3bulk.clients import ClientSettings, has_credentials, make_s3_client
 from s3bulk.engine import Engine, JobAbort, connections_needed, new_job_id, resolve_concurrency
 from s3bulk.job import Job, JobError, json_schema, load_job, parse_job
 from s3bulk.localledger import LedgerError, LocalLedger, spec_hash, state_dir
+from s3bulk.manifest import ManifestError
 from s3bulk.progress import ProgressDisplay, failures_table, summary_table
 from s3bulk.ratecontrol import RateControl
 from s3bulk.remote import DEFAULT_STACK, Deployment, DeploymentError, fetch_report, status, submit
@@ -251,7 +252,7 @@ def _plan(args: argparse.Namespace, console: Console) -> int:
         plan = make_plan(job, FastS3Store(client, connections_needed(concurrency)))
     except StoreError as exc:
         raise UsageError(f"listing for the plan failed: {exc.code}: {exc.message}") from None
-    except JobAbort as exc:
+    except (JobAbort, ManifestError) as exc:
         raise UsageError(str(exc)) from None
     dollars = cost(plan, prices)
     doc: dict[str, Any] = {
@@ -261,6 +262,7 @@ def _plan(args: argparse.Namespace, console: Console) -> int:
         "bytes": plan.bytes,
         "skipped": plan.skipped,
         "extraneous_to_delete": plan.extraneous,
+        "invalid_manifest_rows": plan.invalid_rows,
         "by_storage_class": {k: {"objects": v[0], "bytes": v[1]} for k, v in sorted(plan.by_class.items())},
         "by_size": {k: {"objects": v[0], "bytes": v[1]} for k, v in plan.by_size.items()},
         "requests": dict(sorted(plan.requests.items())),
@@ -292,6 +294,8 @@ def _plan(args: argparse.Namespace, console: Console) -> int:
     console.print(f"ETA: {eta['local']:,.0f} s here at {concurrency} threads; {eta['stack']:,.0f} s on the stack", markup=False)
     if plan.skipped or plan.extraneous:
         console.print(f"skipped as existing/unchanged: {plan.skipped:,}; extraneous to delete: {plan.extraneous:,}", markup=False)
+    if plan.invalid_rows:
+        console.print(f"manifest rows that would fail (run reports each with its line): {plan.invalid_rows:,}", markup=False)
     return EXIT_OK
 
 

@@ -23,9 +23,10 @@ from s3bulk.job import Job, request_options
 from s3bulk.keylog import JsonlKeyLog
 from s3bulk.listing import batched, iter_objects, iter_objects_parallel
 from s3bulk.localledger import BatchRecord, LocalLedger
+from s3bulk.manifest import ManifestError, ManifestReader
 from s3bulk.report import BatchTally, Report, Tally
 from s3bulk.selection import KeyMapper, Selector
-from s3bulk.store import ObjectInfo, ObjectStore, StoreError
+from s3bulk.store import UNKNOWN_SIZE, ObjectInfo, ObjectStore, StoreError
 from s3bulk.sync import Extraneous, join, unchanged
 
 # On the fast request path 64 threads give 95% of the best copies/s both direct and at
@@ -88,23 +89,42 @@ class Engine:
         self.keylog = JsonlKeyLog(key_ledger, self.job_id, job.operation) if key_ledger is not None and not job.options.dry_run else None
 
     # -- listing -----------------------------------------------------------------------------
-    def _listed(self) -> Iterator[tuple[ObjectInfo, bool]]:
-        """Every listed object and whether the filters select it (a sync must see the unselected too)."""
+    def _entries(self) -> Iterator[tuple[ObjectInfo | None, str, tuple[str, str] | None]]:
+        """(object, cursor, problem) in job order: a listing's cursor is the key, a manifest's the row's position.
+
+        A manifest row that names no usable object comes as a problem; a delete marker as no object.
+        """
         src = self.job.source
+        if src.manifest is None:
+            listing = iter_objects_parallel(
+                self.store, src.bucket, src.prefix, self.job.options.list_workers, start_after=self._start_after
+            )
+            return ((obj, obj.key, None) for obj in listing)
+        rows = ManifestReader(self.store, src).rows(after=self._start_after)
+        return (
+            (ObjectInfo(row.ref, UNKNOWN_SIZE) if row.failed else row.obj, row.pos, (row.code, row.problem) if row.failed else None)
+            for row in rows
+        )
+
+    def _listed(self) -> Iterator[tuple[ObjectInfo, bool, str, tuple[str, str] | None]]:
+        """Every entry and whether the filters select it (a sync must see the unselected too), with its cursor and problem."""
         finished, i = self._finished, 0
-        listing = iter_objects_parallel(self.store, src.bucket, src.prefix, self.job.options.list_workers, start_after=self._start_after)
-        for obj in listing:
+        prefix = self.job.source.prefix
+        for obj, cursor, problem in self._entries():
+            if obj is None:  # a delete marker in a versioned inventory: scanned, but no object to act on
+                self.tally.seen(0, False)
+                continue
             if finished:
-                while i < len(finished) and finished[i][1] < obj.key:
+                while i < len(finished) and finished[i][1] < cursor:
                     i += 1
-                if i < len(finished) and finished[i][0] < obj.key:
+                if i < len(finished) and finished[i][0] < cursor:
                     # Inside a range an earlier run finished: not counted again, but a sync's join must
                     # still see it, or its destination object would look extraneous.
-                    yield obj, False
+                    yield obj, False, cursor, None
                     continue
-            selected = self._selector.matches(obj)
-            self.tally.seen(obj.size, selected)
-            yield obj, selected
+            selected = problem is not None or (obj.key.startswith(prefix) and self._selector.matches(obj))
+            self.tally.seen(max(obj.size, 0), selected)
+            yield obj, selected, cursor, problem
 
     def flush_extraneous(self) -> None:
         self._extraneous.flush()
@@ -112,13 +132,20 @@ class Engine:
     def items(self) -> Iterator[Item]:
         """What the job would touch, from the listing (and the destination listing for skip modes); changes nothing."""
         mapper, dst, opts = self._map, self.job.destination, self.job.options
+        if self.job.source.manifest is not None:
+            # Manifest order is not key order, so skip modes are decided per object by the worker (a HEAD).
+            return (
+                Item(obj, mapper(obj.key) if mapper and problem is None else "", pos=cursor, problem=problem)
+                for obj, selected, cursor, problem in self._listed()
+                if selected
+            )
         if mapper is None or dst is None:
-            return (Item(obj) for obj, selected in self._listed() if selected)
+            return (Item(obj) for obj, selected, _, _ in self._listed() if selected)
         if opts.if_exists == "overwrite" and not opts.delete_extraneous:
-            return (Item(obj, mapper(obj.key)) for obj, selected in self._listed() if selected)
+            return (Item(obj, mapper(obj.key)) for obj, selected, _, _ in self._listed() if selected)
         existing = iter_objects(self.store, dst.bucket, dst.prefix, start_after=mapper(self._start_after) if self._start_after else None)
         extraneous = self._extraneous.add if opts.delete_extraneous else None
-        joined = join(self._listed(), mapper, existing, extraneous)
+        joined = join(((obj, selected) for obj, selected, _, _ in self._listed()), mapper, existing, extraneous)
         skip_unchanged = opts.if_exists == "skip-unchanged"
         return (
             Item(j.obj, j.dst_key, j.existing is not None and (not skip_unchanged or unchanged(j.obj, j.existing)))
@@ -143,7 +170,8 @@ class Engine:
             for batch in batched(self.items(), self.job.options.batch_size):
                 now = self.tally.snapshot().scanned
                 # The ledger's unit: the batch covers (after, last] of the listing, and the keys scanned to reach it.
-                rec = BatchRecord(after, batch[-1].obj.key, now - scanned, len(batch), sum(i.obj.size for i in batch), 0, 0, 0, 0, 0)
+                last = batch[-1].pos or batch[-1].obj.key
+                rec = BatchRecord(after, last, now - scanned, len(batch), sum(max(i.obj.size, 0) for i in batch), 0, 0, 0, 0, 0)
                 after, scanned = rec.last, now
                 while not self._stop.is_set():
                     try:
@@ -210,7 +238,7 @@ class Engine:
             exc = self._listing_error
             error = (
                 str(exc)
-                if isinstance(exc, JobAbort)
+                if isinstance(exc, (JobAbort, ManifestError))
                 else f"listing s3://{self.job.source.bucket}/{self.job.source.prefix} failed: {error_code(exc)}: {error_message(exc)}"
             )
         tally = self.tally

@@ -89,10 +89,30 @@ def _check_prefix(prefix: str) -> str:
     return prefix
 
 
+class Manifest(_Strict):
+    """Where a job's object list comes from when it is not a listing (docs/manifests.md)."""
+
+    bucket: str = Field(description="Bucket holding the manifest (and, for inventory, its data files).")
+    key: str = Field(min_length=1, description="csv: the CSV (plain or gzip) itself; inventory: the report's manifest.json.")
+    format: Literal["csv", "inventory"] = Field(
+        "csv",
+        description=(
+            "csv: rows of bucket,key[,version_id] with URL-encoded keys, as S3 Batch Operations reads them; "
+            "inventory: an S3 Inventory manifest.json with CSV data files (Parquet and ORC are not supported)."
+        ),
+    )
+
+    _bucket = field_validator("bucket")(classmethod(lambda cls, v: _check_bucket(v)))
+
+
 class Source(_Strict):
     """Which objects a job selects; globs match the key relative to `prefix`."""
 
     bucket: str = Field(description="Source bucket name.")
+    manifest: Manifest | None = Field(
+        None,
+        description="Act on the objects a manifest lists instead of listing the bucket; prefix and the filters still apply to its rows.",
+    )
     prefix: str = Field("", description="Only keys starting with this prefix (byte-exact, no normalisation).")
     all: bool = Field(False, description="Must be true to delete a whole bucket (no prefix).")
     include: list[str] = Field(default_factory=list, description="Glob patterns (fnmatch, `*` crosses `/`); a key must match one.")
@@ -127,6 +147,12 @@ class Source(_Strict):
             raise _FieldProblem("modified_after", "modified_after is not before modified_before; widen the time window")
         if self.all and self.prefix:
             raise _FieldProblem("all", "all=true selects the whole bucket, so prefix must be empty; drop one of them")
+        if self.manifest is not None and self.manifest.format == "csv":
+            for name in ("min_size", "max_size", "modified_after", "modified_before"):
+                if getattr(self, name) not in (None, 0):
+                    raise _FieldProblem(
+                        name, f'{name} needs sizes and dates, which a CSV manifest does not carry; use format "inventory" or drop {name}'
+                    )
         return self
 
 
@@ -270,7 +296,7 @@ class Job(_Strict):
                 raise _FieldProblem(
                     "options.delete_extraneous", f"delete_extraneous works with operation 'copy' (a sync), not {op!r}; remove it"
                 )
-            if not self.source.prefix and not self.source.all:
+            if not self.source.prefix and not self.source.all and self.source.manifest is None:
                 raise _FieldProblem(
                     "source.prefix", f'source.prefix is empty, which would {op} the whole bucket; give a prefix or set "all": true'
                 )
@@ -278,6 +304,11 @@ class Job(_Strict):
         dst = self.destination
         if dst is None:
             raise _FieldProblem("destination", f'destination is required for operation {self.operation!r}; add {{"bucket": ...}}')
+        if self.options.delete_extraneous and self.source.manifest is not None:
+            raise _FieldProblem(
+                "options.delete_extraneous",
+                "delete_extraneous compares two listings, and this job reads a manifest; drop source.manifest or delete_extraneous",
+            )
         if self.options.delete_extraneous and self.operation != "copy":
             raise _FieldProblem(
                 "options.delete_extraneous", f"delete_extraneous works with operation 'copy' (a sync), not {self.operation!r}; remove it"

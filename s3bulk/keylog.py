@@ -25,7 +25,7 @@ class KeyRecord:
 
     key: str
     outcome: str  # succeeded | skipped | failed
-    size: int
+    size: int  # -1 (written as null): a manifest row gave none and no request needed it
     src_etag: str = ""
     dst_key: str = ""
     dst_etag: str = ""
@@ -38,6 +38,8 @@ class KeyRecord:
 
     def line(self, job_id: str, operation: str, at: datetime | None = None) -> str:
         doc = {"v": FORMAT_VERSION, "job_id": job_id, "operation": operation, **asdict(self)}
+        if self.size < 0:
+            doc["size"] = None
         doc["at"] = (at or datetime.now(UTC)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
         return json.dumps(doc) + "\n"  # ASCII: any key, even one with a lone surrogate, is valid JSON and UTF-8
 

@@ -186,7 +186,8 @@ class MemoryStore:
         self._count("HeadObject")
         self._fault("HeadObject", bucket, key)
         o = self._get(bucket, key)
-        return ObjectHead(o.size, o.etag, o.content_type, dict(o.metadata))
+        storage_class = None if o.storage_class == "STANDARD" else o.storage_class  # as S3 sends it: no header for STANDARD
+        return ObjectHead(o.size, o.etag, o.content_type, dict(o.metadata), storage_class=storage_class, last_modified=o.last_modified)
 
     def get_tags(self, bucket: str, key: str) -> dict[str, str]:
         self._count("GetObjectTagging")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from s3bulk.copies import CopyDone
-from s3bulk.store import ObjectInfo, ObjectStore, StoreError
+from s3bulk.store import UNKNOWN_SIZE, ObjectInfo, ObjectStore, StoreError
 
 
 def etag_comparable(etag: str) -> bool:
@@ -25,11 +25,16 @@ def confirm_copy(store: ObjectStore, obj: ObjectInfo, dst_bucket: str, dst_key: 
 
 
 def destination_already_moved(store: ObjectStore, obj: ObjectInfo, dst_bucket: str, dst_key: str) -> bool:
-    """For a redelivered move whose source is gone: true only if the destination holds the listed object."""
+    """For a redelivered move whose source is gone: true only if the destination holds the listed object.
+
+    A manifest row without a size can only be matched by the destination's existence.
+    """
     try:
         head = store.head_object(dst_bucket, dst_key)
     except StoreError:
         return False
+    if obj.size == UNKNOWN_SIZE:
+        return True
     if head.size != obj.size:
         return False
     return not (etag_comparable(obj.etag) and etag_comparable(head.etag)) or head.etag == obj.etag

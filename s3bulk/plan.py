@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any, cast
 from s3bulk.copies import part_ranges
 from s3bulk.engine import Engine
 from s3bulk.job import ARCHIVED, Job
-from s3bulk.store import ListPage, ObjectInfo, ObjectStore, RequestOptions
+from s3bulk.store import UNKNOWN_SIZE, ListPage, ObjectInfo, ObjectStore, RequestOptions
 
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
 SIZE_BUCKETS = [(0, "0 B"), (128 * KiB, "< 128 KiB"), (MiB, "< 1 MiB"), (128 * MiB, "< 128 MiB"), (5 * GiB, "< 5 GiB")]
@@ -38,6 +39,8 @@ STATE_TRANSITIONS = 40  # validate, list loop and progress polls of a typical jo
 
 
 def size_bucket(size: int) -> str:
+    if size == UNKNOWN_SIZE:
+        return "unknown (CSV manifest)"
     if size == 0:
         return "0 B"
     return next((label for limit, label in SIZE_BUCKETS[1:] if size < limit), ">= 5 GiB")
@@ -51,17 +54,18 @@ class Plan:
     bytes: int = 0
     skipped: int = 0
     extraneous: int = 0  # sync: destination objects the run would delete
+    invalid_rows: int = 0  # manifest rows the run would report as failed
     by_class: dict[str, list[int]] = field(default_factory=dict)  # class -> [objects, bytes]
     by_size: dict[str, list[int]] = field(default_factory=dict)
     requests: dict[str, int] = field(default_factory=dict)
 
     def add(self, size: int, storage_class: str | None) -> None:
         self.objects += 1
-        self.bytes += size
+        self.bytes += max(size, 0)
         for table, name in ((self.by_class, storage_class or "STANDARD"), (self.by_size, size_bucket(size))):
             row = table.setdefault(name, [0, 0])
             row[0] += 1
-            row[1] += size
+            row[1] += max(size, 0)
 
     def count(self, request: str, n: int = 1) -> None:
         if n:
@@ -79,13 +83,17 @@ def count_object(job: Job, plan: Plan, obj: ObjectInfo) -> None:
     op, size = job.operation, obj.size
     if op == "delete":
         return
+    if size == UNKNOWN_SIZE and op in {"copy", "move", "set-storage-class", "restore"}:
+        plan.count("HeadObject")  # a CSV manifest row has no size or class: the worker asks (sizes below assume one CopyObject)
+    if op in {"copy", "move"} and job.source.manifest is not None and job.options.if_exists != "overwrite":
+        plan.count("HeadObject")  # is the destination there (and unchanged)?
     if op == "tag":
         if job.tagging is not None and job.tagging.mode == "merge":
             plan.count("GetObjectTagging")
         plan.count("PutObjectTagging")  # a merge that changes nothing skips it
         return
     if op == "restore":
-        if (obj.storage_class or "STANDARD") in ARCHIVED:
+        if size == UNKNOWN_SIZE or (obj.storage_class or "STANDARD") in ARCHIVED:
             plan.count("RestoreObject")
         return
     if op == "verify":
@@ -150,6 +158,10 @@ class _CountingLists:
         self._plan.count("ListObjectsV2")
         return self._store.list_page(*args, **kwargs)
 
+    def read_object(self, bucket: str, key: str) -> Iterator[bytes]:
+        self._plan.count("GetObject")  # a manifest (or one of its data files)
+        return self._store.read_object(bucket, key)
+
     def scoped(self, options: RequestOptions) -> _CountingLists:
         return _CountingLists(self._store.scoped(options), self._plan)
 
@@ -167,6 +179,9 @@ def make_plan(job: Job, store: ObjectStore) -> Plan:
     engine = Engine(dry, cast(ObjectStore, _CountingLists(store, plan)), concurrency=1)
     engine.check_destination()
     for item in engine.items():
+        if item.problem is not None:
+            plan.invalid_rows += 1
+            continue
         if item.exists:
             plan.skipped += 1
             continue

@@ -158,6 +158,8 @@ class S3Store:
             headers,
             checksum,
             str(r.get("ServerSideEncryption", "")).startswith("aws:kms"),
+            r.get("StorageClass"),
+            r.get("LastModified"),
         )
 
     def get_tags(self, bucket: str, key: str) -> dict[str, str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 
 from s3bulk.job import Destination, Source
-from s3bulk.store import ObjectInfo
+from s3bulk.store import UNKNOWN_SIZE, ObjectInfo
 
 
 class Selector:
@@ -27,7 +27,8 @@ class Selector:
         return key[len(self.prefix) :]
 
     def matches(self, obj: ObjectInfo) -> bool:
-        if obj.size < self._min or (self._max is not None and obj.size > self._max):
+        # An unknown size (a CSV manifest row) meets no size filter; jobs that set one cannot read such rows.
+        if obj.size != UNKNOWN_SIZE and (obj.size < self._min or (self._max is not None and obj.size > self._max)):
             return False
         if self._after is not None or self._before is not None:
             stamp = obj.last_modified

@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
+# The size of an object whose manifest row gave none; the worker HEADs it before an operation that needs it.
+UNKNOWN_SIZE = -1
+
 
 @dataclass(frozen=True, slots=True)
 class ObjectInfo:
@@ -43,6 +46,12 @@ class ObjectHead:
     headers: dict[str, str] = field(default_factory=dict)  # CacheControl, ContentEncoding, ...
     checksum: str = ""  # "ALGORITHM:value" of an S3 additional checksum; a composite one ends in "-N"
     encrypted_kms: bool = False  # SSE-KMS: the ETag is not the MD5 of the content
+    storage_class: str | None = None  # None: STANDARD (S3 sends no header for it)
+    last_modified: datetime | None = None
+
+    def info(self, key: str) -> ObjectInfo:
+        """The listing's view of the object, for rows (manifests) that came without one."""
+        return ObjectInfo(key, self.size, self.etag, self.last_modified, self.storage_class)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,311 @@
+"""Manifest input: the objects a job acts on, read from a CSV or an S3 Inventory report instead of a listing.
+
+Formats follow S3 Batch Operations, so a manifest made for it works here unchanged:
+- csv: rows of bucket,key[,version_id] with URL-encoded keys (plain or gzip).
+- inventory: an S3 Inventory manifest.json whose CSV (gzip) data files hold the rows.
+
+Everything streams: one data file is open at a time and rows are yielded as the CSV
+reader produces them, so a manifest of any size costs no memory. A row that cannot be
+used becomes a Row with a problem (a per-row failure with its line number) and never
+stops the job; only a manifest that cannot be read at all raises ManifestError.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from urllib.parse import unquote_plus
+
+from s3bulk.job import MAX_KEY_BYTES, Manifest, Source
+from s3bulk.store import UNKNOWN_SIZE, ObjectInfo, ObjectStore, StoreError, quoted_etag
+
+# manifest.json is small (a list of data files); refuse anything that is clearly not one.
+MAX_INVENTORY_MANIFEST = 64 * 1024 * 1024
+_CSV_FORMAT = "CSV"
+
+
+class ManifestError(Exception):
+    """The manifest as a whole cannot be read; str() is the one-line message."""
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One manifest entry: an object to act on, a delete marker to pass over, or a problem to report.
+
+    `pos` sorts in manifest order (file index, then record number), so a resume can
+    skip what an earlier run finished, as a listing does with keys.
+    """
+
+    pos: str
+    line: int
+    obj: ObjectInfo | None
+    code: str = ""
+    problem: str = ""
+    ref: str = ""  # for a problem: the key when the row gave one, else where the row is (s3://bucket/key#line)
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.code)
+
+
+def position(file_index: int, record: int) -> str:
+    return f"{file_index:06d}:{record:012d}"
+
+
+def _parse_position(pos: str | None) -> tuple[int, int]:
+    if not pos:
+        return 0, 0
+    file_index, record = pos.split(":")
+    return int(file_index), int(record)
+
+
+class _ChunkReader(io.RawIOBase):
+    """A file object over GetObject's chunks, so csv and gzip can stream it."""
+
+    def __init__(self, chunks: Iterable[bytes]) -> None:
+        self._chunks = iter(chunks)
+        self._buf = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._buf:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                return 0
+            self._buf = chunk
+        n = min(len(buffer), len(self._buf))
+        buffer[:n] = self._buf[:n]
+        self._buf = self._buf[n:]
+        return n
+
+
+def _text(chunks: Iterable[bytes]) -> io.TextIOWrapper:
+    """Gzip or plain (decided by the magic bytes, not the name); bytes that are not UTF-8 survive as surrogates for the row check."""
+    binary: Any = io.BufferedReader(_ChunkReader(chunks), buffer_size=256 * 1024)
+    if binary.peek(2)[:2] == b"\x1f\x8b":
+        binary = gzip.GzipFile(fileobj=binary, mode="rb")
+    return io.TextIOWrapper(binary, encoding="utf-8", errors="surrogateescape", newline="")
+
+
+def _decode_key(encoded: str) -> str:
+    """URL-decoded as S3 Batch Operations and Inventory write it ('+' is a space, a plus is %2B)."""
+    if any("\udc80" <= c <= "\udcff" for c in encoded):
+        raise ValueError("the row holds bytes that are not UTF-8; write the manifest in UTF-8")
+    try:
+        key = unquote_plus(encoded, encoding="utf-8", errors="strict")
+    except UnicodeDecodeError:
+        raise ValueError(f"key {encoded[:60]!r} URL-decodes to bytes that are not UTF-8; encode the key's UTF-8 bytes") from None
+    if not key:
+        raise ValueError("the key is empty; every row needs bucket,key")
+    size = len(key.encode("utf-8", "surrogatepass"))
+    if size > MAX_KEY_BYTES:
+        raise ValueError(f"the key is {size} UTF-8 bytes; S3 keys are at most {MAX_KEY_BYTES}")
+    return key
+
+
+class _Columns:
+    """Where each field sits in a data file's rows: fixed for csv, from fileSchema for inventory."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.count = len(names)
+        self.index = {n: i for i, n in enumerate(names)}
+
+    def get(self, row: list[str], name: str) -> str | None:
+        i = self.index.get(name)
+        return row[i] if i is not None else None
+
+
+class ManifestReader:
+    """Rows of one job's manifest, in manifest order, from a position on."""
+
+    def __init__(self, store: ObjectStore, source: Source) -> None:
+        assert source.manifest is not None
+        self.store = store
+        self.source = source
+        self.manifest: Manifest = source.manifest
+        self._needs_size = source.min_size > 0 or source.max_size is not None
+        self._needs_time = source.modified_after is not None or source.modified_before is not None
+
+    @property
+    def where(self) -> str:
+        return f"s3://{self.manifest.bucket}/{self.manifest.key}"
+
+    def data_files(self) -> tuple[list[str], _Columns | None]:
+        """The data files' keys (in the manifest's bucket) and, for inventory, their columns."""
+        if self.manifest.format == "csv":
+            return [self.manifest.key], None
+        doc = self._inventory_manifest()
+        fmt = str(doc.get("fileFormat", ""))
+        if fmt.upper() != _CSV_FORMAT:
+            raise ManifestError(
+                f"{self.where}: inventory fileFormat {fmt!r} is not supported; configure the inventory report as CSV "
+                "(Parquet and ORC need a columnar reader s3bulk does not ship)"
+            )
+        names = [n.strip() for n in str(doc.get("fileSchema", "")).split(",") if n.strip()]
+        if "Bucket" not in names or "Key" not in names:
+            raise ManifestError(
+                f"{self.where}: fileSchema {doc.get('fileSchema')!r} has no Bucket and Key columns; is it an inventory manifest.json?"
+            )
+        data_bucket = str(doc.get("destinationBucket", "")).removeprefix("arn:aws:s3:::") or self.manifest.bucket
+        if data_bucket != self.manifest.bucket:
+            raise ManifestError(
+                f"{self.where}: its data files are in bucket {data_bucket!r}; put manifest.json and its data files in one bucket"
+            )
+        files = doc.get("files")
+        if not isinstance(files, list) or not all(isinstance(f, dict) and isinstance(f.get("key"), str) for f in files):
+            raise ManifestError(f'{self.where}: "files" must be a list of {{"key": ...}}; is it an inventory manifest.json?')
+        return [str(f["key"]) for f in files], _Columns(names)
+
+    def _inventory_manifest(self) -> dict[str, Any]:
+        body = bytearray()
+        for chunk in self._read(self.manifest.key):
+            body += chunk
+            if len(body) > MAX_INVENTORY_MANIFEST:
+                raise ManifestError(f"{self.where}: over {MAX_INVENTORY_MANIFEST} bytes, which no manifest.json is; check format")
+        try:
+            doc = json.loads(bytes(body))
+        except ValueError as exc:
+            raise ManifestError(f'{self.where}: not valid JSON ({exc}); give the inventory\'s manifest.json, or format "csv"') from None
+        if not isinstance(doc, dict):
+            raise ManifestError(f"{self.where}: not an inventory manifest.json (a JSON object with fileFormat, fileSchema, files)")
+        return doc
+
+    def _read(self, key: str) -> Iterator[bytes]:
+        try:
+            yield from self.store.read_object(self.manifest.bucket, key)
+        except StoreError as exc:
+            raise ManifestError(f"manifest s3://{self.manifest.bucket}/{key} could not be read: {exc.code}: {exc.message}") from exc
+
+    def rows(self, after: str | None = None) -> Iterator[Row]:
+        """Every row after position `after` (None: from the start)."""
+        files, columns = self.data_files()
+        first_file, first_record = _parse_position(after)
+        for index, key in enumerate(files):
+            if index < first_file:
+                continue
+            skip = first_record if index == first_file and after else 0
+            yield from self._file_rows(index, key, columns, skip)
+
+    def _file_rows(self, index: int, key: str, columns: _Columns | None, skip: int) -> Iterator[Row]:
+        text = _text(self._read(key))
+        reader = csv.reader(text)
+        record = 0
+        where = f"s3://{self.manifest.bucket}/{key}"
+        while True:
+            try:
+                fields = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                record += 1
+                if record > skip:
+                    line = reader.line_num
+                    yield Row(position(index, record), line, None, "InvalidManifestRow", f"{where} line {line}: {exc}", f"{where}#{line}")
+                continue
+            except (OSError, EOFError, zlib.error) as exc:
+                raise ManifestError(f"{where}: not readable as gzip or CSV after line {reader.line_num} ({exc}); replace the file") from exc
+            if not fields or fields == [""]:
+                continue  # a blank line is not an entry
+            record += 1
+            if record <= skip:
+                continue
+            yield self._row(position(index, record), reader.line_num, fields, columns, where)
+
+    def _row(self, pos: str, line: int, fields: list[str], columns: _Columns | None, where: str) -> Row:
+        try:
+            return Row(pos, line, self._object(fields, columns))
+        except _Skip:
+            return Row(pos, line, None)
+        except _RowProblem as exc:
+            return Row(pos, line, None, exc.code, f"{where} line {line}: {exc}", exc.key)
+        except ValueError as exc:
+            return Row(pos, line, None, "InvalidManifestRow", f"{where} line {line}: {exc}", f"{where}#{line}")
+
+    def _object(self, fields: list[str], columns: _Columns | None) -> ObjectInfo:
+        if columns is None:
+            if len(fields) not in (2, 3):
+                raise ValueError(f"{len(fields)} fields; a row is bucket,key or bucket,key,version_id")
+            bucket, encoded = fields[0], fields[1]
+            version = fields[2] if len(fields) == 3 else ""
+            size, etag, modified, storage_class, latest = None, "", None, None, None
+        else:
+            if len(fields) != columns.count:
+                raise ValueError(f"{len(fields)} fields where fileSchema names {columns.count}")
+            if (columns.get(fields, "IsDeleteMarker") or "").lower() == "true":
+                raise _Skip
+            bucket, encoded = fields[columns.index["Bucket"]], fields[columns.index["Key"]]
+            version = columns.get(fields, "VersionId") or ""
+            latest = columns.get(fields, "IsLatest")
+            size = columns.get(fields, "Size")
+            etag = columns.get(fields, "ETag") or ""
+            storage_class = columns.get(fields, "StorageClass") or None
+            modified = columns.get(fields, "LastModifiedDate")
+        key = _decode_key(encoded)
+        if bucket != self.source.bucket:
+            raise _RowProblem(
+                key,
+                "ManifestBucketMismatch",
+                f"row is for bucket {bucket!r}, but source.bucket is {self.source.bucket!r}; a job acts on one bucket, so split the manifest",
+            )
+        if version and (latest is None or latest.lower() != "true"):
+            raise _RowProblem(
+                key,
+                "VersionIdNotSupported",
+                f"row names version {version[:40]!r} of {key[:60]!r}; s3bulk acts on current versions only, so drop the version column",
+            )
+        info = ObjectInfo(
+            key,
+            _int(size, "Size") if size else UNKNOWN_SIZE,
+            quoted_etag(etag),
+            _time(modified) if modified else None,
+            storage_class,
+        )
+        if info.size == UNKNOWN_SIZE and self._needs_size:
+            raise ValueError("the row gives no Size, which source.min_size/max_size need; add Size to the inventory or drop the filter")
+        if info.last_modified is None and self._needs_time:
+            raise ValueError(
+                "the row gives no LastModifiedDate, which modified_after/before need; add it to the inventory or drop the filter"
+            )
+        return info
+
+
+class _Skip(Exception):
+    """A delete marker: listed by a versioned inventory, but not an object."""
+
+
+class _RowProblem(ValueError):
+    """A well-formed row the job cannot act on; its key is known, so the report names it."""
+
+    def __init__(self, key: str, code: str, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+        self.code = code
+
+
+def _int(text: str, name: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"{name} {text[:30]!r} is not a whole number") from None
+    if value < 0:
+        raise ValueError(f"{name} {value} is negative")
+    return value
+
+
+def _time(text: str) -> datetime:
+    try:
+        stamp = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"LastModifiedDate {text[:40]!r} is not an ISO 8601 time") from None
+    if stamp.tzinfo is None:
+        raise ValueError(f"LastModifiedDate {text[:40]!r} has no timezone")
+    return stamp

@@ -1,0 +1,279 @@
+"""Manifest input (CSV and S3 Inventory) on the fake store: rows in, the same engine out, bad rows reported by line."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from typing import Any
+from urllib.parse import quote_plus
+
+import pytest
+
+from s3bulk.engine import Engine
+from s3bulk.job import JobError, parse_job
+from s3bulk.manifest import ManifestReader
+from s3bulk.memstore import MemoryStore
+from s3bulk.plan import make_plan
+
+# Keys a CSV can only carry URL-encoded: separators, quotes, spaces, pluses, percent signs, newlines, non-ASCII.
+SPECIAL = ["in/plain", "in/a b", "in/a+b", "in/100%", "in/comma,key", 'in/"quoted"', "in/line\nbreak", "in/ünï/çødé", "in/日本"]
+
+
+def job(manifest: dict[str, Any], operation: str = "copy", **fields: Any) -> Any:
+    doc: dict[str, Any] = {"operation": operation, "source": {"bucket": "src-b", "manifest": manifest}, **fields}
+    if operation in {"copy", "move", "verify"}:
+        doc.setdefault("destination", {"bucket": "dst-b", "prefix": "out/"})
+    doc["source"].setdefault("prefix", "in/")
+    return parse_job(json.dumps(doc))
+
+
+def csv_rows(keys: list[str], bucket: str = "src-b") -> bytes:
+    return "".join(f"{bucket},{quote_plus(k, safe='/')}\n" for k in keys).encode()
+
+
+@pytest.fixture
+def store() -> MemoryStore:
+    s = MemoryStore(page_size=25)
+    for b in ("src-b", "dst-b", "man-b"):
+        s.create_bucket(b)
+    for i, key in enumerate(SPECIAL):
+        s.put_object("src-b", key, f"body {i}".encode())
+    return s
+
+
+def run(store: MemoryStore, j: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    out = io.StringIO()
+    report = Engine(j, store, concurrency=4, key_ledger=out).run()
+    summary = {**report.summary(), "failures": list(report.tally.failures())}
+    return summary, [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def test_csv_manifest_copies_url_encoded_special_keys_exactly(store: MemoryStore) -> None:
+    store.put_object("man-b", "m.csv", csv_rows(SPECIAL))
+    s, lines = run(store, job({"bucket": "man-b", "key": "m.csv"}))
+    assert (s["succeeded"], s["failed"]) == (len(SPECIAL), 0)
+    assert store.keys("dst-b") == sorted("out/" + k.removeprefix("in/") for k in SPECIAL)
+    for key in SPECIAL:
+        assert store.get_body("dst-b", "out/" + key.removeprefix("in/")) == store.get_body("src-b", key)
+    assert store.calls["ListObjectsV2"] == 1  # the destination probe alone: the manifest replaces the source listing
+    assert store.calls["HeadObject"] == len(SPECIAL)  # a CSV row has no size: one HEAD each decides the copy path
+    assert {line["size"] for line in lines} == {len(b"body 0")}
+
+
+def test_gzip_csv_manifest_is_read_by_its_magic_bytes(store: MemoryStore) -> None:
+    store.put_object("man-b", "m.csv", gzip.compress(csv_rows(SPECIAL[:3])))
+    s, _ = run(store, job({"bucket": "man-b", "key": "m.csv"}))
+    assert (s["succeeded"], s["failed"]) == (3, 0)
+
+
+def test_prefix_still_selects_manifest_rows(store: MemoryStore) -> None:
+    store.put_object("src-b", "other/x", b"x")
+    store.put_object("man-b", "m.csv", csv_rows(["other/x", "in/plain"]))
+    j = parse_job(
+        json.dumps(
+            {
+                "operation": "copy",
+                "source": {"bucket": "src-b", "prefix": "in/", "manifest": {"bucket": "man-b", "key": "m.csv"}},
+                "destination": {"bucket": "dst-b"},
+            }
+        )
+    )
+    s, _ = run(store, j)
+    assert (s["scanned"], s["listed"], s["succeeded"]) == (2, 1, 1)
+    assert store.keys("dst-b") == ["plain"]
+
+
+def test_malformed_rows_fail_one_by_one_with_their_line_numbers(store: MemoryStore) -> None:
+    body = (
+        "src-b,in/plain\n"  # 1 good
+        "src-b\n"  # 2 one field
+        "src-b,in/a+b,v1,extra\n"  # 3 four fields
+        "src-b,%FF%FE\n"  # 4 not UTF-8 once decoded
+        "src-b,\n"  # 5 empty key
+        "other-b,in/a+b\n"  # 6 another bucket
+        "src-b,in/a+b,3HL4kqtJlcpXroDTDmJ.rmSpXd3dIbrHY\n"  # 7 a version id
+        "\n"  # 8 blank: not a row
+        "src-b,in/100%25\n"  # 9 good
+        "src-b,in/missing\n"  # 10 well formed, but no such object
+    )
+    store.put_object("man-b", "m.csv", body.encode())
+    s, lines = run(store, job({"bucket": "man-b", "key": "m.csv"}))
+    assert (s["succeeded"], s["failed"]) == (2, 7)
+    assert s["status"] == "failed"
+    failures = {f["message"].split(": ")[0].rsplit(" ", 1)[-1]: f for f in s["failures"] if "line" in f["message"]}
+    assert sorted(int(n) for n in failures) == [2, 3, 4, 5, 6, 7]
+    assert failures["6"]["error"] == "ManifestBucketMismatch" and failures["6"]["key"] == "in/a b"
+    assert failures["7"]["error"] == "VersionIdNotSupported"
+    assert failures["2"]["error"] == "InvalidManifestRow" and failures["2"]["key"] == "s3://man-b/m.csv#2"
+    assert [f["error"] for f in s["failures"] if f["key"] == "in/missing"] == ["NoSuchKey"]
+    assert sorted(store.keys("dst-b")) == ["out/100%", "out/plain"]
+    assert sum(1 for line in lines if line["outcome"] == "failed") == 7
+
+
+def inventory(store: MemoryStore, parts: list[list[list[str]]], schema: str, fmt: str = "CSV") -> dict[str, Any]:
+    files = []
+    for n, rows in enumerate(parts):
+        text = "".join(",".join(f'"{v}"' for v in row) + "\n" for row in rows)
+        key = f"inv/src-b/cfg/data/part-{n}.csv.gz"
+        store.put_object("man-b", key, gzip.compress(text.encode()))
+        files.append({"key": key, "size": 1, "MD5checksum": "unchecked"})
+    doc = {
+        "sourceBucket": "src-b",
+        "destinationBucket": "arn:aws:s3:::man-b",
+        "version": "2016-11-30",
+        "fileFormat": fmt,
+        "fileSchema": schema,
+        "files": files,
+    }
+    store.put_object("man-b", "inv/src-b/cfg/2026-11-20T01-00Z/manifest.json", json.dumps(doc).encode())
+    return {"bucket": "man-b", "key": "inv/src-b/cfg/2026-11-20T01-00Z/manifest.json", "format": "inventory"}
+
+
+SCHEMA = "Bucket, Key, VersionId, IsLatest, IsDeleteMarker, Size, LastModifiedDate, ETag, StorageClass"
+
+
+def inv_row(store: MemoryStore, key: str, *, latest: str = "true", marker: str = "false", version: str = "v1") -> list[str]:
+    o = store.get("src-b", key)
+    stamp = o.last_modified.isoformat().replace("+00:00", "Z")
+    return ["src-b", quote_plus(key, safe="/"), version, latest, marker, str(o.size), stamp, o.etag.strip('"'), o.storage_class]
+
+
+def test_inventory_manifest_with_gzip_parts_needs_no_head_and_skips_delete_markers(store: MemoryStore) -> None:
+    store.put_object("src-b", "in/big", b"B" * 5000)
+    rows = [inv_row(store, k) for k in [*SPECIAL, "in/big"]]
+    marker = ["src-b", "in/gone", "v9", "true", "true", "", "", "", ""]
+    noncurrent = inv_row(store, "in/plain", latest="false", version="v0")
+    m = inventory(store, [rows[:4], [*rows[4:], marker, noncurrent]], SCHEMA)
+    s, _ = run(store, job(m))
+    assert (s["scanned"], s["succeeded"], s["failed"]) == (len(SPECIAL) + 3, len(SPECIAL) + 1, 1)
+    assert s["failures"][0]["error"] == "VersionIdNotSupported"  # a noncurrent version is not the object s3bulk acts on
+    assert "HeadObject" not in store.calls and store.calls["ListObjectsV2"] == 1
+    assert store.calls["GetObject"] == 3  # manifest.json and two data files, each streamed once
+    assert store.get_body("dst-b", "out/big") == b"B" * 5000
+
+
+def test_inventory_rows_honour_size_filters(store: MemoryStore) -> None:
+    store.put_object("src-b", "in/big", b"B" * 5000)
+    m = inventory(store, [[inv_row(store, k) for k in ["in/plain", "in/big"]]], SCHEMA)
+    j = parse_job(
+        json.dumps(
+            {"operation": "delete", "source": {"bucket": "src-b", "manifest": m, "min_size": 1000}},
+        )
+    )
+    s, _ = run(store, j)
+    assert (s["listed"], s["succeeded"]) == (1, 1)
+    assert "in/big" not in store.keys("src-b") and "in/plain" in store.keys("src-b")
+
+
+def test_inventory_without_size_column_reports_rows_a_size_filter_cannot_judge(store: MemoryStore) -> None:
+    m = inventory(store, [[["src-b", "in/plain"]]], "Bucket, Key")
+    j = parse_job(json.dumps({"operation": "delete", "source": {"bucket": "src-b", "manifest": m, "max_size": 10}}))
+    s, _ = run(store, j)
+    assert s["failed"] == 1 and "Size" in s["failures"][0]["message"]
+    assert "in/plain" in store.keys("src-b")
+
+
+def test_bad_inventory_size_is_a_row_failure_not_a_crash(store: MemoryStore) -> None:
+    good = inv_row(store, "in/plain")
+    bad = [*inv_row(store, "in/a b")[:5], "12x", *inv_row(store, "in/a b")[6:]]
+    m = inventory(store, [[good, bad]], SCHEMA)
+    s, _ = run(store, job(m))
+    assert (s["succeeded"], s["failed"]) == (1, 1)
+    assert "line 2" in s["failures"][0]["message"] and "Size" in s["failures"][0]["message"]
+
+
+def test_parquet_inventory_is_refused_in_one_line(store: MemoryStore) -> None:
+    m = inventory(store, [], SCHEMA, fmt="Parquet")
+    s, _ = run(store, job(m))
+    assert s["status"] == "failed"
+    assert "Parquet" in s["error"] and "CSV" in s["error"]
+
+
+def test_missing_manifest_fails_the_job_with_its_location(store: MemoryStore) -> None:
+    s, _ = run(store, job({"bucket": "man-b", "key": "nope.csv"}))
+    assert s["status"] == "failed" and "s3://man-b/nope.csv" in s["error"] and "NoSuchKey" in s["error"]
+    assert store.keys("dst-b") == []
+
+
+def test_rows_after_a_position_resume_across_data_files(store: MemoryStore) -> None:
+    rows = [inv_row(store, k) for k in SPECIAL]
+    m = inventory(store, [rows[:4], rows[4:]], SCHEMA)
+    reader = ManifestReader(store, job(m).source)
+    every = list(reader.rows())
+    assert [r.obj.key for r in every if r.obj] == SPECIAL
+    assert [r.pos for r in every] == sorted(r.pos for r in every)
+    for cut in (1, 4, 6):
+        assert [r.obj.key for r in reader.rows(after=every[cut - 1].pos) if r.obj] == SPECIAL[cut:]
+
+
+def test_skip_unchanged_with_a_manifest_asks_the_destination_and_a_rerun_copies_nothing(store: MemoryStore) -> None:
+    store.put_object("man-b", "m.csv", csv_rows(SPECIAL))
+    j = job({"bucket": "man-b", "key": "m.csv"}, options={"if_exists": "skip-unchanged"})
+    assert run(store, j)[0]["succeeded"] == len(SPECIAL)
+    store.put_object("src-b", "in/plain", b"changed")
+    copies = store.calls["CopyObject"]
+    s, lines = run(store, j)
+    assert (s["succeeded"], s["skipped"]) == (1, len(SPECIAL) - 1)
+    assert store.calls["CopyObject"] == copies + 1
+    assert store.get_body("dst-b", "out/plain") == b"changed"
+    assert {line["key"] for line in lines if line["outcome"] == "succeeded"} == {"in/plain"}
+
+
+def test_move_with_a_manifest_and_skip_keeps_sources_it_did_not_copy(store: MemoryStore) -> None:
+    store.put_object("dst-b", "out/plain", b"already there")
+    store.put_object("man-b", "m.csv", csv_rows(["in/plain", "in/a b"]))
+    s, _ = run(store, job({"bucket": "man-b", "key": "m.csv"}, "move", options={"if_exists": "skip"}))
+    assert (s["succeeded"], s["skipped"]) == (1, 1)
+    assert "in/plain" in store.keys("src-b") and "in/a b" not in store.keys("src-b")
+    assert store.get_body("dst-b", "out/plain") == b"already there"
+
+
+def test_delete_from_a_csv_manifest_needs_no_head_and_logs_unknown_sizes_as_null(store: MemoryStore) -> None:
+    store.put_object("man-b", "m.csv", csv_rows(SPECIAL[:4]))
+    s, lines = run(store, job({"bucket": "man-b", "key": "m.csv"}, "delete"))
+    assert (s["succeeded"], s["bytes"]) == (4, 0)
+    assert "HeadObject" not in store.calls
+    assert [k for k in SPECIAL if k in store.keys("src-b")] == SPECIAL[4:]
+    assert {line["size"] for line in lines} == {None}
+
+
+def test_plan_of_a_csv_manifest_counts_the_run_requests(store: MemoryStore) -> None:
+    store.put_object("man-b", "m.csv", csv_rows([*SPECIAL, "in/missing"]) + b"src-b\n")
+    j = job({"bucket": "man-b", "key": "m.csv"})
+    plan = make_plan(j, store)
+    assert (plan.objects, plan.invalid_rows) == (len(SPECIAL) + 1, 1)
+    assert plan.by_size == {"unknown (CSV manifest)": [len(SPECIAL) + 1, 0]}
+    assert plan.requests == {"ListObjectsV2": 1, "GetObject": 1, "HeadObject": len(SPECIAL) + 1, "CopyObject": len(SPECIAL) + 1}
+    assert store.keys("dst-b") == []
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"source": {"bucket": "src-b", "manifest": {"bucket": "man-b", "key": "m.csv"}, "min_size": 5}}, "job.source.min_size"),
+        (
+            {
+                "source": {"bucket": "src-b", "manifest": {"bucket": "man-b", "key": "m.csv"}},
+                "options": {"delete_extraneous": True},
+            },
+            "job.options.delete_extraneous",
+        ),
+        ({"source": {"bucket": "src-b", "manifest": {"bucket": "man-b", "key": ""}}}, "job.source.manifest.key"),
+        ({"source": {"bucket": "src-b", "manifest": {"bucket": "man-b", "key": "k", "format": "parquet"}}}, "job.source.manifest.format"),
+    ],
+)
+def test_manifest_job_mistakes_name_the_field(fields: dict[str, Any], field: str) -> None:
+    doc = {"operation": "copy", "destination": {"bucket": "dst-b"}, **fields}
+    with pytest.raises(JobError) as err:
+        parse_job(json.dumps(doc))
+    assert str(err.value).startswith(field + ":")
+    assert "\n" not in str(err.value)
+
+
+def test_in_place_operations_take_a_manifest_instead_of_a_prefix(store: MemoryStore) -> None:
+    store.put_object("man-b", "m.csv", csv_rows(SPECIAL[:2]))
+    j = job({"bucket": "man-b", "key": "m.csv"}, "tag", tagging={"tags": {"t": "1"}})
+    s, _ = run(store, j)
+    assert s["succeeded"] == 2
+    assert store.get("src-b", SPECIAL[0]).tags == {"t": "1"} and store.get("src-b", SPECIAL[3]).tags == {}
