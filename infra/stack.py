@@ -221,6 +221,9 @@ class S3BulkStack(cdk.Stack):
         self.lister_fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=_bucket_arns(listable)))
         self.table.grant(self.lister_fn, "dynamodb:GetItem", "dynamodb:UpdateItem")
         self.queue.grant_send_messages(self.lister_fn)
+        # Manifests (source.manifest) are read by the lister; their bad rows go to the report bucket.
+        self.lister_fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=_object_arns(config.read_buckets)))
+        self.lister_fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:PutObject"], resources=[self.reports.arn_for_objects("jobs/*")]))
 
         worker = self.worker_fn
         # ListBucket lets HEAD of a missing key answer 404 (not 403), which move confirmation relies on.
@@ -296,7 +299,8 @@ class S3BulkStack(cdk.Stack):
                 "for the state machine have no resource-level permissions; AWS requires *."
             ),
             f"{iam5}[Resource::<{self.get_logical_id(self.reports.node.default_child)}.Arn>/jobs/*]": (  # type: ignore[arg-type]
-                "Workers and Finalize write one object per batch and per job under jobs/ of this stack's own report bucket."
+                "Workers, Finalize and (for bad manifest rows) the lister write one object per batch, page or job "
+                "under jobs/ of this stack's own report bucket."
             ),
         }
         reasons["AwsSolutions::AwsSolutions-L1"] = (

@@ -29,6 +29,9 @@ class AllowList:
         src = job.source.bucket
         if src not in self.read:
             raise JobError(_denied("job.source.bucket", src, "read", self.read))
+        manifest = job.source.manifest
+        if manifest is not None and manifest.bucket not in self.read:
+            raise JobError(_denied("job.source.manifest.bucket", manifest.bucket, "read", self.read))
         if job.operation in {"delete", "move"} and src not in self.delete:
             raise JobError(_denied("job.source.bucket", src, "delete", self.delete))
         if job.operation in WRITES_SOURCE - {"move", "delete"} and src not in self.write:

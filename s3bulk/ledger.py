@@ -124,8 +124,12 @@ class DynamoLedger:
         listed_bytes: int,
         skipped: int,
         batches: int,
+        failed: int = 0,
     ) -> bool:
-        """Record one fully sent page; False if another invocation already recorded it."""
+        """Record one fully sent page; False if another invocation already recorded it.
+
+        `failed` counts entries that failed before any worker saw them (bad manifest rows).
+        """
         values: dict[str, Any] = {
             ":page": {"N": str(page)},
             ":next": {"N": str(page + 1)},
@@ -135,9 +139,12 @@ class DynamoLedger:
             ":lbytes": {"N": str(listed_bytes)},
             ":skipped": {"N": str(skipped)},
             ":batches": {"N": str(batches)},
+            ":failed": {"N": str(failed)},
         }
         # Every name goes through a placeholder: several (cursor, page, bytes) are DynamoDB reserved words.
-        names = {f"#{n}": n for n in ("page", "listing_done", "scanned", "listed", "listed_bytes", "skipped", "batches", "pending")}
+        names = {
+            f"#{n}": n for n in ("page", "listing_done", "scanned", "listed", "listed_bytes", "skipped", "batches", "pending", "failed")
+        }
         names["#cursor"] = "cursor"
         update = "SET #page = :next, #listing_done = :done"
         if cursor is None:
@@ -148,7 +155,8 @@ class DynamoLedger:
             remove = ""
         update += (
             remove
-            + " ADD #scanned :scanned, #listed :listed, #listed_bytes :lbytes, #skipped :skipped, #batches :batches, #pending :batches"
+            + " ADD #scanned :scanned, #listed :listed, #listed_bytes :lbytes, #skipped :skipped, #batches :batches, #pending :batches,"
+            " #failed :failed"
         )
         return self._update_if(
             job_id,

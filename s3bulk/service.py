@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 from s3bulk.allowlist import AllowList
@@ -19,16 +20,17 @@ from s3bulk.engine import PART_WORKERS, new_job_id
 from s3bulk.errors import error_code, error_message
 from s3bulk.executor import BoundedExecutor
 from s3bulk.job import Job, JobError, parse_job, request_options
-from s3bulk.keylog import JsonlKeyLog
-from s3bulk.ledger import BatchCounts, DynamoLedger, initial_item
+from s3bulk.keylog import JsonlKeyLog, KeyRecord
+from s3bulk.ledger import BatchCounts, DynamoLedger, JobRecord, initial_item
 from s3bulk.listing import iter_objects
+from s3bulk.manifest import ManifestReader, Row
 from s3bulk.messages import BatchMessage, pack
 from s3bulk.ratecontrol import RateControl
 from s3bulk.report import Tally
 from s3bulk.reports import ReportBucket
 from s3bulk.selection import KeyMapper, Selector
 from s3bulk.sqsqueue import QueueSender
-from s3bulk.store import ObjectStore
+from s3bulk.store import UNKNOWN_SIZE, ObjectStore
 from s3bulk.sync import join, unchanged
 
 TimeLeft = Callable[[], float]
@@ -40,6 +42,8 @@ LIST_MARGIN_S = 30.0
 # running (each bounded by the client's read timeout) finish before the Lambda does.
 WORK_MARGIN_S = 150.0
 DEFAULT_POLL_SECONDS = 20
+# Manifest rows the lister reads per checkpoint, as many as a ListObjectsV2 page holds.
+MANIFEST_PAGE = 1000
 
 
 # -- validate -------------------------------------------------------------------------------------
@@ -73,6 +77,7 @@ def list_step(
     allow: AllowList,
     time_left: TimeLeft,
     margin: float = LIST_MARGIN_S,
+    reports: ReportBucket | None = None,
 ) -> ListOutcome:
     """List pages from the ledger's cursor until done or out of time, checkpointing after each page.
 
@@ -84,6 +89,12 @@ def list_step(
     allow.check(job)
     store = store.scoped(request_options(job))
     src = job.source
+    if src.manifest is not None:
+        if reports is None:
+            raise ValueError("a manifest job's lister needs the report bucket for its bad rows")
+        return _list_manifest(
+            job_id, rec, job, ledger=ledger, store=store, sender=sender, reports=reports, time_left=time_left, margin=margin
+        )
     selector = Selector(src)
     mapper = KeyMapper(src, job.destination) if job.destination else None
     page_no, cursor, done, pages = rec.page, rec.cursor, rec.listing_done, 0
@@ -113,6 +124,65 @@ def list_step(
             page_no, cursor, done = rec.page, rec.cursor, rec.listing_done
             continue
         page_no, cursor, done, pages = page_no + 1, page.next_token, last, pages + 1
+    return ListOutcome(job_id, done, pages)
+
+
+def _list_manifest(
+    job_id: str,
+    rec: JobRecord,
+    job: Job,
+    *,
+    ledger: DynamoLedger,
+    store: ObjectStore,
+    sender: QueueSender,
+    reports: ReportBucket,
+    time_left: TimeLeft,
+    margin: float,
+) -> ListOutcome:
+    """list_step for a manifest: pages of rows instead of ListObjectsV2 pages, the row position as the cursor.
+
+    Bad rows are reported (failures and key-ledger parts named after the page, so a
+    re-read page overwrites them) and counted as failed in the same checkpoint.
+    The worker decides skip modes and unknown sizes per object, as the CLI does.
+    """
+    selector, prefix = Selector(job.source), job.source.prefix
+    page_no, cursor, done, pages = rec.page, rec.cursor, rec.listing_done, 0
+    rows: Iterator[Row] | None = None
+    while not done and time_left() > margin:
+        if rows is None:  # one stream per invocation (and after losing a checkpoint race): resumes at the cursor
+            rows = ManifestReader(store, job.source).rows(after=cursor)
+        page = list(islice(rows, MANIFEST_PAGE))
+        last = len(page) < MANIFEST_PAGE
+        bad = [r for r in page if r.failed]
+        objects = [r.obj for r in page if r.obj is not None and not r.failed and r.obj.key.startswith(prefix) and selector.matches(r.obj)]
+        if bad:
+            batch_id = f"{page_no:09d}-rows"
+            reports.put_failures(job_id, batch_id, ({"key": r.ref, "error": r.code, "message": r.problem} for r in bad))
+            with tempfile.SpooledTemporaryFile(1024 * 1024, "w+", encoding="utf-8") as spool:
+                keylog = JsonlKeyLog(spool, job_id, job.operation)
+                for r in bad:
+                    keylog.write(KeyRecord(r.ref, "failed", UNKNOWN_SIZE, attempts=0, error=r.code, message=r.problem))
+                reports.put_keys(job_id, batch_id, spool)
+        messages = [] if job.options.dry_run else list(pack(job_id, page_no, objects, job.options.batch_size))
+        sender.send(messages)
+        next_cursor = page[-1].pos if page else cursor
+        recorded = ledger.checkpoint(
+            job_id,
+            page_no,
+            None if last else next_cursor,
+            last,
+            scanned=len(page),
+            listed=len(objects) + len(bad),
+            listed_bytes=sum(max(o.size, 0) for o in objects),
+            skipped=0,
+            batches=len(messages),
+            failed=len(bad),
+        )
+        if not recorded:
+            rec = ledger.load(job_id)
+            page_no, cursor, done, rows = rec.page, rec.cursor, rec.listing_done, None
+            continue
+        page_no, cursor, done, pages = page_no + 1, next_cursor, last, pages + 1
     return ListOutcome(job_id, done, pages)
 
 

@@ -24,7 +24,13 @@ class ListEvent(BaseModel):
 @cache
 def deps() -> dict[str, Any]:
     cfg = awsenv.AwsConfig.from_env()
-    return {"ledger": awsenv.ledger(cfg), "store": awsenv.store(cfg), "sender": awsenv.sender(cfg), "allow": cfg.allow}
+    return {
+        "ledger": awsenv.ledger(cfg),
+        "store": awsenv.store(cfg),
+        "sender": awsenv.sender(cfg),
+        "allow": cfg.allow,
+        "reports": awsenv.reports(cfg),
+    }
 
 
 @metrics.log_metrics

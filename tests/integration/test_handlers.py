@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote_plus
 
 import boto3
 import pytest
@@ -508,3 +509,44 @@ def test_a_tag_job_runs_on_the_stack_and_needs_the_source_in_the_write_allow_lis
         assert aws.s3.get_object_tagging(Bucket=SRC, Key=key)["TagSet"] == [{"Key": "team", "Value": "data"}]
     assert len(key_lines(aws, job_id)) == 120
     assert aws.s3.list_objects_v2(Bucket=DST).get("KeyCount", 0) == 0
+
+
+def test_a_csv_manifest_job_runs_on_the_stack_and_reports_bad_rows_by_line(aws: Aws) -> None:
+    expected = seed(aws, 1200)
+    keys = sorted(expected, reverse=True)  # manifest order is not key order
+    rows = [f"{SRC},{quote_plus(k, safe='/')}" for k in keys]
+    rows.insert(500, f"{SRC}")  # line 501: one field
+    rows.insert(1100, f"other-bucket,{quote_plus(keys[0])}")  # line 1101: another bucket
+    aws.s3.put_object(Bucket=SRC, Key="manifests/m.csv", Body=("\n".join(rows) + "\n").encode())
+    event = {
+        "operation": "copy",
+        "source": {"bucket": SRC, "prefix": "in/", "manifest": {"bucket": SRC, "key": "manifests/m.csv"}},
+        "destination": {"bucket": DST, "prefix": "out/"},
+    }
+    out = validate_handler.handler(event, Context())
+    aws.ddb.put_item(TableName=TABLE, Item=out["item"], ConditionExpression="attribute_not_exists(pk)")
+    job_id = str(out["job_id"])
+    listed = list_all(job_id, pages_per_call=1)  # each invocation reopens the manifest at its cursor
+    assert len(listed) >= 2
+    work_all(aws)
+    rec = aws.ledger.load(job_id)
+    assert (rec.counters["listed"], rec.counters["succeeded"], rec.counters["failed"], rec.counters["pending"]) == (1202, 1200, 2, 0)
+    assert dest_bodies(aws) == {"out/" + k[3:]: v for k, v in expected.items()}
+    result = finalize_handler.handler({"job_id": job_id}, Context())
+    assert (result["status"], result["failed"]) == ("failed", 2)
+    report = json.loads(aws.s3.get_object(Bucket=REPORTS, Key=f"jobs/{job_id}/report.json")["Body"].read())
+    by_code = {f["error"]: f for f in report["failures"]}
+    assert "line 501:" in by_code["InvalidManifestRow"]["message"]
+    assert "line 1101:" in by_code["ManifestBucketMismatch"]["message"] and by_code["ManifestBucketMismatch"]["key"] == keys[0]
+    failed_lines = [line for line in key_lines(aws, job_id) if line["outcome"] == "failed"]
+    assert sorted(line["error"] for line in failed_lines) == ["InvalidManifestRow", "ManifestBucketMismatch"]
+
+
+def test_the_stack_refuses_a_manifest_outside_the_read_allow_list(aws: Aws) -> None:
+    event = {
+        "operation": "copy",
+        "source": {"bucket": SRC, "manifest": {"bucket": REPORTS, "key": "m.csv"}},
+        "destination": {"bucket": DST},
+    }
+    with pytest.raises(JobError, match=r"^job.source.manifest.bucket: 'report-bucket' is not in this deployment's read allow-list"):
+        validate_handler.handler(event, Context())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote_plus
 
@@ -12,6 +13,7 @@ import pytest
 
 from s3bulk.engine import Engine
 from s3bulk.job import JobError, parse_job
+from s3bulk.localledger import BatchRecord, LocalLedger
 from s3bulk.manifest import ManifestReader
 from s3bulk.memstore import MemoryStore
 from s3bulk.plan import make_plan
@@ -277,3 +279,17 @@ def test_in_place_operations_take_a_manifest_instead_of_a_prefix(store: MemorySt
     s, _ = run(store, j)
     assert s["succeeded"] == 2
     assert store.get("src-b", SPECIAL[0]).tags == {"t": "1"} and store.get("src-b", SPECIAL[3]).tags == {}
+
+
+def test_a_resumed_manifest_job_does_only_the_rows_no_earlier_batch_finished(store: MemoryStore, tmp_path: Path) -> None:
+    store.put_object("man-b", "m.csv", csv_rows(SPECIAL))
+    j = job({"bucket": "man-b", "key": "m.csv"})
+    pos = [r.pos for r in ManifestReader(store, j.source).rows()]
+    ledger = LocalLedger.create(tmp_path, "resume-me", j)
+    ledger.commit_batch(BatchRecord(None, pos[2], 3, 3, 30, 3, 0, 0, 30, 0), [])  # rows 1-3 finished
+    ledger.commit_batch(BatchRecord(pos[4], pos[6], 2, 2, 20, 2, 0, 0, 20, 0), [])  # rows 6-7 finished out of order
+    report = Engine(j, store, concurrency=2, ledger=ledger).run()
+    ledger.close()
+    done = {k.removeprefix("out/") for k in store.keys("dst-b")}
+    assert done == {SPECIAL[i].removeprefix("in/") for i in (3, 4, 7, 8)}
+    assert (report.tally.succeeded, report.tally.failed) == (len(SPECIAL), 0)  # the ledger's totals: each row once
