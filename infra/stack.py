@@ -224,6 +224,11 @@ class S3BulkStack(cdk.Stack):
         # Manifests (source.manifest) are read by the lister; their bad rows go to the report bucket.
         self.lister_fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=_object_arns(config.read_buckets)))
         self.lister_fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:PutObject"], resources=[self.reports.arn_for_objects("jobs/*")]))
+        if config.delete_buckets:
+            # A sync with delete_extraneous: the lister deletes destination objects no source maps to, as it finds them.
+            self.lister_fn.add_to_role_policy(
+                iam.PolicyStatement(actions=["s3:DeleteObject"], resources=_object_arns(config.delete_buckets))
+            )
 
         worker = self.worker_fn
         # ListBucket lets HEAD of a missing key answer 404 (not 403), which move confirmation relies on.

@@ -41,6 +41,8 @@ class AllowList:
             needed, allowed = ("read", self.read | self.write) if job.operation == "verify" else ("write", self.write)
             if dst.bucket not in allowed:
                 raise JobError(_denied("job.destination.bucket", dst.bucket, needed, allowed))
+            if job.options.delete_extraneous and dst.bucket not in self.delete:
+                raise JobError(_denied("job.destination.bucket", dst.bucket, "delete", self.delete))
 
 
 def _denied(field: str, bucket: str, kind: str, allowed: frozenset[str]) -> str:

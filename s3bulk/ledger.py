@@ -21,7 +21,7 @@ from botocore.exceptions import ClientError
 
 from s3bulk.job import Job, parse_job
 
-COUNTERS = ("scanned", "listed", "listed_bytes", "skipped", "succeeded", "failed", "bytes", "batches", "pending")
+COUNTERS = ("scanned", "listed", "listed_bytes", "skipped", "succeeded", "failed", "bytes", "batches", "pending", "extraneous")
 DEFAULT_TTL_DAYS = 30
 # However many workers finish a batch at once, the shared rate rises at most this often.
 RISE_SPACING_S = 2.0
@@ -37,6 +37,7 @@ class JobRecord:
     listing_done: bool
     counters: dict[str, int]
     created_at: float
+    last_key: str | None = None  # the last source key listed so far (a sync's destination range starts after it)
 
     def summary(self) -> dict[str, Any]:
         c = self.counters
@@ -110,6 +111,7 @@ class DynamoLedger:
             bool(item["listing_done"]["BOOL"]),
             {k: int(item[k]["N"]) for k in COUNTERS if k in item},
             float(item["created_at"]["N"]),
+            item.get("last_key", {}).get("S"),
         )
 
     def checkpoint(
@@ -125,10 +127,13 @@ class DynamoLedger:
         skipped: int,
         batches: int,
         failed: int = 0,
+        extraneous: int = 0,
+        last_key: str | None = None,
     ) -> bool:
         """Record one fully sent page; False if another invocation already recorded it.
 
-        `failed` counts entries that failed before any worker saw them (bad manifest rows).
+        `failed` counts entries that failed before any worker saw them (bad manifest rows,
+        extraneous objects not deleted); `extraneous` the destination objects a sync deleted.
         """
         values: dict[str, Any] = {
             ":page": {"N": str(page)},
@@ -140,13 +145,19 @@ class DynamoLedger:
             ":skipped": {"N": str(skipped)},
             ":batches": {"N": str(batches)},
             ":failed": {"N": str(failed)},
+            ":extraneous": {"N": str(extraneous)},
         }
         # Every name goes through a placeholder: several (cursor, page, bytes) are DynamoDB reserved words.
         names = {
-            f"#{n}": n for n in ("page", "listing_done", "scanned", "listed", "listed_bytes", "skipped", "batches", "pending", "failed")
+            f"#{n}": n
+            for n in ("page", "listing_done", "scanned", "listed", "listed_bytes", "skipped", "batches", "pending", "failed", "extraneous")
         }
         names["#cursor"] = "cursor"
         update = "SET #page = :next, #listing_done = :done"
+        if last_key is not None:
+            names["#last_key"] = "last_key"
+            values[":last_key"] = {"S": last_key}
+            update += ", #last_key = :last_key"
         if cursor is None:
             remove = " REMOVE #cursor"
         else:
@@ -156,7 +167,7 @@ class DynamoLedger:
         update += (
             remove
             + " ADD #scanned :scanned, #listed :listed, #listed_bytes :lbytes, #skipped :skipped, #batches :batches, #pending :batches,"
-            " #failed :failed"
+            " #failed :failed, #extraneous :extraneous"
         )
         return self._update_if(
             job_id,

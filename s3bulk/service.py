@@ -19,7 +19,7 @@ from s3bulk.batchrun import BatchRunner, Item
 from s3bulk.engine import PART_WORKERS, new_job_id
 from s3bulk.errors import error_code, error_message
 from s3bulk.executor import BoundedExecutor
-from s3bulk.job import Job, JobError, parse_job, request_options
+from s3bulk.job import Job, parse_job, request_options
 from s3bulk.keylog import JsonlKeyLog, KeyRecord
 from s3bulk.ledger import BatchCounts, DynamoLedger, JobRecord, initial_item
 from s3bulk.listing import iter_objects
@@ -30,8 +30,8 @@ from s3bulk.report import Tally
 from s3bulk.reports import ReportBucket
 from s3bulk.selection import KeyMapper, Selector
 from s3bulk.sqsqueue import QueueSender
-from s3bulk.store import UNKNOWN_SIZE, ObjectStore
-from s3bulk.sync import join, unchanged
+from s3bulk.store import UNKNOWN_SIZE, ObjectInfo, ObjectStore
+from s3bulk.sync import Extraneous, join, unchanged
 
 TimeLeft = Callable[[], float]
 
@@ -51,11 +51,6 @@ def validate(event: dict[str, Any], allow: AllowList, poll_seconds: int = DEFAUL
     """Parse and authorize a job event; raises JobError (one line naming the field) when it is bad."""
     job = parse_job(json.dumps(event))
     allow.check(job)
-    if job.options.delete_extraneous:
-        raise JobError(
-            "job.options.delete_extraneous: the deployed stack does not delete extraneous objects yet; "
-            "run this sync with `s3bulk run`, or drop the option"
-        )
     job_id = new_job_id(job)
     return {"job_id": job_id, "item": initial_item(job_id, job), "poll_seconds": poll_seconds}
 
@@ -97,17 +92,24 @@ def list_step(
         )
     selector = Selector(src)
     mapper = KeyMapper(src, job.destination) if job.destination else None
-    page_no, cursor, done, pages = rec.page, rec.cursor, rec.listing_done, 0
+    syncing = mapper is not None and (job.options.if_exists != "overwrite" or job.options.delete_extraneous)
+    page_no, cursor, done, pages, last_key = rec.page, rec.cursor, rec.listing_done, 0, rec.last_key
     while not done and time_left() > margin:
         page = store.list_page(src.bucket, src.prefix, token=cursor)
-        selected = [o for o in page.objects if selector.matches(o)]
-        todo, skipped = selected, 0
-        if mapper is not None and job.options.if_exists != "overwrite" and selected and job.destination is not None:
-            todo = _not_existing(store, job, mapper, selected)
-            skipped = len(selected) - len(todo)
+        last = page.next_token is None
+        listed = [(o, selector.matches(o)) for o in page.objects]
+        selected = [o for o, chosen in listed if chosen]
+        todo, skipped, extraneous, failed = selected, 0, 0, 0
+        if syncing and mapper is not None and (page.objects or last):
+            todo, extraneous, failures = _sync_page(store, job, mapper, selector, listed, last_key, last)
+            skipped, failed = len(selected) - len(todo), len(failures)
+            if failures:
+                if reports is None:
+                    raise ValueError("a sync's lister needs the report bucket for the extraneous objects it could not delete")
+                reports.put_failures(job_id, f"{page_no:09d}-extraneous", failures)
         messages = [] if job.options.dry_run else list(pack(job_id, page_no, todo, job.options.batch_size))
         sender.send(messages)
-        last = page.next_token is None
+        page_last = page.objects[-1].key if page.objects else last_key
         recorded = ledger.checkpoint(
             job_id,
             page_no,
@@ -118,13 +120,56 @@ def list_step(
             listed_bytes=sum(o.size for o in selected),
             skipped=skipped,
             batches=len(messages),
+            failed=failed,
+            extraneous=extraneous,
+            last_key=page_last,
         )
         if not recorded:  # another invocation got there first; carry on from its checkpoint
             rec = ledger.load(job_id)
-            page_no, cursor, done = rec.page, rec.cursor, rec.listing_done
+            page_no, cursor, done, last_key = rec.page, rec.cursor, rec.listing_done, rec.last_key
             continue
-        page_no, cursor, done, pages = page_no + 1, page.next_token, last, pages + 1
+        page_no, cursor, done, pages, last_key = page_no + 1, page.next_token, last, pages + 1, page_last
     return ListOutcome(job_id, done, pages)
+
+
+def _sync_page(
+    store: ObjectStore,
+    job: Job,
+    mapper: KeyMapper,
+    selector: Selector,
+    listed: list[tuple[ObjectInfo, bool]],
+    after: str | None,
+    last: bool,
+) -> tuple[list[ObjectInfo], int, list[dict[str, str]]]:
+    """Merge-join one page with the destination range it covers: what to send, extraneous deleted, deletes that failed.
+
+    With delete_extraneous the range starts just after the previous page's last key
+    mapped, so destination keys between two pages are seen exactly once; the last page
+    also takes every destination key after its own. Without it, only the page's own
+    keys matter, so the range starts at the page's first key.
+    """
+    assert job.destination is not None
+    opts = job.options
+    if opts.delete_extraneous:
+        start = mapper(after) if after is not None else None
+    else:
+        start = mapper(listed[0][0].key)[:-1] or None if listed else None
+    existing = iter_objects(store, job.destination.bucket, job.destination.prefix, start_after=start)
+    tally = Tally()
+    try:
+        deleting = Extraneous(job, store, tally, selector, mapper) if opts.delete_extraneous else None
+        joined = join(listed, mapper, existing, deleting.add if deleting else None, drain=last)
+        skip_unchanged = opts.if_exists == "skip-unchanged"
+        todo = [
+            j.obj
+            for j in joined
+            if j.selected and (opts.if_exists == "overwrite" or j.existing is None or (skip_unchanged and not unchanged(j.obj, j.existing)))
+        ]
+        if deleting is not None:
+            deleting.flush()
+        return todo, tally.extraneous_deleted, list(tally.failures())
+    finally:
+        tally.close()
 
 
 def _list_manifest(
@@ -184,16 +229,6 @@ def _list_manifest(
             continue
         page_no, cursor, done, pages = page_no + 1, next_cursor, last, pages + 1
     return ListOutcome(job_id, done, pages)
-
-
-def _not_existing(store: ObjectStore, job: Job, mapper: KeyMapper, selected: list[Any]) -> list[Any]:
-    """Merge-join one page with the destination range it maps to."""
-    assert job.destination is not None
-    first = mapper(selected[0].key)
-    existing = iter_objects(store, job.destination.bucket, job.destination.prefix, start_after=first[:-1] or None)
-    skip_unchanged = job.options.if_exists == "skip-unchanged"
-    joined = join(((o, True) for o in selected), mapper, existing)
-    return [j.obj for j in joined if j.existing is None or (skip_unchanged and not unchanged(j.obj, j.existing))]
 
 
 # -- work -----------------------------------------------------------------------------------------
@@ -316,6 +351,8 @@ def finalize(job_id: str, *, ledger: DynamoLedger, reports: ReportBucket, now: C
     }
     if status == "dry-run":
         summary["would_process"] = c.get("listed", 0) - c.get("skipped", 0)
+    if c.get("extraneous", 0):
+        summary["deleted_extraneous" if status != "dry-run" else "would_delete_extraneous"] = c["extraneous"]
     uri = reports.write_report(job_id, summary)
     over = failed > tolerated
     ledger.set_status(job_id, "FAILED" if over else "SUCCEEDED", report=uri)

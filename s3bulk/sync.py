@@ -55,11 +55,14 @@ def join(
     map_key: Callable[[str], str],
     destination: Iterator[ObjectInfo],
     on_extraneous: Callable[[ObjectInfo], None] | None = None,
+    *,
+    drain: bool = True,
 ) -> Iterator[Joined]:
     """Pair every listed source object (selected or not) with its destination object.
 
     Destination objects no source object maps to go to `on_extraneous`, including the
-    ones after the last source key, once the source listing ends.
+    ones after the last source key once the source ends, unless `drain` is False (the
+    source is one page of a longer listing, and later pages may still map to them).
     """
     current = next(destination, None)
     for obj, selected in listed:
@@ -72,7 +75,7 @@ def join(
         if current is not None and current.key == key:
             match, current = current, next(destination, None)
         yield Joined(obj, selected, key, match)
-    if on_extraneous is not None:
+    if on_extraneous is not None and drain:
         while current is not None:
             on_extraneous(current)
             current = next(destination, None)

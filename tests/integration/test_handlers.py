@@ -375,9 +375,53 @@ def test_skip_unchanged_on_the_stack_sends_only_changed_objects(aws: Aws) -> Non
         assert aws.s3.get_object(Bucket=DST, Key="out/" + key[3:])["Body"].read() == b"changed: " + key.encode()
 
 
-def test_the_stack_refuses_delete_extraneous_with_a_pointer_to_the_cli(aws: Aws) -> None:
-    with pytest.raises(JobError, match=r"^job\.options\.delete_extraneous: .*s3bulk run"):
+def test_a_sync_with_delete_extraneous_on_the_stack_copies_k_plus_m_and_removes_d(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(JobError, match=r"^job\.destination\.bucket: 'dst-bucket' is not in this deployment's delete allow-list"):
         start(aws, if_exists="skip-unchanged", delete_extraneous=True)
+    monkeypatch.setenv("S3BULK_DELETE_BUCKETS", f"{SRC},{DST}")
+    clear_caches()
+    expected = seed(aws, 700)  # 3 listing pages of 250
+    first = start(aws, if_exists="skip-unchanged", delete_extraneous=True)
+    list_all(first)
+    work_all(aws)
+    assert aws.ledger.load(first).counters["succeeded"] == 700
+    keys = sorted(expected)
+    changed, removed = keys[10:17], keys[240:262] + keys[-3:]  # k=7; d=25 across a page boundary and at the end
+    added = ["in/0/zz-new", "in/6/aa-new", "in/zzz-after-everything"]  # m=3
+    strays = ["out/!before-everything", "out/3/obj-00003-orphan"]  # in the destination only, never in the source
+    for key in changed:
+        aws.s3.put_object(Bucket=SRC, Key=key, Body=b"changed: " + key.encode())
+    for key in added:
+        aws.s3.put_object(Bucket=SRC, Key=key, Body=b"new")
+    for key in removed:
+        aws.s3.delete_object(Bucket=SRC, Key=key)
+    for key in strays:
+        aws.s3.put_object(Bucket=DST, Key=key, Body=b"stray")
+    aws.s3.put_object(Bucket=DST, Key="elsewhere/kept", Body=b"outside destination.prefix")
+
+    second = start(aws, if_exists="skip-unchanged", delete_extraneous=True)
+    list_all(second, pages_per_call=1)
+    work_all(aws)
+    rec = aws.ledger.load(second)
+    c = rec.counters
+    k, m, d = len(changed), len(added), len(removed) + len(strays)
+    assert (c["succeeded"], c["skipped"], c["extraneous"], c["failed"], c["pending"]) == (k + m, 700 - len(removed) - k, d, 0, 0)
+    now = {k: v for k, v in expected.items() if k not in removed}
+    now.update({key: md5(b"changed: " + key.encode()) for key in changed})
+    now.update({key: md5(b"new") for key in added})
+    assert dest_bodies(aws) == {"out/" + key[3:]: v for key, v in now.items()}
+    assert aws.s3.get_object(Bucket=DST, Key="elsewhere/kept")["Body"].read() == b"outside destination.prefix"
+    result = finalize_handler.handler({"job_id": second}, Context())
+    assert result["status"] == "succeeded"
+    report = json.loads(aws.s3.get_object(Bucket=REPORTS, Key=f"jobs/{second}/report.json")["Body"].read())
+    assert report["deleted_extraneous"] == d and report["succeeded"] == k + m
+    lines = key_lines(aws, second)
+    assert sorted(line["key"] for line in lines if line["outcome"] == "succeeded") == sorted(changed + added)
+
+    third = start(aws, if_exists="skip-unchanged", delete_extraneous=True, dry_run=True)
+    list_all(third)
+    assert aws.ledger.load(third).counters["extraneous"] == 0  # nothing left to delete, nothing to copy
+    assert aws.ledger.load(third).counters["skipped"] == len(now)
 
 
 def test_the_ledger_keeps_the_lowest_cut_and_spaces_rises(aws: Aws) -> None:
