@@ -24,7 +24,7 @@ from s3bulk.move import confirm_copy, destination_already_moved
 from s3bulk.report import Outcomes
 from s3bulk.restore import restore_object
 from s3bulk.store import UNKNOWN_SIZE, KeyFailure, ObjectInfo, ObjectStore, StoreError
-from s3bulk.sync import unchanged
+from s3bulk.sync import checksums_match, needs_checksums, unchanged
 from s3bulk.tagging import tag_object
 from s3bulk.verify import verify_object
 
@@ -43,6 +43,8 @@ class Item:
     dst_etag: str = ""  # set once copied, for the per-key ledger of a move
     attempts: int = 0
     pos: str = ""  # a manifest row's position (resume cursor); listings use the key
+    # skip-unchanged with a multipart ETag: the worker compares checksums; this is the answer when they cannot decide
+    recheck: bool | None = None
     problem: tuple[str, str] | None = None  # (code, message): a manifest row that names no usable object
 
 
@@ -239,6 +241,10 @@ class BatchRunner:
             obj = self._resolve(obj)
             if self._head_destination and self._exists(obj, dst.bucket, item.dst_key):
                 return Done(False, obj=obj)
+            if item.recheck is not None:
+                same = checksums_match(self.store, self.job.source.bucket, obj.key, dst.bucket, item.dst_key)
+                if item.recheck if same is None else same:
+                    return Done(False, obj=obj)
             done = copy_object(self.store, self.parts, self.job.source.bucket, obj, dst.bucket, item.dst_key, self._copy_settings)
             if move:
                 confirm_copy(self.store, obj, dst.bucket, item.dst_key, done)
@@ -263,7 +269,14 @@ class BatchRunner:
             if exc.code in {"NoSuchKey", "404", "NotFound"}:
                 return False
             raise
-        return self.job.options.if_exists == "skip" or unchanged(obj, head.info(key))
+        if self.job.options.if_exists == "skip":
+            return True
+        existing = head.info(key)
+        if needs_checksums(obj, existing):
+            same = checksums_match(self.store, self.job.source.bucket, obj.key, bucket, key)
+            if same is not None:
+                return same
+        return unchanged(obj, existing)
 
     def _act(self, item: Item) -> Done:
         """One object's work: the call(s) its operation needs, nothing more."""

@@ -33,6 +33,7 @@ class _Obj:
     tags: dict[str, str] = field(default_factory=dict)
     storage_class: str = "STANDARD"
     restore: tuple[int, str] | None = None  # (days, tier) of a requested restore
+    checksum: str = ""  # "ALGORITHM:value"; a copy keeps it, as S3 does for a full-object checksum of the same bytes
 
 
 ARCHIVED = frozenset({"GLACIER", "DEEP_ARCHIVE"})
@@ -86,10 +87,12 @@ class MemoryStore:
         tags: dict[str, str] | None = None,
         last_modified: datetime | None = None,
         storage_class: str = "STANDARD",
+        etag: str | None = None,
+        checksum: str = "",
     ) -> None:
-        """Store an object; `size` without a body makes a synthetic object of that size."""
+        """Store an object; `size` without a body makes a synthetic object of that size; `etag` overrides (e.g. a multipart one)."""
         stored = None if size is not None else body
-        etag = _md5(key.encode()) if stored is None else _md5(body)
+        etag = etag or (_md5(key.encode()) if stored is None else _md5(body))
         obj = _Obj(
             stored,
             len(body) if size is None else size,
@@ -99,6 +102,7 @@ class MemoryStore:
             dict(metadata or {}),
             dict(tags or {}),
             storage_class,
+            checksum=checksum,
         )
         with self._lock:
             self._bucket(bucket)[key] = obj
@@ -187,7 +191,15 @@ class MemoryStore:
         self._fault("HeadObject", bucket, key)
         o = self._get(bucket, key)
         storage_class = None if o.storage_class == "STANDARD" else o.storage_class  # as S3 sends it: no header for STANDARD
-        return ObjectHead(o.size, o.etag, o.content_type, dict(o.metadata), storage_class=storage_class, last_modified=o.last_modified)
+        return ObjectHead(
+            o.size,
+            o.etag,
+            o.content_type,
+            dict(o.metadata),
+            checksum=o.checksum,
+            storage_class=storage_class,
+            last_modified=o.last_modified,
+        )
 
     def get_tags(self, bucket: str, key: str) -> dict[str, str]:
         self._count("GetObjectTagging")

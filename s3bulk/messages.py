@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from s3bulk.store import ObjectInfo
 
@@ -22,13 +22,18 @@ class BatchMessage(BaseModel):
     batch_id: str
     # key, size, ETag (and the storage class unless STANDARD): the listing's facts, so the worker needs no HEAD
     items: list[tuple[str, int, str] | tuple[str, int, str, str]]
+    # skip-unchanged pairs only checksums can decide (multipart ETags): item index, and the answer if they cannot
+    check: list[tuple[int, bool]] = Field(default_factory=list)
 
     def objects(self) -> list[ObjectInfo]:
         return [ObjectInfo(i[0], i[1], i[2], storage_class=i[3] if len(i) == 4 else None) for i in self.items]
 
+    def rechecks(self) -> dict[int, bool]:
+        return dict(self.check)
+
     def encode(self) -> str:
         """ASCII-only JSON: any key survives SQS's character rules."""
-        return json.dumps(self.model_dump(mode="json"), ensure_ascii=True, separators=(",", ":"))
+        return json.dumps(self.model_dump(mode="json", exclude_defaults=True), ensure_ascii=True, separators=(",", ":"))
 
 
 def _item(obj: ObjectInfo) -> tuple[str, int, str] | tuple[str, int, str, str]:
@@ -42,19 +47,27 @@ def _item_bytes(obj: ObjectInfo) -> int:
 
 
 def pack(
-    job_id: str, page: int, objects: Sequence[ObjectInfo], max_items: int, max_bytes: int = MAX_MESSAGE_BYTES
+    job_id: str,
+    page: int,
+    objects: Sequence[ObjectInfo],
+    max_items: int,
+    max_bytes: int = MAX_MESSAGE_BYTES,
+    rechecks: Mapping[str, bool] | None = None,
 ) -> Iterator[BatchMessage]:
     """Split one listing page into messages; ids derive from the page so a re-sent page dedupes."""
-    overhead = len(BatchMessage(job_id=job_id, batch_id=f"{page:09d}-000", items=[]).encode())
+    overhead = len(BatchMessage(job_id=job_id, batch_id=f"{page:09d}-000", items=[], check=[(0, True)]).encode())
     batch: list[tuple[str, int, str] | tuple[str, int, str, str]] = []
+    check: list[tuple[int, bool]] = []
     size = overhead
     n = 0
     for obj in objects:
-        cost = _item_bytes(obj)
+        cost = _item_bytes(obj) + (12 if rechecks and obj.key in rechecks else 0)
         if batch and (len(batch) >= max_items or size + cost > max_bytes):
-            yield BatchMessage(job_id=job_id, batch_id=f"{page:09d}-{n:03d}", items=batch)
-            batch, size, n = [], overhead, n + 1
+            yield BatchMessage(job_id=job_id, batch_id=f"{page:09d}-{n:03d}", items=batch, check=check)
+            batch, check, size, n = [], [], overhead, n + 1
+        if rechecks and obj.key in rechecks:
+            check.append((len(batch), rechecks[obj.key]))
         batch.append(_item(obj))
         size += cost
     if batch:
-        yield BatchMessage(job_id=job_id, batch_id=f"{page:09d}-{n:03d}", items=batch)
+        yield BatchMessage(job_id=job_id, batch_id=f"{page:09d}-{n:03d}", items=batch, check=check)

@@ -186,6 +186,8 @@ def make_plan(job: Job, store: ObjectStore) -> Plan:
             plan.skipped += 1
             continue
         plan.add(item.obj.size, item.obj.storage_class)
+        if item.recheck is not None:
+            plan.count("HeadObject", 2)  # multipart ETags: the worker compares both objects' checksums first
         count_object(job, plan, item.obj)
     engine.flush_extraneous()
     if job.operation in {"delete", "move"}:

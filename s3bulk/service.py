@@ -31,7 +31,7 @@ from s3bulk.reports import ReportBucket
 from s3bulk.selection import KeyMapper, Selector
 from s3bulk.sqsqueue import QueueSender
 from s3bulk.store import UNKNOWN_SIZE, ObjectInfo, ObjectStore
-from s3bulk.sync import Extraneous, join, unchanged
+from s3bulk.sync import Extraneous, join, needs_checksums, unchanged
 
 TimeLeft = Callable[[], float]
 
@@ -100,14 +100,15 @@ def list_step(
         listed = [(o, selector.matches(o)) for o in page.objects]
         selected = [o for o, chosen in listed if chosen]
         todo, skipped, extraneous, failed = selected, 0, 0, 0
+        rechecks: dict[str, bool] = {}
         if syncing and mapper is not None and (page.objects or last):
-            todo, extraneous, failures = _sync_page(store, job, mapper, selector, listed, last_key, last)
+            todo, rechecks, extraneous, failures = _sync_page(store, job, mapper, selector, listed, last_key, last)
             skipped, failed = len(selected) - len(todo), len(failures)
             if failures:
                 if reports is None:
                     raise ValueError("a sync's lister needs the report bucket for the extraneous objects it could not delete")
                 reports.put_failures(job_id, f"{page_no:09d}-extraneous", failures)
-        messages = [] if job.options.dry_run else list(pack(job_id, page_no, todo, job.options.batch_size))
+        messages = [] if job.options.dry_run else list(pack(job_id, page_no, todo, job.options.batch_size, rechecks=rechecks))
         sender.send(messages)
         page_last = page.objects[-1].key if page.objects else last_key
         recorded = ledger.checkpoint(
@@ -140,8 +141,11 @@ def _sync_page(
     listed: list[tuple[ObjectInfo, bool]],
     after: str | None,
     last: bool,
-) -> tuple[list[ObjectInfo], int, list[dict[str, str]]]:
-    """Merge-join one page with the destination range it covers: what to send, extraneous deleted, deletes that failed.
+) -> tuple[list[ObjectInfo], dict[str, bool], int, list[dict[str, str]]]:
+    """Merge-join one page with the destination range it covers.
+
+    Returns what to send, the sent keys whose skip the worker decides by checksums (with
+    the answer when checksums cannot decide), extraneous objects deleted, deletes that failed.
 
     With delete_extraneous the range starts just after the previous page's last key
     mapped, so destination keys between two pages are seen exactly once; the last page
@@ -159,15 +163,21 @@ def _sync_page(
     try:
         deleting = Extraneous(job, store, tally, selector, mapper) if opts.delete_extraneous else None
         joined = join(listed, mapper, existing, deleting.add if deleting else None, drain=last)
-        skip_unchanged = opts.if_exists == "skip-unchanged"
-        todo = [
-            j.obj
-            for j in joined
-            if j.selected and (opts.if_exists == "overwrite" or j.existing is None or (skip_unchanged and not unchanged(j.obj, j.existing)))
-        ]
+        todo: list[ObjectInfo] = []
+        rechecks: dict[str, bool] = {}
+        for j in joined:
+            if not j.selected:
+                continue
+            if opts.if_exists == "overwrite" or j.existing is None:
+                todo.append(j.obj)
+            elif opts.if_exists == "skip-unchanged" and needs_checksums(j.obj, j.existing):
+                todo.append(j.obj)
+                rechecks[j.obj.key] = unchanged(j.obj, j.existing)
+            elif opts.if_exists == "skip-unchanged" and not unchanged(j.obj, j.existing):
+                todo.append(j.obj)
         if deleting is not None:
             deleting.flush()
-        return todo, tally.extraneous_deleted, list(tally.failures())
+        return todo, rechecks, tally.extraneous_deleted, list(tally.failures())
     finally:
         tally.close()
 
@@ -284,7 +294,8 @@ class WorkerService:
         if self.ledger.is_batch_done(msg.job_id, msg.batch_id):
             return WorkOutcome(BatchCounts(), counted=False)
         mapper = KeyMapper(job.source, job.destination) if job.destination else None
-        items = [Item(o, mapper(o.key) if mapper else "") for o in msg.objects()]
+        checks = msg.rechecks()
+        items = [Item(o, mapper(o.key) if mapper else "", recheck=checks.get(i)) for i, o in enumerate(msg.objects())]
         tally = Tally()
         retries_before = self.store.retries
         cuts_before = self._pace(msg.job_id, job)

@@ -28,8 +28,9 @@ def unchanged(src: ObjectInfo, dst: ObjectInfo) -> bool:
 
     Single-part ETags are MD5s of the bytes. A multipart copy (or a multipart source
     copied whole) has a different ETag for the same bytes, and ListObjectsV2 carries no
-    checksum values, so for those the size and the modification order decide: the
-    destination was written after the source last changed.
+    checksum values. Such pairs are decided by the worker from both objects' checksums
+    (checksums_match); only where those cannot decide does this rule stand: the size
+    and the modification order, i.e. the destination was written after the source last changed.
     """
     if src.size != dst.size:
         return False
@@ -38,6 +39,28 @@ def unchanged(src: ObjectInfo, dst: ObjectInfo) -> bool:
     if src.last_modified is None or dst.last_modified is None:
         return False
     return dst.last_modified >= src.last_modified
+
+
+def needs_checksums(src: ObjectInfo, dst: ObjectInfo) -> bool:
+    """Same size, but an ETag is multipart, so only the objects' checksums (a HEAD each) can say whether the bytes match."""
+    return src.size == dst.size and bool(src.etag and dst.etag) and (multipart_etag(src.etag) or multipart_etag(dst.etag))
+
+
+def checksums_match(store: ObjectStore, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str) -> bool | None:
+    """Compare the S3 additional checksums of two objects: True or False when they decide, None when they cannot.
+
+    Full-object checksums of one algorithm decide both ways. Composite ones ("-N")
+    depend on the part layout: equal ones prove equal bytes, unequal ones prove nothing.
+    """
+    dst = store.head_object(dst_bucket, dst_key)
+    src = store.head_object(src_bucket, src_key)
+    if src.size != dst.size:
+        return False
+    if not src.checksum or not dst.checksum or src.checksum.split(":")[0] != dst.checksum.split(":")[0]:
+        return None
+    if src.checksum == dst.checksum:
+        return True
+    return None if "-" in src.checksum or "-" in dst.checksum else False
 
 
 @dataclass(frozen=True, slots=True)

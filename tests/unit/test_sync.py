@@ -11,6 +11,7 @@ import pytest
 from s3bulk.engine import Engine
 from s3bulk.job import JobError, parse_job
 from s3bulk.memstore import MemoryStore
+from s3bulk.messages import BatchMessage, pack
 from s3bulk.store import ObjectInfo
 from s3bulk.sync import unchanged
 
@@ -76,3 +77,41 @@ def test_delete_extraneous_is_for_copy_jobs_only() -> None:
     doc = {"operation": "move", "source": {"bucket": "src-b"}, "destination": {"bucket": "dst-b"}, "options": {"delete_extraneous": True}}
     with pytest.raises(JobError, match=r"^job\.options\.delete_extraneous: .*'copy'"):
         parse_job(json.dumps(doc))
+
+
+MP = '"9b2cf535f27731c974343645a3985328-3"'  # a multipart ETag: not an MD5 of the bytes
+
+
+@pytest.mark.parametrize(
+    ("src_sum", "dst_sum", "dst_age", "copied"),
+    [
+        ("CRC64NVME:AAAA", "CRC64NVME:AAAA", -1, False),  # same bytes by checksum, though the source is newer
+        ("CRC64NVME:AAAA", "CRC64NVME:BBBB", +1, True),  # different bytes by checksum, though the copy is newer
+        ("", "", +1, False),  # no checksums: a newer copy stands
+        ("", "", -1, True),  # no checksums: a newer source is copied
+        ("CRC32:AAAA-3", "CRC32:CCCC-2", +1, False),  # composite checksums of other part layouts cannot decide: age does
+        ("CRC32:AAAA", "SHA256:BBBB", -1, True),  # different algorithms cannot decide: age does
+    ],
+)
+def test_skip_unchanged_decides_multipart_etags_by_checksums_where_both_objects_carry_them(
+    src_sum: str, dst_sum: str, dst_age: int, copied: bool
+) -> None:
+    store = MemoryStore()
+    for b in ("src-b", "dst-b"):
+        store.create_bucket(b)
+    store.put_object("src-b", "data/big", b"x" * 64, etag=MP, checksum=src_sum, last_modified=T0)
+    store.put_object(
+        "dst-b", "mirror/big", b"y" * 64 if copied and src_sum else b"x" * 64, checksum=dst_sum, last_modified=T0 + timedelta(hours=dst_age)
+    )
+    report = sync(store, if_exists="skip-unchanged")
+    assert (report["succeeded"], report["skipped"]) == ((1, 0) if copied else (0, 1))
+    assert store.calls.get("CopyObject", 0) == (1 if copied else 0)
+    assert store.calls["HeadObject"] == 2  # both objects' checksums, asked by the worker, not the lister
+
+
+def test_the_stack_message_carries_which_objects_the_worker_decides_by_checksums() -> None:
+    objs = [ObjectInfo(f"k{i}", 9, MP if i % 2 else MD5) for i in range(5)]
+    [msg] = list(pack("job", 0, objs, 1000, rechecks={"k1": True, "k3": False}))
+    back = BatchMessage.model_validate_json(msg.encode())
+    assert back.rechecks() == {1: True, 3: False}
+    assert "check" not in next(iter(pack("job", 0, objs, 1000))).encode()  # nothing to decide: no field on the wire
