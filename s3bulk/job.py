@@ -216,7 +216,8 @@ class Options(_Strict):
         "overwrite",
         description=(
             "overwrite: replace existing destination objects; skip: leave any existing one (and, for move, its source) untouched; "
-            "skip-unchanged: copy only objects that are new or changed (size and ETag; multipart: size and a newer destination)."
+            "skip-unchanged: copy only objects that are new or changed (size and ETag; multipart ETags: size and checksum, "
+            "else a newer destination)."
         ),
     )
     delete_extraneous: bool = Field(
