@@ -287,7 +287,9 @@ def _plan(args: argparse.Namespace, console: Console) -> int:
     c = doc["cost_usd"]
     console.print(
         f"cost ({prices['region']} list prices as of {prices['as_of']}): deployed stack ${c['stack_total']:.4f} "
-        f"(S3 requests ${c['s3_requests']:.4f}) vs S3 Batch Operations ${c['batch_operations_total']:.4f}",
+        f"(S3 requests ${c['s3_requests']:.4f}"
+        + (f", restore retrieval ${c['restore_retrieval']:.4f}" if c["restore_retrieval"] else "")
+        + f") vs S3 Batch Operations ${c['batch_operations_total']:.4f}",
         markup=False,
     )
     eta = doc["eta_seconds"]

@@ -16,7 +16,7 @@ from typing import Any, cast
 
 from s3bulk.copies import part_ranges
 from s3bulk.engine import Engine
-from s3bulk.job import ARCHIVED, Job
+from s3bulk.job import ARCHIVED, Job, Restore
 from s3bulk.store import UNKNOWN_SIZE, ListPage, ObjectInfo, ObjectStore, RequestOptions
 
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
@@ -55,6 +55,7 @@ class Plan:
     skipped: int = 0
     extraneous: int = 0  # sync: destination objects the run would delete
     invalid_rows: int = 0  # manifest rows the run would report as failed
+    restore_tier: str | None = None  # operation restore: the tier its retrieval fees are priced at
     by_class: dict[str, list[int]] = field(default_factory=dict)  # class -> [objects, bytes]
     by_size: dict[str, list[int]] = field(default_factory=dict)
     requests: dict[str, int] = field(default_factory=dict)
@@ -117,7 +118,7 @@ def cost(plan: Plan, prices: dict[str, Any]) -> dict[str, float]:
     """Dollars on the deployed stack and with S3 Batch Operations; the S3 requests are the same for both."""
     r = plan.requests
     gets = ("HeadObject", "GetObjectTagging", "GetObject")
-    class_a = sum(n for k, n in r.items() if k not in {*gets, "DeleteObjects"})
+    class_a = sum(n for k, n in r.items() if k not in {*gets, "DeleteObjects", "RestoreObject"})
     s3 = class_a / 1000 * prices["s3_put_copy_post_list_per_1000"]
     s3 += sum(r.get(k, 0) for k in gets) / 1000 * prices["s3_get_head_per_1000"]
     s3 += r.get("DeleteObjects", 0) / 1000 * prices["s3_delete_per_1000"]
@@ -129,16 +130,32 @@ def cost(plan: Plan, prices: dict[str, Any]) -> dict[str, float]:
     ddb = messages * 4 * prices["dynamodb_write_unit_per_million"] / 1e6  # one transactional batch write: 2 items x 2 units
     sfn = STATE_TRANSITIONS * prices["step_functions_transition_per_1000"] / 1000
     batch_ops = prices["batch_operations_job"] + plan.objects / 1e6 * prices["batch_operations_per_million_objects"]
-    stack = s3 + lam + sqs + ddb + sfn
+    retrieval = restore_fees(plan, prices)
+    stack = s3 + retrieval + lam + sqs + ddb + sfn
     return {
+        "restore_retrieval": retrieval,
         "s3_requests": s3,
         "lambda": lam,
         "sqs": sqs,
         "dynamodb": ddb,
         "step_functions": sfn,
         "stack_total": stack,
-        "batch_operations_total": s3 + batch_ops,
+        "batch_operations_total": s3 + retrieval + batch_ops,
     }
+
+
+def restore_fees(plan: Plan, prices: dict[str, Any]) -> float:
+    """RestoreObject requests and GB retrieved, at the job's tier, per archived class; the same with either runner."""
+    if plan.restore_tier is None:
+        return 0.0
+    table = prices.get("restore_retrieval", {})
+    dollars = 0.0
+    for storage_class, (objects, size) in plan.by_class.items():
+        rate = table.get(storage_class, {}).get(plan.restore_tier)
+        if rate is None:
+            continue  # not archived (nothing restored), or a tier the class does not offer (the run fails those)
+        dollars += objects / 1000 * rate["per_1000_requests"] + size / GiB * rate["per_gb"]
+    return dollars
 
 
 def eta_seconds(plan: Plan, concurrency: int, workers: int = 1) -> float:
@@ -175,7 +192,7 @@ def make_plan(job: Job, store: ObjectStore) -> Plan:
     Memory stays bounded: objects are counted as they stream past, never kept.
     """
     dry = job.model_copy(update={"options": job.options.model_copy(update={"dry_run": True})})
-    plan = Plan(job.operation)
+    plan = Plan(job.operation, restore_tier=(job.restore or Restore()).tier if job.operation == "restore" else None)
     engine = Engine(dry, cast(ObjectStore, _CountingLists(store, plan)), concurrency=1)
     engine.check_destination()
     for item in engine.items():

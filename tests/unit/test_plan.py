@@ -101,3 +101,30 @@ def test_plan_counts_the_requests_of_tag_restore_and_verify_as_the_run_makes_the
     assert store.calls["GetObjectTagging"] - done.get("GetObjectTagging", 0) == 10
     assert store.calls["PutObjectTagging"] - done.get("PutObjectTagging", 0) == 10
     assert store.calls["RestoreObject"] - done.get("RestoreObject", 0) == 3
+
+
+def test_restore_retrieval_fees_match_a_hand_computed_example() -> None:
+    plan = Plan("restore", objects=3000, restore_tier="Bulk")
+    plan.by_class = {"GLACIER": [2000, 200 * 1024**3], "DEEP_ARCHIVE": [1000, 100 * 1024**3], "STANDARD": [5, 10]}
+    plan.requests = {"ListObjectsV2": 4, "RestoreObject": 3000}
+    c = cost(plan, PRICES)
+    # Bulk: GLACIER 2 x $0.025 per 1,000 requests + 200 GB x $0 = $0.05;
+    # DEEP_ARCHIVE 1 x $0.025 + 100 GB x $0.0025 = $0.275; STANDARD objects are not restored.
+    assert c["restore_retrieval"] == pytest.approx(0.05 + 0.275)
+    # RestoreObject is priced by tier, not as a PUT: class A is the 4 LISTs only.
+    assert c["s3_requests"] == pytest.approx(4 * 0.005 / 1000)
+    assert c["batch_operations_total"] == pytest.approx(c["s3_requests"] + 0.325 + 0.25 + 3000 / 1e6 * 1.0)
+    standard = cost(Plan("restore", objects=3000, restore_tier="Standard", by_class=plan.by_class, requests=plan.requests), PRICES)
+    # Standard: GLACIER 2 x $0.05 + 200 x $0.01 = $2.10; DEEP_ARCHIVE 1 x $0.10 + 100 x $0.02 = $2.10.
+    assert standard["restore_retrieval"] == pytest.approx(4.20)
+
+
+def test_plan_of_a_restore_job_prices_its_tier() -> None:
+    store = MemoryStore()
+    store.create_bucket("src-b")
+    for i in range(4):
+        store.put_object("src-b", f"old/{i}", b"z" * 1024, storage_class="GLACIER" if i else "STANDARD")
+    job = parse_job(json.dumps({"operation": "restore", "source": {"bucket": "src-b", "prefix": "old/"}, "restore": {"tier": "Expedited"}}))
+    plan = make_plan(job, store)
+    assert plan.restore_tier == "Expedited" and plan.requests["RestoreObject"] == 3
+    assert cost(plan, PRICES)["restore_retrieval"] == pytest.approx(3 / 1000 * 10.0 + 3 * 1024 / 1024**3 * 0.03)
