@@ -102,8 +102,10 @@ def list_step(
         todo, skipped, extraneous, failed = selected, 0, 0, 0
         rechecks: dict[str, bool] = {}
         if syncing and mapper is not None and (page.objects or last):
-            todo, rechecks, extraneous, failures = _sync_page(store, job, mapper, selector, listed, last_key, last)
-            skipped, failed = len(selected) - len(todo), len(failures)
+            todo, rechecks, kept, extraneous, failures = _sync_page(store, job, mapper, selector, listed, last_key, last)
+            skipped, failed = len(kept), len(failures)
+            if kept and reports is not None:
+                _put_key_lines(reports, job_id, job, f"{page_no:09d}-skipped", kept)
             if failures:
                 if reports is None:
                     raise ValueError("a sync's lister needs the report bucket for the extraneous objects it could not delete")
@@ -141,11 +143,12 @@ def _sync_page(
     listed: list[tuple[ObjectInfo, bool]],
     after: str | None,
     last: bool,
-) -> tuple[list[ObjectInfo], dict[str, bool], int, list[dict[str, str]]]:
+) -> tuple[list[ObjectInfo], dict[str, bool], list[KeyRecord], int, list[dict[str, str]]]:
     """Merge-join one page with the destination range it covers.
 
     Returns what to send, the sent keys whose skip the worker decides by checksums (with
-    the answer when checksums cannot decide), extraneous objects deleted, deletes that failed.
+    the answer when checksums cannot decide), the skipped objects' key-ledger records,
+    extraneous objects deleted, and deletes that failed.
 
     With delete_extraneous the range starts just after the previous page's last key
     mapped, so destination keys between two pages are seen exactly once; the last page
@@ -165,6 +168,7 @@ def _sync_page(
         joined = join(listed, mapper, existing, deleting.add if deleting else None, drain=last)
         todo: list[ObjectInfo] = []
         rechecks: dict[str, bool] = {}
+        kept: list[KeyRecord] = []
         for j in joined:
             if not j.selected:
                 continue
@@ -175,11 +179,24 @@ def _sync_page(
                 rechecks[j.obj.key] = unchanged(j.obj, j.existing)
             elif opts.if_exists == "skip-unchanged" and not unchanged(j.obj, j.existing):
                 todo.append(j.obj)
+            else:
+                kept.append(KeyRecord(j.obj.key, "skipped", j.obj.size, j.obj.etag, j.dst_key, j.existing.etag, attempts=0))
         if deleting is not None:
             deleting.flush()
-        return todo, rechecks, tally.extraneous_deleted, list(tally.failures())
+        return todo, rechecks, kept, tally.extraneous_deleted, list(tally.failures())
     finally:
         tally.close()
+
+
+def _put_key_lines(reports: ReportBucket, job_id: str, job: Job, part: str, records: list[KeyRecord]) -> None:
+    """Key-ledger lines the lister writes itself (skipped objects, bad manifest rows: no worker sees them); one part per page, so a redo overwrites it."""
+    if job.options.dry_run:
+        return
+    with tempfile.SpooledTemporaryFile(1024 * 1024, "w+", encoding="utf-8") as spool:
+        keylog = JsonlKeyLog(spool, job_id, job.operation)
+        for record in records:
+            keylog.write(record)
+        reports.put_keys(job_id, part, spool)
 
 
 def _list_manifest(
@@ -213,11 +230,8 @@ def _list_manifest(
         if bad:
             batch_id = f"{page_no:09d}-rows"
             reports.put_failures(job_id, batch_id, ({"key": r.ref, "error": r.code, "message": r.problem} for r in bad))
-            with tempfile.SpooledTemporaryFile(1024 * 1024, "w+", encoding="utf-8") as spool:
-                keylog = JsonlKeyLog(spool, job_id, job.operation)
-                for r in bad:
-                    keylog.write(KeyRecord(r.ref, "failed", UNKNOWN_SIZE, attempts=0, error=r.code, message=r.problem))
-                reports.put_keys(job_id, batch_id, spool)
+            records = [KeyRecord(r.ref, "failed", UNKNOWN_SIZE, attempts=0, error=r.code, message=r.problem) for r in bad]
+            _put_key_lines(reports, job_id, job, batch_id, records)
         messages = [] if job.options.dry_run else list(pack(job_id, page_no, objects, job.options.batch_size))
         sender.send(messages)
         next_cursor = page[-1].pos if page else cursor

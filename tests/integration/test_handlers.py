@@ -92,12 +92,15 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
 
 def seed(aws: Aws, n: int = N) -> dict[str, str]:
     out = {}
-    for i in range(n):
-        key = f"in/{i % 7}/obj-{i:05d}" + (" ü+%" if i % 100 == 0 else "")
+    for i, key in enumerate(seed_keys(n)):
         body = f"object {i}".encode() * (i % 5)
         aws.s3.put_object(Bucket=SRC, Key=key, Body=body)
         out[key] = md5(body)
     return out
+
+
+def seed_keys(n: int) -> list[str]:
+    return [f"in/{i % 7}/obj-{i:05d}" + (" ü+%" if i % 100 == 0 else "") for i in range(n)]
 
 
 def start(aws: Aws, operation: str = "copy", **options: Any) -> str:
@@ -266,6 +269,10 @@ def test_skip_mode_counts_existing_destination_objects_at_listing(aws: Aws) -> N
     rec = aws.ledger.load(job_id)
     assert (rec.counters["skipped"], rec.counters["succeeded"], rec.counters["pending"]) == (100, 200, 0)
     assert aws.s3.get_object(Bucket=DST, Key="out/3/obj-00003")["Body"].read() == b"already"
+    lines = key_lines(aws, job_id)  # the lister's skips have their lines too, though no worker saw them
+    assert sorted(line["key"] for line in lines) == sorted(seed_keys(300))
+    skipped = [line for line in lines if line["outcome"] == "skipped"]
+    assert len(skipped) == 100 and all(line["attempts"] == 0 and line["dst_etag"] for line in skipped)
 
 
 def test_sqs_event_shape_is_what_the_worker_parses(aws: Aws) -> None:
