@@ -120,17 +120,18 @@ class Engine:
         finished, i = self._finished, 0
         prefix = self.job.source.prefix
         for obj, cursor, problem in self._entries():
-            if obj is None:  # a delete marker in a versioned inventory: scanned, but no object to act on
-                self.tally.seen(0, False)
-                continue
             if finished:
                 while i < len(finished) and finished[i][1] < cursor:
                     i += 1
                 if i < len(finished) and finished[i][0] < cursor:
                     # Inside a range an earlier run finished: not counted again, but a sync's join must
                     # still see it, or its destination object would look extraneous.
-                    yield obj, False, cursor, None
+                    if obj is not None:
+                        yield obj, False, cursor, None
                     continue
+            if obj is None:  # a delete marker in a versioned inventory: scanned, but no object to act on
+                self.tally.seen(0, False)
+                continue
             selected = problem is not None or (obj.key.startswith(prefix) and self._selector.matches(obj))
             self.tally.seen(max(obj.size, 0), selected)
             yield obj, selected, cursor, problem
