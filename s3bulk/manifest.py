@@ -71,7 +71,7 @@ class _ChunkReader(io.RawIOBase):
 
     def __init__(self, chunks: Iterable[bytes]) -> None:
         self._chunks = iter(chunks)
-        self._buf = b""
+        self._buf = memoryview(b"")
 
     def readable(self) -> bool:
         return True
@@ -81,10 +81,10 @@ class _ChunkReader(io.RawIOBase):
             chunk = next(self._chunks, None)
             if chunk is None:
                 return 0
-            self._buf = chunk
+            self._buf = memoryview(chunk)
         n = min(len(buffer), len(self._buf))
         buffer[:n] = self._buf[:n]
-        self._buf = self._buf[n:]
+        self._buf = self._buf[n:]  # a view: no copy of the rest of the chunk
         return n
 
 
