@@ -23,8 +23,8 @@ from s3bulk.keylog import KeyLog, KeyRecord
 from s3bulk.move import confirm_copy, destination_already_moved
 from s3bulk.report import Outcomes
 from s3bulk.restore import restore_object
-from s3bulk.store import UNKNOWN_SIZE, KeyFailure, ObjectInfo, ObjectStore, StoreError
-from s3bulk.sync import checksums_match, needs_checksums, unchanged
+from s3bulk.store import UNKNOWN_SIZE, KeyFailure, ObjectHead, ObjectInfo, ObjectStore, StoreError
+from s3bulk.sync import Decision, checksums_match, decide
 from s3bulk.tagging import tag_object
 from s3bulk.verify import verify_object
 
@@ -239,11 +239,14 @@ class BatchRunner:
         obj = item.obj
         try:
             obj = self._resolve(obj)
-            if self._head_destination and self._exists(obj, dst.bucket, item.dst_key):
-                return Done(False, obj=obj)
-            if item.recheck is not None:
-                same = checksums_match(self.store, self.job.source.bucket, obj.key, dst.bucket, item.dst_key)
-                if item.recheck if same is None else same:
+            if self._head_destination:
+                existing = self._destination_head(dst.bucket, item.dst_key)
+                decision = decide(self.job.options.if_exists, obj, existing.info(item.dst_key) if existing else None)
+                if self._skips(obj, decision, existing):
+                    return Done(False, obj=obj)
+            elif item.recheck is not None:
+                existing = self._destination_head(dst.bucket, item.dst_key)
+                if existing is not None and self._skips(obj, Decision(False, item.recheck), existing):
                     return Done(False, obj=obj)
             done = copy_object(self.store, self.parts, self.job.source.bucket, obj, dst.bucket, item.dst_key, self._copy_settings)
             if move:
@@ -261,22 +264,21 @@ class BatchRunner:
             return obj
         return self.store.head_object(self.job.source.bucket, obj.key).info(obj.key)
 
-    def _exists(self, obj: ObjectInfo, bucket: str, key: str) -> bool:
-        """if_exists for a manifest job: whether the destination object makes this copy unnecessary."""
+    def _destination_head(self, bucket: str, key: str) -> ObjectHead | None:
+        """The destination object already there, or None; one HEAD."""
         try:
-            head = self.store.head_object(bucket, key)
+            return self.store.head_object(bucket, key)
         except StoreError as exc:
             if exc.code in {"NoSuchKey", "404", "NotFound"}:
-                return False
+                return None
             raise
-        if self.job.options.if_exists == "skip":
-            return True
-        existing = head.info(key)
-        if needs_checksums(obj, existing):
-            same = checksums_match(self.store, self.job.source.bucket, obj.key, bucket, key)
-            if same is not None:
-                return same
-        return unchanged(obj, existing)
+
+    def _skips(self, obj: ObjectInfo, decision: Decision, existing: ObjectHead | None) -> bool:
+        """Apply an if_exists decision; a recheck asks for the source's checksums (one HEAD) before its fallback."""
+        if decision.recheck is None or existing is None:
+            return decision.skip
+        same = checksums_match(self.store.head_object(self.job.source.bucket, obj.key), existing)
+        return decision.recheck if same is None else same
 
     def _act(self, item: Item) -> Done:
         """One object's work: the call(s) its operation needs, nothing more."""

@@ -27,7 +27,7 @@ from s3bulk.manifest import ManifestError, ManifestReader
 from s3bulk.report import BatchTally, Report, Tally
 from s3bulk.selection import KeyMapper, Selector
 from s3bulk.store import UNKNOWN_SIZE, ObjectInfo, ObjectStore, StoreError
-from s3bulk.sync import Extraneous, Joined, join, needs_checksums, unchanged
+from s3bulk.sync import Extraneous, Joined, decide, join
 
 # On the fast request path 64 threads give 95% of the best copies/s both direct and at
 # +20 ms (128 is ~5% faster but costs more CPU per object); 32 gives 84-87%.
@@ -59,15 +59,6 @@ def new_job_id(job: Job) -> str:
         return job.job_id
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     return f"{job.operation}-{stamp}-{uuid.uuid4().hex[:8]}"
-
-
-def _sync_item(j: Joined) -> Item:
-    """skip-unchanged: decided here from the two listings, or (multipart ETags) left to the worker's checksum check."""
-    if j.existing is None:
-        return Item(j.obj, j.dst_key)
-    if needs_checksums(j.obj, j.existing):
-        return Item(j.obj, j.dst_key, recheck=unchanged(j.obj, j.existing))
-    return Item(j.obj, j.dst_key, unchanged(j.obj, j.existing))
 
 
 class Engine:
@@ -156,9 +147,11 @@ class Engine:
         existing = iter_objects(self.store, dst.bucket, dst.prefix, start_after=mapper(self._start_after) if self._start_after else None)
         extraneous = self._extraneous.add if opts.delete_extraneous else None
         joined = join(((obj, selected) for obj, selected, _, _ in self._listed()), mapper, existing, extraneous)
-        if opts.if_exists != "skip-unchanged":
-            return (Item(j.obj, j.dst_key, j.existing is not None and opts.if_exists == "skip") for j in joined if j.selected)
-        return (_sync_item(j) for j in joined if j.selected)
+        return (self._item(j) for j in joined if j.selected)
+
+    def _item(self, j: Joined) -> Item:
+        d = decide(self.job.options.if_exists, j.obj, j.existing)
+        return Item(j.obj, j.dst_key, d.skip, recheck=d.recheck)
 
     def check_destination(self) -> None:
         """One cheap listing of the destination first, so a typo fails once, not once per object."""

@@ -31,7 +31,7 @@ from s3bulk.reports import ReportBucket
 from s3bulk.selection import KeyMapper, Selector
 from s3bulk.sqsqueue import QueueSender
 from s3bulk.store import UNKNOWN_SIZE, ObjectInfo, ObjectStore
-from s3bulk.sync import Extraneous, join, needs_checksums, unchanged
+from s3bulk.sync import Extraneous, decide, join
 
 TimeLeft = Callable[[], float]
 
@@ -71,8 +71,8 @@ def list_step(
     sender: QueueSender,
     allow: AllowList,
     time_left: TimeLeft,
+    reports: ReportBucket,
     margin: float = LIST_MARGIN_S,
-    reports: ReportBucket | None = None,
 ) -> ListOutcome:
     """List pages from the ledger's cursor until done or out of time, checkpointing after each page.
 
@@ -85,8 +85,6 @@ def list_step(
     store = store.scoped(request_options(job))
     src = job.source
     if src.manifest is not None:
-        if reports is None:
-            raise ValueError("a manifest job's lister needs the report bucket for its bad rows")
         return _list_manifest(
             job_id, rec, job, ledger=ledger, store=store, sender=sender, reports=reports, time_left=time_left, margin=margin
         )
@@ -104,11 +102,9 @@ def list_step(
         if syncing and mapper is not None and (page.objects or last):
             todo, rechecks, kept, extraneous, failures = _sync_page(store, job, mapper, selector, listed, last_key, last)
             skipped, failed = len(kept), len(failures)
-            if kept and reports is not None:
+            if kept:
                 _put_key_lines(reports, job_id, job, f"{page_no:09d}-skipped", kept)
             if failures:
-                if reports is None:
-                    raise ValueError("a sync's lister needs the report bucket for the extraneous objects it could not delete")
                 reports.put_failures(job_id, f"{page_no:09d}-extraneous", failures)
         messages = [] if job.options.dry_run else list(pack(job_id, page_no, todo, job.options.batch_size, rechecks=rechecks))
         sender.send(messages)
@@ -172,15 +168,14 @@ def _sync_page(
         for j in joined:
             if not j.selected:
                 continue
-            if opts.if_exists == "overwrite" or j.existing is None:
-                todo.append(j.obj)
-            elif opts.if_exists == "skip-unchanged" and needs_checksums(j.obj, j.existing):
-                todo.append(j.obj)
-                rechecks[j.obj.key] = unchanged(j.obj, j.existing)
-            elif opts.if_exists == "skip-unchanged" and not unchanged(j.obj, j.existing):
-                todo.append(j.obj)
-            else:
-                kept.append(KeyRecord(j.obj.key, "skipped", j.obj.size, j.obj.etag, j.dst_key, j.existing.etag, attempts=0))
+            d = decide(opts.if_exists, j.obj, j.existing)
+            if d.skip:
+                dst_etag = j.existing.etag if j.existing else ""
+                kept.append(KeyRecord(j.obj.key, "skipped", j.obj.size, j.obj.etag, j.dst_key, dst_etag, attempts=0))
+                continue
+            todo.append(j.obj)
+            if d.recheck is not None:
+                rechecks[j.obj.key] = d.recheck
         if deleting is not None:
             deleting.flush()
         return todo, rechecks, kept, tally.extraneous_deleted, list(tally.failures())

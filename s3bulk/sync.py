@@ -15,7 +15,7 @@ from s3bulk.delete import delete_keys
 from s3bulk.job import Job
 from s3bulk.report import Tally
 from s3bulk.selection import KeyMapper, Selector
-from s3bulk.store import ObjectInfo, ObjectStore
+from s3bulk.store import ObjectHead, ObjectInfo, ObjectStore
 
 
 def multipart_etag(etag: str) -> bool:
@@ -46,14 +46,31 @@ def needs_checksums(src: ObjectInfo, dst: ObjectInfo) -> bool:
     return src.size == dst.size and bool(src.etag and dst.etag) and (multipart_etag(src.etag) or multipart_etag(dst.etag))
 
 
-def checksums_match(store: ObjectStore, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str) -> bool | None:
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What if_exists makes of one source object and the destination object already there."""
+
+    skip: bool
+    recheck: bool | None = None  # the worker compares checksums first; this is the answer if they cannot decide
+
+
+def decide(if_exists: str, src: ObjectInfo, existing: ObjectInfo | None) -> Decision:
+    """The one if_exists rule the CLI's join, the stack's lister and a manifest job's worker all apply."""
+    if existing is None or if_exists == "overwrite":
+        return Decision(False)
+    if if_exists == "skip":
+        return Decision(True)
+    if needs_checksums(src, existing):
+        return Decision(False, unchanged(src, existing))
+    return Decision(unchanged(src, existing))
+
+
+def checksums_match(src: ObjectHead, dst: ObjectHead) -> bool | None:
     """Compare the S3 additional checksums of two objects: True or False when they decide, None when they cannot.
 
     Full-object checksums of one algorithm decide both ways. Composite ones ("-N")
     depend on the part layout: equal ones prove equal bytes, unequal ones prove nothing.
     """
-    dst = store.head_object(dst_bucket, dst_key)
-    src = store.head_object(src_bucket, src_key)
     if src.size != dst.size:
         return False
     if not src.checksum or not dst.checksum or src.checksum.split(":")[0] != dst.checksum.split(":")[0]:

@@ -88,3 +88,14 @@ def test_delete_batch_under_a_spent_deadline_does_nothing(store: MemoryStore, po
     )
     assert run.wait(5) and not run.complete
     assert len(store.keys("src-b")) == 20
+
+
+def test_a_checksum_recheck_whose_destination_vanished_copies_instead_of_failing(store: MemoryStore, pools: Any) -> None:
+    # The lister saw an equal-size destination with a multipart ETag; it was deleted before the worker ran.
+    batch = [Item(o, "out/" + o.key[3:], recheck=True) for o in store.list_page("src-b", "in/").objects[:3]]
+    tally = Tally()
+    run = BatchRunner(job("copy"), store, *pools).start(batch, tally)
+    assert run.wait(5) and run.complete
+    assert (tally.succeeded, tally.skipped, tally.failed) == (3, 0, 0)
+    assert store.keys("dst-b") == ["out/00", "out/01", "out/02"]
+    assert store.calls["HeadObject"] == 3  # the destination's; no source HEAD once it is known to be absent
