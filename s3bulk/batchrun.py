@@ -49,7 +49,7 @@ class Item:
 
 
 # Operations that need an object's size or storage class, which a CSV manifest row does not give.
-_NEEDS_HEAD = frozenset({"copy", "move", "set-storage-class", "restore"})
+NEEDS_HEAD = frozenset({"copy", "move", "set-storage-class", "restore"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,7 +260,7 @@ class BatchRunner:
 
     def _resolve(self, obj: ObjectInfo) -> ObjectInfo:
         """A manifest row without a size gets one (and its storage class) from a HEAD; listed objects cost nothing."""
-        if obj.size != UNKNOWN_SIZE or self.job.operation not in _NEEDS_HEAD:
+        if obj.size != UNKNOWN_SIZE or self.job.operation not in NEEDS_HEAD:
             return obj
         return self.store.head_object(self.job.source.bucket, obj.key).info(obj.key)
 

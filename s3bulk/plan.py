@@ -14,6 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, cast
 
+from s3bulk.batchrun import NEEDS_HEAD
 from s3bulk.copies import part_ranges
 from s3bulk.engine import Engine
 from s3bulk.job import ARCHIVED, Job, Restore
@@ -84,7 +85,7 @@ def count_object(job: Job, plan: Plan, obj: ObjectInfo) -> None:
     op, size = job.operation, obj.size
     if op == "delete":
         return
-    if size == UNKNOWN_SIZE and op in {"copy", "move", "set-storage-class", "restore"}:
+    if size == UNKNOWN_SIZE and op in NEEDS_HEAD:
         plan.count("HeadObject")  # a CSV manifest row has no size or class: the worker asks (sizes below assume one CopyObject)
     if op in {"copy", "move"} and job.source.manifest is not None and job.options.if_exists != "overwrite":
         plan.count("HeadObject")  # is the destination there (and unchanged)?
