@@ -3,7 +3,7 @@
 python -m bench.ratecontrol [--rate 300] [--objects 4000] [--threads 64]
 
 A copy job into one prefix runs through the fault proxy twice: with the engine's rate
-control (s3bulk.ratecontrol on both request paths) and with it switched off
+control (s3bulk.s3.ratecontrol on both request paths) and with it switched off
 (retries and backoff only, the default: `options.adaptive_rate` is false). Targets: achieved copies/s >= 85% of R, and retries
 <= 10% of requests.
 """
@@ -15,13 +15,13 @@ import json
 import sys
 import time
 
-from s3bulk.clients import ClientSettings, make_s3_client
-from s3bulk.engine import Engine
-from s3bulk.faultproxy import FaultPlan, FaultProxy
 from s3bulk.job import parse_job
-from s3bulk.localserver import ACCESS_KEY, SECRET_KEY, SeaweedServer
-from s3bulk.ratecontrol import RateControl
-from s3bulk.s3store import FastS3Store
+from s3bulk.local.engine import Engine
+from s3bulk.local.server import ACCESS_KEY, SECRET_KEY, SeaweedServer
+from s3bulk.s3.clients import ClientSettings, make_s3_client
+from s3bulk.s3.ratecontrol import RateControl
+from s3bulk.s3.stores import FastS3Store
+from s3bulk.testing.faultproxy import FaultPlan, FaultProxy
 
 
 def leg(endpoint: str, upstream_port: int, rate: float, objects: int, threads: int, control: bool, run: int) -> dict[str, float]:

@@ -23,8 +23,8 @@ from typing import Any
 
 from bench.tools import BIN, Measure, copy_tools, delete_tools, measure, tool_env
 from bench.toxiproxy import Toxiproxy, build
-from s3bulk.clients import ClientSettings, make_s3_client
-from s3bulk.localserver import ACCESS_KEY, SECRET_KEY, SeaweedServer
+from s3bulk.local.server import ACCESS_KEY, SECRET_KEY, SeaweedServer
+from s3bulk.s3.clients import ClientSettings, make_s3_client
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -14,8 +14,8 @@ import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 
-from s3bulk.engine import Engine
 from s3bulk.job import parse_job
+from s3bulk.local.engine import Engine
 from s3bulk.store import KeyFailure, ListPage, ObjectHead, ObjectInfo
 
 

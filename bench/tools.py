@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from s3bulk.localserver import ACCESS_KEY, SECRET_KEY
+from s3bulk.local.server import ACCESS_KEY, SECRET_KEY
 
 BIN = Path(sys.executable).parent
 

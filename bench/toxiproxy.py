@@ -17,7 +17,7 @@ import urllib.request
 from pathlib import Path
 from types import TracebackType
 
-from s3bulk.localserver import free_ports
+from s3bulk.local.server import free_ports
 
 VERSION = "v2.12.0"
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "s3bulk-bench"

@@ -35,9 +35,9 @@ from aws_cdk import (
 from constructs import Construct
 
 from infra.config import POWERTOOLS_VERSION, ROOT, DeployConfig
-from infra.dashboard import build_alarms, build_dashboard
+from infra.monitoring import Monitoring
 from infra.state_machine import build_state_machine
-from s3bulk.awsenv import METRICS_NAMESPACE, SERVICE
+from s3bulk.metrics import NAMESPACE, SERVICE
 
 # Visibility timeout / worker timeout: AWS asks for at least 6x so a batch is
 # never redelivered while a worker (and its retries) may still hold it.
@@ -143,8 +143,8 @@ class S3BulkStack(cdk.Stack):
                 "!functions/**",
                 "**/__pycache__",
                 "**/*.pyc",
-                "s3bulk/demo.py",
-                "s3bulk/localserver.py",
+                "s3bulk/local/demo.py",
+                "s3bulk/local/server.py",
             ],
         )
         env = {
@@ -158,7 +158,7 @@ class S3BulkStack(cdk.Stack):
             "S3BULK_MAX_RECEIVES": str(MAX_RECEIVES),
             "S3BULK_POLL_SECONDS": str(config.poll_seconds),
             "POWERTOOLS_SERVICE_NAME": SERVICE,
-            "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
+            "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
         }
 
         def function(name: str, handler: str, memory: int, timeout: cdk.Duration) -> lambda_.Function:
@@ -202,8 +202,9 @@ class S3BulkStack(cdk.Stack):
         self._schedules(config)
 
         # -- observability ----------------------------------------------------------------------
-        build_dashboard(self, self)
-        build_alarms(self, self)
+        self.monitoring = Monitoring(
+            self, "Monitoring", worker=self.worker_fn, queue=self.queue, dlq=self.dlq, state_machine=self.state_machine
+        )
 
         for name, value in {
             "StateMachineArn": self.state_machine.state_machine_arn,

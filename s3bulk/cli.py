@@ -18,16 +18,18 @@ from rich.console import Console
 from rich.table import Table
 
 from s3bulk import __version__
-from s3bulk.clients import ClientSettings, has_credentials, make_s3_client
-from s3bulk.engine import Engine, JobAbort, connections_needed, new_job_id, resolve_concurrency
-from s3bulk.job import Job, JobError, json_schema, load_job, parse_job
-from s3bulk.localledger import LedgerError, LocalLedger, spec_hash, state_dir
+from s3bulk.aws.remote import DEFAULT_STACK, Deployment, DeploymentError, fetch_report, status, submit
+from s3bulk.job import Job, JobError, json_schema, load_job, new_job_id, parse_job
+from s3bulk.local.demo import run_demo
+from s3bulk.local.engine import JobAbort, resolve_concurrency
+from s3bulk.local.ledger import LedgerError, LocalLedger, spec_hash, state_dir
+from s3bulk.local.plan import STACK_THREADS, STACK_WORKERS, cost, eta_seconds, load_prices, make_plan
+from s3bulk.local.run import execute
 from s3bulk.manifest import ManifestError
-from s3bulk.progress import ProgressDisplay, failures_table, summary_table
-from s3bulk.ratecontrol import RateControl
-from s3bulk.remote import DEFAULT_STACK, Deployment, DeploymentError, fetch_report, status, submit
-from s3bulk.report import Report
-from s3bulk.s3store import FastS3Store, S3Store
+from s3bulk.ops.batch import connections_needed
+from s3bulk.s3.clients import ClientSettings, has_credentials, make_s3_client
+from s3bulk.s3.ratecontrol import RateControl
+from s3bulk.s3.stores import FastS3Store, S3Store
 from s3bulk.store import StoreError
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -52,17 +54,19 @@ def _parser() -> argparse.ArgumentParser:
         help="continue an interrupted run: by id, or (no id) the newest unfinished run of the same job file",
     )
     run.add_argument("--state-dir", metavar="DIR", help="where job ledgers live (default $S3BULK_STATE_DIR or ~/.local/state/s3bulk)")
-    run.add_argument("--no-ledger", action="store_true", help="keep no ledger (the run cannot be resumed)")
+    run.add_argument("--no-ledger", action="store_true", help="keep no job ledger (the run cannot be resumed)")
     run.add_argument("--endpoint-url", help="an S3-compatible endpoint instead of AWS")
     run.add_argument("--region", help="AWS region (default: the standard chain; us-east-1 with --endpoint-url)")
     run.add_argument("--profile", help="AWS profile name")
     run.add_argument("--report", metavar="PATH", help="write the JSON report (every failure with key and code) here")
     run.add_argument(
-        "--ledger",
+        "--key-log",
         metavar="PATH.jsonl",
-        dest="key_ledger",
-        help="append one JSON line per object (key, sizes, ETags/checksums, attempts, outcome, error) here; see docs/key-ledger.md",
+        dest="key_log",
+        help="append one JSON line per object (key, sizes, ETags/checksums, attempts, outcome, error) here; see docs/key-log.md",
     )
+    # The old name of --key-log, kept for one release: "ledger" now means only the job ledger (--no-ledger, --resume).
+    run.add_argument("--ledger", metavar="PATH.jsonl", dest="key_log_deprecated", help="deprecated alias of --key-log")
     run.add_argument("--concurrency", type=int, metavar="N", help="worker threads, overriding options.concurrency")
     run.add_argument("--dry-run", action="store_true", help="list and count only; change nothing")
     run.add_argument("--progress", choices=("auto", "on", "off"), default="auto", help="live progress (auto: on a terminal)")
@@ -111,45 +115,6 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def execute(
-    job: Job,
-    store: S3Store,
-    *,
-    concurrency: int | None,
-    console: Console,
-    progress: str = "auto",
-    quiet: bool = False,
-    report_path: str | None = None,
-    ledger: LocalLedger | None = None,
-    key_ledger: IO[str] | None = None,
-) -> Report:
-    """Run the engine with a progress display, then print the summary and write the report."""
-    engine = Engine(job, store, concurrency=concurrency, ledger=ledger, key_ledger=key_ledger)
-    if ledger is not None and not quiet:
-        verb = "resuming" if ledger.run_number > 1 else "job"
-        console.print(f"{verb} {engine.job_id} (if interrupted: s3bulk run --resume {engine.job_id})", markup=False, highlight=False)
-    show = not quiet and (progress == "on" or (progress == "auto" and console.is_terminal))
-    if show:
-        with ProgressDisplay(engine.tally, f"{job.operation}", console):
-            report = engine.run()
-    else:
-        report = engine.run()
-    if report_path:
-        report.write(report_path)
-    if not quiet:
-        console.print(summary_table(report))
-        failures = failures_table(report)
-        if failures is not None:
-            console.print(failures)
-        if report.error:
-            console.print(f"[red]error:[/] {report.error}")
-        elif report.tally.snapshot().listed == 0:
-            where = f"s3://{job.source.bucket}/{job.source.prefix}"
-            console.print(f"[yellow]note:[/] {where} holds no object the job selects; check source.prefix and the filters")
-    engine.tally.close()
-    return report
-
-
 def _with_overrides(job: Job, args: argparse.Namespace) -> Job:
     if args.concurrency is not None and args.concurrency < 1:
         raise UsageError("--concurrency: must be at least 1; pass a positive number of threads")
@@ -188,14 +153,14 @@ def _open_ledger(args: argparse.Namespace) -> tuple[Job, LocalLedger | None]:
         raise UsageError(str(exc)) from None
 
 
-def _open_key_ledger(path: str | None) -> IO[str] | None:
+def _open_key_log(path: str | None, flag: str = "--key-log") -> IO[str] | None:
     """Opened before any work, so a bad path fails in one line, not after the job; appended to, so a resume adds to it."""
     if not path:
         return None
     try:
         return open(path, "a", encoding="utf-8", buffering=1024 * 1024)
     except OSError as exc:
-        raise UsageError(f"--ledger {path}: {exc.strerror}; give a writable file path") from None
+        raise UsageError(f"{flag} {path}: {exc.strerror}; give a writable file path") from None
 
 
 def _run(args: argparse.Namespace, console: Console) -> int:
@@ -204,12 +169,17 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     settings = ClientSettings(endpoint_url=args.endpoint_url, region=args.region, profile=args.profile)
     if not has_credentials(settings):
         raise UsageError("no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or pass --profile")
-    key_ledger = _open_key_ledger(args.key_ledger)
+    if args.key_log_deprecated is not None:
+        if args.key_log is not None:
+            raise UsageError("--ledger is the old name of --key-log; pass only --key-log PATH.jsonl")
+        print("warning: --ledger is deprecated and will be removed; use --key-log PATH.jsonl", file=sys.stderr)
+    flag = "--key-log" if args.key_log_deprecated is None else "--ledger"
+    key_log = _open_key_log(args.key_log or args.key_log_deprecated, flag)
     try:
         job, ledger = _open_ledger(args)
     except BaseException:
-        if key_ledger is not None:
-            key_ledger.close()
+        if key_log is not None:
+            key_log.close()
         raise
     concurrency = resolve_concurrency(job, args.concurrency)
     client = make_s3_client(settings, connections_needed(concurrency))
@@ -225,18 +195,17 @@ def _run(args: argparse.Namespace, console: Console) -> int:
             quiet=args.quiet,
             report_path=args.report,
             ledger=ledger,
-            key_ledger=key_ledger,
+            key_log=key_log,
         )
     finally:
         if ledger is not None:
             ledger.close()
-        if key_ledger is not None:
-            key_ledger.close()
+        if key_log is not None:
+            key_log.close()
     return report.exit_code
 
 
 def _plan(args: argparse.Namespace, console: Console) -> int:
-    from s3bulk.plan import STACK_THREADS, STACK_WORKERS, cost, eta_seconds, load_prices, make_plan
 
     job = load_job(args.job)
     try:
@@ -347,8 +316,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps(json_schema(), indent=2))
             return EXIT_OK
         if args.command == "demo":
-            from s3bulk.demo import run_demo  # imported here: it needs the embedded server only
-
             return run_demo(objects=args.objects, console=console, report_path=args.report, progress=args.progress)
         if args.command == "plan":
             return _plan(args, console)

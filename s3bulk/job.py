@@ -9,7 +9,8 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
-from datetime import datetime
+import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -394,3 +395,11 @@ def request_options(job: Job) -> RequestOptions:
         sse=dst.sse if dst else None,
         kms_key_id=dst.kms_key_id if dst else None,
     )
+
+
+def new_job_id(job: Job) -> str:
+    """The job's own id, or one that sorts by start time and names the operation."""
+    if job.job_id:
+        return job.job_id
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"{job.operation}-{stamp}-{uuid.uuid4().hex[:8]}"

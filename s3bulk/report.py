@@ -1,11 +1,16 @@
-"""Counts and failures of a job, kept in bounded memory and written as the JSON report."""
+"""Counts and failures of a job, kept in bounded memory, and the one JSON report both runtimes write.
+
+`job_status`, `summarize` and `write_report` are the only status rule, summary builder and
+report writer: the CLI's `Report` and the stack's finalize step both call them, so a job's
+report has the same fields wherever it ran.
+"""
 
 from __future__ import annotations
 
 import json
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
@@ -150,49 +155,103 @@ class BatchTally:
         self.parent.retry()
 
 
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """A job's totals, from a Tally (the CLI) or from the ledger's counters (the stack)."""
+
+    scanned: int = 0
+    listed: int = 0
+    listed_bytes: int = 0
+    succeeded: int = 0
+    skipped: int = 0
+    failed: int = 0
+    bytes: int = 0
+    retries: int = 0  # requests the S3 client retried
+    object_retries: int = 0  # extra rounds objects needed after the client's own retries gave up
+    extraneous: int = 0  # sync: destination objects with no source, deleted (or, in a dry run, found)
+
+    @classmethod
+    def of_tally(cls, tally: Tally, retries: int) -> Counts:
+        s = tally.snapshot()
+        return cls(
+            s.scanned, s.listed, s.listed_bytes, s.succeeded, s.skipped, s.failed, s.bytes, retries, tally.retried, tally.extraneous_deleted
+        )
+
+    @classmethod
+    def of_counters(cls, c: Mapping[str, int]) -> Counts:
+        return cls(**{name: int(c.get(name, 0)) for name in cls.__slots__})
+
+
+def job_status(*, dry_run: bool, failed: int, error: str | None = None) -> str:
+    """The one status rule: a job error fails the job; a dry run is a dry run; otherwise any failed object fails it."""
+    if error is not None:
+        return "failed"
+    if dry_run:
+        return "dry-run"
+    return "succeeded" if failed == 0 else "failed"
+
+
+def summarize(
+    job_id: str, operation: str, status: str, counts: Counts, seconds: float, *, tolerated_failures: int, error: str | None = None
+) -> dict[str, Any]:
+    """The report's summary fields, the same on the CLI and on the stack (docs/architecture.md, "Exit codes and the report")."""
+    dry = status == "dry-run"
+    out: dict[str, Any] = {
+        "job_id": job_id,
+        "operation": operation,
+        "status": status,
+        "listed": counts.listed,
+        "succeeded": counts.succeeded,
+        "skipped": counts.skipped,
+        "failed": counts.failed,
+        "bytes": counts.listed_bytes if dry else counts.bytes,
+        "seconds": round(seconds, 3),
+        "scanned": counts.scanned,
+        "retries": counts.retries,
+        "object_retries": counts.object_retries,
+        "tolerated_failures": tolerated_failures,
+    }
+    if counts.extraneous:
+        out["would_delete_extraneous" if dry else "deleted_extraneous"] = counts.extraneous
+    if dry:
+        out["would_process"] = counts.listed - counts.skipped
+    if error:
+        out["error"] = error
+    return out
+
+
+def write_report(fh: IO[str], summary: Mapping[str, Any], failures: Iterable[Mapping[str, str]]) -> None:
+    """report.json: the summary and every failure, streamed into the file rather than built as one list."""
+    head = json.dumps(summary, ensure_ascii=False, indent=1)
+    fh.write(head[:-2] + ',\n "failures": [')
+    for i, failure in enumerate(failures):
+        fh.write(("," if i else "") + "\n  " + json.dumps(failure, ensure_ascii=False))
+    fh.write("\n ]\n}\n")
+
+
 @dataclass
 class Report:
+    """A finished local run: its counts (a Tally), status and error; exit_code is the CLI's."""
+
     job_id: str
     operation: str
-    status: str  # succeeded | failed | dry-run
+    status: str  # job_status()
     tally: Tally
     seconds: float
     retries: int = 0
     error: str | None = None
     interrupted: bool = False
+    tolerated_failures: int = 0
 
     def summary(self) -> dict[str, Any]:
-        s = self.tally.snapshot()
-        out: dict[str, Any] = {
-            "job_id": self.job_id,
-            "operation": self.operation,
-            "status": self.status,
-            "listed": s.listed,
-            "succeeded": s.succeeded,
-            "skipped": s.skipped,
-            "failed": s.failed,
-            "bytes": s.bytes if self.status != "dry-run" else s.listed_bytes,
-            "seconds": round(self.seconds, 3),
-            "scanned": s.scanned,
-            "retries": self.retries,
-            "object_retries": self.tally.retried,
-        }
-        if self.tally.extraneous_deleted:
-            out["deleted_extraneous" if self.status != "dry-run" else "would_delete_extraneous"] = self.tally.extraneous_deleted
-        if self.status == "dry-run":
-            out["would_process"] = s.listed - s.skipped
-        if self.error:
-            out["error"] = self.error
-        return out
+        counts = Counts.of_tally(self.tally, self.retries)
+        return summarize(
+            self.job_id, self.operation, self.status, counts, self.seconds, tolerated_failures=self.tolerated_failures, error=self.error
+        )
 
     def write(self, path: str | Path) -> None:
-        """Stream the failures into the file rather than building one big list."""
         with open(path, "w", encoding="utf-8") as fh:
-            head = json.dumps(self.summary(), ensure_ascii=False, indent=1)
-            fh.write(head[:-2] + ',\n "failures": [')
-            for i, failure in enumerate(self.tally.failures()):
-                fh.write(("," if i else "") + "\n  " + json.dumps(failure, ensure_ascii=False))
-            fh.write("\n ]\n}\n")
+            write_report(fh, self.summary(), self.tally.failures())
 
     @property
     def exit_code(self) -> int:

@@ -9,13 +9,14 @@ from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.parser import BaseModel, event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from s3bulk import awsenv
-from s3bulk.ledger import DynamoLedger
-from s3bulk.reports import ReportBucket
-from s3bulk.service import finalize
+from s3bulk.aws import env
+from s3bulk.aws.ledger import DynamoLedger
+from s3bulk.aws.pipeline import finalize
+from s3bulk.aws.reportbucket import ReportBucket
+from s3bulk.metrics import SERVICE
 
-logger = Logger(service=awsenv.SERVICE)
-tracer = Tracer(service=awsenv.SERVICE)
+logger = Logger(service=SERVICE)
+tracer = Tracer(service=SERVICE)
 
 
 class FinalizeEvent(BaseModel):
@@ -24,8 +25,8 @@ class FinalizeEvent(BaseModel):
 
 @cache
 def deps() -> tuple[DynamoLedger, ReportBucket]:
-    cfg = awsenv.AwsConfig.from_env()
-    return awsenv.ledger(cfg), awsenv.reports(cfg)
+    cfg = env.AwsConfig.from_env()
+    return env.ledger(cfg), env.reports(cfg)
 
 
 @tracer.capture_lambda_handler

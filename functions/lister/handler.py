@@ -9,12 +9,13 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.parser import BaseModel, event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from s3bulk import awsenv
-from s3bulk.service import list_step
+from s3bulk.aws import env
+from s3bulk.aws.pipeline import list_step
+from s3bulk.metrics import LISTED_PAGES, NAMESPACE, SERVICE
 
-logger = Logger(service=awsenv.SERVICE)
-metrics = Metrics(namespace=awsenv.METRICS_NAMESPACE, service=awsenv.SERVICE)
-tracer = Tracer(service=awsenv.SERVICE)
+logger = Logger(service=SERVICE)
+metrics = Metrics(namespace=NAMESPACE, service=SERVICE)
+tracer = Tracer(service=SERVICE)
 
 
 class ListEvent(BaseModel):
@@ -23,13 +24,13 @@ class ListEvent(BaseModel):
 
 @cache
 def deps() -> dict[str, Any]:
-    cfg = awsenv.AwsConfig.from_env()
+    cfg = env.AwsConfig.from_env()
     return {
-        "ledger": awsenv.ledger(cfg),
-        "store": awsenv.store(cfg),
-        "sender": awsenv.sender(cfg),
+        "ledger": env.ledger(cfg),
+        "store": env.store(cfg),
+        "sender": env.sender(cfg),
         "allow": cfg.allow,
-        "reports": awsenv.reports(cfg),
+        "reports": env.reports(cfg),
     }
 
 
@@ -40,5 +41,5 @@ def deps() -> dict[str, Any]:
 def handler(event: ListEvent, context: LambdaContext) -> dict[str, Any]:
     logger.append_keys(job_id=event.job_id)
     out = list_step(event.job_id, time_left=lambda: context.get_remaining_time_in_millis() / 1000, **deps())
-    metrics.add_metric(name="ListedPages", unit="Count", value=out.pages)
+    metrics.add_metric(name=LISTED_PAGES, unit="Count", value=out.pages)
     return {"job_id": out.job_id, "listing_done": out.listing_done, "pages": out.pages}

@@ -8,17 +8,17 @@ from typing import Any
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from s3bulk import awsenv
-from s3bulk.awsenv import AwsConfig
-from s3bulk.service import validate
+from s3bulk.aws import env
+from s3bulk.aws.pipeline import validate
+from s3bulk.metrics import SERVICE
 
-logger = Logger(service=awsenv.SERVICE)
-tracer = Tracer(service=awsenv.SERVICE)
+logger = Logger(service=SERVICE)
+tracer = Tracer(service=SERVICE)
 
 
 @cache
-def config() -> AwsConfig:
-    return AwsConfig.from_env()
+def config() -> env.AwsConfig:
+    return env.AwsConfig.from_env()
 
 
 @tracer.capture_lambda_handler

@@ -12,57 +12,69 @@ from aws_lambda_powertools.utilities.parser.models import SqsRecordModel
 from aws_lambda_powertools.utilities.parser.types import Json
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from s3bulk import awsenv
-from s3bulk.messages import BatchMessage
-from s3bulk.service import NotStarted, WorkerService
+from s3bulk.aws import env
+from s3bulk.aws.messages import BatchMessage
+from s3bulk.aws.pipeline import NotStarted, WorkerService
+from s3bulk.metrics import (
+    BATCHES_RETURNED,
+    BYTES,
+    DEAD_LETTERED_BATCHES,
+    DUPLICATE_BATCHES,
+    NAMESPACE,
+    OBJECTS_FAILED,
+    OBJECTS_SKIPPED,
+    OBJECTS_SUCCEEDED,
+    RETRIES,
+    SERVICE,
+)
 
-logger = Logger(service=awsenv.SERVICE)
-metrics = Metrics(namespace=awsenv.METRICS_NAMESPACE, service=awsenv.SERVICE)
-tracer = Tracer(service=awsenv.SERVICE)
+logger = Logger(service=SERVICE)
+metrics = Metrics(namespace=NAMESPACE, service=SERVICE)
+tracer = Tracer(service=SERVICE)
 
 
-class BatchRecord(SqsRecordModel):
+class SqsBatchRecord(SqsRecordModel):
     body: Json[BatchMessage]
 
 
 # An all-failed batch (e.g. the deadline reached) is reported record by record,
 # not raised: a returned batch is normal flow, not a Lambda error to alarm on.
-processor = BatchProcessor(event_type=EventType.SQS, model=BatchRecord, raise_on_entire_batch_failure=False)
+processor = BatchProcessor(event_type=EventType.SQS, model=SqsBatchRecord, raise_on_entire_batch_failure=False)
 
 
 @cache
 def service() -> tuple[WorkerService, int]:
-    cfg = awsenv.AwsConfig.from_env()
-    return awsenv.worker_service(cfg), cfg.max_receives
+    cfg = env.AwsConfig.from_env()
+    return env.worker_service(cfg), cfg.max_receives
 
 
-def record_handler(record: BatchRecord, lambda_context: LambdaContext) -> None:
+def record_handler(record: SqsBatchRecord, lambda_context: LambdaContext) -> None:
     worker, max_receives = service()
     msg = record.body
     logger.append_keys(job_id=msg.job_id, batch_id=msg.batch_id)
     try:
         outcome = worker.work(msg, lambda: lambda_context.get_remaining_time_in_millis() / 1000)
     except NotStarted:
-        metrics.add_metric(name="BatchesReturned", unit="Count", value=1)
+        metrics.add_metric(name=BATCHES_RETURNED, unit="Count", value=1)
         raise
     except Exception as exc:
-        metrics.add_metric(name="BatchesReturned", unit="Count", value=1)
+        metrics.add_metric(name=BATCHES_RETURNED, unit="Count", value=1)
         attempts = int(record.attributes.ApproximateReceiveCount)
         if attempts >= max_receives:
             counts = worker.dead_letter(msg, exc, attempts)
-            metrics.add_metric(name="ObjectsFailed", unit="Count", value=counts.failed)
-            metrics.add_metric(name="DeadLetteredBatches", unit="Count", value=1)
+            metrics.add_metric(name=OBJECTS_FAILED, unit="Count", value=counts.failed)
+            metrics.add_metric(name=DEAD_LETTERED_BATCHES, unit="Count", value=1)
             logger.error("batch dead-lettered", extra={"attempts": attempts})
         raise
     if not outcome.counted:
-        metrics.add_metric(name="DuplicateBatches", unit="Count", value=1)
+        metrics.add_metric(name=DUPLICATE_BATCHES, unit="Count", value=1)
         return
     c = outcome.counts
-    metrics.add_metric(name="ObjectsSucceeded", unit="Count", value=c.succeeded)
-    metrics.add_metric(name="ObjectsFailed", unit="Count", value=c.failed)
-    metrics.add_metric(name="ObjectsSkipped", unit="Count", value=c.skipped)
-    metrics.add_metric(name="Bytes", unit="Bytes", value=c.bytes)
-    metrics.add_metric(name="Retries", unit="Count", value=outcome.retries)
+    metrics.add_metric(name=OBJECTS_SUCCEEDED, unit="Count", value=c.succeeded)
+    metrics.add_metric(name=OBJECTS_FAILED, unit="Count", value=c.failed)
+    metrics.add_metric(name=OBJECTS_SKIPPED, unit="Count", value=c.skipped)
+    metrics.add_metric(name=BYTES, unit="Bytes", value=c.bytes)
+    metrics.add_metric(name=RETRIES, unit="Count", value=c.retries)
 
 
 @metrics.log_metrics

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from s3bulk.clients import ClientSettings, make_s3_client
-from s3bulk.localserver import ACCESS_KEY, SECRET_KEY, SeaweedServer
+from s3bulk.local.server import ACCESS_KEY, SECRET_KEY, SeaweedServer
+from s3bulk.s3.clients import ClientSettings, make_s3_client
 
 
 @pytest.fixture(scope="session")

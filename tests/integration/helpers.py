@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from s3bulk.demo import Seed, body_md5s, list_keys, put_seeds
+from s3bulk.local.demo import Seed, body_md5s, list_keys, put_seeds
 
 __all__ = ["assert_exact_copy", "list_keys", "md5", "seed_small", "snapshot", "write_job"]
 

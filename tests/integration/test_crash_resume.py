@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from s3bulk.faultproxy import FaultPlan, FaultProxy
+from s3bulk.testing.faultproxy import FaultPlan, FaultProxy
 from tests.integration.conftest import S3BULK, cli_env, client_for, run_cli
 from tests.integration.helpers import assert_exact_copy, list_keys, seed_small, write_job
 from tests.integration.test_faults import port_of

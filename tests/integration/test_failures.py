@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from s3bulk.engine import Engine
 from s3bulk.job import parse_job
-from s3bulk.s3store import S3Store
+from s3bulk.local.engine import Engine
+from s3bulk.s3.stores import S3Store
 from tests.integration.conftest import cli_env, client_for, run_cli
 from tests.integration.helpers import assert_exact_copy, list_keys, seed_small, write_job
 

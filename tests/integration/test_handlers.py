@@ -17,10 +17,10 @@ from functions.finalize import handler as finalize_handler
 from functions.lister import handler as lister_handler
 from functions.validate import handler as validate_handler
 from functions.worker import handler as worker_handler
-from s3bulk import s3store
+from s3bulk.aws.ledger import RISE_SPACING_S, DynamoLedger
 from s3bulk.job import JobError
-from s3bulk.ledger import RISE_SPACING_S, DynamoLedger
-from s3bulk.ratecontrol import RateControl
+from s3bulk.s3 import stores as s3store
+from s3bulk.s3.ratecontrol import RateControl
 from tests.integration.aws_harness import REGION, Context, create_queues, create_table, pump, receive, sqs_event
 from tests.integration.helpers import md5
 
@@ -279,7 +279,7 @@ def test_sqs_event_shape_is_what_the_worker_parses(aws: Aws) -> None:
     seed(aws, 5)
     list_all(start(aws))
     event = sqs_event(receive(aws.sqs, aws.queue_url), aws.queue_arn)
-    record = worker_handler.BatchRecord.model_validate(event["Records"][0])
+    record = worker_handler.SqsBatchRecord.model_validate(event["Records"][0])
     assert record.body.items and record.body.items[0][0].startswith("in/")
 
 
@@ -528,7 +528,7 @@ def key_lines(aws: Aws, job_id: str) -> list[dict[str, Any]]:
     return out
 
 
-def test_the_stack_writes_one_key_ledger_line_per_object_even_with_duplicate_deliveries(aws: Aws) -> None:
+def test_the_stack_writes_one_key_log_line_per_object_even_with_duplicate_deliveries(aws: Aws) -> None:
     expected = seed(aws, 500)
     job_id = start(aws, batch_size=100)
     list_all(job_id)

@@ -44,7 +44,7 @@ def run(endpoint: str, tmp_path: Path, name: str, doc: dict[str, Any], *extra: s
     job = write_job(tmp_path / f"{name}.json", doc)
     report, keys = tmp_path / f"{name}-report.json", tmp_path / f"{name}-keys.jsonl"
     done = run_cli(
-        "run", str(job), "--endpoint-url", endpoint, "-q", "--report", str(report), "--ledger", str(keys), *extra, env=cli_env(tmp_path)
+        "run", str(job), "--endpoint-url", endpoint, "-q", "--report", str(report), "--key-log", str(keys), *extra, env=cli_env(tmp_path)
     )
     assert report.exists(), done.stdout + done.stderr
     return done.returncode, json.loads(report.read_text()), [json.loads(line) for line in keys.read_text().splitlines()]

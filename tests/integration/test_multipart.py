@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from s3bulk.engine import Engine
 from s3bulk.job import MiB, parse_job
-from s3bulk.s3store import S3Store
+from s3bulk.local.engine import Engine
+from s3bulk.s3.stores import S3Store
 from tests.integration.conftest import client_for
 from tests.integration.helpers import md5
 

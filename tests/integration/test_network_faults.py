@@ -16,12 +16,12 @@ from urllib.parse import urlsplit
 import pytest
 
 from bench.toxiproxy import Toxiproxy, build
-from s3bulk.clients import ClientSettings, make_s3_client
-from s3bulk.engine import Engine
 from s3bulk.job import parse_job
-from s3bulk.localserver import ACCESS_KEY, SECRET_KEY
+from s3bulk.local.engine import Engine
+from s3bulk.local.server import ACCESS_KEY, SECRET_KEY
 from s3bulk.report import Report
-from s3bulk.s3store import FastS3Store, S3Store
+from s3bulk.s3.clients import ClientSettings, make_s3_client
+from s3bulk.s3.stores import FastS3Store, S3Store
 from tests.integration.conftest import client_for
 from tests.integration.helpers import assert_exact_copy, seed_small
 

@@ -1,4 +1,4 @@
-"""verify and tag through the CLI on SeaweedFS, each proven from the server and the --ledger file."""
+"""verify and tag through the CLI on SeaweedFS, each proven from the server and the --key-log file."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def run_job(endpoint: str, tmp_path: Path, name: str, doc: dict[str, Any]) -> tu
         "--no-ledger",
         "--report",
         str(report),
-        "--ledger",
+        "--key-log",
         str(ledger),
         env=cli_env(tmp_path),
     )

@@ -11,9 +11,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from s3bulk.aws.ledger import initial_item
 from s3bulk.cli import main
 from s3bulk.job import parse_job
-from s3bulk.ledger import initial_item
 from tests.integration.aws_harness import REGION, create_table
 
 TABLE, REPORTS = "s3bulk-ledger", "s3bulk-reports"

@@ -14,11 +14,11 @@ from typing import Any
 import boto3
 import pytest
 
-from s3bulk.engine import Engine
-from s3bulk.fastpath import FastS3
 from s3bulk.job import MiB, parse_job
+from s3bulk.local.engine import Engine
 from s3bulk.report import Report
-from s3bulk.s3store import FastS3Store, S3Store
+from s3bulk.s3.fastpath import FastS3
+from s3bulk.s3.stores import FastS3Store, S3Store
 from tests.integration.conftest import cli_env, client_for, run_cli
 from tests.integration.helpers import list_keys, write_job
 

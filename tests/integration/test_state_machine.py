@@ -22,8 +22,8 @@ from moto.awslambda_simple.models import lambda_simple_backends
 from moto.core.models import DEFAULT_ACCOUNT_ID
 
 from app import build_app
+from s3bulk.aws.ledger import initial_item
 from s3bulk.job import parse_job
-from s3bulk.ledger import initial_item
 from tests.integration.aws_harness import REGION, create_table
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from s3bulk.localledger import LocalLedger
+from s3bulk.local.ledger import LocalLedger
 from tests.integration.conftest import cli_env, client_for, run_cli
 from tests.integration.helpers import assert_exact_copy, list_keys, md5, seed_small, snapshot, write_job
 

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from s3bulk.batchrun import BatchRunner, Item
-from s3bulk.executor import BoundedExecutor
 from s3bulk.job import parse_job
-from s3bulk.memstore import MemoryStore
+from s3bulk.ops.batch import BatchRunner, Item
+from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.report import Tally
+from s3bulk.testing.memstore import MemoryStore
 
 
 def job(operation: str) -> Any:

@@ -6,11 +6,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from s3bulk.copies import MAX_PARTS, CopySettings, copy_object, part_ranges
-from s3bulk.executor import BoundedExecutor
 from s3bulk.job import MiB
-from s3bulk.memstore import MemoryStore
+from s3bulk.ops.copies import MAX_PARTS, CopySettings, copy_object, part_ranges
+from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.store import ObjectInfo, StoreError
+from s3bulk.testing.memstore import MemoryStore
 
 SETTINGS = CopySettings(multipart_threshold=8 * MiB, part_size=5 * MiB)
 

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from s3bulk.delete import delete_keys
-from s3bulk.memstore import MemoryStore
+from s3bulk.ops.delete import delete_keys
 from s3bulk.store import KeyFailure, StoreError
+from s3bulk.testing.memstore import MemoryStore
 
 
 @pytest.fixture

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from s3bulk.engine import Engine
 from s3bulk.job import MiB, parse_job
-from s3bulk.memstore import MemoryStore
+from s3bulk.local.engine import Engine
 from s3bulk.store import ListPage, StoreError
+from s3bulk.testing.memstore import MemoryStore
 
 
 def make_job(operation: str = "copy", **options: Any) -> Any:
@@ -189,7 +189,7 @@ def test_large_objects_take_the_multipart_path_inside_a_job(store: MemoryStore) 
 
 def test_listing_never_runs_far_ahead_of_the_workers() -> None:
     """Bounded memory: objects listed but not finished stay within queue + in-flight limits."""
-    from s3bulk.engine import QUEUE_BATCHES
+    from s3bulk.local.engine import QUEUE_BATCHES
 
     store = MemoryStore(page_size=50)
     store.create_bucket("src-b")

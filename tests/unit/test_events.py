@@ -10,7 +10,7 @@ import pytest
 
 from functions.finalize.handler import FinalizeEvent
 from functions.lister.handler import ListEvent
-from functions.worker.handler import BatchRecord
+from functions.worker.handler import SqsBatchRecord
 from s3bulk.job import Operation, parse_job
 
 JOBS = sorted(p for p in Path("events").glob("*.json"))
@@ -36,6 +36,6 @@ def test_lister_and_finalize_samples_parse() -> None:
 
 def test_worker_sample_is_an_sqs_event_carrying_a_batch() -> None:
     event = json.loads(Path("events/handlers/worker-sqs-batch.json").read_text())
-    record = BatchRecord.model_validate(event["Records"][0])
+    record = SqsBatchRecord.model_validate(event["Records"][0])
     assert len(record.body.items) == 2
     assert record.body.objects()[0].size == 52431

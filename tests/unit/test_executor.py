@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from s3bulk.executor import BoundedExecutor
+from s3bulk.ops.executor import BoundedExecutor
 
 
 def test_in_flight_tasks_never_exceed_the_bound() -> None:

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from s3bulk.engine import Engine
 from s3bulk.job import parse_job
-from s3bulk.memstore import MemoryStore
+from s3bulk.local.engine import Engine
+from s3bulk.testing.memstore import MemoryStore
 from tests.corpus import CASES, body_of
 
 KEYS = [c.key for c in CASES]

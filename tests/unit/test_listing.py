@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from s3bulk.listing import batched, iter_objects
-from s3bulk.memstore import MemoryStore
 from s3bulk.store import ObjectInfo
 from s3bulk.sync import join
+from s3bulk.testing.memstore import MemoryStore
 
 
 def store_with(keys: list[str], page_size: int = 3) -> MemoryStore:

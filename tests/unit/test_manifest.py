@@ -11,12 +11,12 @@ from urllib.parse import quote_plus
 
 import pytest
 
-from s3bulk.engine import Engine
 from s3bulk.job import JobError, parse_job
-from s3bulk.localledger import BatchRecord, LocalLedger
+from s3bulk.local.engine import Engine
+from s3bulk.local.ledger import BatchEntry, LocalLedger
+from s3bulk.local.plan import make_plan
 from s3bulk.manifest import ManifestReader
-from s3bulk.memstore import MemoryStore
-from s3bulk.plan import make_plan
+from s3bulk.testing.memstore import MemoryStore
 
 # Keys a CSV can only carry URL-encoded: separators, quotes, spaces, pluses, percent signs, newlines, non-ASCII.
 SPECIAL = ["in/plain", "in/a b", "in/a+b", "in/100%", "in/comma,key", 'in/"quoted"', "in/line\nbreak", "in/ünï/çødé", "in/日本"]
@@ -46,7 +46,7 @@ def store() -> MemoryStore:
 
 def run(store: MemoryStore, j: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     out = io.StringIO()
-    report = Engine(j, store, concurrency=4, key_ledger=out).run()
+    report = Engine(j, store, concurrency=4, key_log=out).run()
     summary = {**report.summary(), "failures": list(report.tally.failures())}
     return summary, [json.loads(line) for line in out.getvalue().splitlines()]
 
@@ -286,8 +286,8 @@ def test_a_resumed_manifest_job_does_only_the_rows_no_earlier_batch_finished(sto
     j = job({"bucket": "man-b", "key": "m.csv"})
     pos = [r.pos for r in ManifestReader(store, j.source).rows()]
     ledger = LocalLedger.create(tmp_path, "resume-me", j)
-    ledger.commit_batch(BatchRecord(None, pos[2], 3, 3, 30, 3, 0, 0, 30, 0), [])  # rows 1-3 finished
-    ledger.commit_batch(BatchRecord(pos[4], pos[6], 2, 2, 20, 2, 0, 0, 20, 0), [])  # rows 6-7 finished out of order
+    ledger.finish_batch(BatchEntry(None, pos[2], 3, 3, 30, 3, 0, 0, 30, 0), [])  # rows 1-3 finished
+    ledger.finish_batch(BatchEntry(pos[4], pos[6], 2, 2, 20, 2, 0, 0, 20, 0), [])  # rows 6-7 finished out of order
     report = Engine(j, store, concurrency=2, ledger=ledger).run()
     ledger.close()
     done = {k.removeprefix("out/") for k in store.keys("dst-b")}

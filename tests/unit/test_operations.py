@@ -1,4 +1,4 @@
-"""tag, set-storage-class, restore and verify on the fake store, and the per-key ledger they all write."""
+"""tag, set-storage-class, restore and verify on the fake store, and the per-key log they all write."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from s3bulk.allowlist import AllowList
-from s3bulk.engine import Engine
+from s3bulk.aws.allowlist import AllowList
 from s3bulk.job import JobError, MiB, parse_job
-from s3bulk.memstore import MemoryStore
+from s3bulk.local.engine import Engine
+from s3bulk.testing.memstore import MemoryStore
 
 N = 60
 
@@ -34,7 +34,7 @@ def store() -> MemoryStore:
 
 def run(store: MemoryStore, j: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     out = io.StringIO()
-    report = Engine(j, store, concurrency=8, key_ledger=out).run()
+    report = Engine(j, store, concurrency=8, key_log=out).run()
     return report.summary(), [json.loads(line) for line in out.getvalue().splitlines()]
 
 
@@ -143,7 +143,7 @@ def test_verify_hashes_bodies_when_etags_cannot_be_compared(store: MemoryStore) 
     assert (s["failed"], lines[0]["error"]) == (1, "ContentMismatch")
 
 
-def test_the_key_ledger_has_one_line_per_object_with_its_facts(store: MemoryStore) -> None:
+def test_the_key_log_has_one_line_per_object_with_its_facts(store: MemoryStore) -> None:
     store.put_object("dst-b", "out/001", b"exists")
     j = parse_job(
         json.dumps(
@@ -166,7 +166,7 @@ def test_the_key_ledger_has_one_line_per_object_with_its_facts(store: MemoryStor
     assert by_key["in/001"]["outcome"] == "skipped"
 
 
-def test_a_dry_run_writes_no_key_ledger_lines(store: MemoryStore) -> None:
+def test_a_dry_run_writes_no_key_log_lines(store: MemoryStore) -> None:
     _, lines = run(store, job("tag", tagging={"tags": {"a": "b"}}, options={"dry_run": True}))
     assert lines == []
     assert "PutObjectTagging" not in store.calls

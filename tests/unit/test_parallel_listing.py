@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from s3bulk.listing import iter_objects, iter_objects_parallel, plan_shards
-from s3bulk.memstore import MemoryStore
 from s3bulk.store import ListPage, StoreError
+from s3bulk.testing.memstore import MemoryStore
 
 ALPHABET = ["a", "b", "a-", "a0", "z", "é", "🚀", "", "x.y"]
 

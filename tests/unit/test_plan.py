@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from s3bulk.engine import Engine
 from s3bulk.job import MiB, parse_job
-from s3bulk.memstore import MemoryStore
-from s3bulk.plan import Plan, cost, load_prices, make_plan, size_bucket
+from s3bulk.local.engine import Engine
+from s3bulk.local.plan import Plan, cost, load_prices, make_plan, size_bucket
+from s3bulk.testing.memstore import MemoryStore
 
 PRICES = load_prices()
 

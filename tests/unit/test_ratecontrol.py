@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from s3bulk.ratecontrol import FLOOR_SHARE, RateControl
+from s3bulk.s3.ratecontrol import FLOOR_SHARE, RateControl
 
 
 @dataclass

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from s3bulk.engine import Engine
 from s3bulk.job import MiB, parse_job
-from s3bulk.memstore import MemoryStore
-from s3bulk.s3store import request_headers
+from s3bulk.local.engine import Engine
+from s3bulk.s3.stores import request_headers
 from s3bulk.store import RequestOptions
+from s3bulk.testing.memstore import MemoryStore
 
 SRC_ACCOUNT, DST_ACCOUNT = "111111111111", "222222222222"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from s3bulk.memstore import MemoryStore
+from s3bulk.testing.memstore import MemoryStore
 from tests.roundtrip import copied, keys, roundtrip
 
 

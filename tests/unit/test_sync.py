@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from s3bulk.engine import Engine
+from s3bulk.aws.messages import BatchMessage, pack
 from s3bulk.job import JobError, parse_job
-from s3bulk.memstore import MemoryStore
-from s3bulk.messages import BatchMessage, pack
+from s3bulk.local.engine import Engine
 from s3bulk.store import ObjectInfo
 from s3bulk.sync import unchanged
+from s3bulk.testing.memstore import MemoryStore
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 MD5 = '"0cc175b9c0f1b6a831c399e269772661"'

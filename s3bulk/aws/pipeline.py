@@ -14,24 +14,24 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-from s3bulk.allowlist import AllowList
-from s3bulk.batchrun import BatchRunner, Item
-from s3bulk.engine import PART_WORKERS, new_job_id
+from s3bulk.aws.allowlist import AllowList
+from s3bulk.aws.ledger import BatchCounts, DynamoLedger, JobRecord, initial_item
+from s3bulk.aws.messages import BatchMessage, pack
+from s3bulk.aws.queue import QueueSender
+from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.errors import error_code, error_message
-from s3bulk.executor import BoundedExecutor
-from s3bulk.job import Job, parse_job, request_options
-from s3bulk.keylog import JsonlKeyLog, KeyRecord
-from s3bulk.ledger import BatchCounts, DynamoLedger, JobRecord, initial_item
+from s3bulk.job import Job, new_job_id, parse_job, request_options
+from s3bulk.keys import JsonlKeyLog, KeyRecord
 from s3bulk.listing import iter_objects
 from s3bulk.manifest import ManifestReader, Row
-from s3bulk.messages import BatchMessage, pack
-from s3bulk.ratecontrol import RateControl
-from s3bulk.report import Tally
-from s3bulk.reports import ReportBucket
+from s3bulk.ops.batch import BatchRunner, Item, part_pool
+from s3bulk.ops.executor import BoundedExecutor
+from s3bulk.ops.extraneous import Extraneous
+from s3bulk.report import Counts, Tally, job_status, summarize
+from s3bulk.s3.ratecontrol import RateControl
 from s3bulk.selection import KeyMapper, Selector
-from s3bulk.sqsqueue import QueueSender
 from s3bulk.store import UNKNOWN_SIZE, ObjectInfo, ObjectStore
-from s3bulk.sync import Extraneous, decide, join
+from s3bulk.sync import decide, join
 
 TimeLeft = Callable[[], float]
 
@@ -143,7 +143,7 @@ def _sync_page(
     """Merge-join one page with the destination range it covers.
 
     Returns what to send, the sent keys whose skip the worker decides by checksums (with
-    the answer when checksums cannot decide), the skipped objects' key-ledger records,
+    the answer when checksums cannot decide), the skipped objects' key-log records,
     extraneous objects deleted, and deletes that failed.
 
     With delete_extraneous the range starts just after the previous page's last key
@@ -184,7 +184,7 @@ def _sync_page(
 
 
 def _put_key_lines(reports: ReportBucket, job_id: str, job: Job, part: str, records: list[KeyRecord]) -> None:
-    """Key-ledger lines the lister writes itself (skipped objects, bad manifest rows: no worker sees them); one part per page, so a redo overwrites it."""
+    """key-log lines the lister writes itself (skipped objects, bad manifest rows: no worker sees them); one part per page, so a redo overwrites it."""
     if job.options.dry_run:
         return
     with tempfile.SpooledTemporaryFile(1024 * 1024, "w+", encoding="utf-8") as spool:
@@ -208,7 +208,7 @@ def _list_manifest(
 ) -> ListOutcome:
     """list_step for a manifest: pages of rows instead of ListObjectsV2 pages, the row position as the cursor.
 
-    Bad rows are reported (failures and key-ledger parts named after the page, so a
+    Bad rows are reported (failures and key-log parts named after the page, so a
     re-read page overwrites them) and counted as failed in the same checkpoint.
     The worker decides skip modes and unknown sizes per object, as the CLI does.
     """
@@ -263,7 +263,6 @@ class BatchIncomplete(RuntimeError):
 class WorkOutcome:
     counts: BatchCounts
     counted: bool  # False: a duplicate delivery, already counted
-    retries: int = 0
 
 
 class WorkerService:
@@ -287,7 +286,7 @@ class WorkerService:
         self.margin = margin
         self.rate = rate  # the store's, so the job's adaptive_rate can switch it and share it
         self.pool = BoundedExecutor(concurrency, name="s3bulk-worker")
-        self.parts = BoundedExecutor(PART_WORKERS, max_in_flight=4 * PART_WORKERS, name="s3bulk-part")
+        self.parts = part_pool()
         self._jobs: dict[str, Job] = {}
 
     def job(self, job_id: str) -> Job:
@@ -320,13 +319,14 @@ class WorkerService:
                     raise BatchIncomplete(f"batch {msg.batch_id} of {len(items)} objects: time ran out; it will be redone whole")
                 self.reports.put_failures(msg.job_id, msg.batch_id, tally.failures())
                 self.reports.put_keys(msg.job_id, msg.batch_id, spool)
-                counts = BatchCounts(tally.succeeded, tally.skipped, tally.failed, tally.bytes)
+                retries = self.store.retries - retries_before
+                counts = BatchCounts(tally.succeeded, tally.skipped, tally.failed, tally.bytes, retries, tally.retried)
             finally:
                 tally.close()
-        counted = self.ledger.complete_batch(msg.job_id, msg.batch_id, counts)
+        counted = self.ledger.finish_batch(msg.job_id, msg.batch_id, counts)
         if self.rate is not None and self.rate.enabled and self.rate.send_rate is not None:
             self.ledger.publish_rate(msg.job_id, self.rate.send_rate, cut=self.rate.cuts > cuts_before)
-        return WorkOutcome(counts, counted, self.store.retries - retries_before)
+        return WorkOutcome(counts, counted)
 
     def _pace(self, job_id: str, job: Job) -> int:
         """Start the batch at the rate all of the job's workers share, so a fresh worker does not storm a throttled prefix."""
@@ -344,7 +344,7 @@ class WorkerService:
         ]
         self.reports.put_failures(msg.job_id, msg.batch_id, failures)
         counts = BatchCounts(failed=len(failures))
-        self.ledger.complete_batch(msg.job_id, msg.batch_id, counts)
+        self.ledger.finish_batch(msg.job_id, msg.batch_id, counts)
         return counts
 
 
@@ -352,28 +352,18 @@ class WorkerService:
 def finalize(job_id: str, *, ledger: DynamoLedger, reports: ReportBucket, now: Callable[[], float] = time.time) -> dict[str, Any]:
     """Write report.json and failures.jsonl; say whether failures exceed the job's tolerance."""
     rec = ledger.load(job_id)
-    c = rec.counters
-    failed = c.get("failed", 0)
-    tolerated = rec.job.options.tolerated_failures
-    status = "dry-run" if rec.job.options.dry_run else "succeeded" if failed == 0 else "failed"
-    summary: dict[str, Any] = {
-        "job_id": job_id,
-        "operation": rec.job.operation,
-        "status": status,
-        "listed": c.get("listed", 0),
-        "succeeded": c.get("succeeded", 0),
-        "skipped": c.get("skipped", 0),
-        "failed": failed,
-        "bytes": c.get("bytes", 0) if status != "dry-run" else c.get("listed_bytes", 0),
-        "seconds": round(now() - rec.created_at, 3),
-        "scanned": c.get("scanned", 0),
-        "tolerated_failures": tolerated,
-    }
-    if status == "dry-run":
-        summary["would_process"] = c.get("listed", 0) - c.get("skipped", 0)
-    if c.get("extraneous", 0):
-        summary["deleted_extraneous" if status != "dry-run" else "would_delete_extraneous"] = c["extraneous"]
+    counts = Counts.of_counters(rec.counters)
+    opts = rec.job.options
+    status = job_status(dry_run=opts.dry_run, failed=counts.failed)
+    summary = summarize(job_id, rec.job.operation, status, counts, now() - rec.created_at, tolerated_failures=opts.tolerated_failures)
     uri = reports.write_report(job_id, summary)
-    over = failed > tolerated
+    over = counts.failed > opts.tolerated_failures
     ledger.set_status(job_id, "FAILED" if over else "SUCCEEDED", report=uri)
-    return {"job_id": job_id, "status": status, "failed": failed, "tolerated_failures": tolerated, "over_threshold": over, "report": uri}
+    return {
+        "job_id": job_id,
+        "status": status,
+        "failed": counts.failed,
+        "tolerated_failures": opts.tolerated_failures,
+        "over_threshold": over,
+        "report": uri,
+    }

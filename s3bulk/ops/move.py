@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from s3bulk.copies import CopyDone
+from s3bulk.ops.copies import CopyDone
 from s3bulk.store import UNKNOWN_SIZE, ObjectInfo, ObjectStore, StoreError
 
 

@@ -57,7 +57,7 @@ def spec_hash(job: Job) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class BatchRecord:
+class BatchEntry:
     after: str | None  # None: the batch starts at the beginning of the listing
     last: str
     scanned: int
@@ -146,7 +146,7 @@ class LocalLedger:
         return str(self._db.execute("SELECT spec FROM job").fetchone()[0])
 
     # -- writing -----------------------------------------------------------------------------
-    def commit_batch(self, rec: BatchRecord, failures: list[tuple[str, str, str]]) -> None:
+    def finish_batch(self, rec: BatchEntry, failures: list[tuple[str, str, str]]) -> None:
         """One transaction: the batch's range and counts, and its failures."""
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")

@@ -10,14 +10,14 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from s3bulk.allowlist import AllowList
-from s3bulk.clients import ClientSettings, make_client, make_s3_client
-from s3bulk.engine import DEFAULT_CONCURRENCY, connections_needed
-from s3bulk.ledger import DynamoLedger
-from s3bulk.reports import ReportBucket
-from s3bulk.s3store import FastS3Store, S3Store
-from s3bulk.service import WORK_MARGIN_S, WorkerService
-from s3bulk.sqsqueue import QueueSender
+from s3bulk.aws.allowlist import AllowList
+from s3bulk.aws.ledger import DynamoLedger
+from s3bulk.aws.pipeline import WORK_MARGIN_S, WorkerService
+from s3bulk.aws.queue import QueueSender
+from s3bulk.aws.reportbucket import ReportBucket
+from s3bulk.ops.batch import DEFAULT_CONCURRENCY, connections_needed
+from s3bulk.s3.clients import ClientSettings, make_client, make_s3_client
+from s3bulk.s3.stores import FastS3Store, S3Store
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +84,3 @@ def worker_service(cfg: AwsConfig) -> WorkerService:
         margin=cfg.work_margin,
         rate=s3.rate,
     )
-
-
-# The CloudWatch namespace and service name the dashboard and alarms read.
-METRICS_NAMESPACE = "S3Bulk"
-SERVICE = "s3bulk"

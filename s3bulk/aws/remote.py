@@ -6,11 +6,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from s3bulk.clients import ClientSettings, make_client, make_s3_client
-from s3bulk.engine import new_job_id
-from s3bulk.job import Job, JobError
-from s3bulk.ledger import DynamoLedger, JobRecord
-from s3bulk.reports import ReportBucket
+from s3bulk.aws.ledger import DynamoLedger, JobRecord
+from s3bulk.aws.reportbucket import ReportBucket
+from s3bulk.job import Job, JobError, new_job_id
+from s3bulk.s3.clients import ClientSettings, make_client, make_s3_client
 
 DEFAULT_STACK = "S3Bulk"
 

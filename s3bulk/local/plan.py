@@ -14,10 +14,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, cast
 
-from s3bulk.batchrun import NEEDS_HEAD
-from s3bulk.copies import part_ranges
-from s3bulk.engine import Engine
 from s3bulk.job import ARCHIVED, Job, Restore
+from s3bulk.local.engine import Engine
+from s3bulk.ops.batch import NEEDS_HEAD
+from s3bulk.ops.copies import part_ranges
 from s3bulk.store import UNKNOWN_SIZE, ListPage, ObjectInfo, ObjectStore, RequestOptions
 
 KiB, MiB, GiB = 1024, 1024**2, 1024**3

@@ -10,32 +10,24 @@ import functools
 import queue
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import replace
-from datetime import UTC, datetime
 from typing import IO
 
-from s3bulk.batchrun import BatchRunner, Item
 from s3bulk.errors import error_code, error_message
-from s3bulk.executor import BoundedExecutor
-from s3bulk.job import Job, request_options
-from s3bulk.keylog import JsonlKeyLog
+from s3bulk.job import Job, new_job_id, request_options
+from s3bulk.keys import JsonlKeyLog
 from s3bulk.listing import batched, iter_objects, iter_objects_parallel
-from s3bulk.localledger import BatchRecord, LocalLedger
+from s3bulk.local.ledger import BatchEntry, LocalLedger
 from s3bulk.manifest import ManifestError, ManifestReader
-from s3bulk.report import BatchTally, Report, Tally
+from s3bulk.ops.batch import DEFAULT_CONCURRENCY, BatchRunner, Item, part_pool
+from s3bulk.ops.executor import BoundedExecutor
+from s3bulk.ops.extraneous import Extraneous
+from s3bulk.report import BatchTally, Report, Tally, job_status
 from s3bulk.selection import KeyMapper, Selector
 from s3bulk.store import UNKNOWN_SIZE, ObjectInfo, ObjectStore, StoreError
-from s3bulk.sync import Extraneous, Joined, decide, join
+from s3bulk.sync import Joined, decide, join
 
-# On the fast request path 64 threads give 95% of the best copies/s both direct and at
-# +20 ms (128 is ~5% faster but costs more CPU per object); 32 gives 84-87%.
-# Measured with bench/concurrency_sweep.py; see docs/architecture.md.
-DEFAULT_CONCURRENCY = 64
-# Part copies of large objects run on their own small pool so they never wait
-# behind (or deadlock with) the object tasks that submit them.
-PART_WORKERS = 8
 # Batches queued between the lister and the workers: enough to never starve the
 # pool, few enough that memory does not grow with the bucket.
 QUEUE_BATCHES = 4
@@ -49,18 +41,6 @@ def resolve_concurrency(job: Job, override: int | None = None) -> int:
     return override or job.options.concurrency or DEFAULT_CONCURRENCY
 
 
-def connections_needed(concurrency: int) -> int:
-    """max_pool_connections for the client: one per object worker and per part worker."""
-    return concurrency + PART_WORKERS
-
-
-def new_job_id(job: Job) -> str:
-    if job.job_id:
-        return job.job_id
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    return f"{job.operation}-{stamp}-{uuid.uuid4().hex[:8]}"
-
-
 class Engine:
     def __init__(
         self,
@@ -70,7 +50,7 @@ class Engine:
         concurrency: int | None = None,
         job_id: str | None = None,
         ledger: LocalLedger | None = None,
-        key_ledger: IO[str] | None = None,
+        key_log: IO[str] | None = None,
     ) -> None:
         self.job = job
         self.store = store.scoped(request_options(job))
@@ -85,8 +65,8 @@ class Engine:
         self._selector = Selector(job.source)
         self._map = KeyMapper(job.source, job.destination) if job.destination else None
         self._extraneous = Extraneous(job, self.store, self.tally, self._selector, self._map)
-        # The per-key ledger (--ledger): a dry run changes nothing, so it has no outcomes to record.
-        self.keylog = JsonlKeyLog(key_ledger, self.job_id, job.operation) if key_ledger is not None and not job.options.dry_run else None
+        # The per-key log (--key-log): a dry run changes nothing, so it has no outcomes to record.
+        self.keylog = JsonlKeyLog(key_log, self.job_id, job.operation) if key_log is not None and not job.options.dry_run else None
 
     # -- listing -----------------------------------------------------------------------------
     def _entries(self) -> Iterator[tuple[ObjectInfo | None, str, tuple[str, str] | None]]:
@@ -163,7 +143,7 @@ class Engine:
         except StoreError as exc:
             raise JobAbort(f"destination s3://{dst.bucket}/{dst.prefix} is not usable: {error_code(exc)}: {error_message(exc)}") from exc
 
-    def _produce(self, out: queue.Queue[tuple[list[Item], BatchRecord] | None]) -> None:
+    def _produce(self, out: queue.Queue[tuple[list[Item], BatchEntry] | None]) -> None:
         try:
             self.check_destination()
             after, scanned = self._start_after, 0
@@ -171,7 +151,7 @@ class Engine:
                 now = self.tally.snapshot().scanned
                 # The ledger's unit: the batch covers (after, last] of the listing, and the keys scanned to reach it.
                 last = batch[-1].pos or batch[-1].obj.key
-                rec = BatchRecord(after, last, now - scanned, len(batch), sum(max(i.obj.size, 0) for i in batch), 0, 0, 0, 0, 0)
+                rec = BatchEntry(after, last, now - scanned, len(batch), sum(max(i.obj.size, 0) for i in batch), 0, 0, 0, 0, 0)
                 after, scanned = rec.last, now
                 while not self._stop.is_set():
                     try:
@@ -190,22 +170,22 @@ class Engine:
         finally:
             out.put(None)
 
-    def _commit(self, rec: BatchRecord, outcomes: BatchTally) -> None:
+    def _commit(self, rec: BatchEntry, outcomes: BatchTally) -> None:
         assert self.ledger is not None
         o = outcomes
         done = replace(rec, succeeded=o.succeeded, skipped=o.skipped, failed=o.failed, bytes=o.bytes, retried=o.retried)
-        self.ledger.commit_batch(done, o.failures)
+        self.ledger.finish_batch(done, o.failures)
 
     # -- running -----------------------------------------------------------------------------
     def run(self) -> Report:
         started = time.monotonic()
-        batches: queue.Queue[tuple[list[Item], BatchRecord] | None] = queue.Queue(maxsize=QUEUE_BATCHES)
+        batches: queue.Queue[tuple[list[Item], BatchEntry] | None] = queue.Queue(maxsize=QUEUE_BATCHES)
         lister = threading.Thread(target=self._produce, args=(batches,), name="s3bulk-lister", daemon=True)
         lister.start()
         interrupted = False
         # The part pool is entered first (exits last) so it outlives the object tasks that feed it.
         with (
-            BoundedExecutor(PART_WORKERS, max_in_flight=4 * PART_WORKERS, name="s3bulk-part") as parts,
+            part_pool() as parts,
             BoundedExecutor(self.concurrency, name="s3bulk-worker") as pool,
         ):
             runner = BatchRunner(self.job, self.store, pool, parts, keylog=self.keylog)
@@ -245,14 +225,19 @@ class Engine:
         if self.ledger is not None:
             tally = self._ledger_tally()
             self.ledger.finish("interrupted" if interrupted else ("finished" if error is None else "failed"))
-        s = tally.snapshot()
-        if self.job.options.dry_run and error is None:
-            status = "dry-run"
-        elif error is None and s.failed == 0:
-            status = "succeeded"
-        else:
-            status = "failed"
-        return Report(self.job_id, self.job.operation, status, tally, seconds, self.store.retries, error, interrupted)
+        opts = self.job.options
+        status = job_status(dry_run=opts.dry_run, failed=tally.snapshot().failed, error=error)
+        return Report(
+            self.job_id,
+            self.job.operation,
+            status,
+            tally,
+            seconds,
+            self.store.retries,
+            error,
+            interrupted,
+            tolerated_failures=opts.tolerated_failures,
+        )
 
     def _ledger_tally(self) -> Tally:
         """The job's counts across every run of it: what the ledger committed, each batch once."""

@@ -12,11 +12,13 @@ from typing import Any
 
 from rich.console import Console
 
-from s3bulk.clients import ClientSettings, make_s3_client
-from s3bulk.engine import connections_needed, resolve_concurrency
 from s3bulk.job import MiB, load_job
-from s3bulk.localserver import ACCESS_KEY, SECRET_KEY, SeaweedServer
-from s3bulk.s3store import FastS3Store
+from s3bulk.local.engine import resolve_concurrency
+from s3bulk.local.run import execute
+from s3bulk.local.server import ACCESS_KEY, SECRET_KEY, SeaweedServer
+from s3bulk.ops.batch import connections_needed
+from s3bulk.s3.clients import ClientSettings, make_s3_client
+from s3bulk.s3.stores import FastS3Store
 
 DEMO_JOB = Path(__file__).resolve().parent.parent / "events" / "demo-copy.json"
 SEED_THREADS = 32
@@ -101,8 +103,6 @@ def verify_demo(client: Any, bucket: str, prefix: str, expected: dict[str, str])
 
 
 def run_demo(*, objects: int, console: Console, report_path: str | None = None, progress: str = "auto") -> int:
-    from s3bulk.cli import execute  # the demo runs exactly what `s3bulk run` runs
-
     job = load_job(DEMO_JOB)
     assert job.destination is not None
     src, dst = job.source, job.destination

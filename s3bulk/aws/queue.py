@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from s3bulk.messages import BatchMessage
+from s3bulk.aws.messages import BatchMessage
 
 MAX_ENTRIES = 10
 ATTEMPTS = 6

@@ -11,8 +11,8 @@ from urllib.parse import quote
 from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, ReadTimeoutError, ResponseStreamingError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
-from s3bulk.fastpath import FastS3
-from s3bulk.ratecontrol import RateControl
+from s3bulk.s3.fastpath import FastS3
+from s3bulk.s3.ratecontrol import RateControl
 from s3bulk.store import KeyFailure, ListPage, ObjectHead, ObjectInfo, RequestOptions, StoreError, quoted_etag
 
 T = TypeVar("T")

@@ -21,7 +21,20 @@ from botocore.exceptions import ClientError
 
 from s3bulk.job import Job, parse_job
 
-COUNTERS = ("scanned", "listed", "listed_bytes", "skipped", "succeeded", "failed", "bytes", "batches", "pending", "extraneous")
+COUNTERS = (
+    "scanned",
+    "listed",
+    "listed_bytes",
+    "skipped",
+    "succeeded",
+    "failed",
+    "bytes",
+    "batches",
+    "pending",
+    "extraneous",
+    "retries",
+    "object_retries",
+)
 DEFAULT_TTL_DAYS = 30
 # However many workers finish a batch at once, the shared rate rises at most this often.
 RISE_SPACING_S = 2.0
@@ -56,6 +69,8 @@ class BatchCounts:
     skipped: int = 0
     failed: int = 0
     bytes: int = 0
+    retries: int = 0  # requests the S3 client retried while working the batch
+    object_retries: int = 0  # extra rounds its objects needed
 
 
 def job_key(job_id: str) -> dict[str, Any]:
@@ -191,7 +206,7 @@ class DynamoLedger:
         key = {"pk": {"S": f"job#{job_id}"}, "sk": {"S": f"batch#{batch_id}"}}
         return "Item" in self.client.get_item(TableName=self.table, Key=key, ConsistentRead=True)
 
-    def complete_batch(self, job_id: str, batch_id: str, counts: BatchCounts, ttl_days: int = DEFAULT_TTL_DAYS) -> bool:
+    def finish_batch(self, job_id: str, batch_id: str, counts: BatchCounts, ttl_days: int = DEFAULT_TTL_DAYS) -> bool:
         """Count a finished batch exactly once; False means it was already counted."""
         marker = {
             "pk": {"S": f"job#{job_id}"},
@@ -206,12 +221,14 @@ class DynamoLedger:
                         "Update": {
                             "TableName": self.table,
                             "Key": job_key(job_id),
-                            "UpdateExpression": "ADD #s :s, #k :k, #f :f, #b :b, #p :minus",
+                            "UpdateExpression": "ADD #s :s, #k :k, #f :f, #b :b, #r :r, #o :o, #p :minus",
                             "ExpressionAttributeNames": {
                                 "#s": "succeeded",
                                 "#k": "skipped",
                                 "#f": "failed",
                                 "#b": "bytes",
+                                "#r": "retries",
+                                "#o": "object_retries",
                                 "#p": "pending",
                             },
                             "ExpressionAttributeValues": {
@@ -219,6 +236,8 @@ class DynamoLedger:
                                 ":k": {"N": str(counts.skipped)},
                                 ":f": {"N": str(counts.failed)},
                                 ":b": {"N": str(counts.bytes)},
+                                ":r": {"N": str(counts.retries)},
+                                ":o": {"N": str(counts.object_retries)},
                                 ":minus": {"N": "-1"},
                             },
                         }

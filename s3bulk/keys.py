@@ -1,8 +1,8 @@
-"""The per-key ledger: one JSON line per object outcome, written as it happens, for proof afterwards.
+"""The per-key log: one JSON line per object outcome, written as it happens, for proof afterwards.
 
 The job report keeps counts and the failures; this keeps every key, so an auditor
 can answer "was s3://b/k copied, when, and does its copy match" with a query
-(Athena or DuckDB read the lines as they are; the format is in docs/key-ledger.md).
+(Athena or DuckDB read the lines as they are; the format is in docs/key-log.md).
 Lines are written while the job runs, never collected, so a job of any size costs
 no memory. A resumed or redelivered batch writes its keys again: the line with the
 latest `at` is the one that counts.

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
 import tempfile
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
+
+from s3bulk.report import write_report
 
 
 class ReportBucket:
@@ -25,7 +28,7 @@ class ReportBucket:
         return len(lines)
 
     def put_keys(self, job_id: str, batch_id: str, lines: IO[str]) -> None:
-        """The batch's per-key ledger part (docs/key-ledger.md); one part per batch, so a redo overwrites it."""
+        """The batch's per-key log part (docs/key-log.md); one part per batch, so a redo overwrites it."""
         lines.seek(0)
         body = lines.read().encode("utf-8")
         if body:
@@ -43,18 +46,25 @@ class ReportBucket:
                         yield json.loads(line)
 
     def write_report(self, job_id: str, summary: dict[str, Any]) -> str:
-        """report.json (summary + every failure, as the CLI writes it) and failures.jsonl; spooled, not held in memory."""
-        with tempfile.TemporaryFile("w+b") as report, tempfile.TemporaryFile("w+b") as jsonl:
-            head = json.dumps(summary, ensure_ascii=False, indent=1)
-            report.write((head[:-2] + ',\n "failures": [').encode())
-            for i, failure in enumerate(self.iter_failures(job_id)):
-                line = json.dumps(failure, ensure_ascii=False)
-                report.write((("," if i else "") + "\n  " + line).encode())
-                jsonl.write((line + "\n").encode())
-            report.write(b"\n ]\n}\n")
-            for fh, name, ctype in ((jsonl, "failures.jsonl", "application/x-ndjson"), (report, "report.json", "application/json")):
+        """report.json (report.write_report, as the CLI writes it) and failures.jsonl; spooled, not held in memory."""
+        with tempfile.TemporaryFile("w+b") as report_bin, tempfile.TemporaryFile("w+b") as jsonl_bin:
+            report = io.TextIOWrapper(report_bin, encoding="utf-8")
+            jsonl = io.TextIOWrapper(jsonl_bin, encoding="utf-8")
+
+            def tee(failures: Iterable[dict[str, str]]) -> Iterator[dict[str, str]]:
+                for failure in failures:
+                    jsonl.write(json.dumps(failure, ensure_ascii=False) + "\n")
+                    yield failure
+
+            write_report(report, summary, tee(self.iter_failures(job_id)))
+            for text, fh, name, ctype in (
+                (jsonl, jsonl_bin, "failures.jsonl", "application/x-ndjson"),
+                (report, report_bin, "report.json", "application/json"),
+            ):
+                text.flush()
                 fh.seek(0)
                 self.client.upload_fileobj(fh, self.bucket, f"jobs/{job_id}/{name}", ExtraArgs={"ContentType": ctype})
+                text.detach()  # the with block closes the binary file
         return f"s3://{self.bucket}/jobs/{job_id}/report.json"
 
     def read_report(self, job_id: str) -> dict[str, Any]:

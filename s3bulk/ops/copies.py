@@ -7,8 +7,8 @@ import math
 from concurrent.futures import Future
 from dataclasses import dataclass
 
-from s3bulk.executor import BoundedExecutor
 from s3bulk.job import MAX_PART_SIZE, MiB
+from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.store import ObjectInfo, ObjectStore, StoreError
 
 MAX_PARTS = 10_000

@@ -31,7 +31,7 @@ import urllib3
 from botocore.httpsession import get_cert_path
 
 from s3bulk.errors import ErrorKind, classify
-from s3bulk.ratecontrol import THROTTLE_CODES, RateControl
+from s3bulk.s3.ratecontrol import THROTTLE_CODES, RateControl
 from s3bulk.store import KeyFailure, ListPage, ObjectInfo, StoreError, quoted_etag
 
 SAFE = "-._~/"

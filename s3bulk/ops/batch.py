@@ -14,19 +14,39 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from s3bulk.copies import CopySettings, copy_object
-from s3bulk.delete import delete_keys
 from s3bulk.errors import ErrorKind, classify, error_code, error_message
-from s3bulk.executor import BoundedExecutor
 from s3bulk.job import MAX_KEY_BYTES, Job, Restore
-from s3bulk.keylog import KeyLog, KeyRecord
-from s3bulk.move import confirm_copy, destination_already_moved
+from s3bulk.keys import KeyLog, KeyRecord
+from s3bulk.ops.copies import CopySettings, copy_object
+from s3bulk.ops.delete import delete_keys
+from s3bulk.ops.executor import BoundedExecutor
+from s3bulk.ops.move import confirm_copy, destination_already_moved
+from s3bulk.ops.restore import restore_object
+from s3bulk.ops.tagging import tag_object
+from s3bulk.ops.verify import verify_object
 from s3bulk.report import Outcomes
-from s3bulk.restore import restore_object
 from s3bulk.store import UNKNOWN_SIZE, KeyFailure, ObjectHead, ObjectInfo, ObjectStore, StoreError
 from s3bulk.sync import Decision, checksums_match, decide
-from s3bulk.tagging import tag_object
-from s3bulk.verify import verify_object
+
+# On the fast request path 64 threads give 95% of the best copies/s both direct and at
+# +20 ms (128 is ~5% faster but costs more CPU per object); 32 gives 84-87%.
+# Measured with bench/concurrency_sweep.py; see docs/architecture.md. The local default;
+# the Lambda worker's comes from the stack (worker_threads).
+DEFAULT_CONCURRENCY = 64
+# Part copies of large objects run on their own small pool so they never wait
+# behind (or deadlock with) the object tasks that submit them.
+PART_WORKERS = 8
+
+
+def connections_needed(concurrency: int) -> int:
+    """max_pool_connections for the client: one per object worker and per part worker."""
+    return concurrency + PART_WORKERS
+
+
+def part_pool() -> BoundedExecutor:
+    """The pool a BatchRunner copies large objects' parts on, apart from the object pool so neither starves the other."""
+    return BoundedExecutor(PART_WORKERS, max_in_flight=4 * PART_WORKERS, name="s3bulk-part")
+
 
 # Pause before an object's next round: the client's own retries already spent ~10 s of backoff.
 ROUND_PAUSE = 1.0
@@ -40,7 +60,7 @@ class Item:
     obj: ObjectInfo
     dst_key: str = ""
     exists: bool = False
-    dst_etag: str = ""  # set once copied, for the per-key ledger of a move
+    dst_etag: str = ""  # set once copied, for the per-key log of a move
     attempts: int = 0
     pos: str = ""  # a manifest row's position (resume cursor); listings use the key
     # skip-unchanged with a multipart ETag: the worker compares checksums; this is the answer when they cannot decide

@@ -1,0 +1,155 @@
+"""What an operator watches during a migration: throughput, failures, queue health, workers, executions.
+
+A construct that takes the resources it watches (not the stack), so it can be
+built and tested on its own and the stack does not import back from it.
+"""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_cloudwatch as cw
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from s3bulk import metrics as m
+
+PERIOD = cdk.Duration.minutes(1)
+# Oldest message older than this means workers are not keeping up (or are stuck).
+OLDEST_MESSAGE_ALARM_S = 3600
+
+
+def _metric(name: str, statistic: str = "Sum") -> cw.Metric:
+    return cw.Metric(namespace=m.NAMESPACE, metric_name=name, dimensions_map={"service": m.SERVICE}, statistic=statistic, period=PERIOD)
+
+
+def _per_second(name: str, label: str) -> cw.MathExpression:
+    mid = name[0].lower() + name[1:]  # ids must differ between expressions in one graph
+    return cw.MathExpression(expression=f"{mid} / PERIOD({mid})", using_metrics={mid: _metric(name)}, label=label, period=PERIOD)
+
+
+class Monitoring(Construct):
+    """The job dashboard and its alarms, over the worker, the work queue and its DLQ, and the job state machine."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        worker: lambda_.IFunction,
+        queue: sqs.IQueue,
+        dlq: sqs.IQueue,
+        state_machine: sfn.IStateMachine,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.worker, self.queue, self.dlq, self.state_machine = worker, queue, dlq, state_machine
+        self.dashboard = self._dashboard()
+        self.alarms = self._alarms()
+
+    def _dashboard(self) -> cw.Dashboard:
+        worker, sm, queue = self.worker, self.state_machine, self.queue
+        dash = cw.Dashboard(self, "Dashboard", dashboard_name=f"{cdk.Aws.STACK_NAME}-s3bulk", default_interval=cdk.Duration.hours(3))
+        dash.add_widgets(
+            cw.GraphWidget(
+                title="Objects/s",
+                left=[_per_second(m.OBJECTS_SUCCEEDED, "succeeded/s"), _per_second(m.OBJECTS_FAILED, "failed/s")],
+                width=8,
+            ),
+            cw.GraphWidget(title="Bytes/s", left=[_per_second(m.BYTES, "bytes/s")], width=8),
+            cw.GraphWidget(
+                title="Failures, dead letters, returned batches and S3 retries",
+                left=[_metric(m.OBJECTS_FAILED), _metric(m.DEAD_LETTERED_BATCHES), _metric(m.BATCHES_RETURNED)],
+                right=[_metric(m.RETRIES)],
+                width=8,
+            ),
+        )
+        dash.add_widgets(
+            cw.GraphWidget(
+                title="Work queue depth",
+                left=[
+                    queue.metric_approximate_number_of_messages_visible(period=PERIOD),
+                    queue.metric_approximate_number_of_messages_not_visible(period=PERIOD),
+                ],
+                width=8,
+            ),
+            cw.GraphWidget(
+                title="Age of oldest message (s)", left=[queue.metric_approximate_age_of_oldest_message(period=PERIOD)], width=8
+            ),
+            cw.GraphWidget(
+                title="Dead-letter queue depth", left=[self.dlq.metric_approximate_number_of_messages_visible(period=PERIOD)], width=8
+            ),
+        )
+        dash.add_widgets(
+            cw.GraphWidget(
+                title="Worker concurrency",
+                left=[worker.metric("ConcurrentExecutions", statistic="Maximum", period=PERIOD)],
+                width=6,
+            ),
+            cw.GraphWidget(
+                title="Worker errors and throttles",
+                left=[worker.metric_errors(period=PERIOD), worker.metric_throttles(period=PERIOD)],
+                width=6,
+            ),
+            cw.GraphWidget(
+                title="Worker duration (ms)",
+                left=[worker.metric_duration(statistic=s, period=PERIOD) for s in ("p50", "p99", "Maximum")],
+                width=6,
+            ),
+            cw.GraphWidget(
+                title="Job executions",
+                left=[sm.metric_started(period=PERIOD), sm.metric_succeeded(period=PERIOD), sm.metric_failed(period=PERIOD)],
+                width=6,
+            ),
+        )
+        return dash
+
+    def _alarms(self) -> list[cw.Alarm]:
+        five = cdk.Duration.minutes(5)
+        above = cw.ComparisonOperator.GREATER_THAN_THRESHOLD
+        at_least = cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
+
+        def alarm(
+            name: str, metric: cw.Metric, description: str, threshold: float, op: cw.ComparisonOperator, periods: int = 1
+        ) -> cw.Alarm:
+            return metric.create_alarm(
+                self,
+                name,
+                alarm_description=description,
+                threshold=threshold,
+                comparison_operator=op,
+                evaluation_periods=periods,
+                treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+            )
+
+        return [
+            alarm(
+                "DeadLettersAlarm",
+                self.dlq.metric_approximate_number_of_messages_visible(period=five, statistic="Maximum"),
+                "A batch was dead-lettered: its objects are in the job report as failed; inspect and redrive.",
+                0,
+                above,
+            ),
+            alarm(
+                "FailedExecutionsAlarm",
+                self.state_machine.metric_failed(period=five),
+                "A job execution failed (invalid job, too many object failures, or an error).",
+                1,
+                at_least,
+            ),
+            alarm(
+                "WorkerErrorsAlarm",
+                self.worker.metric_errors(period=five),
+                "Worker invocations are erroring (not per-object failures, which are reported per key).",
+                1,
+                at_least,
+            ),
+            alarm(
+                "OldestMessageAlarm",
+                self.queue.metric_approximate_age_of_oldest_message(period=five, statistic="Maximum"),
+                f"Work has waited over {OLDEST_MESSAGE_ALARM_S // 60} minutes: workers are not keeping up or are stuck.",
+                OLDEST_MESSAGE_ALARM_S,
+                above,
+                periods=3,
+            ),
+        ]

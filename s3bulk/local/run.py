@@ -1,0 +1,56 @@
+"""`s3bulk run` as a function: the engine under a progress display, then the summary and the report file.
+
+The CLI and the demo both call `execute`, so the demo runs exactly what `s3bulk run` runs.
+"""
+
+from __future__ import annotations
+
+from typing import IO
+
+from rich.console import Console
+
+from s3bulk.job import Job
+from s3bulk.local.engine import Engine
+from s3bulk.local.ledger import LocalLedger
+from s3bulk.local.progress import ProgressDisplay, failures_table, summary_table
+from s3bulk.report import Report
+from s3bulk.store import ObjectStore
+
+
+def execute(
+    job: Job,
+    store: ObjectStore,
+    *,
+    concurrency: int | None,
+    console: Console,
+    progress: str = "auto",
+    quiet: bool = False,
+    report_path: str | None = None,
+    ledger: LocalLedger | None = None,
+    key_log: IO[str] | None = None,
+) -> Report:
+    """Run the engine with a progress display, then print the summary and write the report."""
+    engine = Engine(job, store, concurrency=concurrency, ledger=ledger, key_log=key_log)
+    if ledger is not None and not quiet:
+        verb = "resuming" if ledger.run_number > 1 else "job"
+        console.print(f"{verb} {engine.job_id} (if interrupted: s3bulk run --resume {engine.job_id})", markup=False, highlight=False)
+    show = not quiet and (progress == "on" or (progress == "auto" and console.is_terminal))
+    if show:
+        with ProgressDisplay(engine.tally, f"{job.operation}", console):
+            report = engine.run()
+    else:
+        report = engine.run()
+    if report_path:
+        report.write(report_path)
+    if not quiet:
+        console.print(summary_table(report))
+        failures = failures_table(report)
+        if failures is not None:
+            console.print(failures)
+        if report.error:
+            console.print(f"[red]error:[/] {report.error}")
+        elif report.tally.snapshot().listed == 0:
+            where = f"s3://{job.source.bucket}/{job.source.prefix}"
+            console.print(f"[yellow]note:[/] {where} holds no object the job selects; check source.prefix and the filters")
+    engine.tally.close()
+    return report
