@@ -20,7 +20,7 @@ from s3bulk.ops.batch import connections_needed
 from s3bulk.s3.clients import ClientSettings, make_s3_client
 from s3bulk.s3.stores import FastS3Store
 
-DEMO_JOB = Path(__file__).resolve().parent.parent / "events" / "demo-copy.json"
+DEMO_JOB = Path(__file__).resolve().parents[2] / "events" / "demo-copy.json"
 SEED_THREADS = 32
 
 

@@ -61,7 +61,10 @@ _PARAMS = {
 
 
 class S3Store:
-    """Thin: each method is one API call; botocore does the bounded retries with backoff."""
+    """Thin: each method is one API call, retried by botocore (standard mode, bounded; docs/retries.md).
+
+    FastS3Store sends its three hot calls on fastpath.py instead, which retries them itself with the same bounds.
+    """
 
     def __init__(self, client: Any, *, max_keys: int = 1000, rate: RateControl | None = None) -> None:
         self.client = client

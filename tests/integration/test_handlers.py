@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote_plus
 
@@ -18,7 +19,8 @@ from functions.lister import handler as lister_handler
 from functions.validate import handler as validate_handler
 from functions.worker import handler as worker_handler
 from s3bulk.aws.ledger import RISE_SPACING_S, DynamoLedger
-from s3bulk.job import JobError
+from s3bulk.job import JobError, parse_job
+from s3bulk.local.engine import Engine
 from s3bulk.s3 import stores as s3store
 from s3bulk.s3.ratecontrol import RateControl
 from tests.integration.aws_harness import REGION, Context, create_queues, create_table, pump, receive, sqs_event
@@ -601,3 +603,30 @@ def test_the_stack_refuses_a_manifest_outside_the_read_allow_list(aws: Aws) -> N
     }
     with pytest.raises(JobError, match=r"^job.source.manifest.bucket: 'report-bucket' is not in this deployment's read allow-list"):
         validate_handler.handler(event, Context())
+
+
+def test_the_stack_and_the_cli_write_reports_with_the_same_fields_from_one_builder(aws: Aws, tmp_path: Path) -> None:
+    """The same job run by the handlers and by the local engine: report.json has the same fields and the same counts."""
+    seed(aws, 300)
+    aws.s3.put_object(Bucket=SRC, Key="in/zz-skip.tmp", Body=b"x")
+    doc = {
+        "operation": "copy",
+        "source": {"bucket": SRC, "prefix": "in/", "exclude": ["*.tmp"]},
+        "destination": {"bucket": DST, "prefix": "out/"},
+    }
+    out = validate_handler.handler(doc, Context())
+    aws.ddb.put_item(TableName=TABLE, Item=out["item"], ConditionExpression="attribute_not_exists(pk)")
+    job_id = str(out["job_id"])
+    list_all(job_id)
+    work_all(aws)
+    finalize_handler.handler({"job_id": job_id}, Context())
+    stack = json.loads(aws.s3.get_object(Bucket=REPORTS, Key=f"jobs/{job_id}/report.json")["Body"].read())
+
+    local_report = Engine(parse_job(json.dumps(doc)), s3store.S3Store(aws.s3), concurrency=4).run()
+    local_report.write(tmp_path / "report.json")
+    local = json.loads((tmp_path / "report.json").read_text())
+
+    assert sorted(stack) == sorted(local)
+    counts = ("status", "listed", "succeeded", "skipped", "failed", "bytes", "scanned", "tolerated_failures")
+    assert {k: stack[k] for k in counts} == {k: local[k] for k in counts}
+    assert (stack["listed"], stack["scanned"]) == (300, 301)

@@ -1,0 +1,105 @@
+"""The one status rule, summary builder and report writer that the CLI and the stack's finalize share."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import pytest
+
+from s3bulk.aws.ledger import COUNTERS, JobRecord
+from s3bulk.aws.pipeline import finalize
+from s3bulk.job import parse_job
+from s3bulk.report import Counts, Report, Tally, job_status, summarize, write_report
+
+
+@pytest.mark.parametrize(
+    ("dry_run", "failed", "error", "status"),
+    [
+        (False, 0, None, "succeeded"),
+        (False, 3, None, "failed"),
+        (True, 3, None, "dry-run"),
+        (True, 0, "listing failed", "failed"),
+        (False, 0, "listing failed", "failed"),
+    ],
+)
+def test_job_status_is_one_rule(dry_run: bool, failed: int, error: str | None, status: str) -> None:
+    assert job_status(dry_run=dry_run, failed=failed, error=error) == status
+
+
+def test_a_dry_run_summary_reports_listed_bytes_and_what_it_would_do() -> None:
+    counts = Counts(scanned=10, listed=8, listed_bytes=800, skipped=3, extraneous=2)
+    s = summarize("j", "copy", "dry-run", counts, 1.23456, tolerated_failures=0)
+    assert (s["bytes"], s["would_process"], s["would_delete_extraneous"], s["seconds"]) == (800, 5, 2, 1.235)
+    assert "deleted_extraneous" not in s and "error" not in s
+
+
+def test_write_report_streams_the_summary_and_every_failure_as_one_json_document() -> None:
+    fh = io.StringIO()
+    failures = [{"key": "a ü", "error": "AccessDenied", "message": "no"}, {"key": "b", "error": "NoSuchKey", "message": "gone"}]
+    write_report(fh, {"job_id": "j", "failed": 2}, iter(failures))
+    assert json.loads(fh.getvalue()) == {"job_id": "j", "failed": 2, "failures": failures}
+
+
+class _Ledger:
+    def __init__(self, rec: JobRecord) -> None:
+        self.rec = rec
+        self.status: tuple[str, dict[str, str]] | None = None
+
+    def load(self, job_id: str) -> JobRecord:
+        return self.rec
+
+    def set_status(self, job_id: str, status: str, **extra: str) -> None:
+        self.status = (status, extra)
+
+
+class _Reports:
+    summary: dict[str, Any] | None = None
+
+    def write_report(self, job_id: str, summary: dict[str, Any]) -> str:
+        self.summary = summary
+        return f"s3://r/jobs/{job_id}/report.json"
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_finalize_and_the_cli_build_the_same_summary_from_the_same_counts(dry_run: bool) -> None:
+    job = parse_job(
+        json.dumps(
+            {
+                "operation": "copy",
+                "source": {"bucket": "src-b", "prefix": "in/"},
+                "destination": {"bucket": "dst-b"},
+                "options": {"tolerated_failures": 1, "dry_run": dry_run, "delete_extraneous": True},
+            }
+        )
+    )
+    tally = Tally()
+    for i in range(7):
+        tally.seen(10, selected=i != 6)
+    for _ in range(4):
+        tally.succeed(10)
+    tally.skip()
+    tally.fail("k", "AccessDenied", "no")
+    tally.retry()
+    tally.extraneous(2)
+    local = Report("j", "copy", job_status(dry_run=dry_run, failed=1), tally, 5.0, retries=3, tolerated_failures=1).summary()
+
+    # The ledger holds the same totals as counters.
+    counters = dict.fromkeys(COUNTERS, 0) | {
+        "scanned": 7,
+        "listed": 6,
+        "listed_bytes": 60,
+        "succeeded": 4,
+        "skipped": 1,
+        "failed": 1,
+        "bytes": 40,
+        "retries": 3,
+        "object_retries": 1,
+        "extraneous": 2,
+    }
+    ledger, reports = _Ledger(JobRecord("j", job, "RUNNING", None, 9, True, counters, created_at=100.0)), _Reports()
+    out = finalize("j", ledger=ledger, reports=reports, now=lambda: 105.0)  # type: ignore[arg-type]
+    assert reports.summary == local
+    assert (out["over_threshold"], ledger.status) == (False, ("SUCCEEDED", {"report": "s3://r/jobs/j/report.json"}))
+    tally.close()
