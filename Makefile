@@ -4,18 +4,18 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench bench-quick bench-concurrency schema synth
+.PHONY: demo test lint bench bench-quick bench-concurrency bench-cold-start schema synth
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-$(VENV)/.runtime: requirements.txt pyproject.toml | $(BIN)/python
+$(VENV)/.runtime: requirements.txt requirements-lambda.txt pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -r requirements.txt
 	$(BIN)/pip install -q --no-deps -e .
 	touch $@
 
-$(VENV)/.dev: requirements.txt requirements-dev.txt pyproject.toml | $(BIN)/python
+$(VENV)/.dev: requirements.txt requirements-lambda.txt requirements-dev.txt pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -r requirements-dev.txt
 	$(BIN)/pip install -q --no-deps -e .
 	touch $@ $(VENV)/.runtime
@@ -32,15 +32,19 @@ lint: $(VENV)/.dev
 test: lint
 	$(BIN)/pytest
 
+bench-cold-start: $(VENV)/.runtime
+	$(BIN)/python -m bench.cold_start --runs 7
+
 bench-concurrency: $(VENV)/.runtime
 	$(BIN)/python -m bench.concurrency_sweep --objects 2000 --runs 3
 
 schema: $(VENV)/.runtime
 	$(BIN)/s3bulk schema > docs/job.schema.json
 
+# make synth CDK_ARGS="-c read_buckets=my-src,my-dst -c write_buckets=my-dst"
 synth: $(VENV)/.runtime
 	npm ci --no-audit --no-fund
-	JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 CDK_DISABLE_CLI_TELEMETRY=true CDK_DISABLE_VERSION_CHECK=1 npx cdk synth --quiet
+	JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 CDK_DISABLE_CLI_TELEMETRY=true CDK_DISABLE_VERSION_CHECK=1 npx cdk synth --quiet $(CDK_ARGS)
 
 bench: $(VENV)/.dev
 	$(BIN)/python -m bench.run

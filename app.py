@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import aws_cdk as cdk
@@ -27,4 +28,8 @@ def build_app(context: dict[str, object] | None = None) -> cdk.App:
 
 
 if __name__ == "__main__":
-    build_app().synth()
+    try:
+        app = build_app()
+    except ValueError as exc:  # a deploy setting is wrong: one line naming the context key and the fix, no traceback
+        sys.exit(f"s3bulk: {exc}")
+    app.synth()

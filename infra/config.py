@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from s3bulk.aws.allowlist import AllowList
 from s3bulk.job import JobError, parse_job
 
 ROOT = Path(__file__).resolve().parent.parent
-POWERTOOLS_VERSION = "3.37.0"
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class DeployConfig:
     worker_batch_size: int = 5
     worker_threads: int = 32
     poll_seconds: int = 20
+    alarm_email: str | None = None  # subscribed to an SNS topic every alarm notifies
     schedules: tuple[Schedule, ...] = field(default_factory=tuple)
 
     @staticmethod
@@ -47,7 +49,8 @@ class DeployConfig:
     @classmethod
     def from_context(cls, get: Any) -> DeployConfig:
         """`get` is node.try_get_context; numbers may arrive as strings from -c."""
-        schedules_file = get("schedules_file") or "config/schedules.json"
+        # No schedule unless the user names a file: a first deploy must not start jobs on its own.
+        schedules_file = get("schedules_file")
         cfg = cls(
             read_buckets=cls._buckets(get("read_buckets")),
             write_buckets=cls._buckets(get("write_buckets")),
@@ -58,7 +61,8 @@ class DeployConfig:
             worker_batch_size=int(get("worker_batch_size") or 5),
             worker_threads=int(get("worker_threads") or 32),
             poll_seconds=int(get("poll_seconds") or 20),
-            schedules=load_schedules(ROOT / schedules_file),
+            alarm_email=str(get("alarm_email") or "").strip() or None,
+            schedules=load_schedules(ROOT / schedules_file) if schedules_file else (),
         )
         cfg.check()
         return cfg
@@ -69,24 +73,22 @@ class DeployConfig:
         for key in self.kms_keys:
             if not key.startswith("arn:") or ":kms:" not in key:
                 raise ValueError(f"context kms_keys: {key!r} is not a KMS key ARN; pass -c kms_keys=arn:aws:kms:REGION:ACCOUNT:key/ID")
+        if self.alarm_email is not None and not re.fullmatch(r"[^@\s,]+@[^@\s,]+\.[^@\s,]+", self.alarm_email):
+            raise ValueError(f"context alarm_email: {self.alarm_email!r} is not an email address; pass -c alarm_email=you@example.com")
         if not 2 <= self.worker_max_concurrency <= 1000:
             raise ValueError("context worker_max_concurrency: SQS event sources allow 2-1000; pick a value in that range")
+        allow = AllowList(frozenset(self.read_buckets), frozenset(self.write_buckets), frozenset(self.delete_buckets))
         for s in self.schedules:
-            job = parse_job(json.dumps(s.job))
-            buckets = [(job.source.bucket, self.read_buckets, "read")]
-            if job.destination:
-                buckets.append((job.destination.bucket, self.write_buckets, "write"))
-            if job.operation in {"move", "delete"}:
-                buckets.append((job.source.bucket, self.delete_buckets, "delete"))
-            for bucket, allowed, kind in buckets:
-                if bucket not in allowed:
-                    raise ValueError(f"schedule {s.name}: bucket {bucket!r} is not in {kind}_buckets; add it with -c {kind}_buckets=...")
+            try:  # the same rule the functions apply to every job at run time
+                allow.check(parse_job(json.dumps(s.job)))
+            except JobError as exc:
+                raise ValueError(f"schedule {s.name}: {exc}") from None
 
 
 def load_schedules(path: Path) -> tuple[Schedule, ...]:
-    """config/schedules.json: [{"name", "expression", "job": "events/x.json" or {...}, "timezone"?}]."""
-    if not path.exists():
-        return ()
+    """A schedules file (see config/schedules.example.json): [{"name", "expression", "job": "events/x.json" or {...}, "timezone"?}]."""
+    if not path.is_file():
+        raise ValueError(f"context schedules_file: {path} does not exist; pass -c schedules_file=PATH to a schedules file, or leave it out")
     out = []
     for entry in json.loads(path.read_text()):
         job = entry["job"]

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cw
+from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
@@ -41,11 +43,18 @@ class Monitoring(Construct):
         queue: sqs.IQueue,
         dlq: sqs.IQueue,
         state_machine: sfn.IStateMachine,
+        alarm_topic: sns.ITopic | None = None,
     ) -> None:
+        """With `alarm_topic`, every alarm notifies it when it fires and when it clears."""
         super().__init__(scope, construct_id)
         self.worker, self.queue, self.dlq, self.state_machine = worker, queue, dlq, state_machine
         self.dashboard = self._dashboard()
         self.alarms = self._alarms()
+        if alarm_topic is not None:
+            action = cw_actions.SnsAction(alarm_topic)
+            for a in self.alarms:
+                a.add_alarm_action(action)
+                a.add_ok_action(action)
 
     def _dashboard(self) -> cw.Dashboard:
         worker, sm, queue = self.worker, self.state_machine, self.queue

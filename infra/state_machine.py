@@ -45,7 +45,10 @@ def build_state_machine(
     mark_failed.next(failed)
 
     invalid = sfn.Fail(scope, "InvalidJob", error="InvalidJob", cause_path="$.error.Cause")
-    validate_task = tasks.LambdaInvoke(scope, "Validate", lambda_function=validate, payload_response_only=True, result_path="$")
+    # retry_on_service_exceptions=False: CDK's own retrier would repeat _retry's (same errors, other timing).
+    validate_task = tasks.LambdaInvoke(
+        scope, "Validate", lambda_function=validate, payload_response_only=True, result_path="$", retry_on_service_exceptions=False
+    )
     _retry(validate_task, LAMBDA_TRANSIENT)
     validate_task.add_catch(invalid, errors=["JobError"], result_path="$.error")
     validate_task.add_catch(failed, errors=["States.ALL"], result_path="$.error")
@@ -79,6 +82,7 @@ def build_state_machine(
             payload=sfn.TaskInput.from_object({"job_id.$": "$.job_id"}),
             payload_response_only=True,
             result_path=result_path,
+            retry_on_service_exceptions=False,
         )
         _retry(task, [*LAMBDA_TRANSIENT, "States.Timeout"])
         task.add_catch(mark_failed, errors=["States.ALL"], result_path="$.error")
@@ -141,7 +145,15 @@ def build_state_machine(
     finalize_task.next(verdict)
     definition = validate_task.next(create)
 
-    log_group = logs.LogGroup(scope, "StateMachineLogs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=cdk.RemovalPolicy.DESTROY)
+    # Under /aws/vendedlogs/states/, as AWS advises: other names grow the account's CloudWatch Logs
+    # resource policy with each state machine until it hits its 5,120-character limit.
+    log_group = logs.LogGroup(
+        scope,
+        "StateMachineLogs",
+        log_group_name=f"/aws/vendedlogs/states/{cdk.Aws.STACK_NAME}-jobs",
+        retention=logs.RetentionDays.ONE_MONTH,
+        removal_policy=cdk.RemovalPolicy.DESTROY,
+    )
     return sfn.StateMachine(
         scope,
         "JobStateMachine",

@@ -47,4 +47,5 @@ class AllowList:
 
 def _denied(field: str, bucket: str, kind: str, allowed: frozenset[str]) -> str:
     shown = ", ".join(sorted(allowed)) or "none"
-    return f"{field}: {bucket!r} is not in this deployment's {kind} allow-list ({shown}); redeploy with it in -c {kind}_buckets=..."
+    wanted = ",".join(sorted(allowed | {bucket}))
+    return f"{field}: {bucket!r} is not in this deployment's {kind} allow-list ({shown}); redeploy with -c {kind}_buckets={wanted}"

@@ -57,14 +57,12 @@ class ReportBucket:
                     yield failure
 
             write_report(report, summary, tee(self.iter_failures(job_id)))
-            for text, fh, name, ctype in (
-                (jsonl, jsonl_bin, "failures.jsonl", "application/x-ndjson"),
-                (report, report_bin, "report.json", "application/json"),
-            ):
-                text.flush()
-                fh.seek(0)
-                self.client.upload_fileobj(fh, self.bucket, f"jobs/{job_id}/{name}", ExtraArgs={"ContentType": ctype})
-                text.detach()  # the with block closes the binary file
+            for text, name, ctype in ((jsonl, "failures.jsonl", "application/x-ndjson"), (report, "report.json", "application/json")):
+                # Detach (which flushes) before the upload: over real HTTP, upload_fileobj closes the file it
+                # is given, and a wrapper still attached would then fail on it. The with block closes the rest.
+                binary = text.detach()
+                binary.seek(0)
+                self.client.upload_fileobj(binary, self.bucket, f"jobs/{job_id}/{name}", ExtraArgs={"ContentType": ctype})
         return f"s3://{self.bucket}/jobs/{job_id}/report.json"
 
     def read_report(self, job_id: str) -> dict[str, Any]:

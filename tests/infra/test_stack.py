@@ -237,7 +237,10 @@ def test_deploy_config_needs_a_read_allow_list() -> None:
 
 def test_a_schedule_outside_the_allow_list_is_refused() -> None:
     ctx = {**CONTEXT, "write_buckets": "elsewhere"}
-    with pytest.raises(ValueError, match="schedule nightly: bucket 'archive-bucket' is not in write_buckets"):
+    with pytest.raises(
+        ValueError,
+        match=r"^schedule nightly: job.destination.bucket: 'archive-bucket' is not in this deployment's write allow-list \(elsewhere\); redeploy with -c write_buckets=archive-bucket,elsewhere$",
+    ):
         DeployConfig.from_context(ctx.get)
 
 
@@ -253,19 +256,28 @@ def _actions(sts: list[dict[str, Any]]) -> set[str]:
 
 
 def test_a_copy_only_deployment_grants_no_delete_or_governance_bypass() -> None:
-    sts = _statements_for({"delete_buckets": "", "schedules_file": "tests/infra/no-schedules.json"})
+    sts = _statements_for({"delete_buckets": "", "schedules_file": ""})
     actions = _actions(sts)
     assert not {a for a in actions if a.startswith("s3:Delete") or a == "s3:BypassGovernanceRetention"}
     assert "s3:PutObject" in actions  # the deployment still copies
 
 
 def test_kms_permissions_exist_only_for_the_configured_keys_and_only_via_s3() -> None:
+    """Workers decrypt sources and encrypt destinations; the lister only decrypts (manifests in SSE-KMS buckets)."""
     assert not {a for a in _actions(_statements_for({})) if a.startswith("kms:")}
     arn = "arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
-    kms = [st for st in _statements_for({"kms_keys": arn}) if any(a.startswith("kms:") for a in as_list(st["Action"]))]
-    assert len(kms) == 1
-    assert (sorted(as_list(kms[0]["Action"])), as_list(kms[0]["Resource"])) == (["kms:Decrypt", "kms:GenerateDataKey"], [arn])
-    assert kms[0]["Condition"] == {"StringLike": {"kms:ViaService": "s3.*.amazonaws.com"}}
+    app = build_app({**CONTEXT, "kms_keys": arn})
+    stack = app.node.find_child("S3Bulk")
+    assert isinstance(stack, S3BulkStack)
+    by_role: dict[str, list[str]] = {}
+    for policy in resources(Template.from_stack(stack), "AWS::IAM::Policy").values():
+        for st in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if any(a.startswith("kms:") for a in as_list(st["Action"])):
+                assert as_list(st["Resource"]) == [arn]
+                assert st["Condition"] == {"StringLike": {"kms:ViaService": "s3.*.amazonaws.com"}}
+                for role in policy["Properties"]["Roles"]:
+                    by_role.setdefault(role["Ref"].split("ServiceRole")[0], []).extend(sorted(as_list(st["Action"])))
+    assert by_role == {"Worker": ["kms:Decrypt", "kms:GenerateDataKey"], "Lister": ["kms:Decrypt"]}
 
 
 def test_a_kms_key_that_is_not_an_arn_is_refused() -> None:
@@ -277,3 +289,72 @@ def test_only_actions_without_resource_level_permissions_use_a_star_resource(tem
     unscoped = {a for st in statements(template) if "*" in as_list(st["Resource"]) for a in as_list(st["Action"])}
     assert unscoped, "the X-Ray and log-delivery statements should be found"
     assert {a.split(":")[0] for a in unscoped} <= {"xray", "logs"}, unscoped
+
+
+def test_a_first_deploy_with_any_bucket_names_synthesizes_and_deploys_no_schedule() -> None:
+    app = build_app({"read_buckets": "acme-logs-2026", "write_buckets": "acme-archive"})
+    stack = app.node.find_child("S3Bulk")
+    assert isinstance(stack, S3BulkStack)
+    t = Template.from_stack(stack)
+    assert resources(t, "AWS::Scheduler::Schedule") == {}
+    assert not [a for a in _actions(statements(t)) if a.startswith("s3:Delete")]
+    functions = resources(t, "AWS::Lambda::Function").values()
+    assert {(f["Properties"]["Runtime"], f["Properties"]["Architectures"][0]) for f in functions} == {("python3.11", "arm64")}
+    assert all("Layers" not in f["Properties"] for f in functions)  # every dependency is in the asset
+
+
+def test_synth_without_a_read_allow_list_names_the_flag_to_set() -> None:
+    with pytest.raises(ValueError, match=r"^context read_buckets: empty; pass -c read_buckets="):
+        build_app({})
+
+
+def test_a_missing_schedules_file_is_named_with_the_fix() -> None:
+    with pytest.raises(ValueError, match=r"^context schedules_file: .*nope.json does not exist; pass -c schedules_file=PATH"):
+        DeployConfig.from_context({**CONTEXT, "schedules_file": "nope.json"}.get)
+
+
+def test_the_sample_schedules_file_loads_once_its_buckets_are_allowed() -> None:
+    cfg = DeployConfig.from_context(
+        {
+            "read_buckets": "src-bucket",
+            "write_buckets": "dst-bucket",
+            "delete_buckets": "src-bucket",
+            "schedules_file": "config/schedules.example.json",
+        }.get
+    )
+    assert [s.name for s in cfg.schedules] == ["nightly-log-archive"]
+
+
+def test_the_state_machine_logs_under_vendedlogs(template: Template) -> None:
+    [group] = [
+        g["Properties"]["LogGroupName"]
+        for g in resources(template, "AWS::Logs::LogGroup").values()
+        if "vendedlogs" in json.dumps(g["Properties"].get("LogGroupName", ""))
+    ]
+    assert json.dumps(group).startswith('{"Fn::Join": ["", ["/aws/vendedlogs/states/"')
+
+
+def test_lambda_tasks_carry_one_retrier_each(template: Template) -> None:
+    [sm] = resources(template, "AWS::StepFunctions::StateMachine").values()
+    definition = json.loads("".join(p if isinstance(p, str) else "0" for p in sm["Properties"]["DefinitionString"]["Fn::Join"][1]))
+    for name in ("Validate", "List", "Finalize"):
+        assert len(definition["States"][name]["Retry"]) == 1, name
+
+
+def test_alarms_notify_an_email_topic_only_when_one_is_given(template: Template) -> None:
+    assert resources(template, "AWS::SNS::Topic") == {}
+    app = build_app({**CONTEXT, "alarm_email": "ops@example.com"})
+    stack = app.node.find_child("S3Bulk")
+    assert isinstance(stack, S3BulkStack)
+    t = Template.from_stack(stack)
+    [topic_id] = resources(t, "AWS::SNS::Topic")
+    t.has_resource_properties("AWS::SNS::Subscription", {"Protocol": "email", "Endpoint": "ops@example.com"})
+    alarms = resources(t, "AWS::CloudWatch::Alarm").values()
+    assert len(alarms) == 4
+    for a in alarms:
+        assert a["Properties"]["AlarmActions"] == [{"Ref": topic_id}] == a["Properties"]["OKActions"]
+
+
+def test_a_bad_alarm_email_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"^context alarm_email: 'ops' is not an email address"):
+        DeployConfig.from_context({**CONTEXT, "alarm_email": "ops"}.get)

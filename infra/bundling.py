@@ -1,0 +1,183 @@
+"""The Lambda asset: our code plus every dependency, vendored for the functions' architecture, compiled.
+
+Why vendor: the python3.x runtime ships whatever boto3/botocore AWS last put in
+that Region (older ones lack `Config(request_checksum_calculation=...)`, which the
+S3 client factory passes), and AWS's packaging guide says to bundle every
+dependency. So the asset holds the exact versions of requirements-lambda.txt, the
+ones the test suite runs, and shadows the runtime's SDK (`/var/task` is first on
+`sys.path`).
+
+How, without Docker: pip fetches the wheels for the target platform
+(`--platform manylinux2014_aarch64 --only-binary=:all:`), from the package index
+only, through CDK's local bundling (an `ILocalBundling` implemented here, run at
+synth). The vendored tree is built once per requirements hash and kept under
+`build/lambda-deps/`, so repeated syntheses copy it instead of calling pip.
+
+Bytecode: every module is compiled with `unchecked-hash` pycs, so Lambda's init
+imports them without compiling (the runtime's bytecode check would otherwise
+compare the zip's 2-second mtimes) and the files are the same on every build;
+`ddir=/var/task` puts the paths Lambda will show into tracebacks. This needs the
+runtime's Python version at synth; on another version the asset is left
+uncompiled (correct, slower to start) with a warning.
+
+The asset hash is computed here from what goes in (requirements, platform,
+Python version and every source file), so it is stable across syntheses and
+changes exactly when the code or a pin does.
+"""
+
+from __future__ import annotations
+
+import compileall
+import hashlib
+import os
+import py_compile
+import shutil
+import subprocess
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import jsii
+from aws_cdk import aws_lambda as lambda_
+
+ROOT = Path(__file__).resolve().parent.parent
+REQUIREMENTS = ROOT / "requirements-lambda.txt"
+CACHE = ROOT / "build" / "lambda-deps"
+RUNTIME_PYTHON = (3, 11)
+PLATFORMS = {"arm64": "manylinux2014_aarch64", "x86_64": "manylinux2014_x86_64"}
+# The code the functions run: the shared core and the AWS side, never the local runtime or the test doubles.
+SOURCES = ("s3bulk", "functions")
+EXCLUDED = ("s3bulk/local", "s3bulk/testing", "s3bulk/cli.py")
+TASK_ROOT = "/var/task"
+
+
+def source_files() -> list[Path]:
+    """Every file of ours that goes into the asset, relative to the repository root, in a stable order."""
+    out = []
+    for top in SOURCES:
+        for path in sorted((ROOT / top).rglob("*")):
+            rel = path.relative_to(ROOT)
+            text = rel.as_posix()
+            if not path.is_file() or "__pycache__" in rel.parts or path.suffix == ".pyc":
+                continue
+            if any(text == e or text.startswith(e + "/") for e in EXCLUDED):
+                continue
+            out.append(rel)
+    return out
+
+
+def _python_tag() -> str:
+    return f"{RUNTIME_PYTHON[0]}.{RUNTIME_PYTHON[1]}"
+
+
+def _compiles() -> bool:
+    return sys.version_info[:2] == RUNTIME_PYTHON
+
+
+def deps_hash(platform: str) -> str:
+    """What the vendored tree depends on: the pins, the platform, the Python version, and whether it is compiled."""
+    h = hashlib.sha256()
+    h.update(REQUIREMENTS.read_bytes())
+    h.update(f"\0{platform}\0{_python_tag()}\0{_compiles()}".encode())
+    return h.hexdigest()[:16]
+
+
+def asset_hash(platform: str) -> str:
+    h = hashlib.sha256(deps_hash(platform).encode())
+    for rel in source_files():
+        h.update(b"\0" + rel.as_posix().encode() + b"\0")
+        h.update((ROOT / rel).read_bytes())
+    return h.hexdigest()
+
+
+def _compile(directory: Path, ddir: str = TASK_ROOT) -> None:
+    """`ddir`: where `directory` will sit in the function, for the paths tracebacks show."""
+    if not _compiles():
+        warnings.warn(
+            f"synth runs Python {sys.version_info[0]}.{sys.version_info[1]}, the functions run {_python_tag()}: "
+            "the asset is not precompiled, so each cold start compiles it",
+            stacklevel=2,
+        )
+        return
+    ok = compileall.compile_dir(
+        str(directory),
+        ddir=ddir,
+        quiet=1,
+        workers=0,
+        invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
+    )
+    if not ok:
+        raise RuntimeError(f"compiling the Lambda asset in {directory} failed")
+
+
+def vendored(platform: str, cache: Path = CACHE) -> Path:
+    """The dependency tree for `platform`, built once per requirements hash (pip, wheels only, no Docker)."""
+    target = cache / deps_hash(platform)
+    if target.is_dir():
+        return target
+    cache.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="building-", dir=cache))
+    try:
+        subprocess.run(
+            [
+                sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile",
+                "--platform", platform, "--only-binary=:all:", "--implementation", "cp", "--python-version", _python_tag(),
+                "--target", str(work), "-r", str(REQUIREMENTS),
+            ],
+            check=True,
+        )  # fmt: skip
+        shutil.rmtree(work / "bin", ignore_errors=True)  # console scripts: nothing in Lambda runs them
+        _compile(work)
+        work.rename(target)  # atomic: a half-built tree is never taken for a cached one
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return target
+
+
+def _copy(src: str, dst: str) -> None:
+    """Hard links where the filesystem allows (the cache is read-only by convention), copies elsewhere."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def build(output: Path, platform: str) -> None:
+    """Fill `output` as /var/task will be: the vendored dependencies, then our sources, compiled."""
+    shutil.copytree(vendored(platform), output, dirs_exist_ok=True, copy_function=_copy)
+    for rel in source_files():
+        dest = output / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / rel, dest)
+    for top in SOURCES:
+        _compile(output / top, f"{TASK_ROOT}/{top}")
+
+
+@jsii.implements(cdk.ILocalBundling)
+class VendoredBundling:
+    """CDK local bundling: runs `build` at synth instead of a Docker container."""
+
+    def __init__(self, platform: str) -> None:
+        self.platform = platform
+
+    def try_bundle(self, output_dir: str, *args: Any, **kwargs: Any) -> bool:
+        build(Path(output_dir), self.platform)
+        return True
+
+
+def lambda_code(architecture: lambda_.Architecture) -> lambda_.Code:
+    """One asset for every function of the stack."""
+    platform = PLATFORMS[architecture.name]
+    return lambda_.Code.from_asset(
+        str(ROOT / "functions"),
+        asset_hash_type=cdk.AssetHashType.CUSTOM,
+        asset_hash=asset_hash(platform),
+        bundling=cdk.BundlingOptions(
+            image=lambda_.Runtime.PYTHON_3_11.bundling_image,  # never pulled: the local bundling always succeeds
+            local=VendoredBundling(platform),
+        ),
+    )

@@ -1,0 +1,73 @@
+"""The Lambda asset: every pinned dependency vendored for arm64, our Lambda-side code only, compiled, with a stable hash."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import marshal
+import sys
+from pathlib import Path
+
+import pytest
+
+from infra import bundling
+
+ARM = bundling.PLATFORMS["arm64"]
+
+
+def _tree_digest(root: Path) -> str:
+    h = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+@pytest.fixture(scope="module")
+def asset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("asset")
+    bundling.build(out, ARM)
+    return out
+
+
+def test_the_asset_vendors_the_pinned_sdk_and_arm64_wheels(asset: Path) -> None:
+    pins = dict(line.split("==") for line in bundling.REQUIREMENTS.read_text().splitlines() if "==" in line and not line.startswith("#"))
+    version = next(line for line in (asset / "botocore" / "__init__.py").read_text().splitlines() if line.startswith("__version__"))
+    assert version == f"__version__ = '{pins['botocore']}'"
+    [core] = (asset / "pydantic_core").glob("_pydantic_core*.so")
+    assert "aarch64" in core.name
+    assert (asset / "aws_lambda_powertools").is_dir() and (asset / "aws_xray_sdk").is_dir()
+    assert not (asset / "bin").exists()
+
+
+def test_the_asset_holds_the_lambda_side_code_and_nothing_of_the_local_runtime_or_tests(asset: Path) -> None:
+    assert (asset / "functions" / "worker" / "handler.py").is_file()
+    assert (asset / "s3bulk" / "aws" / "pipeline.py").is_file()
+    for gone in ("s3bulk/local", "s3bulk/testing", "s3bulk/cli.py", "tests", "infra", "bench"):
+        assert not (asset / gone).exists(), gone
+
+
+@pytest.mark.skipif(sys.version_info[:2] != bundling.RUNTIME_PYTHON, reason="bytecode is compiled only by the runtime's Python version")
+def test_every_module_is_precompiled_with_unchecked_hash_pycs_for_the_task_root(asset: Path) -> None:
+    sources = [p for p in asset.rglob("*.py") if "wrapt-stubs" not in p.parts]
+    missing = [p for p in sources if not Path(importlib.util.cache_from_source(str(p))).is_file()]
+    assert missing == []
+    pyc = Path(importlib.util.cache_from_source(str(asset / "s3bulk" / "aws" / "pipeline.py"))).read_bytes()
+    assert pyc[:4] == importlib.util.MAGIC_NUMBER
+    assert int.from_bytes(pyc[4:8], "little") == 0b01  # hash-based, source never checked: no compile, no mtime compare
+    assert marshal.loads(pyc[16:]).co_filename == "/var/task/s3bulk/aws/pipeline.py"
+
+
+def test_two_builds_are_byte_identical(asset: Path, tmp_path: Path) -> None:
+    again = tmp_path / "again"
+    bundling.build(again, ARM)
+    assert _tree_digest(again) == _tree_digest(asset)
+
+
+def test_the_asset_hash_is_stable_and_changes_with_a_pin_or_the_platform(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = bundling.asset_hash(ARM)
+    assert bundling.asset_hash(ARM) == first
+    assert bundling.asset_hash(bundling.PLATFORMS["x86_64"]) != first
+    changed = tmp_path / "requirements-lambda.txt"
+    changed.write_text(bundling.REQUIREMENTS.read_text().replace("boto3==", "boto3==0.0.0+"))
+    monkeypatch.setattr(bundling, "REQUIREMENTS", changed)
+    assert bundling.asset_hash(ARM) != first

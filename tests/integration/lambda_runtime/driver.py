@@ -1,0 +1,86 @@
+"""Runs one job through the four real handlers inside an emulated Lambda Python: no test code, no project venv.
+
+Started by test_runtime_fidelity.py in a bare interpreter whose PYTHONPATH is
+what Lambda's is (task dir, then layer, then the runtime's own packages), so every
+import resolves as it would in the function. It plays the state machine (validate,
+ledger entry, list until done, finalize) and the SQS event source (receive,
+invoke the worker with an SQS event, delete what succeeded), then prints one JSON
+line: the report and where botocore came from.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+
+class Context:
+    function_name = "s3bulk-runtime-fidelity"
+    memory_limit_in_mb = 1024
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:s3bulk-runtime-fidelity"
+    aws_request_id = "00000000-0000-0000-0000-000000000000"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 600_000
+
+
+def sqs_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]:
+    return {
+        "Records": [
+            {
+                "messageId": m["MessageId"],
+                "receiptHandle": m["ReceiptHandle"],
+                "body": m["Body"],
+                "attributes": {
+                    "ApproximateReceiveCount": m["Attributes"]["ApproximateReceiveCount"],
+                    "SentTimestamp": m["Attributes"]["SentTimestamp"],
+                    "SenderId": "AIDAEXAMPLE",
+                    "ApproximateFirstReceiveTimestamp": m["Attributes"]["ApproximateFirstReceiveTimestamp"],
+                },
+                "messageAttributes": {},
+                "md5OfBody": m["MD5OfBody"],
+                "eventSource": "aws:sqs",
+                "eventSourceARN": queue_arn,
+                "awsRegion": "us-east-1",
+            }
+            for m in messages
+        ]
+    }
+
+
+def main() -> None:
+    cfg = json.loads(sys.argv[1])
+    import boto3
+    import botocore
+
+    from functions.finalize import handler as finalize
+    from functions.lister import handler as lister
+    from functions.validate import handler as validate
+    from functions.worker import handler as worker
+
+    out = validate.handler(cfg["job"], Context())
+    # The harness's own clients name the endpoint: an old runtime SDK ignores AWS_ENDPOINT_URL (the handlers' must not).
+    boto3.client("dynamodb", endpoint_url=cfg["endpoint"]).put_item(
+        TableName=cfg["table"], Item=out["item"], ConditionExpression="attribute_not_exists(pk)"
+    )
+    job_id = out["job_id"]
+    for _ in range(100):
+        if lister.handler({"job_id": job_id}, Context())["listing_done"]:
+            break
+    sqs = boto3.client("sqs", endpoint_url=cfg["endpoint"])
+    for _ in range(1000):
+        messages = sqs.receive_message(QueueUrl=cfg["queue_url"], MaxNumberOfMessages=5, AttributeNames=["All"]).get("Messages", [])
+        if not messages:
+            break
+        response = worker.handler(sqs_event(messages, cfg["queue_arn"]), Context())
+        failed = {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}
+        for m in messages:
+            if m["MessageId"] not in failed:
+                sqs.delete_message(QueueUrl=cfg["queue_url"], ReceiptHandle=m["ReceiptHandle"])
+    result = finalize.handler({"job_id": job_id}, Context())
+    print(json.dumps({"botocore": botocore.__version__, "botocore_file": botocore.__file__, "result": result}))
+
+
+if __name__ == "__main__":
+    main()
