@@ -27,9 +27,9 @@ from s3bulk.local.plan import STACK_THREADS, STACK_WORKERS, cost, eta_seconds, l
 from s3bulk.local.run import execute
 from s3bulk.manifest import ManifestError
 from s3bulk.ops.batch import connections_needed
-from s3bulk.s3.clients import ClientSettings, has_credentials, make_s3_client
+from s3bulk.s3.clients import ClientSettings, S3Clients, has_credentials
 from s3bulk.s3.ratecontrol import RateControl
-from s3bulk.s3.stores import FastS3Store, S3Store
+from s3bulk.s3.stores import open_store
 from s3bulk.store import StoreError
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -182,9 +182,8 @@ def _run(args: argparse.Namespace, console: Console) -> int:
             key_log.close()
         raise
     concurrency = resolve_concurrency(job, args.concurrency)
-    client = make_s3_client(settings, connections_needed(concurrency))
     rate = RateControl(enabled=job.options.adaptive_rate)
-    store = FastS3Store(client, connections_needed(concurrency), rate=rate) if args.request_path == "fast" else S3Store(client, rate=rate)
+    store = open_store(S3Clients(settings, connections_needed(concurrency)), fast=args.request_path == "fast", rate=rate)
     try:
         report = execute(
             job,
@@ -216,9 +215,8 @@ def _plan(args: argparse.Namespace, console: Console) -> int:
     if not has_credentials(settings):
         raise UsageError("no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or pass --profile")
     concurrency = resolve_concurrency(job)
-    client = make_s3_client(settings, connections_needed(concurrency))
     try:
-        plan = make_plan(job, FastS3Store(client, connections_needed(concurrency)))
+        plan = make_plan(job, open_store(S3Clients(settings, connections_needed(concurrency))))
     except StoreError as exc:
         raise UsageError(f"listing for the plan failed: {exc.code}: {exc.message}") from None
     except (JobAbort, ManifestError) as exc:

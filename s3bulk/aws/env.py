@@ -16,8 +16,8 @@ from s3bulk.aws.pipeline import WORK_MARGIN_S, WorkerService
 from s3bulk.aws.queue import QueueSender
 from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.ops.batch import DEFAULT_CONCURRENCY, connections_needed
-from s3bulk.s3.clients import ClientSettings, make_client, make_s3_client
-from s3bulk.s3.stores import FastS3Store, S3Store
+from s3bulk.s3.clients import ClientSettings, S3Clients, make_client, make_s3_client
+from s3bulk.s3.stores import S3Store, open_store
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,11 +62,9 @@ def reports(cfg: AwsConfig) -> ReportBucket:
 
 
 def store(cfg: AwsConfig) -> S3Store:
-    pool = connections_needed(cfg.concurrency)
-    client = make_s3_client(SETTINGS, pool)
-    if cfg.request_path == "botocore":
-        return S3Store(client, max_keys=cfg.list_page_size)
-    return FastS3Store(client, pool, max_keys=cfg.list_page_size)
+    """Each bucket's requests go to its own Region (s3bulk/s3/regions.py), so allow-listed buckets may live anywhere."""
+    clients = S3Clients(SETTINGS, connections_needed(cfg.concurrency))
+    return open_store(clients, fast=cfg.request_path != "botocore", max_keys=cfg.list_page_size)
 
 
 def sender(cfg: AwsConfig) -> QueueSender:

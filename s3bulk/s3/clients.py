@@ -5,6 +5,7 @@ Nothing here runs at import time: callers build a client and pass it in.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -54,14 +55,38 @@ def _session(settings: ClientSettings) -> boto3.session.Session:
 
 def make_s3_client(settings: ClientSettings, max_pool_connections: int) -> Any:
     """An S3 client whose connection pool holds at least one connection per worker thread."""
-    session = _session(settings)
-    region = settings.region or session.region_name or ("us-east-1" if settings.endpoint_url else None)
-    return session.client(
-        "s3",
-        endpoint_url=settings.endpoint_url,
-        region_name=region,
-        config=make_config(settings, max_pool_connections),
-    )
+    return S3Clients(settings, max_pool_connections).client()
+
+
+class S3Clients:
+    """The job's S3 clients: the settings' own, and the same client for any other Region, on demand.
+
+    One session serves them all, so every client shares one (refreshable) set of
+    credentials. For AWS endpoints botocore resolves each Region's host; with a
+    custom endpoint_url (a local server, a proxy) the endpoint stays and only the
+    signing Region changes. Nothing is built until asked for.
+    """
+
+    def __init__(self, settings: ClientSettings, max_pool_connections: int) -> None:
+        self.settings = settings
+        self.max_pool_connections = max_pool_connections
+        self._session: boto3.session.Session | None = None
+        self._lock = threading.Lock()
+
+    def client(self, region: str | None = None) -> Any:
+        """A new S3 client: for the settings' Region when region is None, otherwise for `region`, all else equal."""
+        with self._lock:  # boto3 sessions are not safe to build clients from concurrently
+            if self._session is None:
+                self._session = _session(self.settings)
+            session = self._session
+            if region is None:
+                region = self.settings.region or session.region_name or ("us-east-1" if self.settings.endpoint_url else None)
+            return session.client(
+                "s3",
+                endpoint_url=self.settings.endpoint_url,
+                region_name=region,
+                config=make_config(self.settings, self.max_pool_connections),
+            )
 
 
 def make_client(service: str, settings: ClientSettings, max_pool_connections: int = 10) -> Any:

@@ -11,8 +11,10 @@ from urllib.parse import quote
 from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, ReadTimeoutError, ResponseStreamingError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
+from s3bulk.s3.clients import S3Clients
 from s3bulk.s3.fastpath import FastS3
 from s3bulk.s3.ratecontrol import RateControl
+from s3bulk.s3.regions import BucketRegions
 from s3bulk.store import KeyFailure, ListPage, ObjectHead, ObjectInfo, RequestOptions, StoreError, quoted_etag
 
 T = TypeVar("T")
@@ -64,15 +66,28 @@ class S3Store:
     """Thin: each method is one API call, retried by botocore (standard mode, bounded; docs/retries.md).
 
     FastS3Store sends its three hot calls on fastpath.py instead, which retries them itself with the same bounds.
+
+    With `regions` (docs/regions.md), each call goes through the client for its bucket's
+    Region (a copy: the destination's). A stale cached Region is fixed by botocore's own
+    S3RegionRedirectorv2, which resends once (also with a custom endpoint), and
+    BucketRegions copies what it learned into the shared cache. Without `regions`,
+    every call uses `client`, as before.
     """
 
-    def __init__(self, client: Any, *, max_keys: int = 1000, rate: RateControl | None = None) -> None:
+    def __init__(self, client: Any, *, max_keys: int = 1000, rate: RateControl | None = None, regions: BucketRegions | None = None) -> None:
         self.client = client
         self.max_keys = max_keys
         self.rate = rate or RateControl()
         self.rate.attach(client)
+        self.regions = regions
+        if regions is not None:
+            regions.prepare_clients(self.rate.attach)
         self.opts = RequestOptions()
         self._count_retries = _Count()
+
+    def _s3(self, bucket: str) -> Any:
+        """The client for the bucket's Region: a dict read once the Region is known."""
+        return self.client if self.regions is None else self.regions.client_for(bucket)
 
     @property
     def retries(self) -> int:
@@ -128,7 +143,7 @@ class S3Store:
         elif start_after:
             kwargs["StartAfter"] = start_after
         # botocore asks for EncodingType=url and decodes keys, so control characters survive the XML.
-        r = self._call(self.client.list_objects_v2, **kwargs)
+        r = self._call(self._s3(bucket).list_objects_v2, **kwargs)
         objects = [
             ObjectInfo(o["Key"], int(o.get("Size", 0)), quoted_etag(o.get("ETag")), o.get("LastModified"), o.get("StorageClass"))
             for o in r.get("Contents", ())
@@ -146,11 +161,11 @@ class S3Store:
         }
         if storage_class:
             kwargs["StorageClass"] = storage_class
-        r = self._call(self.client.copy_object, **kwargs)
+        r = self._call(self._s3(dst_bucket).copy_object, **kwargs)
         return quoted_etag(r.get("CopyObjectResult", {}).get("ETag"))
 
     def head_object(self, bucket: str, key: str) -> ObjectHead:
-        r = self._call(self.client.head_object, Bucket=bucket, Key=key, ChecksumMode="ENABLED", **self._params(bucket))
+        r = self._call(self._s3(bucket).head_object, Bucket=bucket, Key=key, ChecksumMode="ENABLED", **self._params(bucket))
         headers = {h: r[h] for h in _HEAD_HEADERS if r.get(h) is not None}
         checksum = next((f"{alg}:{r[f'Checksum{alg}']}" for alg in _CHECKSUMS if r.get(f"Checksum{alg}")), "")
         return ObjectHead(
@@ -166,17 +181,17 @@ class S3Store:
         )
 
     def get_tags(self, bucket: str, key: str) -> dict[str, str]:
-        r = self._call(self.client.get_object_tagging, Bucket=bucket, Key=key, **self._params(bucket))
+        r = self._call(self._s3(bucket).get_object_tagging, Bucket=bucket, Key=key, **self._params(bucket))
         return {t["Key"]: t["Value"] for t in r.get("TagSet", ())}
 
     def put_tags(self, bucket: str, key: str, tags: Mapping[str, str]) -> None:
         tag_set = [{"Key": k, "Value": v} for k, v in tags.items()]
-        self._call(self.client.put_object_tagging, Bucket=bucket, Key=key, Tagging={"TagSet": tag_set}, **self._params(bucket))
+        self._call(self._s3(bucket).put_object_tagging, Bucket=bucket, Key=key, Tagging={"TagSet": tag_set}, **self._params(bucket))
 
     def restore_object(self, bucket: str, key: str, days: int, tier: str) -> bool:
         request = {"Days": days, "GlacierJobParameters": {"Tier": tier}}
         try:
-            r = self._call(self.client.restore_object, Bucket=bucket, Key=key, RestoreRequest=request, **self._params(bucket))
+            r = self._call(self._s3(bucket).restore_object, Bucket=bucket, Key=key, RestoreRequest=request, **self._params(bucket))
         except StoreError as exc:
             if exc.code == "RestoreAlreadyInProgress":
                 return False
@@ -184,7 +199,7 @@ class S3Store:
         return int(r.get("ResponseMetadata", {}).get("HTTPStatusCode", 202)) == 202  # 200: already restored, days updated
 
     def read_object(self, bucket: str, key: str) -> Iterator[bytes]:
-        r = self._call(self.client.get_object, Bucket=bucket, Key=key, **self._params(bucket))
+        r = self._call(self._s3(bucket).get_object, Bucket=bucket, Key=key, **self._params(bucket))
         body = r["Body"]
         try:
             yield from body.iter_chunks(READ_CHUNK)
@@ -209,7 +224,7 @@ class S3Store:
             kwargs["Tagging"] = "&".join(f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in tags.items())
         if storage_class:
             kwargs["StorageClass"] = storage_class
-        return str(self._call(self.client.create_multipart_upload, **kwargs)["UploadId"])
+        return str(self._call(self._s3(bucket).create_multipart_upload, **kwargs)["UploadId"])
 
     def upload_part_copy(
         self,
@@ -224,7 +239,7 @@ class S3Store:
         if_match: str,
     ) -> str:
         r = self._call(
-            self.client.upload_part_copy,
+            self._s3(dst_bucket).upload_part_copy,
             Bucket=dst_bucket,
             Key=dst_key,
             UploadId=upload_id,
@@ -239,7 +254,7 @@ class S3Store:
     def complete_multipart_upload(self, bucket: str, key: str, upload_id: str, part_etags: Sequence[str]) -> str:
         parts = [{"PartNumber": n, "ETag": etag} for n, etag in enumerate(part_etags, start=1)]
         r = self._call(
-            self.client.complete_multipart_upload,
+            self._s3(bucket).complete_multipart_upload,
             Bucket=bucket,
             Key=key,
             UploadId=upload_id,
@@ -249,24 +264,35 @@ class S3Store:
         return quoted_etag(r.get("ETag"))
 
     def abort_multipart_upload(self, bucket: str, key: str, upload_id: str) -> None:
-        self._call(self.client.abort_multipart_upload, Bucket=bucket, Key=key, UploadId=upload_id, **self._params(bucket))
+        self._call(self._s3(bucket).abort_multipart_upload, Bucket=bucket, Key=key, UploadId=upload_id, **self._params(bucket))
 
     def delete_objects(self, bucket: str, keys: Sequence[str]) -> list[KeyFailure]:
         r = self._call(
-            self.client.delete_objects, Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys], "Quiet": True}, **self._params(bucket)
+            self._s3(bucket).delete_objects,
+            Bucket=bucket,
+            Delete={"Objects": [{"Key": k} for k in keys], "Quiet": True},
+            **self._params(bucket),
         )
         return [KeyFailure(e.get("Key", ""), e.get("Code", "Unknown"), e.get("Message", "")) for e in r.get("Errors", ())]
 
     def delete_object(self, bucket: str, key: str) -> None:
-        self._call(self.client.delete_object, Bucket=bucket, Key=key, **self._params(bucket))
+        self._call(self._s3(bucket).delete_object, Bucket=bucket, Key=key, **self._params(bucket))
 
 
 class FastS3Store(S3Store):
     """S3Store whose CopyObject and DeleteObjects take the lighter request path (fastpath.py)."""
 
-    def __init__(self, client: Any, max_connections: int, *, max_keys: int = 1000, rate: RateControl | None = None) -> None:
-        super().__init__(client, max_keys=max_keys, rate=rate)
-        self.fast = FastS3(client, max_connections, rate=self.rate)
+    def __init__(
+        self,
+        client: Any,
+        max_connections: int,
+        *,
+        max_keys: int = 1000,
+        rate: RateControl | None = None,
+        regions: BucketRegions | None = None,
+    ) -> None:
+        super().__init__(client, max_keys=max_keys, rate=rate, regions=regions)
+        self.fast = FastS3(client, max_connections, rate=self.rate, regions=regions)
 
     @property
     def retries(self) -> int:
@@ -294,3 +320,12 @@ class FastS3Store(S3Store):
 
     def delete_object(self, bucket: str, key: str) -> None:
         self.fast.delete_object(bucket, key, request_headers(self.opts, bucket))
+
+
+def open_store(clients: S3Clients, *, fast: bool = True, max_keys: int = 1000, rate: RateControl | None = None) -> S3Store:
+    """The store a job runs on: the home client, and each bucket's requests sent to its own Region."""
+    client = clients.client()
+    regions = BucketRegions(client, clients.client)
+    if fast:
+        return FastS3Store(client, clients.max_pool_connections, max_keys=max_keys, rate=rate, regions=regions)
+    return S3Store(client, max_keys=max_keys, rate=rate, regions=regions)

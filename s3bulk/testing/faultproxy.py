@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import http.client
 import random
+import re
 import threading
 import time
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
+from typing import Literal
 from urllib.parse import unquote, urlsplit
 
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "proxy-connection"})
@@ -35,6 +38,8 @@ class FaultPlan:
     list_delay: float = 0.0  # seconds added to each ListObjectsV2, to make a listing slow enough to interrupt
     ops: frozenset[str] = frozenset({"CopyObject", "DeleteObjects", "DeleteObject", "PutObject", "UploadPartCopy"})
     seed: int = 0
+    bucket_regions: Mapping[str, str] = field(default_factory=dict)  # bucket -> Region, enforced as S3 does
+    wrong_region: Literal["redirect", "malformed"] = "redirect"  # 301 PermanentRedirect, or 400 AuthorizationHeaderMalformed
 
 
 @dataclass
@@ -48,6 +53,7 @@ class FaultStats:
     requests: Counter[str] = field(default_factory=Counter)  # by operation, as the server would see them
     injected: Counter[str] = field(default_factory=Counter)  # by fault
     forwarded: Counter[str] = field(default_factory=Counter)
+    redirected: Counter[tuple[str, str]] = field(default_factory=Counter)  # wrong-Region answers by (bucket, operation)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -81,8 +87,26 @@ def operation(method: str, target: str, headers: dict[str, str]) -> str:
     return method
 
 
-def _error(code: str, message: str) -> bytes:
-    return f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code><Message>{message}</Message></Error>'.encode()
+def _error(code: str, message: str, extra: str = "") -> bytes:
+    return f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code><Message>{message}</Message>{extra}</Error>'.encode()
+
+
+_SCOPE = re.compile(r"Credential=[^/,\s]+/\d{8}/([^/,\s]+)/s3/aws4_request")
+
+
+def signing_region(headers: Mapping[str, str]) -> str | None:
+    """The Region a SigV4 request was signed for, from its Authorization header's credential scope."""
+    found = _SCOPE.search(headers.get("authorization", ""))
+    return found.group(1) if found else None
+
+
+def addressed_bucket(target: str, host: str, known: Mapping[str, str]) -> str | None:
+    """The bucket a request names: virtual-hosted (a known bucket as the host's first label) or path-style."""
+    label = host.split(".", 1)[0]
+    if "." in host and label in known:
+        return label
+    first = unquote(urlsplit(target).path).lstrip("/").split("/", 1)[0]
+    return first or None
 
 
 class FaultProxy:
@@ -169,6 +193,8 @@ class FaultProxy:
         length = int(headers.get("content-length") or 0)
         body = h.rfile.read(length) if length else b""
         op = operation(h.command, h.path, headers)
+        if self._wrong_region(h, headers, op):
+            return
         fault = self._fault(op, h.path)
         with self.stats.lock:
             self.stats.requests[op] += 1
@@ -190,7 +216,38 @@ class FaultProxy:
             return
         with self.stats.lock:
             self.stats.forwarded[op] += 1
+        if op == "HeadBucket" and (region := self._region_of(h.path, headers)):
+            reply_headers = [(k, v) for k, v in reply_headers if k.lower() != "x-amz-bucket-region"]
+            reply_headers.append(("x-amz-bucket-region", region))
         self._reply(h, status, data, reply_headers, head=h.command == "HEAD")
+
+    def _region_of(self, target: str, headers: dict[str, str]) -> str | None:
+        bucket = addressed_bucket(target, headers.get("host", ""), self.plan.bucket_regions)
+        return self.plan.bucket_regions.get(bucket) if bucket else None
+
+    def _wrong_region(self, h: BaseHTTPRequestHandler, headers: dict[str, str], op: str) -> bool:
+        """Answer as S3 does a request for a mapped bucket signed for another Region; True when answered."""
+        if not self.plan.bucket_regions or op == "CreateBucket":
+            return False
+        bucket = addressed_bucket(h.path, headers.get("host", ""), self.plan.bucket_regions)
+        region = self.plan.bucket_regions.get(bucket) if bucket else None
+        signed = signing_region(headers)
+        if region is None or signed is None or signed == region:
+            return False
+        with self.stats.lock:
+            self.stats.requests[op] += 1
+            self.stats.redirected[(bucket or "", op)] += 1
+        reply = [("x-amz-bucket-region", region), ("Content-Type", "application/xml")]
+        if op == "HeadBucket":
+            self._reply(h, 301, b"", reply, head=True)
+        elif self.plan.wrong_region == "malformed":
+            message = f"The authorization header is malformed; the region '{signed}' is wrong; expecting '{region}'"
+            self._reply(h, 400, _error("AuthorizationHeaderMalformed", message, f"<Region>{region}</Region>"), reply)
+        else:
+            message = "The bucket you are attempting to access must be addressed using the specified endpoint."
+            endpoint = f"<Endpoint>{bucket}.s3.{region}.amazonaws.com</Endpoint><Bucket>{bucket}</Bucket>"
+            self._reply(h, 301, _error("PermanentRedirect", message, endpoint), reply)
+        return True
 
     def _forward(self, method: str, target: str, headers: object, body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
         for attempt in range(2):
