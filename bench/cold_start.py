@@ -69,13 +69,13 @@ def main() -> None:
 
 
 def _timed(python: str, task: Path, module: str, runs: int) -> float:
-    """-I keeps the project's venv and PYTHONPATH out; the task dir goes first on sys.path, as Lambda puts it."""
+    """-I keeps the project's venv and PYTHONPATH out (and ignores PYTHON* variables, so -B stops pyc writes); the task dir goes first, as in Lambda."""
     probe = f"import sys; sys.path.insert(0, {str(task)!r}); " + PROBE.format(mod=module)
     env = {"PATH": os.environ.get("PATH", ""), "PYTHONDONTWRITEBYTECODE": "1", "AWS_DEFAULT_REGION": "us-east-1"}
     env |= {"POWERTOOLS_TRACE_DISABLED": "true", "POWERTOOLS_SERVICE_NAME": "s3bulk"}
     out = []
     for _ in range(runs):
-        proc = subprocess.run([python, "-I", "-c", probe], env=env, capture_output=True, text=True, check=True, cwd="/")
+        proc = subprocess.run([python, "-I", "-B", "-c", probe], env=env, capture_output=True, text=True, check=True, cwd="/")
         out.append(float(proc.stdout.strip().splitlines()[-1]))
     return statistics.median(out)
 
