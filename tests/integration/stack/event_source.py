@@ -1,0 +1,101 @@
+"""An SQS event source mapping as Lambda runs it: pollers, batches of up to BatchSize, partial batch responses."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from tests.integration.aws_harness import sqs_event
+from tests.integration.stack.faults import Faults, draw
+from tests.integration.stack.lambdas import Function
+
+
+@dataclass
+class SourceStats:
+    invocations: int = 0
+    records: int = 0
+    deleted: int = 0
+    returned: int = 0  # records the handler reported as failed, or all of an invocation that raised
+    crashed: int = 0
+    killed: int = 0
+    duplicated: int = 0
+
+
+class SqsEventSource:
+    """An event source mapping on an SQS queue, as Lambda runs it: pollers, batches, partial batch responses."""
+
+    def __init__(self, sqs: Any, queue_url: str, queue_arn: str, fn: Function, props: dict[str, Any], faults: Faults, pollers: int) -> None:
+        self.sqs, self.queue_url, self.queue_arn, self.fn, self.faults = sqs, queue_url, queue_arn, fn, faults
+        self.batch_size = int(props.get("BatchSize", 10))
+        self.partial = "ReportBatchItemFailures" in props.get("FunctionResponseTypes", [])
+        limit = int(props.get("ScalingConfig", {}).get("MaximumConcurrency", pollers))
+        self.pollers = max(1, min(pollers, limit))
+        self.stats = SourceStats()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()  # moto's SQS is not thread-safe; one receive at a time, as one queue would serve them
+        self._threads: list[threading.Thread] = []
+        self._duplicated: set[str] = set()
+
+    def start(self) -> None:
+        for i in range(self.pollers):
+            t = threading.Thread(target=self._poll, name=f"esm-{self.fn.name}-{i}", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout)
+        alive = [t.name for t in self._threads if t.is_alive()]
+        assert not alive, f"pollers still running after {timeout}s: {alive}"
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            with self._lock:
+                got = self.sqs.receive_message(
+                    QueueUrl=self.queue_url, MaxNumberOfMessages=min(self.batch_size, 10), AttributeNames=["All"], WaitTimeSeconds=0
+                )
+            messages: list[dict[str, Any]] = got.get("Messages", [])
+            if not messages:
+                self._stop.wait(0.05)
+                continue
+            self._deliver(messages)
+
+    def _deliver(self, messages: list[dict[str, Any]]) -> None:
+        with self._lock:
+            self.stats.invocations += 1
+            ordinal = self.stats.invocations
+            self.stats.records += len(messages)
+        for m in messages:
+            self._maybe_duplicate(m)
+        killed = ordinal in self.faults.kill_invocations
+        try:
+            response = self.fn.invoke(sqs_event(messages, self.queue_arn), self.faults.kill_after if killed else None)
+        except Exception:  # noqa: BLE001 - as Lambda: a failed invocation returns every record, after its visibility timeout
+            with self._lock:
+                self.stats.crashed += 1
+                self.stats.returned += len(messages)
+            return
+        failed = {f["itemIdentifier"] for f in (response or {}).get("batchItemFailures", [])} if self.partial else set()
+        done = [m for m in messages if m["MessageId"] not in failed]
+        for start in range(0, len(done), 10):
+            entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done[start : start + 10])]
+            with self._lock:
+                self.sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=entries)
+        with self._lock:
+            self.stats.killed += killed
+            self.stats.deleted += len(done)
+            self.stats.returned += len(messages) - len(done)
+
+    def _maybe_duplicate(self, m: dict[str, Any]) -> None:
+        rate = self.faults.duplicate_rate
+        body = m["Body"]
+        if not rate or m["Attributes"]["ApproximateReceiveCount"] != "1" or draw(self.faults.seed, "dup", body) >= rate:
+            return
+        with self._lock:
+            if body in self._duplicated:
+                return
+            self._duplicated.add(body)
+            self.stats.duplicated += 1
+            self.sqs.send_message(QueueUrl=self.queue_url, MessageBody=body)

@@ -1,0 +1,272 @@
+"""Provision a synthesized template in moto, resolve its intrinsics, and run its state machine with the real handlers."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import Any
+from unittest import mock
+
+import boto3
+from moto import mock_aws
+from moto.awslambda_simple.models import LambdaSimpleBackend
+from moto.core.models import DEFAULT_ACCOUNT_ID
+
+from tests.integration.aws_harness import REGION
+from tests.integration.stack.event_source import SqsEventSource
+from tests.integration.stack.faults import Faults, hook_dynamo_clients
+from tests.integration.stack.lambdas import Function, function_error
+
+ACCOUNT = DEFAULT_ACCOUNT_ID
+PSEUDO = {
+    "AWS::Partition": "aws",
+    "AWS::Region": REGION,
+    "AWS::AccountId": ACCOUNT,
+    "AWS::URLSuffix": "amazonaws.com",
+    "AWS::StackName": "S3Bulk",
+}
+# Process-wide settings the functions need here: in-process moto intercepts botocore, not the fast path's raw
+# sockets; no X-Ray daemon; Powertools Metrics keeps one class-level metric set per process, which concurrent
+# in-process invocations would flush under each other, so EMF output is off (tests/unit covers the metrics).
+RUNTIME_ENV = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": REGION,
+    "AWS_REGION": REGION,
+    "AWS_EC2_METADATA_DISABLED": "true",
+    "S3BULK_REQUEST_PATH": "botocore",
+    "POWERTOOLS_TRACE_DISABLED": "true",
+    "POWERTOOLS_METRICS_DISABLED": "true",
+    "POWERTOOLS_LOG_LEVEL": "WARNING",
+}
+
+
+def synthesize(context: dict[str, object]) -> dict[str, Any]:
+    """The app's only stack, synthesized in-process, as a CloudFormation template."""
+    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")  # before jsii starts node
+    import aws_cdk as cdk
+    from aws_cdk.assertions import Template
+
+    from app import build_app
+
+    app = build_app(context)
+    [stack] = [c for c in app.node.children if isinstance(c, cdk.Stack)]
+    return dict(Template.from_stack(stack).to_json())
+
+
+def resources_of(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    return {k: r.get("Properties", {}) for k, r in template["Resources"].items() if r["Type"] == kind}
+
+
+@dataclass
+class Execution:
+    arn: str
+    status: str  # SUCCEEDED, FAILED, ... or ABORTED when it did not end in time and the harness stopped it
+    description: dict[str, Any]
+    events: list[dict[str, Any]]
+    seconds: float
+
+    def entered(self) -> list[str]:
+        return [e["stateEnteredEventDetails"]["name"] for e in self.events if "stateEnteredEventDetails" in e]
+
+
+class StackOnMoto:
+    """Provision a synthesized template in moto and run it; a context manager (moto, env vars and pollers live inside it).
+
+    `visibility_scale` multiplies every queue's VisibilityTimeout (3,600 s in the stack), so a batch
+    left to its visibility timeout comes back in test time; `buckets` are created too (the allow-listed
+    buckets are the deployer's, not the stack's); `env` adds or overrides function environment variables.
+    """
+
+    def __init__(
+        self,
+        template: dict[str, Any],
+        *,
+        buckets: tuple[str, ...] = (),
+        faults: Faults | None = None,
+        pollers: int = 4,
+        visibility_scale: float = 1 / 100,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.template = template
+        self.buckets = buckets
+        self.faults = faults or Faults()
+        self.pollers = pollers
+        self.visibility_scale = visibility_scale
+        self.extra_env = env or {}
+        self.names: dict[str, Any] = dict(PSEUDO)
+        self.functions: dict[str, Function] = {}
+        self.sources: list[SqsEventSource] = []
+        self._stack = ExitStack()
+
+    # intrinsic functions
+    def resolve(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return [self.resolve(v) for v in value]
+        if not isinstance(value, dict):
+            return value
+        if len(value) == 1:
+            [(key, arg)] = value.items()
+            if key == "Ref":
+                return self._name(arg)
+            if key == "Fn::GetAtt":
+                return self._name(f"{arg[0]}.{arg[1]}")
+            if key == "Fn::Join":
+                return str(arg[0]).join(str(self.resolve(p)) for p in arg[1])
+            if key.startswith("Fn::"):
+                raise NotImplementedError(f"intrinsic {key} is not emulated: {value}")
+        return {k: self.resolve(v) for k, v in value.items()}
+
+    def _name(self, token: str) -> Any:
+        if token not in self.names:
+            raise KeyError(f"{token} names nothing this harness provisions; add its resource type to StackOnMoto")
+        return self.names[token]
+
+    # lifecycle
+    def __enter__(self) -> StackOnMoto:
+        try:
+            self._stack.enter_context(mock.patch.dict(os.environ, RUNTIME_ENV))
+            os.environ.pop("AWS_PROFILE", None)
+            self._stack.enter_context(mock_aws(config={"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}))
+            self.s3 = boto3.client("s3", region_name=REGION)
+            self.sqs = boto3.client("sqs", region_name=REGION)
+            self.ddb = boto3.client("dynamodb", region_name=REGION)
+            self.sfn = boto3.client("stepfunctions", region_name=REGION)
+            self._provision()
+            self._stack.enter_context(mock.patch.object(LambdaSimpleBackend, "invoke", self._lambda_invoke()))
+            if self.faults.dynamo is not None:
+                self._stack.enter_context(hook_dynamo_clients(self.faults.dynamo))
+            for source in self.sources:
+                source.start()
+                self._stack.callback(source.stop)
+        except BaseException:
+            self._stack.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+    def _provision(self) -> None:
+        iam = boto3.client("iam", region_name=REGION)
+        role = iam.create_role(RoleName="s3bulk-stack", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+        for b in self.buckets:
+            self.s3.create_bucket(Bucket=b)
+        for logical in resources_of(self.template, "AWS::S3::Bucket"):
+            name = f"s3bulk-{logical.lower()}"
+            self.s3.create_bucket(Bucket=name)
+            self.names |= {logical: name, f"{logical}.Arn": f"arn:aws:s3:::{name}", f"{logical}.DomainName": f"{name}.s3.amazonaws.com"}
+        for logical, p in resources_of(self.template, "AWS::DynamoDB::Table").items():
+            spec = {k: p[k] for k in ("KeySchema", "AttributeDefinitions", "GlobalSecondaryIndexes", "ProvisionedThroughput") if k in p}
+            self.ddb.create_table(TableName=logical, BillingMode=p.get("BillingMode", "PROVISIONED"), **spec)
+            arn = self.ddb.describe_table(TableName=logical)["Table"]["TableArn"]
+            self.names |= {logical: logical, f"{logical}.Arn": arn}
+        queues = resources_of(self.template, "AWS::SQS::Queue")
+        for logical, p in queues.items():
+            attrs: dict[str, str] = {k: str(p[k]) for k in ("MessageRetentionPeriod", "DelaySeconds", "MaximumMessageSize") if k in p}
+            attrs["VisibilityTimeout"] = str(max(1, round(int(p.get("VisibilityTimeout", 30)) * self.visibility_scale)))
+            url = self.sqs.create_queue(QueueName=logical, Attributes=attrs)["QueueUrl"]
+            arn = self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+            self.names |= {logical: url, f"{logical}.Arn": arn, f"{logical}.QueueName": logical, f"{logical}.QueueUrl": url}
+        for logical, p in queues.items():  # once every queue exists, the redrive policies that name them
+            if "RedrivePolicy" in p:
+                self.sqs.set_queue_attributes(
+                    QueueUrl=self.names[logical], Attributes={"RedrivePolicy": json.dumps(self.resolve(p["RedrivePolicy"]))}
+                )
+        env: dict[str, str] = {}
+        lam = boto3.client("lambda", region_name=REGION)
+        for logical, p in resources_of(self.template, "AWS::Lambda::Function").items():
+            for k, v in self.resolve(p.get("Environment", {}).get("Variables", {})).items():
+                if env.setdefault(k, str(v)) != str(v):  # one process holds every function: their environments must agree
+                    raise NotImplementedError(f"functions disagree on {k} ({env[k]!r} vs {v!r}); set it per invocation")
+            arn = lam.create_function(
+                FunctionName=logical,
+                Runtime=p["Runtime"],
+                Role=role,
+                Handler=p["Handler"],
+                Code={"ZipFile": b"0"},
+                Timeout=p.get("Timeout", 3),
+            )["FunctionArn"]
+            self.names |= {logical: logical, f"{logical}.Arn": arn}
+            self.functions[logical] = Function(logical, p["Handler"], float(p.get("Timeout", 3)), int(p.get("MemorySize", 128)))
+        os.environ.update(env | self.extra_env)
+        [(logical, sm)] = resources_of(self.template, "AWS::StepFunctions::StateMachine").items()
+        definition = self.resolve(sm["DefinitionString"])
+        self.definition: dict[str, Any] = json.loads(definition)
+        self.state_machine_arn = self.sfn.create_state_machine(
+            name=self.resolve(sm.get("StateMachineName", logical)), definition=definition, roleArn=role
+        )["stateMachineArn"]
+        for p in resources_of(self.template, "AWS::Lambda::EventSourceMapping").values():
+            source_arn, fn = self.resolve(p["EventSourceArn"]), self.resolve(p["FunctionName"])
+            [url] = [self.names[q] for q in queues if self.names[f"{q}.Arn"] == source_arn]
+            self.sources.append(SqsEventSource(self.sqs, url, source_arn, self.functions[fn], p, self.faults, self.pollers))
+
+    def _lambda_invoke(self) -> Callable[..., bytes]:
+        functions = self.functions
+
+        def invoke(
+            backend: LambdaSimpleBackend, function_name: str, qualifier: str | None, body: Any, headers: Any, response_headers: Any
+        ) -> bytes:
+            fn = functions[backend.get_function(function_name, qualifier).function_name]
+            try:
+                result = fn.invoke(json.loads(body or b"{}"))
+            except Exception as exc:  # noqa: BLE001 - as Lambda: any exception is a function error
+                response_headers["x-amz-function-error"] = "Unhandled"
+                return function_error(exc)
+            return json.dumps(result).encode()
+
+        return invoke
+
+    # running
+    def function(self, handler_module: str) -> Function:
+        [fn] = [f for f in self.functions.values() if f.module_name == handler_module]
+        return fn
+
+    def run(self, job: dict[str, Any], timeout: float = 45.0) -> Execution:
+        """Start an execution with `job` as input and wait (at most `timeout`) for it to end; stop it if it does not."""
+        began = time.monotonic()
+        arn = self.sfn.start_execution(stateMachineArn=self.state_machine_arn, input=json.dumps(job))["executionArn"]
+        desc = self.sfn.describe_execution(executionArn=arn)
+        while desc["status"] == "RUNNING" and time.monotonic() - began < timeout:
+            time.sleep(0.1)
+            desc = self.sfn.describe_execution(executionArn=arn)
+        if desc["status"] == "RUNNING":  # stop it, and wait until it has (its thread must not outlive moto)
+            self.sfn.stop_execution(executionArn=arn, error="Harness.Timeout", cause=f"not ended after {timeout:.0f}s")
+            stopping = time.monotonic()
+            while desc["status"] == "RUNNING" and time.monotonic() - stopping < 30:
+                time.sleep(0.1)
+                desc = self.sfn.describe_execution(executionArn=arn)
+            self._quiesce()
+        events = self.sfn.get_execution_history(executionArn=arn, maxResults=1000)["events"]
+        return Execution(arn, desc["status"], desc, events, time.monotonic() - began)
+
+    def _quiesce(self, timeout: float = 30.0) -> None:
+        """Wait for Lambda invocations the stopped execution still has in flight."""
+        deadline = time.monotonic() + timeout
+        while any(f.in_flight for f in self.functions.values()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def describe(self) -> str:
+        """What ran and what was injected: for assertion messages."""
+        lines = [f"{f.name}: {f.invocations} invocations, errors {dict(f.errors)}" for f in self.functions.values()]
+        lines += [f"event source {s.fn.name}: {s.stats}" for s in self.sources]
+        if self.faults.dynamo is not None:
+            lines.append(f"dynamo writes {dict(self.faults.dynamo.writes)}, conflicts injected {dict(self.faults.dynamo.injected)}")
+        lines.append(f"queues {self.queue_depths()}")
+        return "\n".join(lines)
+
+    def queue_depths(self) -> dict[str, int]:
+        """Visible plus in-flight messages per queue logical id."""
+        out = {}
+        for logical in resources_of(self.template, "AWS::SQS::Queue"):
+            a = self.sqs.get_queue_attributes(QueueUrl=self.names[logical], AttributeNames=["All"])["Attributes"]
+            out[logical] = int(a["ApproximateNumberOfMessages"]) + int(a["ApproximateNumberOfMessagesNotVisible"])
+        return out
+
+    def bucket_of(self, logical_prefix: str) -> str:
+        [name] = [v for k, v in self.names.items() if k.startswith(logical_prefix) and "." not in k]
+        return str(name)

@@ -1,0 +1,45 @@
+"""The synthesized stack, run as it will run: the real state machine on moto's ASL interpreter, the real handlers as its Lambdas.
+
+`synthesize(context)` builds the CDK app in-process and returns the stack's template.
+`StackOnMoto(template)` provisions, in moto, every table, queue, bucket and function
+the template declares (same logical ids, key schemas, redrive policy, handler paths
+and environments), resolves every Ref/Fn::GetAtt/Fn::Join in the state machine's
+definition to them, creates the state machine, and then:
+
+- routes moto's Lambda invoke to the real handler named by the function's `Handler`,
+  with a fake LambdaContext whose clock is the function's `Timeout`; an exception
+  becomes a function error whose errorType is its class name, as on AWS, so the
+  definition's Retry/Catch on error names act on it;
+- emulates each `AWS::Lambda::EventSourceMapping` on an SQS queue: poller threads
+  receive up to BatchSize messages, build the SQS event as AWS does, invoke the
+  function, delete what succeeded, and leave the rest to reappear when their
+  visibility timeout ends (whatever the handler set stands); moto's redrive moves
+  messages past maxReceiveCount to the DLQ;
+- injects faults (`Faults`): DynamoDB TransactionConflict on a seeded fraction of
+  the handlers' writes, workers whose time runs out mid-batch, duplicate deliveries.
+
+Each concurrent invocation gets its own copy of the handler module (its own module
+globals and `functools.cache`d clients), as each Lambda execution environment has;
+an environment serves one invocation at a time and is reused after it, so caches
+behave as in warm containers and never leak between harnesses.
+
+The parts live in tests/integration/stack/ (moto_stack, lambdas, event_source, faults); import them from here.
+"""
+
+from tests.integration.stack.event_source import SourceStats, SqsEventSource
+from tests.integration.stack.faults import DynamoConflicts, Faults
+from tests.integration.stack.lambdas import Function, LambdaContext
+from tests.integration.stack.moto_stack import Execution, StackOnMoto, resources_of, synthesize
+
+__all__ = [
+    "DynamoConflicts",
+    "Execution",
+    "Faults",
+    "Function",
+    "LambdaContext",
+    "SourceStats",
+    "SqsEventSource",
+    "StackOnMoto",
+    "resources_of",
+    "synthesize",
+]
