@@ -27,7 +27,7 @@ from pathlib import Path
 
 from infra import bundling
 
-HANDLERS = ("validate", "lister", "worker", "finalize")
+HANDLERS = ("validate", "lister", "worker", "progress", "finalize")
 PROBE = "import time, importlib; t = time.perf_counter(); importlib.import_module({mod!r}); print(time.perf_counter() - t)"
 
 

@@ -35,7 +35,7 @@ class DeployConfig:
     worker_timeout_s: int = 600
     worker_batch_size: int = 5
     worker_threads: int = 32
-    poll_seconds: int = 20
+    poll_seconds: int = 600  # the completion wait's safety net (infra/state_machine.py)
     alarm_email: str | None = None  # subscribed to an SNS topic every alarm notifies
     schedules: tuple[Schedule, ...] = field(default_factory=tuple)
 
@@ -60,7 +60,7 @@ class DeployConfig:
             worker_memory_mb=int(get("worker_memory_mb") or 1024),
             worker_batch_size=int(get("worker_batch_size") or 5),
             worker_threads=int(get("worker_threads") or 32),
-            poll_seconds=int(get("poll_seconds") or 20),
+            poll_seconds=int(get("poll_seconds") or 600),
             alarm_email=str(get("alarm_email") or "").strip() or None,
             schedules=load_schedules(ROOT / schedules_file) if schedules_file else (),
         )
@@ -75,6 +75,11 @@ class DeployConfig:
                 raise ValueError(f"context kms_keys: {key!r} is not a KMS key ARN; pass -c kms_keys=arn:aws:kms:REGION:ACCOUNT:key/ID")
         if self.alarm_email is not None and not re.fullmatch(r"[^@\s,]+@[^@\s,]+\.[^@\s,]+", self.alarm_email):
             raise ValueError(f"context alarm_email: {self.alarm_email!r} is not an email address; pass -c alarm_email=you@example.com")
+        if not 60 <= self.poll_seconds <= 3600:
+            raise ValueError(
+                "context poll_seconds: the completion check's period must be 60-3600 s "
+                "(shorter fills the execution's 25,000-event history sooner); pass e.g. -c poll_seconds=600"
+            )
         if not 2 <= self.worker_max_concurrency <= 1000:
             raise ValueError("context worker_max_concurrency: SQS event sources allow 2-1000; pick a value in that range")
         allow = AllowList(frozenset(self.read_buckets), frozenset(self.write_buckets), frozenset(self.delete_buckets))

@@ -171,6 +171,7 @@ class S3BulkStack(cdk.Stack):
         self.validate_fn = function("Validate", "functions.validate.handler.handler", 256, cdk.Duration.seconds(30))
         self.lister_fn = function("Lister", "functions.lister.handler.handler", 512, cdk.Duration.minutes(5))
         self.worker_fn = function("Worker", "functions.worker.handler.handler", config.worker_memory_mb, worker_timeout)
+        self.progress_fn = function("Progress", "functions.progress.handler.handler", 256, cdk.Duration.seconds(60))
         self.finalize_fn = function("Finalize", "functions.finalize.handler.handler", 1024, cdk.Duration.minutes(14))
 
         self.worker_fn.add_event_source(
@@ -181,11 +182,22 @@ class S3BulkStack(cdk.Stack):
                 max_concurrency=config.worker_max_concurrency,
             )
         )
+        # A fixed name, so the functions that resume a waiting execution are granted it by ARN, with no reference cycle.
+        machine_name = f"{cdk.Aws.STACK_NAME}-jobs"
+        self.state_machine_arn = self.format_arn(
+            service="states", resource="stateMachine", resource_name=machine_name, arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME
+        )
         self._grant(config)
 
         # -- orchestration ----------------------------------------------------------------------
         self.state_machine = build_state_machine(
-            Construct(self, "Orchestration"), table=self.table, validate=self.validate_fn, lister=self.lister_fn, finalize=self.finalize_fn
+            Construct(self, "Orchestration"),
+            name=machine_name,
+            table=self.table,
+            validate=self.validate_fn,
+            lister=self.lister_fn,
+            progress=self.progress_fn,
+            finalize=self.finalize_fn,
         )
         self._schedules(config)
 
@@ -226,7 +238,7 @@ class S3BulkStack(cdk.Stack):
         """Least privilege: reads on sources, writes on destinations, deletes only where allowed."""
         listable = tuple(sorted(set(config.read_buckets) | set(config.write_buckets)))
         self.lister_fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=_bucket_arns(listable)))
-        self.table.grant(self.lister_fn, "dynamodb:GetItem", "dynamodb:UpdateItem")
+        self.table.grant(self.lister_fn, "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query")
         self.queue.grant_send_messages(self.lister_fn)
         # Manifests (source.manifest) are read by the lister; their bad rows go to the report bucket.
         self.lister_fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=_object_arns(config.read_buckets)))
@@ -271,11 +283,18 @@ class S3BulkStack(cdk.Stack):
                     conditions={"StringLike": {"kms:ViaService": "s3.*.amazonaws.com"}},
                 )
             )
-        self.table.grant(worker, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
+        self.table.grant(worker, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query")
         worker.add_to_role_policy(iam.PolicyStatement(actions=["s3:PutObject"], resources=[self.reports.arn_for_objects("jobs/*")]))
+        # A batch that could not start on its last delivery is sent again instead of dead-lettered.
+        self.queue.grant_send_messages(worker)
+        # The worker that counts a job's last batch resumes its waiting execution; so does Progress.
+        resume = iam.PolicyStatement(actions=["states:SendTaskSuccess"], resources=[self.state_machine_arn])
+        worker.add_to_role_policy(resume)
+        self.progress_fn.add_to_role_policy(resume)
+        self.table.grant(self.progress_fn, "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query")
 
         finalize = self.finalize_fn
-        self.table.grant(finalize, "dynamodb:GetItem", "dynamodb:UpdateItem")
+        self.table.grant(finalize, "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query")
         finalize.add_to_role_policy(
             iam.PolicyStatement(
                 actions=["s3:ListBucket"], resources=[self.reports.bucket_arn], conditions={"StringLike": {"s3:prefix": ["jobs/*"]}}
@@ -327,7 +346,7 @@ class S3BulkStack(cdk.Stack):
             "Functions run Python 3.11, the version the shared core is built and tested on (CI, CLI and Lambda alike); "
             "moving to a newer runtime is a project-wide change, not a per-function one."
         )
-        for fn in (self.validate_fn, self.lister_fn, self.finalize_fn):
+        for fn in (self.validate_fn, self.lister_fn, self.progress_fn, self.finalize_fn):
             logical = self.get_logical_id(fn.node.default_child)  # type: ignore[arg-type]
             reasons[f"{iam5}[Resource::<{logical}.Arn>:*]"] = "The state machine may invoke any version of this stack's own function."
         for bucket in sorted(set(self.config.read_buckets) | set(self.config.write_buckets) | set(self.config.delete_buckets)):

@@ -1,7 +1,12 @@
-"""The job state machine: Validate -> ledger entry -> List loop -> Wait/CheckProgress loop -> Finalize -> Succeed/Fail.
+"""The job state machine: Validate -> ledger entry -> List loop -> AwaitCompletion -> Finalize -> Succeed/Fail.
 
-Payloads carry ids and counts only. The progress loop reads the ledger with
-the direct DynamoDB integration, so waiting costs no Lambda invocations.
+Payloads carry ids and counts only. Waiting for the workers is one
+`.waitForTaskToken` task, resumed by whoever sees the job complete (s3bulk/aws/completion.py),
+so the history does not grow while a job runs. The wait times out after `poll_seconds`
+(a safety net, e.g. for a worker that died between counting the last batch and sending
+the token): CheckProgress asks the ledger, and the state machine finalizes or waits again.
+One such cycle costs about 12 history events, so at the default 600 s an execution stays
+under Step Functions' 25,000-event limit for about 14 days of work.
 """
 
 from __future__ import annotations
@@ -22,8 +27,16 @@ def _retry(task: sfn.TaskStateBase, errors: list[str]) -> None:
 
 
 def build_state_machine(
-    scope: Construct, *, table: ddb.ITable, validate: lambda_.IFunction, lister: lambda_.IFunction, finalize: lambda_.IFunction
+    scope: Construct,
+    *,
+    name: str,
+    table: ddb.ITable,
+    validate: lambda_.IFunction,
+    lister: lambda_.IFunction,
+    progress: lambda_.IFunction,
+    finalize: lambda_.IFunction,
 ) -> sfn.StateMachine:
+    """`name` is fixed so functions can be granted SendTaskSuccess on it without a reference cycle."""
     job_key = {
         "pk": tasks.DynamoAttributeValue.from_string(sfn.JsonPath.format("job#{}", sfn.JsonPath.string_at("$.job_id"))),
         "sk": tasks.DynamoAttributeValue.from_string("job"),
@@ -90,23 +103,21 @@ def build_state_machine(
 
     list_task = job_task("List", lister, "$.listing")
 
-    wait = sfn.Wait(scope, "Wait", time=sfn.WaitTime.seconds_path("$.poll_seconds"))
-    check = tasks.DynamoGetItem(
+    await_completion = tasks.LambdaInvoke(
         scope,
-        "CheckProgress",
-        table=table,
-        key=job_key,
-        consistent_read=True,
-        result_selector={
-            "listing_done.$": "$.Item.listing_done.BOOL",
-            "pending.$": "$.Item.pending.N",
-            "failed.$": "$.Item.failed.N",
-            "succeeded.$": "$.Item.succeeded.N",
-        },
-        result_path="$.progress",
+        "AwaitCompletion",
+        lambda_function=progress,
+        integration_pattern=sfn.IntegrationPattern.WAIT_FOR_TASK_TOKEN,
+        payload=sfn.TaskInput.from_object({"job_id": sfn.JsonPath.string_at("$.job_id"), "token": sfn.JsonPath.task_token}),
+        task_timeout=sfn.Timeout.at("$.poll_seconds"),
+        result_path="$.completion",
+        retry_on_service_exceptions=False,
     )
-    _retry(check, ["DynamoDB.ProvisionedThroughputExceededException", "DynamoDB.InternalServerErrorException", "States.Timeout"])
-    check.add_catch(mark_failed, errors=["States.ALL"], result_path="$.error")
+    _retry(await_completion, LAMBDA_TRANSIENT)
+    check = job_task("CheckProgress", progress, "$.progress")
+    # The wait timing out is the safety net, not an error: ask the ledger.
+    await_completion.add_catch(check, errors=["States.Timeout"], result_path=sfn.JsonPath.DISCARD)
+    await_completion.add_catch(mark_failed, errors=["States.ALL"], result_path="$.error")
 
     finalize_task = job_task("Finalize", finalize, "$.result")
 
@@ -119,17 +130,14 @@ def build_state_machine(
     succeeded = sfn.Succeed(scope, "JobSucceeded")
 
     listing_done = (
-        sfn.Choice(scope, "ListingDone?").when(sfn.Condition.boolean_equals("$.listing.listing_done", True), wait).otherwise(list_task)
+        sfn.Choice(scope, "ListingDone?")
+        .when(sfn.Condition.boolean_equals("$.listing.listing_done", True), await_completion)
+        .otherwise(list_task)
     )
     all_done = (
         sfn.Choice(scope, "AllBatchesDone?")
-        .when(
-            sfn.Condition.and_(
-                sfn.Condition.boolean_equals("$.progress.listing_done", True), sfn.Condition.string_equals("$.progress.pending", "0")
-            ),
-            finalize_task,
-        )
-        .otherwise(wait)
+        .when(sfn.Condition.boolean_equals("$.progress.complete", True), finalize_task)
+        .otherwise(await_completion)
     )
     verdict = (
         sfn.Choice(scope, "WithinTolerance?")
@@ -140,7 +148,7 @@ def build_state_machine(
     create.next(slim)
     slim.next(list_task)
     list_task.next(listing_done)
-    wait.next(check)
+    await_completion.next(finalize_task)
     check.next(all_done)
     finalize_task.next(verdict)
     definition = validate_task.next(create)
@@ -157,6 +165,7 @@ def build_state_machine(
     return sfn.StateMachine(
         scope,
         "JobStateMachine",
+        state_machine_name=name,
         definition_body=sfn.DefinitionBody.from_chainable(definition),
         state_machine_type=sfn.StateMachineType.STANDARD,
         tracing_enabled=True,

@@ -14,7 +14,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from s3bulk.aws import env
 from s3bulk.aws.messages import BatchMessage
-from s3bulk.aws.pipeline import NotStarted, WorkerService
+from s3bulk.aws.pipeline import NotStarted, WorkerService, return_delay
+from s3bulk.aws.queue import Returns
 from s3bulk.metrics import (
     BATCHES_RETURNED,
     BYTES,
@@ -43,24 +44,31 @@ processor = BatchProcessor(event_type=EventType.SQS, model=SqsBatchRecord, raise
 
 
 @cache
-def service() -> tuple[WorkerService, int]:
+def service() -> tuple[WorkerService, Returns, int]:
     cfg = env.AwsConfig.from_env()
-    return env.worker_service(cfg), cfg.max_receives
+    return env.worker_service(cfg), env.returns(cfg), cfg.max_receives
 
 
 def record_handler(record: SqsBatchRecord, lambda_context: LambdaContext) -> None:
-    worker, max_receives = service()
+    worker, returns, max_receives = service()
     msg = record.body
+    attempts = int(record.attributes.ApproximateReceiveCount)
     logger.append_keys(job_id=msg.job_id, batch_id=msg.batch_id)
     try:
         outcome = worker.work(msg, lambda: lambda_context.get_remaining_time_in_millis() / 1000)
     except NotStarted:
         metrics.add_metric(name=BATCHES_RETURNED, unit="Count", value=1)
+        if attempts >= max_receives:
+            # Never attempted, so never a failure: sent again with a fresh receive count instead of to the DLQ.
+            returns.requeue(msg.encode())
+            return
+        returns.later(record.receiptHandle, return_delay(attempts, not_started=True))
         raise
     except Exception as exc:
         metrics.add_metric(name=BATCHES_RETURNED, unit="Count", value=1)
-        attempts = int(record.attributes.ApproximateReceiveCount)
-        if attempts >= max_receives:
+        if attempts < max_receives:
+            returns.later(record.receiptHandle, return_delay(attempts, not_started=False))
+        else:
             counts = worker.dead_letter(msg, exc, attempts)
             metrics.add_metric(name=OBJECTS_FAILED, unit="Count", value=counts.failed)
             metrics.add_metric(name=DEAD_LETTERED_BATCHES, unit="Count", value=1)

@@ -11,9 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from s3bulk.aws.allowlist import AllowList
+from s3bulk.aws.completion import Completion
 from s3bulk.aws.ledger import DynamoLedger
-from s3bulk.aws.pipeline import WORK_MARGIN_S, WorkerService
-from s3bulk.aws.queue import QueueSender
+from s3bulk.aws.pipeline import DEFAULT_POLL_SECONDS, WORK_MARGIN_S, WorkerService
+from s3bulk.aws.queue import QueueSender, Returns
 from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.ops.batch import DEFAULT_CONCURRENCY, connections_needed
 from s3bulk.s3.clients import ClientSettings, S3Clients, make_client, make_s3_client
@@ -29,7 +30,7 @@ class AwsConfig:
     concurrency: int = DEFAULT_CONCURRENCY
     max_receives: int = 5
     work_margin: float = WORK_MARGIN_S
-    poll_seconds: int = 20
+    poll_seconds: int = DEFAULT_POLL_SECONDS
     list_page_size: int = 1000
     request_path: str = "fast"  # fast: CopyObject/DeleteObjects on the lighter path; botocore: everything via botocore
 
@@ -44,7 +45,7 @@ class AwsConfig:
             concurrency=int(env.get("S3BULK_CONCURRENCY", DEFAULT_CONCURRENCY)),
             max_receives=int(env.get("S3BULK_MAX_RECEIVES", 5)),
             work_margin=float(env.get("S3BULK_WORK_MARGIN_S", WORK_MARGIN_S)),
-            poll_seconds=int(env.get("S3BULK_POLL_SECONDS", 20)),
+            poll_seconds=int(env.get("S3BULK_POLL_SECONDS", DEFAULT_POLL_SECONDS)),
             list_page_size=int(env.get("S3BULK_LIST_PAGE_SIZE", 1000)),
             request_path=env.get("S3BULK_REQUEST_PATH", "fast"),
         )
@@ -71,6 +72,14 @@ def sender(cfg: AwsConfig) -> QueueSender:
     return QueueSender(make_client("sqs", SETTINGS), cfg.queue_url)
 
 
+def returns(cfg: AwsConfig) -> Returns:
+    return Returns(make_client("sqs", SETTINGS), cfg.queue_url)
+
+
+def completion() -> Completion:
+    return Completion(make_client("stepfunctions", SETTINGS))
+
+
 def worker_service(cfg: AwsConfig) -> WorkerService:
     s3 = store(cfg)
     return WorkerService(
@@ -81,4 +90,5 @@ def worker_service(cfg: AwsConfig) -> WorkerService:
         concurrency=cfg.concurrency,
         margin=cfg.work_margin,
         rate=s3.rate,
+        completion=completion(),
     )

@@ -1,21 +1,33 @@
-"""The job ledger in DynamoDB: spec, status, listing cursor and counters that stay exact.
+"""The job ledger in DynamoDB: spec, status, listing cursor and counters that stay exact, with no hot item.
 
-One table, two item kinds under the job's partition key:
-  pk=job#ID sk=job         the job: spec, status, cursor, page, counters, pending
-  pk=job#ID sk=batch#BID   a marker per finished batch, written in the same
-                           transaction as the counter update, so a redelivered
-                           message can never be counted twice.
-`pending` is batches sent minus batches finished; the state machine reads it
-(with listing_done) straight from DynamoDB to know when a job is done.
-`send_rate` (with `rate_at`) is the job's adaptive per-worker request rate, shared by
-all workers: a cut lowers it at once, a rise lands at most once per RISE_SPACING_S.
+One table, item kinds under the job's partition key:
+  pk=job#ID sk=job          the job: spec, status, listing cursor and page, the lister's
+                            counters (scanned, listed, batches sent ...), the completion token
+  pk=job#ID sk=count#NN     one of COUNTER_SHARDS counter items the workers add to; a batch
+                            picks its shard by a hash of its id
+  pk=job#ID sk=batch#BID    a marker per finished batch, written in the same transaction as
+                            its shard's counter update, so a redelivered message is never
+                            counted twice
+A job's counters are the sum over its job item and its counter shards, read with one
+GetItem and one Query. `pending` is batches sent (added on the job item by the lister)
+minus batches finished (subtracted on the shards), so it too is a sum.
+
+No item takes transactional writes at a high rate: workers spread theirs over the shards;
+the job item takes only plain UpdateItems (the lister's checkpoints, a rare rate change, the
+status), which DynamoDB serializes without conflicts. DynamoDB still answers
+overlapping writes with TransactionConflict, which botocore does not retry, so every write
+here retries conflicts with jittered backoff; each write is idempotent (conditional on the
+marker or the page number), so a retry never counts twice.
 """
 
 from __future__ import annotations
 
+import random
 import time
+import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
 
@@ -35,7 +47,18 @@ COUNTERS = (
     "retries",
     "object_retries",
 )
+# Counters the lister adds on the job item; the rest are only ever added on shards.
+LISTER_COUNTERS = ("scanned", "listed", "listed_bytes", "skipped", "failed", "batches", "pending", "extraneous")
+WORKER_COUNTERS = ("succeeded", "skipped", "failed", "bytes", "retries", "object_retries", "pending")
 DEFAULT_TTL_DAYS = 30
+# Enough shards that 1,000 concurrent workers finishing a batch a second each put ~30 writes/s
+# on any one item (DynamoDB's per-item limit is 1,000 WCU/s, and transactions conflict far sooner).
+COUNTER_SHARDS = 32
+# A write that meets a TransactionConflict is retried this many times, with full jitter.
+CONFLICT_ATTEMPTS = 12
+CONFLICT_BASE_S = 0.02
+CONFLICT_CAP_S = 2.0
+T = TypeVar("T")
 # However many workers finish a batch at once, the shared rate rises at most this often.
 RISE_SPACING_S = 2.0
 
@@ -77,6 +100,52 @@ def job_key(job_id: str) -> dict[str, Any]:
     return {"pk": {"S": f"job#{job_id}"}, "sk": {"S": "job"}}
 
 
+def _key(job_id: str, sk: str) -> dict[str, Any]:
+    return {"pk": {"S": f"job#{job_id}"}, "sk": {"S": sk}}
+
+
+def counter_shard(batch_id: str, shards: int = COUNTER_SHARDS) -> str:
+    """The counter item a batch adds to: stable per batch, spread evenly over the shards."""
+    return f"count#{zlib.crc32(batch_id.encode()) % shards:02d}"
+
+
+def is_conflict(exc: ClientError) -> bool:
+    """A write that lost a race with another transaction: retryable, unlike a failed condition."""
+    err = exc.response.get("Error", {}).get("Code")
+    if err == "TransactionConflictException":
+        return True
+    if err == "TransactionCanceledException":
+        reasons = [r.get("Code") for r in exc.response.get("CancellationReasons") or []]
+        return "TransactionConflict" in reasons and "ConditionalCheckFailed" not in reasons
+    return False
+
+
+def retry_conflicts(call: Callable[[], T], *, sleep: Callable[[float], None] = time.sleep, attempts: int = CONFLICT_ATTEMPTS) -> T:
+    """Run a DynamoDB write, retrying TransactionConflict with capped exponential backoff and full jitter."""
+    for attempt in range(attempts):
+        try:
+            return call()
+        except ClientError as exc:
+            if not is_conflict(exc) or attempt == attempts - 1:
+                raise
+            sleep(random.uniform(0, min(CONFLICT_CAP_S, CONFLICT_BASE_S * 2**attempt)))
+    raise AssertionError("unreachable")
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """What decides whether a job is complete: read from the job item and the counter shards."""
+
+    listing_done: bool
+    pending: int
+    status: str
+    token: str | None
+
+    @property
+    def complete(self) -> bool:
+        return self.listing_done and self.pending <= 0
+
+
 def initial_item(job_id: str, job: Job, now: float | None = None, ttl_days: int = DEFAULT_TTL_DAYS) -> dict[str, Any]:
     """The job's first ledger item, in DynamoDB's typed form (the state machine puts it as is)."""
     now = time.time() if now is None else now
@@ -100,23 +169,64 @@ def _conditional_failed(exc: ClientError) -> bool:
 
 
 class DynamoLedger:
-    def __init__(self, client: Any, table: str) -> None:
+    def __init__(self, client: Any, table: str, *, shards: int = COUNTER_SHARDS, sleep: Callable[[float], None] = time.sleep) -> None:
         self.client = client
         self.table = table
+        self.shards = shards
+        self._sleep = sleep
+
+    def _write(self, call: Callable[[], T]) -> T:
+        return retry_conflicts(call, sleep=self._sleep)
 
     def create(self, job_id: str, job: Job) -> None:
         """Idempotent: creating the same job again is a no-op (state machine retries)."""
         try:
-            self.client.put_item(TableName=self.table, Item=initial_item(job_id, job), ConditionExpression="attribute_not_exists(pk)")
+            self._write(
+                lambda: self.client.put_item(
+                    TableName=self.table, Item=initial_item(job_id, job), ConditionExpression="attribute_not_exists(pk)"
+                )
+            )
         except ClientError as exc:
             if not _conditional_failed(exc):
                 raise
 
-    def load(self, job_id: str) -> JobRecord:
-        r = self.client.get_item(TableName=self.table, Key=job_key(job_id), ConsistentRead=True)
+    def _job_item(self, job_id: str, projection: str | None = None) -> dict[str, Any]:
+        kw: dict[str, Any] = {"ProjectionExpression": projection} if projection else {}
+        r = self.client.get_item(TableName=self.table, Key=job_key(job_id), ConsistentRead=True, **kw)
         item = r.get("Item")
         if item is None:
             raise KeyError(f"job {job_id!r} is not in the ledger")
+        return dict(item)
+
+    def _shard_items(self, job_id: str) -> list[dict[str, Any]]:
+        """Every counter shard of the job: one Query (a few KB), strongly consistent."""
+        items: list[dict[str, Any]] = []
+        kw: dict[str, Any] = {}
+        while True:
+            r = self.client.query(
+                TableName=self.table,
+                KeyConditionExpression="pk = :pk AND begins_with(sk, :count)",
+                ExpressionAttributeValues={":pk": {"S": f"job#{job_id}"}, ":count": {"S": "count#"}},
+                ConsistentRead=True,
+                **kw,
+            )
+            items += r.get("Items", [])
+            if "LastEvaluatedKey" not in r:
+                return items
+            kw = {"ExclusiveStartKey": r["LastEvaluatedKey"]}
+
+    def counters(self, job_id: str, item: dict[str, Any] | None = None) -> dict[str, int]:
+        """The job's counters: the job item's plus every shard's."""
+        item = self._job_item(job_id) if item is None else item
+        total = {k: int(item[k]["N"]) for k in COUNTERS if k in item}
+        for shard in self._shard_items(job_id):
+            for k in COUNTERS:
+                if k in shard:
+                    total[k] = total.get(k, 0) + int(shard[k]["N"])
+        return total
+
+    def load(self, job_id: str) -> JobRecord:
+        item = self._job_item(job_id)
         return JobRecord(
             job_id,
             parse_job(item["spec"]["S"]),
@@ -124,9 +234,41 @@ class DynamoLedger:
             item.get("cursor", {}).get("S"),
             int(item["page"]["N"]),
             bool(item["listing_done"]["BOOL"]),
-            {k: int(item[k]["N"]) for k in COUNTERS if k in item},
+            self.counters(job_id, item),
             float(item["created_at"]["N"]),
             item.get("last_key", {}).get("S"),
+        )
+
+    def spec(self, job_id: str) -> Job:
+        """The job alone (what a worker needs): one small GetItem, no counters."""
+        return parse_job(self._job_item(job_id, "spec")["spec"]["S"])
+
+    def progress(self, job_id: str) -> Progress:
+        r = self.client.get_item(
+            TableName=self.table,
+            Key=job_key(job_id),
+            ConsistentRead=True,
+            ProjectionExpression="listing_done, #s, #t, pending",
+            ExpressionAttributeNames={"#s": "status", "#t": "completion_token"},
+        )
+        item = r.get("Item")
+        if item is None:
+            raise KeyError(f"job {job_id!r} is not in the ledger")
+        pending = int(item.get("pending", {}).get("N", "0")) + sum(
+            int(s.get("pending", {}).get("N", "0")) for s in self._shard_items(job_id)
+        )
+        return Progress(bool(item["listing_done"]["BOOL"]), pending, item["status"]["S"], item.get("completion_token", {}).get("S"))
+
+    def await_completion(self, job_id: str, token: str) -> None:
+        """Store the execution's task token; whoever sees the job complete next sends it (see pipeline.notify_if_complete)."""
+        self._write(
+            lambda: self.client.update_item(
+                TableName=self.table,
+                Key=job_key(job_id),
+                UpdateExpression="SET #t = :t",
+                ExpressionAttributeNames={"#t": "completion_token"},
+                ExpressionAttributeValues={":t": {"S": token}},
+            )
         )
 
     def checkpoint(
@@ -185,17 +327,17 @@ class DynamoLedger:
             " #failed :failed, #extraneous :extraneous"
         )
         return self._update_if(
-            job_id,
+            job_key(job_id),
             UpdateExpression=update,
             ConditionExpression="#page = :page",
             ExpressionAttributeNames=names,
             ExpressionAttributeValues=values,
         )
 
-    def _update_if(self, job_id: str, **update: Any) -> bool:
-        """UpdateItem on the job item; False when its condition did not hold."""
+    def _update_if(self, key: dict[str, Any], **update: Any) -> bool:
+        """UpdateItem, conflicts retried; False when its condition did not hold."""
         try:
-            self.client.update_item(TableName=self.table, Key=job_key(job_id), **update)
+            self._write(lambda: self.client.update_item(TableName=self.table, Key=key, **update))
             return True
         except ClientError as exc:
             if _conditional_failed(exc):
@@ -203,46 +345,44 @@ class DynamoLedger:
             raise
 
     def is_batch_done(self, job_id: str, batch_id: str) -> bool:
-        key = {"pk": {"S": f"job#{job_id}"}, "sk": {"S": f"batch#{batch_id}"}}
-        return "Item" in self.client.get_item(TableName=self.table, Key=key, ConsistentRead=True)
+        return "Item" in self.client.get_item(TableName=self.table, Key=_key(job_id, f"batch#{batch_id}"), ConsistentRead=True)
 
     def finish_batch(self, job_id: str, batch_id: str, counts: BatchCounts, ttl_days: int = DEFAULT_TTL_DAYS) -> bool:
-        """Count a finished batch exactly once; False means it was already counted."""
-        marker = {
-            "pk": {"S": f"job#{job_id}"},
-            "sk": {"S": f"batch#{batch_id}"},
-            "expires_at": {"N": str(int(time.time() + ttl_days * 86400))},
+        """Count a finished batch exactly once, on its counter shard; False means it was already counted."""
+        expires = {"N": str(int(time.time() + ttl_days * 86400))}
+        marker = {**_key(job_id, f"batch#{batch_id}"), "expires_at": expires}
+        values = {
+            ":s": counts.succeeded,
+            ":k": counts.skipped,
+            ":f": counts.failed,
+            ":b": counts.bytes,
+            ":r": counts.retries,
+            ":o": counts.object_retries,
+            ":minus": -1,
+        }
+        update = {
+            "TableName": self.table,
+            "Key": _key(job_id, counter_shard(batch_id, self.shards)),
+            "UpdateExpression": "ADD #s :s, #k :k, #f :f, #b :b, #r :r, #o :o, #p :minus SET expires_at = :exp",
+            "ExpressionAttributeNames": {
+                "#s": "succeeded",
+                "#k": "skipped",
+                "#f": "failed",
+                "#b": "bytes",
+                "#r": "retries",
+                "#o": "object_retries",
+                "#p": "pending",
+            },
+            "ExpressionAttributeValues": {**{k: {"N": str(v)} for k, v in values.items()}, ":exp": expires},
         }
         try:
-            self.client.transact_write_items(
-                TransactItems=[
-                    {"Put": {"TableName": self.table, "Item": marker, "ConditionExpression": "attribute_not_exists(pk)"}},
-                    {
-                        "Update": {
-                            "TableName": self.table,
-                            "Key": job_key(job_id),
-                            "UpdateExpression": "ADD #s :s, #k :k, #f :f, #b :b, #r :r, #o :o, #p :minus",
-                            "ExpressionAttributeNames": {
-                                "#s": "succeeded",
-                                "#k": "skipped",
-                                "#f": "failed",
-                                "#b": "bytes",
-                                "#r": "retries",
-                                "#o": "object_retries",
-                                "#p": "pending",
-                            },
-                            "ExpressionAttributeValues": {
-                                ":s": {"N": str(counts.succeeded)},
-                                ":k": {"N": str(counts.skipped)},
-                                ":f": {"N": str(counts.failed)},
-                                ":b": {"N": str(counts.bytes)},
-                                ":r": {"N": str(counts.retries)},
-                                ":o": {"N": str(counts.object_retries)},
-                                ":minus": {"N": "-1"},
-                            },
-                        }
-                    },
-                ]
+            self._write(
+                lambda: self.client.transact_write_items(
+                    TransactItems=[
+                        {"Put": {"TableName": self.table, "Item": marker, "ConditionExpression": "attribute_not_exists(pk)"}},
+                        {"Update": update},
+                    ]
+                )
             )
             return True
         except ClientError as exc:
@@ -271,7 +411,7 @@ class DynamoLedger:
             condition = "send_rate < :r AND rate_at < :stale"
             values = {":r": {"N": f"{rate:.3f}"}, ":now": {"N": f"{now:.3f}"}, ":stale": {"N": f"{now - RISE_SPACING_S:.3f}"}}
         return self._update_if(
-            job_id,
+            job_key(job_id),
             UpdateExpression="SET send_rate = :r, rate_at = :now",
             ConditionExpression=f"attribute_exists(pk) AND ({condition})",
             ExpressionAttributeValues=values,
@@ -285,10 +425,12 @@ class DynamoLedger:
             names[f"#e{i}"] = k
             values[f":e{i}"] = {"S": v}
             sets.append(f"#e{i} = :e{i}")
-        self.client.update_item(
-            TableName=self.table,
-            Key=job_key(job_id),
-            UpdateExpression="SET " + ", ".join(sets),
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues=values,
+        self._write(
+            lambda: self.client.update_item(
+                TableName=self.table,
+                Key=job_key(job_id),
+                UpdateExpression="SET " + ", ".join(sets),
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
         )

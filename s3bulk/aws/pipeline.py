@@ -15,6 +15,7 @@ from itertools import islice
 from typing import Any
 
 from s3bulk.aws.allowlist import AllowList
+from s3bulk.aws.completion import Completion
 from s3bulk.aws.ledger import BatchCounts, DynamoLedger, JobRecord, initial_item
 from s3bulk.aws.messages import BatchMessage, pack
 from s3bulk.aws.queue import QueueSender
@@ -41,9 +42,23 @@ LIST_MARGIN_S = 30.0
 # The worker submits no new object with less than this left, so copies already
 # running (each bounded by the client's read timeout) finish before the Lambda does.
 WORK_MARGIN_S = 150.0
-DEFAULT_POLL_SECONDS = 20
+# How long the execution waits for the completion token before it asks the ledger itself (a safety net).
+DEFAULT_POLL_SECONDS = 600
 # Manifest rows the lister reads per checkpoint, as many as a ListObjectsV2 page holds.
 MANIFEST_PAGE = 1000
+# A record handed back comes back this soon: at once-ish when the worker only ran out of time
+# (another container has it), with backoff when the batch raised (a transient fault, or a
+# poison message on its way to the DLQ). Never the hour-long visibility timeout.
+RETURN_NOT_STARTED_S = 2
+RETURN_BASE_S = 10
+RETURN_CAP_S = 300
+
+
+def return_delay(attempts: int, *, not_started: bool) -> int:
+    """Seconds until a returned record is visible again, by how often it has been received."""
+    if not_started:
+        return RETURN_NOT_STARTED_S
+    return int(min(RETURN_CAP_S, RETURN_BASE_S * 2 ** max(0, attempts - 1)))
 
 
 # -- validate -------------------------------------------------------------------------------------
@@ -278,8 +293,10 @@ class WorkerService:
         concurrency: int,
         margin: float = WORK_MARGIN_S,
         rate: RateControl | None = None,
+        completion: Completion | None = None,
     ) -> None:
         self.ledger = ledger
+        self.completion = completion
         self.store = store
         self.reports = reports
         self.allow = allow
@@ -291,7 +308,7 @@ class WorkerService:
 
     def job(self, job_id: str) -> Job:
         if job_id not in self._jobs:
-            self._jobs[job_id] = self.ledger.load(job_id).job
+            self._jobs[job_id] = self.ledger.spec(job_id)
         return self._jobs[job_id]
 
     def work(self, msg: BatchMessage, time_left: TimeLeft) -> WorkOutcome:
@@ -324,6 +341,8 @@ class WorkerService:
             finally:
                 tally.close()
         counted = self.ledger.finish_batch(msg.job_id, msg.batch_id, counts)
+        if counted:
+            notify_if_complete(msg.job_id, self.ledger, self.completion)
         if self.rate is not None and self.rate.enabled and self.rate.send_rate is not None:
             self.ledger.publish_rate(msg.job_id, self.rate.send_rate, cut=self.rate.cuts > cuts_before)
         return WorkOutcome(counts, counted)
@@ -344,8 +363,37 @@ class WorkerService:
         ]
         self.reports.put_failures(msg.job_id, msg.batch_id, failures)
         counts = BatchCounts(failed=len(failures))
-        self.ledger.finish_batch(msg.job_id, msg.batch_id, counts)
+        if self.ledger.finish_batch(msg.job_id, msg.batch_id, counts):
+            notify_if_complete(msg.job_id, self.ledger, self.completion)
         return counts
+
+
+# -- completion -----------------------------------------------------------------------------------
+def notify_if_complete(job_id: str, ledger: DynamoLedger, completion: Completion | None) -> bool:
+    """Resume the execution if the job is complete and it is waiting; True if this call resumed it.
+
+    The worker counting a batch and the Await step storing the token each write, then
+    read the other's write (strongly consistent), so at least one of them sees both.
+    """
+    if completion is None:
+        return False
+    progress = ledger.progress(job_id)
+    if not progress.complete or progress.token is None:
+        return False
+    return completion.send(progress.token, job_id)
+
+
+def await_step(job_id: str, token: str, *, ledger: DynamoLedger, completion: Completion) -> dict[str, Any]:
+    """The state machine waits on `token` until the job is complete; store it, then check, in that order."""
+    ledger.await_completion(job_id, token)
+    resumed = notify_if_complete(job_id, ledger, completion)
+    return {"job_id": job_id, "resumed": resumed}
+
+
+def progress_step(job_id: str, *, ledger: DynamoLedger) -> dict[str, Any]:
+    """The safety net when no one sent the token in time: is the job complete?"""
+    p = ledger.progress(job_id)
+    return {"job_id": job_id, "complete": p.complete, "pending": p.pending, "listing_done": p.listing_done}
 
 
 # -- finalize -------------------------------------------------------------------------------------

@@ -42,3 +42,22 @@ class QueueSender:
                 self.sleep(min(2.0, 0.05 * 2**attempt) * random.uniform(0.5, 1.0))
             else:
                 raise SendError(f"SQS kept failing {len(pending)} batch message(s) after {ATTEMPTS} attempts")
+
+
+class Returns:
+    """What a worker does with a record it hands back: bring it back soon, not after the hour-long visibility timeout."""
+
+    def __init__(self, client: Any, queue_url: str) -> None:
+        self.client = client
+        self.queue_url = queue_url
+
+    def later(self, receipt_handle: str, seconds: int) -> None:
+        """Visible again in `seconds`; a failure here only means the record waits out its visibility timeout."""
+        try:
+            self.client.change_message_visibility(QueueUrl=self.queue_url, ReceiptHandle=receipt_handle, VisibilityTimeout=seconds)
+        except Exception:  # noqa: BLE001 - best effort: the record still comes back, only later
+            return
+
+    def requeue(self, body: str) -> None:
+        """Send the record again as a new message, with a fresh receive count (the batch id still dedupes it)."""
+        self.client.send_message(QueueUrl=self.queue_url, MessageBody=body)

@@ -195,7 +195,7 @@ def test_state_machine_is_standard_with_retry_and_catch_on_every_task(template: 
     assert sm["Properties"].get("StateMachineType", "STANDARD") == "STANDARD"
     definition = json.loads("".join(p if isinstance(p, str) else "0" for p in sm["Properties"]["DefinitionString"]["Fn::Join"][1]))
     tasks = {name: s for name, s in definition["States"].items() if s["Type"] == "Task"}
-    assert set(tasks) == {"Validate", "CreateLedgerEntry", "List", "CheckProgress", "Finalize", "MarkFailed"}
+    assert set(tasks) == {"Validate", "CreateLedgerEntry", "List", "AwaitCompletion", "CheckProgress", "Finalize", "MarkFailed"}
     for name, state in tasks.items():
         assert state.get("Retry"), name
         assert state.get("Catch"), name
@@ -337,7 +337,7 @@ def test_the_state_machine_logs_under_vendedlogs(template: Template) -> None:
 def test_lambda_tasks_carry_one_retrier_each(template: Template) -> None:
     [sm] = resources(template, "AWS::StepFunctions::StateMachine").values()
     definition = json.loads("".join(p if isinstance(p, str) else "0" for p in sm["Properties"]["DefinitionString"]["Fn::Join"][1]))
-    for name in ("Validate", "List", "Finalize"):
+    for name in ("Validate", "List", "AwaitCompletion", "CheckProgress", "Finalize"):
         assert len(definition["States"][name]["Retry"]) == 1, name
 
 
@@ -358,3 +358,30 @@ def test_alarms_notify_an_email_topic_only_when_one_is_given(template: Template)
 def test_a_bad_alarm_email_is_refused() -> None:
     with pytest.raises(ValueError, match=r"^context alarm_email: 'ops' is not an email address"):
         DeployConfig.from_context({**CONTEXT, "alarm_email": "ops"}.get)
+
+
+def test_completion_is_a_token_wait_with_a_timed_safety_net(template: Template) -> None:
+    [sm] = resources(template, "AWS::StepFunctions::StateMachine").values()
+    definition = json.loads("".join(p if isinstance(p, str) else "0" for p in sm["Properties"]["DefinitionString"]["Fn::Join"][1]))
+    wait = definition["States"]["AwaitCompletion"]
+    assert wait["Resource"].endswith(":states:::lambda:invoke.waitForTaskToken")
+    assert (wait["TimeoutSecondsPath"], wait["Parameters"]["Payload"]["token.$"]) == ("$.poll_seconds", "$$.Task.Token")
+    assert [c["Next"] for c in wait["Catch"]] == ["CheckProgress", "MarkFailed"]
+    assert wait["Catch"][0]["ErrorEquals"] == ["States.Timeout"]
+    assert "Wait" not in {s["Type"] for s in definition["States"].values()}  # no polling loop
+
+
+def test_only_the_worker_and_progress_may_resume_an_execution_and_only_this_stacks(template: Template) -> None:
+    holders = []
+    for policy in resources(template, "AWS::IAM::Policy").values():
+        for st in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if "states:SendTaskSuccess" in as_list(st["Action"]):
+                assert json.dumps(st["Resource"]).endswith(':stateMachine:", {"Ref": "AWS::StackName"}, "-jobs"]]}')
+                holders += [r["Ref"].split("ServiceRole")[0] for r in policy["Properties"]["Roles"]]
+    assert sorted(holders) == ["Progress", "Worker"]
+
+
+@pytest.mark.parametrize("value", ["30", "7200"])
+def test_a_poll_period_outside_its_bounds_is_refused(value: str) -> None:
+    with pytest.raises(ValueError, match=r"^context poll_seconds: .* 60-3600 s"):
+        DeployConfig.from_context({**CONTEXT, "poll_seconds": value}.get)

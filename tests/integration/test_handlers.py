@@ -482,7 +482,7 @@ def test_workers_share_one_adaptive_rate_through_the_ledger(aws: Aws, monkeypatc
     expected = seed(aws, 300)
     job_id = start(aws, adaptive_rate=True, batch_size=100)
     list_all(job_id)
-    first, _ = worker_handler.service()
+    first, *_ = worker_handler.service()
     assert first.rate is not None
     first.store.client.meta.events.register("before-send.s3.CopyObject", _throttle_every(4))  # type: ignore[attr-defined]
     messages = receive(aws.sqs, aws.queue_url, 1)
@@ -503,7 +503,7 @@ def test_workers_share_one_adaptive_rate_through_the_ledger(aws: Aws, monkeypatc
 
     monkeypatch.setattr(RateControl, "configure", recording)
     work_all(aws)
-    second, _ = worker_handler.service()
+    second, *_ = worker_handler.service()
     assert second is not first and second.rate is not None and second.rate.throttles == 0
     assert seeds[0] == (True, shared)
     assert second.rate.send_rate is not None  # paced from its first request, though S3 never throttled it
@@ -517,7 +517,7 @@ def test_a_job_without_adaptive_rate_neither_paces_nor_shares(aws: Aws) -> None:
     job_id = start(aws)
     list_all(job_id)
     work_all(aws)
-    worker, _ = worker_handler.service()
+    worker, *_ = worker_handler.service()
     assert worker.rate is not None and not worker.rate.enabled and worker.rate.send_rate is None
     assert aws.ledger.shared_rate(job_id) is None
 

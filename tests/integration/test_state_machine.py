@@ -33,7 +33,7 @@ JOB = {"operation": "copy", "source": {"bucket": "src-bucket", "prefix": "in/"},
 
 @pytest.fixture(scope="module")
 def template() -> dict[str, Any]:
-    app = build_app({"read_buckets": "src-bucket,dst-bucket", "write_buckets": "dst-bucket", "schedules_file": "none.json"})
+    app = build_app({"read_buckets": "src-bucket,dst-bucket", "write_buckets": "dst-bucket", "schedules_file": ""})
     return dict(Template.from_stack(app.node.find_child("S3Bulk")).to_json())  # type: ignore[arg-type]
 
 
@@ -81,15 +81,15 @@ def aws(template: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Iterator[d
         queue.clear()
 
 
-def canned(aws: dict[str, Any], *, pending: int, over_threshold: bool) -> None:
+def canned(aws: dict[str, Any], *responses: dict[str, Any], over_threshold: bool = False) -> None:
+    """Lambda results in invocation order: Validate, List, then `responses` (AwaitCompletion, CheckProgress ...), then Finalize."""
     job = parse_job(json.dumps(JOB))
     item = initial_item("job-1", job)
-    item["listing_done"] = {"BOOL": True}
-    item["pending"] = {"N": str(pending)}
     aws["canned"].extend(
         [
             json.dumps({"job_id": "job-1", "item": item, "poll_seconds": 1}),  # Validate
             json.dumps({"job_id": "job-1", "listing_done": True, "pages": 3}),  # List
+            *(json.dumps(r) for r in responses),
             json.dumps(
                 {"job_id": "job-1", "status": "failed" if over_threshold else "succeeded", "over_threshold": over_threshold}
             ),  # Finalize
@@ -97,9 +97,31 @@ def canned(aws: dict[str, Any], *, pending: int, over_threshold: bool) -> None:
     )
 
 
-def run(aws: dict[str, Any], timeout: float = 60) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def resume_when_waiting(aws: dict[str, Any], execution: list[str]) -> threading.Thread:
+    """Play the worker that counts the last batch: send the token the execution is waiting on."""
+
+    def run() -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if execution:
+                for e in aws["sfn"].get_execution_history(executionArn=execution[0])["events"]:
+                    params = e.get("taskScheduledEventDetails", {}).get("parameters")
+                    if params and "token" in params:
+                        token = json.loads(params)["Payload"]["token"]
+                        aws["sfn"].send_task_success(taskToken=token, output=json.dumps({"job_id": "job-1", "complete": True}))
+                        return
+            time.sleep(0.1)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def run(aws: dict[str, Any], timeout: float = 60, started: list[str] | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     sfn = aws["sfn"]
     arn = sfn.start_execution(stateMachineArn=aws["arn"], input=json.dumps(JOB))["executionArn"]
+    if started is not None:
+        started.append(arn)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         desc = sfn.describe_execution(executionArn=arn)
@@ -113,9 +135,11 @@ def entered(events: list[dict[str, Any]]) -> list[str]:
     return [e["stateEnteredEventDetails"]["name"] for e in events if "stateEnteredEventDetails" in e]
 
 
-def test_a_completed_job_ends_in_succeed_after_the_ledger_entry_and_progress_check(aws: dict[str, Any]) -> None:
-    canned(aws, pending=0, over_threshold=False)
-    desc, events = run(aws)
+def test_a_job_whose_last_batch_sends_the_token_finalizes_without_polling(aws: dict[str, Any]) -> None:
+    canned(aws, {"job_id": "job-1", "resumed": False})
+    started: list[str] = []
+    resume_when_waiting(aws, started)
+    desc, events = run(aws, started=started)
     assert desc["status"] == "SUCCEEDED"
     assert entered(events) == [
         "Validate",
@@ -123,9 +147,7 @@ def test_a_completed_job_ends_in_succeed_after_the_ledger_entry_and_progress_che
         "KeepIdsOnly",
         "List",
         "ListingDone?",
-        "Wait",
-        "CheckProgress",
-        "AllBatchesDone?",
+        "AwaitCompletion",
         "Finalize",
         "WithinTolerance?",
         "JobSucceeded",
@@ -134,30 +156,28 @@ def test_a_completed_job_ends_in_succeed_after_the_ledger_entry_and_progress_che
     assert item["spec"]["S"].startswith('{"operation":"copy"')  # the ledger entry came from the real PutItem
 
 
-def test_the_progress_loop_waits_until_every_batch_is_done(aws: dict[str, Any]) -> None:
-    canned(aws, pending=2, over_threshold=False)
-    finished = threading.Event()
-
-    def workers_finish_later() -> None:
-        time.sleep(2.5)  # the loop has checked (and waited) at least once by now
-        aws["ddb"].update_item(
-            TableName=TABLE,
-            Key={"pk": {"S": "job#job-1"}, "sk": {"S": "job"}},
-            UpdateExpression="SET pending = :z",
-            ExpressionAttributeValues={":z": {"N": "0"}},
-        )
-        finished.set()
-
-    threading.Thread(target=workers_finish_later, daemon=True).start()
+def test_when_no_token_comes_the_safety_net_asks_the_ledger_until_the_job_is_complete(aws: dict[str, Any]) -> None:
+    waiting = {"job_id": "job-1", "resumed": False}
+    canned(
+        aws,
+        waiting,
+        {"job_id": "job-1", "complete": False, "pending": 2, "listing_done": True},
+        waiting,
+        {"job_id": "job-1", "complete": True, "pending": 0, "listing_done": True},
+    )
     desc, events = run(aws)
-    assert finished.is_set()
     assert desc["status"] == "SUCCEEDED"
-    assert entered(events).count("CheckProgress") >= 2
+    names = entered(events)
+    assert (names.count("AwaitCompletion"), names.count("CheckProgress")) == (2, 2)
+    assert names[-3:] == ["Finalize", "WithinTolerance?", "JobSucceeded"]
+    assert len(events) < 60  # each wait is a handful of events, not a polling loop's
 
 
 def test_failures_over_the_threshold_end_in_fail(aws: dict[str, Any]) -> None:
-    canned(aws, pending=0, over_threshold=True)
-    desc, events = run(aws)
+    canned(aws, {"job_id": "job-1", "resumed": False}, over_threshold=True)
+    started: list[str] = []
+    resume_when_waiting(aws, started)
+    desc, events = run(aws, started=started)
     assert desc["status"] == "FAILED"
     failed = [e for e in events if e["type"] == "ExecutionFailed"]
     assert failed and failed[0]["executionFailedEventDetails"]["error"] == "TooManyFailures"

@@ -17,7 +17,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-HANDLERS = ["functions.validate.handler", "functions.lister.handler", "functions.worker.handler", "functions.finalize.handler"]
+HANDLERS = [
+    "functions.validate.handler",
+    "functions.lister.handler",
+    "functions.worker.handler",
+    "functions.progress.handler",
+    "functions.finalize.handler",
+]
 # Modules the Lambda path must never load: the local runtime and its dependencies, and the test doubles.
 LOCAL_ONLY = ("s3bulk.local", "s3bulk.testing", "s3bulk.cli", "sqlite3", "_sqlite3", "rich")
 

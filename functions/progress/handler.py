@@ -1,0 +1,40 @@
+"""Step Functions task: wait for a job's completion (store the task token, then check), or check it (the safety net)."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools.utilities.parser import BaseModel, event_parser
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from s3bulk.aws import env
+from s3bulk.aws.completion import Completion
+from s3bulk.aws.ledger import DynamoLedger
+from s3bulk.aws.pipeline import await_step, progress_step
+from s3bulk.metrics import SERVICE
+
+logger = Logger(service=SERVICE)
+tracer = Tracer(service=SERVICE)
+
+
+class ProgressEvent(BaseModel):
+    job_id: str
+    token: str | None = None  # present when the state machine waits with .waitForTaskToken
+
+
+@cache
+def deps() -> tuple[DynamoLedger, Completion]:
+    return env.ledger(env.AwsConfig.from_env()), env.completion()
+
+
+@tracer.capture_lambda_handler
+@logger.inject_lambda_context
+@event_parser(model=ProgressEvent)
+def handler(event: ProgressEvent, context: LambdaContext) -> dict[str, Any]:
+    logger.append_keys(job_id=event.job_id)
+    ledger, completion = deps()
+    if event.token is not None:
+        return await_step(event.job_id, event.token, ledger=ledger, completion=completion)
+    return progress_step(event.job_id, ledger=ledger)

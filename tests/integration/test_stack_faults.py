@@ -1,0 +1,215 @@
+"""The stack's handlers under DynamoDB conflicts, returned batches and batches that cannot start: counts stay exact.
+
+Runs the real handlers on moto (the `aws` fixture of test_handlers.py). DynamoDB never
+produces TransactionConflict on moto, so a botocore before-send hook injects it on the
+handlers' own DynamoDB clients, before the write happens, as DynamoDB would.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+from botocore.awsrequest import AWSResponse
+from moto.core.botocore_stubber import BotocoreStubber
+
+from functions.finalize import handler as finalize_handler
+from functions.lister import handler as lister_handler
+from functions.worker import handler as worker_handler
+from s3bulk.aws.completion import Completion
+from s3bulk.aws.ledger import BatchCounts, DynamoLedger
+from s3bulk.aws.pipeline import notify_if_complete
+from tests.integration.aws_harness import Context, receive, sqs_event
+from tests.integration.test_handlers import MAX_RECEIVES, TABLE, Aws, aws, dest_bodies, list_all, seed, start, work_all
+
+__all__ = ["aws"]  # the fixture, imported for pytest
+
+WRITES = ("UpdateItem", "PutItem", "TransactWriteItems")
+
+
+class Conflicts:
+    """Answers a share of DynamoDB writes with a conflict instead of making them (seeded, counted).
+
+    The hook is on `before-call`, whose answer replaces the call: on `before-send` every
+    handler runs, so in-process moto would make the write and the injected error would
+    then hide it, which no real conflict does.
+    """
+
+    def __init__(self, share: float, seed: int = 7) -> None:
+        self.share = share
+        self.rng = random.Random(seed)
+        self.lock = threading.Lock()
+        self.injected: Counter[str] = Counter()
+        self.passed: Counter[str] = Counter()
+
+    def __call__(self, model: Any, **_: Any) -> tuple[Any, dict[str, Any]] | None:
+        op = str(model.name)
+        if op not in WRITES:
+            return None
+        with self.lock:
+            hit = self.rng.random() < self.share
+            (self.injected if hit else self.passed)[op] += 1
+        if not hit:
+            return None
+        meta = {"HTTPStatusCode": 400, "RequestId": "conflict", "HTTPHeaders": {}, "RetryAttempts": 0}
+        if op == "TransactWriteItems":
+            parsed = {
+                "Error": {"Code": "TransactionCanceledException", "Message": "reasons [None, TransactionConflict]"},
+                "CancellationReasons": [{"Code": "None"}, {"Code": "TransactionConflict", "Message": "Transaction is ongoing"}],
+            }
+        else:
+            parsed = {"Error": {"Code": "TransactionConflictException", "Message": "Transaction is ongoing for the item"}}
+        return AWSResponse("https://dynamodb.invalid", 400, {}, None), {**parsed, "ResponseMetadata": meta}  # type: ignore[arg-type]
+
+    def attach(self, ledger: DynamoLedger) -> None:
+        ledger.client.meta.events.register("before-call.dynamodb", self)
+
+
+def _ledgers() -> list[DynamoLedger]:
+    worker, *_ = worker_handler.service()
+    return [lister_handler.deps()["ledger"], worker.ledger, finalize_handler.deps()[0]]
+
+
+def test_a_job_with_conflicts_on_a_fifth_of_dynamodb_writes_finishes_with_exact_counts(aws: Aws) -> None:
+    expected = seed(aws, 700)
+    job_id = start(aws)
+    conflicts = Conflicts(0.2)
+    for ledger in _ledgers():
+        conflicts.attach(ledger)
+    list_all(job_id)
+    deliveries = work_all(aws)
+    assert all(not d.failed_ids for d in deliveries)  # no conflict surfaced as a returned batch
+    rec = aws.ledger.load(job_id)
+    assert {k: rec.counters[k] for k in ("listed", "succeeded", "failed", "pending")} == {
+        "listed": 700,
+        "succeeded": 700,
+        "failed": 0,
+        "pending": 0,
+    }
+    result = finalize_handler.handler({"job_id": job_id}, Context())
+    assert (result["status"], result["failed"]) == ("succeeded", 0)
+    assert conflicts.injected["TransactWriteItems"] >= 1 and conflicts.injected["UpdateItem"] >= 1
+    assert dest_bodies(aws) == {"out/" + k[3:]: v for k, v in expected.items()}
+
+
+def test_concurrent_finishes_and_redeliveries_under_conflicts_count_each_batch_exactly_once(
+    aws: Aws, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # moto's in-process backends are not thread-safe; DynamoDB applies each request atomically, so one at a time is faithful.
+    serial = threading.Lock()
+    answer = BotocoreStubber.__call__
+
+    def one_at_a_time(self: BotocoreStubber, *args: Any, **kwargs: Any) -> Any:
+        with serial:
+            return answer(self, *args, **kwargs)
+
+    monkeypatch.setattr(BotocoreStubber, "__call__", one_at_a_time)
+    job_id = start(aws)
+    ledger = DynamoLedger(aws.ddb, TABLE, sleep=lambda s: time.sleep(min(s, 0.005)))
+    conflicts = Conflicts(0.3, seed=11)
+    conflicts.attach(ledger)
+    aws.ddb.update_item(
+        TableName=TABLE,
+        Key={"pk": {"S": f"job#{job_id}"}, "sk": {"S": "job"}},
+        UpdateExpression="SET listing_done = :t ADD pending :n, batches :n",
+        ExpressionAttributeValues={":t": {"BOOL": True}, ":n": {"N": "200"}},
+    )
+    batches = [f"{i:09d}-000" for i in range(200)]
+    work = batches + batches[::3]  # a third delivered twice
+    random.Random(3).shuffle(work)
+    with ThreadPoolExecutor(16) as pool:
+        counted = list(pool.map(lambda b: ledger.finish_batch(job_id, b, BatchCounts(succeeded=5, bytes=50)), work))
+    assert counted.count(True) == 200 and counted.count(False) == len(work) - 200
+    c = aws.ledger.load(job_id).counters
+    assert (c["succeeded"], c["bytes"], c["pending"]) == (1000, 10_000, 0)
+    assert conflicts.injected["TransactWriteItems"] > 10
+    shards = aws.ddb.query(
+        TableName=TABLE,
+        KeyConditionExpression="pk = :pk AND begins_with(sk, :c)",
+        ExpressionAttributeValues={":pk": {"S": f"job#{job_id}"}, ":c": {"S": "count#"}},
+    )["Items"]
+    assert len(shards) > 16  # spread, not one hot item
+
+
+def test_a_batch_that_raised_comes_back_in_seconds_not_after_the_visibility_timeout(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> None:
+    seed(aws, 20)
+    job_id = start(aws)
+    list_all(job_id)
+    [message] = receive(aws.sqs, aws.queue_url, 1)  # the harness's receive hides it for 30 s
+    worker, *_ = worker_handler.service()
+    monkeypatch.setattr(worker, "work", _raising(RuntimeError("transient")))
+    out = worker_handler.handler(sqs_event([message], aws.queue_arn), Context())
+    assert [f["itemIdentifier"] for f in out["batchItemFailures"]] == [message["MessageId"]]
+    assert receive(aws.sqs, aws.queue_url, 1) == []
+    time.sleep(10.5)  # RETURN_BASE_S for a first delivery
+    [again] = receive(aws.sqs, aws.queue_url, 1)
+    assert (again["MessageId"], again["Attributes"]["ApproximateReceiveCount"]) == (message["MessageId"], "2")
+
+
+def test_a_batch_that_never_had_time_to_start_is_sent_again_instead_of_dead_lettered(aws: Aws) -> None:
+    expected = seed(aws, 40)
+    job_id = start(aws)
+    list_all(job_id)
+    # Out of time on every delivery: receive 1..MAX_RECEIVES, each handed back unstarted.
+    for attempt in range(1, MAX_RECEIVES + 1):
+        [message] = _receive_now(aws)
+        assert message["Attributes"]["ApproximateReceiveCount"] == str(attempt)
+        out = worker_handler.handler(sqs_event([message], aws.queue_arn), Context([1.0]))
+        if attempt < MAX_RECEIVES:
+            assert out["batchItemFailures"] == [{"itemIdentifier": message["MessageId"]}]
+        else:
+            assert out["batchItemFailures"] == []  # sent again as a new message, this one deleted
+            aws.sqs.delete_message(QueueUrl=aws.queue_url, ReceiptHandle=message["ReceiptHandle"])
+    assert receive(aws.sqs, aws.dlq_url) == []
+    deliveries = work_all(aws)  # time enough now
+    assert sum(len(d.message_ids) for d in deliveries) == 1
+    rec = aws.ledger.load(job_id)
+    assert (rec.counters["succeeded"], rec.counters["failed"], rec.counters["pending"]) == (40, 0, 0)
+    assert dest_bodies(aws) == {"out/" + k[3:]: v for k, v in expected.items()}
+
+
+def test_the_worker_counting_the_last_batch_resumes_the_waiting_execution_once(aws: Aws) -> None:
+    seed(aws, 30)
+    job_id = start(aws, batch_size=10)
+    list_all(job_id)
+    sent: list[str] = []
+
+    class Recorder(Completion):
+        def __init__(self) -> None:
+            super().__init__(client=None)
+
+        def send(self, token: str, job_id: str) -> bool:
+            sent.append(token)
+            return True
+
+    worker, *_ = worker_handler.service()
+    worker.completion = Recorder()
+    aws.ledger.await_completion(job_id, "token-1")
+    assert notify_if_complete(job_id, aws.ledger, Recorder()) is False  # three batches still pending
+    work_all(aws)
+    assert sent == ["token-1"]  # the last of three batches, not the first two
+    assert aws.ledger.progress(job_id).complete
+
+
+def _raising(exc: BaseException) -> Callable[..., Any]:
+    def work(*_: Any, **__: Any) -> Any:
+        raise exc
+
+    return work
+
+
+def _receive_now(aws: Aws) -> list[dict[str, Any]]:
+    """Receive, waiting out the short return delay (2 s for an unstarted batch)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        got = aws.sqs.receive_message(QueueUrl=aws.queue_url, MaxNumberOfMessages=1, AttributeNames=["All"], VisibilityTimeout=30)
+        if got.get("Messages"):
+            return list(got["Messages"])
+        time.sleep(0.25)
+    return []
