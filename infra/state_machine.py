@@ -86,6 +86,20 @@ def build_state_machine(
     create.add_catch(slim, errors=["DynamoDb.ConditionalCheckFailedException"], result_path=sfn.JsonPath.DISCARD)
     create.add_catch(failed, errors=["States.ALL"], result_path="$.error")
 
+    # A step that failed for good: write the report with the error and what was counted, then fail.
+    report_failure = tasks.LambdaInvoke(
+        scope,
+        "ReportFailure",
+        lambda_function=finalize,
+        payload=sfn.TaskInput.from_object({"job_id": sfn.JsonPath.string_at("$.job_id"), "error": sfn.JsonPath.object_at("$.error")}),
+        payload_response_only=True,
+        result_path="$.failure_report",
+        retry_on_service_exceptions=False,
+    )
+    _retry(report_failure, [*LAMBDA_TRANSIENT, "States.Timeout"])
+    report_failure.add_catch(mark_failed, errors=["States.ALL"], result_path="$.report_error")
+    report_failure.next(failed)
+
     def job_task(name: str, fn: lambda_.IFunction, result_path: str) -> tasks.LambdaInvoke:
         """A Lambda step that takes the job id and whose errors mark the job failed."""
         task = tasks.LambdaInvoke(
@@ -98,7 +112,7 @@ def build_state_machine(
             retry_on_service_exceptions=False,
         )
         _retry(task, [*LAMBDA_TRANSIENT, "States.Timeout"])
-        task.add_catch(mark_failed, errors=["States.ALL"], result_path="$.error")
+        task.add_catch(report_failure, errors=["States.ALL"], result_path="$.error")
         return task
 
     list_task = job_task("List", lister, "$.listing")
@@ -117,7 +131,7 @@ def build_state_machine(
     check = job_task("CheckProgress", progress, "$.progress")
     # The wait timing out is the safety net, not an error: ask the ledger.
     await_completion.add_catch(check, errors=["States.Timeout"], result_path=sfn.JsonPath.DISCARD)
-    await_completion.add_catch(mark_failed, errors=["States.ALL"], result_path="$.error")
+    await_completion.add_catch(report_failure, errors=["States.ALL"], result_path="$.error")
 
     finalize_task = job_task("Finalize", finalize, "$.result")
 

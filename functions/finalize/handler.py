@@ -11,7 +11,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from s3bulk.aws import env
 from s3bulk.aws.ledger import DynamoLedger
-from s3bulk.aws.pipeline import finalize
+from s3bulk.aws.pipeline import finalize, step_error
 from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.metrics import SERVICE
 
@@ -21,6 +21,7 @@ tracer = Tracer(service=SERVICE)
 
 class FinalizeEvent(BaseModel):
     job_id: str
+    error: dict[str, str] | None = None  # set when the execution failed: the report is written with it
 
 
 @cache
@@ -35,4 +36,4 @@ def deps() -> tuple[DynamoLedger, ReportBucket]:
 def handler(event: FinalizeEvent, context: LambdaContext) -> dict[str, Any]:
     logger.append_keys(job_id=event.job_id)
     ledger, reports = deps()
-    return finalize(event.job_id, ledger=ledger, reports=reports)
+    return finalize(event.job_id, ledger=ledger, reports=reports, error=step_error(event.error))

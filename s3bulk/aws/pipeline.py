@@ -397,15 +397,24 @@ def progress_step(job_id: str, *, ledger: DynamoLedger) -> dict[str, Any]:
 
 
 # -- finalize -------------------------------------------------------------------------------------
-def finalize(job_id: str, *, ledger: DynamoLedger, reports: ReportBucket, now: Callable[[], float] = time.time) -> dict[str, Any]:
-    """Write report.json and failures.jsonl; say whether failures exceed the job's tolerance."""
+def finalize(
+    job_id: str, *, ledger: DynamoLedger, reports: ReportBucket, error: str | None = None, now: Callable[[], float] = time.time
+) -> dict[str, Any]:
+    """Write report.json and failures.jsonl; say whether failures exceed the job's tolerance.
+
+    With `error` (a step of the execution failed for good), the report is written all the
+    same, with what was counted so far and the error, and the job is marked FAILED: no
+    execution that got as far as its ledger entry ends without a report.
+    """
     rec = ledger.load(job_id)
     counts = Counts.of_counters(rec.counters)
     opts = rec.job.options
-    status = job_status(dry_run=opts.dry_run, failed=counts.failed)
-    summary = summarize(job_id, rec.job.operation, status, counts, now() - rec.created_at, tolerated_failures=opts.tolerated_failures)
+    status = job_status(dry_run=opts.dry_run, failed=counts.failed, error=error)
+    summary = summarize(
+        job_id, rec.job.operation, status, counts, now() - rec.created_at, tolerated_failures=opts.tolerated_failures, error=error
+    )
     uri = reports.write_report(job_id, summary)
-    over = counts.failed > opts.tolerated_failures
+    over = error is not None or counts.failed > opts.tolerated_failures
     ledger.set_status(job_id, "FAILED" if over else "SUCCEEDED", report=uri)
     return {
         "job_id": job_id,
@@ -415,3 +424,15 @@ def finalize(job_id: str, *, ledger: DynamoLedger, reports: ReportBucket, now: C
         "over_threshold": over,
         "report": uri,
     }
+
+
+def step_error(error: dict[str, str] | None) -> str | None:
+    """One line from a Step Functions error object ({"Error", "Cause"}), the Cause cut to 500 characters."""
+    if not error:
+        return None
+    cause = str(error.get("Cause") or "")
+    try:  # a Lambda's Cause is JSON: {"errorMessage", "errorType", ...}
+        cause = str(json.loads(cause).get("errorMessage", cause))
+    except (ValueError, AttributeError):
+        pass
+    return f"{error.get('Error', 'Error')}: {cause[:500]}"

@@ -195,7 +195,16 @@ def test_state_machine_is_standard_with_retry_and_catch_on_every_task(template: 
     assert sm["Properties"].get("StateMachineType", "STANDARD") == "STANDARD"
     definition = json.loads("".join(p if isinstance(p, str) else "0" for p in sm["Properties"]["DefinitionString"]["Fn::Join"][1]))
     tasks = {name: s for name, s in definition["States"].items() if s["Type"] == "Task"}
-    assert set(tasks) == {"Validate", "CreateLedgerEntry", "List", "AwaitCompletion", "CheckProgress", "Finalize", "MarkFailed"}
+    assert set(tasks) == {
+        "Validate",
+        "CreateLedgerEntry",
+        "List",
+        "AwaitCompletion",
+        "CheckProgress",
+        "Finalize",
+        "ReportFailure",
+        "MarkFailed",
+    }
     for name, state in tasks.items():
         assert state.get("Retry"), name
         assert state.get("Catch"), name
@@ -337,7 +346,7 @@ def test_the_state_machine_logs_under_vendedlogs(template: Template) -> None:
 def test_lambda_tasks_carry_one_retrier_each(template: Template) -> None:
     [sm] = resources(template, "AWS::StepFunctions::StateMachine").values()
     definition = json.loads("".join(p if isinstance(p, str) else "0" for p in sm["Properties"]["DefinitionString"]["Fn::Join"][1]))
-    for name in ("Validate", "List", "AwaitCompletion", "CheckProgress", "Finalize"):
+    for name in ("Validate", "List", "AwaitCompletion", "CheckProgress", "Finalize", "ReportFailure"):
         assert len(definition["States"][name]["Retry"]) == 1, name
 
 
@@ -366,7 +375,7 @@ def test_completion_is_a_token_wait_with_a_timed_safety_net(template: Template) 
     wait = definition["States"]["AwaitCompletion"]
     assert wait["Resource"].endswith(":states:::lambda:invoke.waitForTaskToken")
     assert (wait["TimeoutSecondsPath"], wait["Parameters"]["Payload"]["token.$"]) == ("$.poll_seconds", "$$.Task.Token")
-    assert [c["Next"] for c in wait["Catch"]] == ["CheckProgress", "MarkFailed"]
+    assert [c["Next"] for c in wait["Catch"]] == ["CheckProgress", "ReportFailure"]
     assert wait["Catch"][0]["ErrorEquals"] == ["States.Timeout"]
     assert "Wait" not in {s["Type"] for s in definition["States"].values()}  # no polling loop
 

@@ -7,6 +7,7 @@ handlers' own DynamoDB clients, before the write happens, as DynamoDB would.
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
@@ -26,7 +27,7 @@ from s3bulk.aws.completion import Completion
 from s3bulk.aws.ledger import BatchCounts, DynamoLedger
 from s3bulk.aws.pipeline import notify_if_complete
 from tests.integration.aws_harness import Context, receive, sqs_event
-from tests.integration.test_handlers import MAX_RECEIVES, TABLE, Aws, aws, dest_bodies, list_all, seed, start, work_all
+from tests.integration.test_handlers import MAX_RECEIVES, REPORTS, TABLE, Aws, aws, dest_bodies, list_all, seed, start, work_all
 
 __all__ = ["aws"]  # the fixture, imported for pytest
 
@@ -213,3 +214,16 @@ def _receive_now(aws: Aws) -> list[dict[str, Any]]:
             return list(got["Messages"])
         time.sleep(0.25)
     return []
+
+
+def test_a_failed_execution_still_writes_the_report_with_the_error_and_the_counts_so_far(aws: Aws) -> None:
+    seed(aws, 30)
+    job_id = start(aws)
+    list_all(job_id)
+    work_all(aws)
+    error = {"Error": "Lambda.Unknown", "Cause": json.dumps({"errorMessage": "the lister ran out of memory", "errorType": "Runtime"})}
+    result = finalize_handler.handler({"job_id": job_id, "error": error}, Context())
+    assert (result["status"], result["over_threshold"]) == ("failed", True)
+    report = json.loads(aws.s3.get_object(Bucket=REPORTS, Key=f"jobs/{job_id}/report.json")["Body"].read())
+    assert (report["status"], report["succeeded"], report["error"]) == ("failed", 30, "Lambda.Unknown: the lister ran out of memory")
+    assert aws.ledger.load(job_id).status == "FAILED"
