@@ -12,7 +12,7 @@ import pytest
 
 from tests.integration.aws_harness import REGION
 from tests.integration.helpers import md5
-from tests.integration.stack_harness import DynamoConflicts, Faults, StackOnMoto, synthesize
+from tests.integration.stack_harness import DynamoConflicts, Execution, Faults, StackOnMoto, synthesize
 
 SRC, DST = "src-bucket", "dst-bucket"
 CONTEXT: dict[str, object] = {"read_buckets": f"{SRC},{DST}", "write_buckets": DST}
@@ -70,9 +70,10 @@ def report(stack: StackOnMoto, execution_output: str | None) -> dict[str, Any]:
     return dict(json.loads(body))
 
 
-def assert_exact_copy(stack: StackOnMoto, expected: dict[str, str], status: str, output: str | None) -> None:
-    assert status == "SUCCEEDED", stack.describe()
-    r = report(stack, output)
+def assert_exact_copy(stack: StackOnMoto, expected: dict[str, str], ex: Execution) -> None:
+    why = f"{ex.description.get('error')}: {str(ex.description.get('cause'))[:2000]}\nlast states {ex.entered()[-8:]}"
+    assert ex.status == "SUCCEEDED", f"{ex.status} after {ex.seconds:.1f}s, {why}\n{stack.describe()}"
+    r = report(stack, ex.description.get("output"))
     assert (r["listed"], r["succeeded"], r["failed"], r["failures"]) == (N, N, 0, [])
     assert destination(stack) == {"out/" + k[3:]: v for k, v in expected.items()}
 
@@ -90,7 +91,7 @@ def clean(template: dict[str, Any]) -> Iterator[StackOnMoto]:
 def test_a_3000_object_copy_through_the_real_state_machine_succeeds_with_exact_counts_and_bytes(clean: StackOnMoto) -> None:
     expected = seed()
     ex = clean.run(copy_job(), timeout=90)
-    assert_exact_copy(clean, expected, ex.status, ex.description.get("output"))
+    assert_exact_copy(clean, expected, ex)
     names = ex.entered()
     assert names[:4] == ["Validate", "CreateLedgerEntry", "KeepIdsOnly", "List"] and names[-1] == "JobSucceeded"
     [source] = clean.sources
@@ -115,7 +116,7 @@ def test_transaction_conflicts_on_5_percent_of_dynamodb_writes_still_copy_everyt
         expected = seed()
         ex = stack.run(copy_job(), timeout=DEADLINE_S)
         assert sum(conflicts.injected.values()) > 0, stack.describe()
-        assert_exact_copy(stack, expected, ex.status, ex.description.get("output"))
+        assert_exact_copy(stack, expected, ex)
 
 
 @pytest.mark.xfail(
@@ -130,5 +131,5 @@ def test_duplicate_deliveries_and_a_worker_out_of_time_mid_batch_still_copy_ever
         ex = stack.run(copy_job(), timeout=DEADLINE_S)
         [source] = stack.sources
         assert source.stats.killed == 1 and source.stats.returned >= 1 and source.stats.duplicated > 0, stack.describe()
-        assert_exact_copy(stack, expected, ex.status, ex.description.get("output"))
+        assert_exact_copy(stack, expected, ex)
         assert dead_lettered(stack) == 0
