@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from s3bulk.aws.allowlist import AllowList
+from s3bulk.aws.ledger import MAX_LIST_SHARDS
+from s3bulk.aws.pipeline import DEFAULT_LIST_SHARDS
 from s3bulk.job import JobError, parse_job
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,6 +37,7 @@ class DeployConfig:
     worker_timeout_s: int = 600
     worker_batch_size: int = 5
     worker_threads: int = 32
+    list_shards: int = DEFAULT_LIST_SHARDS  # listing shards per job, listed in parallel
     poll_seconds: int = 600  # the completion wait's safety net (infra/state_machine.py)
     alarm_email: str | None = None  # subscribed to an SNS topic every alarm notifies
     schedules: tuple[Schedule, ...] = field(default_factory=tuple)
@@ -60,6 +63,7 @@ class DeployConfig:
             worker_memory_mb=int(get("worker_memory_mb") or 1024),
             worker_batch_size=int(get("worker_batch_size") or 5),
             worker_threads=int(get("worker_threads") or 32),
+            list_shards=int(get("list_shards") or DEFAULT_LIST_SHARDS),
             poll_seconds=int(get("poll_seconds") or 600),
             alarm_email=str(get("alarm_email") or "").strip() or None,
             schedules=load_schedules(ROOT / schedules_file) if schedules_file else (),
@@ -75,6 +79,8 @@ class DeployConfig:
                 raise ValueError(f"context kms_keys: {key!r} is not a KMS key ARN; pass -c kms_keys=arn:aws:kms:REGION:ACCOUNT:key/ID")
         if self.alarm_email is not None and not re.fullmatch(r"[^@\s,]+@[^@\s,]+\.[^@\s,]+", self.alarm_email):
             raise ValueError(f"context alarm_email: {self.alarm_email!r} is not an email address; pass -c alarm_email=you@example.com")
+        if not 1 <= self.list_shards <= MAX_LIST_SHARDS:
+            raise ValueError(f"context list_shards: a job lists in 1-{MAX_LIST_SHARDS} shards at once; pass e.g. -c list_shards=16")
         if not 60 <= self.poll_seconds <= 3600:
             raise ValueError(
                 "context poll_seconds: the completion check's period must be 60-3600 s "

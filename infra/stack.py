@@ -146,6 +146,7 @@ class S3BulkStack(cdk.Stack):
             "S3BULK_CONCURRENCY": str(config.worker_threads),
             "S3BULK_MAX_RECEIVES": str(MAX_RECEIVES),
             "S3BULK_POLL_SECONDS": str(config.poll_seconds),
+            "S3BULK_LIST_SHARDS": str(config.list_shards),
             "POWERTOOLS_SERVICE_NAME": SERVICE,
             "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
         }
@@ -198,6 +199,7 @@ class S3BulkStack(cdk.Stack):
             lister=self.lister_fn,
             progress=self.progress_fn,
             finalize=self.finalize_fn,
+            list_concurrency=config.list_shards,
         )
         self._schedules(config)
 

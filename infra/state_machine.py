@@ -1,4 +1,4 @@
-"""The job state machine: Validate -> ledger entry -> List loop -> AwaitCompletion -> Finalize -> Succeed/Fail.
+"""The job state machine: Validate -> ledger entry -> PlanListing -> ListShards (Map) -> AwaitCompletion -> Finalize.
 
 Payloads carry ids and counts only. Waiting for the workers is one
 `.waitForTaskToken` task, resumed by whoever sees the job complete (s3bulk/aws/completion.py),
@@ -20,6 +20,9 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 LAMBDA_TRANSIENT = ["Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException", "Lambda.TooManyRequestsException"]
+# A function that crashed (out of memory, killed) or timed out. Every job step is idempotent (the lister
+# resumes its shard from the last checkpoint, a re-sent page dedupes by batch id), so these are retried too.
+LAMBDA_CRASHED = ["Lambda.Unknown", "Sandbox.Timedout"]
 
 
 def _retry(task: sfn.TaskStateBase, errors: list[str]) -> None:
@@ -35,6 +38,7 @@ def build_state_machine(
     lister: lambda_.IFunction,
     progress: lambda_.IFunction,
     finalize: lambda_.IFunction,
+    list_concurrency: int,
 ) -> sfn.StateMachine:
     """`name` is fixed so functions can be granted SendTaskSuccess on it without a reference cycle."""
     job_key = {
@@ -111,11 +115,37 @@ def build_state_machine(
             result_path=result_path,
             retry_on_service_exceptions=False,
         )
-        _retry(task, [*LAMBDA_TRANSIENT, "States.Timeout"])
+        _retry(task, [*LAMBDA_TRANSIENT, *LAMBDA_CRASHED, "States.Timeout"])
         task.add_catch(report_failure, errors=["States.ALL"], result_path="$.error")
         return task
 
-    list_task = job_task("List", lister, "$.listing")
+    plan = job_task("PlanListing", lister, "$.plan")
+    # Each shard lists from its own cursor until done, several shards at once; a shard's
+    # invocation ends before its timeout and the loop calls it again.
+    list_shard = tasks.LambdaInvoke(
+        scope,
+        "ListShard",
+        lambda_function=lister,
+        payload=sfn.TaskInput.from_object({"job_id.$": "$.job_id", "shard.$": "$.shard"}),
+        payload_response_only=True,
+        result_path="$.listing",
+        retry_on_service_exceptions=False,
+    )
+    _retry(list_shard, [*LAMBDA_TRANSIENT, *LAMBDA_CRASHED, "States.Timeout"])
+    shard_listed = sfn.Succeed(scope, "ShardListed")
+    list_shard.next(
+        sfn.Choice(scope, "ShardDone?").when(sfn.Condition.boolean_equals("$.listing.done", True), shard_listed).otherwise(list_shard)
+    )
+    list_shards = sfn.Map(
+        scope,
+        "ListShards",
+        items_path="$.plan.shards",
+        item_selector={"job_id.$": "$.job_id", "shard.$": "$$.Map.Item.Value"},
+        max_concurrency=list_concurrency,
+        result_path=sfn.JsonPath.DISCARD,
+    )
+    list_shards.item_processor(list_shard)
+    list_shards.add_catch(report_failure, errors=["States.ALL"], result_path="$.error")
 
     await_completion = tasks.LambdaInvoke(
         scope,
@@ -143,11 +173,6 @@ def build_state_machine(
     )
     succeeded = sfn.Succeed(scope, "JobSucceeded")
 
-    listing_done = (
-        sfn.Choice(scope, "ListingDone?")
-        .when(sfn.Condition.boolean_equals("$.listing.listing_done", True), await_completion)
-        .otherwise(list_task)
-    )
     all_done = (
         sfn.Choice(scope, "AllBatchesDone?")
         .when(sfn.Condition.boolean_equals("$.progress.complete", True), finalize_task)
@@ -160,8 +185,9 @@ def build_state_machine(
     )
 
     create.next(slim)
-    slim.next(list_task)
-    list_task.next(listing_done)
+    slim.next(plan)
+    plan.next(list_shards)
+    list_shards.next(await_completion)
     await_completion.next(finalize_task)
     check.next(all_done)
     finalize_task.next(verdict)

@@ -1,4 +1,4 @@
-"""Step Functions task: list from the ledger's cursor, send batches, return before time runs out."""
+"""Step Functions tasks: plan a job's listing shards; list one shard from its cursor, send batches, return before time runs out."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from aws_lambda_powertools.utilities.parser import BaseModel, event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from s3bulk.aws import env
-from s3bulk.aws.pipeline import list_step
+from s3bulk.aws.pipeline import list_step, plan_step
 from s3bulk.metrics import LISTED_PAGES, NAMESPACE, SERVICE
 
 logger = Logger(service=SERVICE)
@@ -20,12 +20,14 @@ tracer = Tracer(service=SERVICE)
 
 class ListEvent(BaseModel):
     job_id: str
+    shard: int | None = None  # absent: plan the shards
 
 
 @cache
 def deps() -> dict[str, Any]:
     cfg = env.AwsConfig.from_env()
     return {
+        "list_shards": cfg.list_shards,
         "ledger": env.ledger(cfg),
         "store": env.store(cfg),
         "sender": env.sender(cfg),
@@ -39,7 +41,20 @@ def deps() -> dict[str, Any]:
 @logger.inject_lambda_context
 @event_parser(model=ListEvent)
 def handler(event: ListEvent, context: LambdaContext) -> dict[str, Any]:
-    logger.append_keys(job_id=event.job_id)
-    out = list_step(event.job_id, time_left=lambda: context.get_remaining_time_in_millis() / 1000, **deps())
+    logger.append_keys(job_id=event.job_id, shard=event.shard)
+    d = deps()
+    if event.shard is None:
+        shards = plan_step(event.job_id, ledger=d["ledger"], store=d["store"], allow=d["allow"], target=d["list_shards"])
+        return {"job_id": event.job_id, "shards": shards}
+    out = list_step(
+        event.job_id,
+        event.shard,
+        ledger=d["ledger"],
+        store=d["store"],
+        sender=d["sender"],
+        allow=d["allow"],
+        reports=d["reports"],
+        time_left=lambda: context.get_remaining_time_in_millis() / 1000,
+    )
     metrics.add_metric(name=LISTED_PAGES, unit="Count", value=out.pages)
-    return {"job_id": out.job_id, "listing_done": out.listing_done, "pages": out.pages}
+    return {"job_id": out.job_id, "shard": out.shard, "done": out.done, "pages": out.pages}

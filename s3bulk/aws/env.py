@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from s3bulk.aws.allowlist import AllowList
 from s3bulk.aws.completion import Completion
 from s3bulk.aws.ledger import DynamoLedger
-from s3bulk.aws.pipeline import DEFAULT_POLL_SECONDS, WORK_MARGIN_S, WorkerService
+from s3bulk.aws.pipeline import DEFAULT_LIST_SHARDS, DEFAULT_POLL_SECONDS, WORK_MARGIN_S, WorkerService
 from s3bulk.aws.queue import QueueSender, Returns
 from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.ops.batch import DEFAULT_CONCURRENCY, connections_needed
@@ -32,6 +32,7 @@ class AwsConfig:
     work_margin: float = WORK_MARGIN_S
     poll_seconds: int = DEFAULT_POLL_SECONDS
     list_page_size: int = 1000
+    list_shards: int = DEFAULT_LIST_SHARDS  # listing shards a job is split into (the state machine lists them in parallel)
     request_path: str = "fast"  # fast: CopyObject/DeleteObjects on the lighter path; botocore: everything via botocore
 
     @classmethod
@@ -47,6 +48,7 @@ class AwsConfig:
             work_margin=float(env.get("S3BULK_WORK_MARGIN_S", WORK_MARGIN_S)),
             poll_seconds=int(env.get("S3BULK_POLL_SECONDS", DEFAULT_POLL_SECONDS)),
             list_page_size=int(env.get("S3BULK_LIST_PAGE_SIZE", 1000)),
+            list_shards=int(env.get("S3BULK_LIST_SHARDS", DEFAULT_LIST_SHARDS)),
             request_path=env.get("S3BULK_REQUEST_PATH", "fast"),
         )
 

@@ -1,20 +1,23 @@
 """The job ledger in DynamoDB: spec, status, listing cursor and counters that stay exact, with no hot item.
 
 One table, item kinds under the job's partition key:
-  pk=job#ID sk=job          the job: spec, status, listing cursor and page, the lister's
-                            counters (scanned, listed, batches sent ...), the completion token
+  pk=job#ID sk=job          the job: spec, status, the number of listing shards once
+                            planned, the completion token
+  pk=job#ID sk=count#list#NNNN  one listing shard: its key range (after, upto], its own
+                            page number and cursor, done, and the counters its lister adds
+                            (scanned, listed, batches sent ...)
   pk=job#ID sk=count#NN     one of COUNTER_SHARDS counter items the workers add to; a batch
                             picks its shard by a hash of its id
   pk=job#ID sk=batch#BID    a marker per finished batch, written in the same transaction as
                             its shard's counter update, so a redelivered message is never
                             counted twice
-A job's counters are the sum over its job item and its counter shards, read with one
-GetItem and one Query. `pending` is batches sent (added on the job item by the lister)
+A job's counters are the sum over its job item and every `count#` item, read with one
+GetItem and one Query; listing is done when every listing shard is. `pending` is batches sent (added on the job item by the lister)
 minus batches finished (subtracted on the shards), so it too is a sum.
 
 No item takes transactional writes at a high rate: workers spread theirs over the shards;
-the job item takes only plain UpdateItems (the lister's checkpoints, a rare rate change, the
-status), which DynamoDB serializes without conflicts. DynamoDB still answers
+each listing shard has its own item; the job item takes only plain UpdateItems (a rare
+rate change, the status), which DynamoDB serializes without conflicts. DynamoDB still answers
 overlapping writes with TransactionConflict, which botocore does not retry, so every write
 here retries conflicts with jittered backoff; each write is idempotent (conditional on the
 marker or the page number), so a retry never counts twice.
@@ -58,6 +61,8 @@ COUNTER_SHARDS = 32
 CONFLICT_ATTEMPTS = 12
 CONFLICT_BASE_S = 0.02
 CONFLICT_CAP_S = 2.0
+# Listing shards a job may have: one transaction records them all (DynamoDB allows 100 items).
+MAX_LIST_SHARDS = 99
 T = TypeVar("T")
 # However many workers finish a batch at once, the shared rate rises at most this often.
 RISE_SPACING_S = 2.0
@@ -68,12 +73,10 @@ class JobRecord:
     job_id: str
     job: Job
     status: str
-    cursor: str | None
-    page: int
     listing_done: bool
     counters: dict[str, int]
     created_at: float
-    last_key: str | None = None  # the last source key listed so far (a sync's destination range starts after it)
+    shards: int | None = None  # listing shards, once planned
 
     def summary(self) -> dict[str, Any]:
         c = self.counters
@@ -84,6 +87,19 @@ class JobRecord:
             "listing_done": self.listing_done,
             **{k: c.get(k, 0) for k in ("listed", "succeeded", "skipped", "failed", "bytes", "scanned", "pending", "batches")},
         }
+
+
+@dataclass(frozen=True, slots=True)
+class ListShard:
+    """One listing shard's state: keys k with after < k <= upto (no bound when upto is None), listed from its own cursor."""
+
+    index: int
+    after: str
+    upto: str | None
+    page: int = 0
+    cursor: str | None = None
+    done: bool = False
+    last_key: str | None = None  # the last source key this shard listed (a sync's destination range starts after it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +118,10 @@ def job_key(job_id: str) -> dict[str, Any]:
 
 def _key(job_id: str, sk: str) -> dict[str, Any]:
     return {"pk": {"S": f"job#{job_id}"}, "sk": {"S": sk}}
+
+
+def list_shard_key(index: int) -> str:
+    return f"count#list#{index:04d}"
 
 
 def counter_shard(batch_id: str, shards: int = COUNTER_SHARDS) -> str:
@@ -154,8 +174,6 @@ def initial_item(job_id: str, job: Job, now: float | None = None, ttl_days: int 
         "job_id": {"S": job_id},
         "spec": {"S": job.model_dump_json(exclude_none=True)},
         "status": {"S": "RUNNING"},
-        "page": {"N": "0"},
-        "listing_done": {"BOOL": False},
         "created_at": {"N": str(int(now))},
         "expires_at": {"N": str(int(now + ttl_days * 86400))},
     }
@@ -215,28 +233,33 @@ class DynamoLedger:
                 return items
             kw = {"ExclusiveStartKey": r["LastEvaluatedKey"]}
 
-    def counters(self, job_id: str, item: dict[str, Any] | None = None) -> dict[str, int]:
-        """The job's counters: the job item's plus every shard's."""
-        item = self._job_item(job_id) if item is None else item
+    def _sum(self, item: dict[str, Any], shards: list[dict[str, Any]]) -> tuple[dict[str, int], bool]:
+        """The job's counters (job item plus every count# item) and whether every planned listing shard is done."""
         total = {k: int(item[k]["N"]) for k in COUNTERS if k in item}
-        for shard in self._shard_items(job_id):
+        done = 0
+        for shard in shards:
             for k in COUNTERS:
                 if k in shard:
                     total[k] = total.get(k, 0) + int(shard[k]["N"])
-        return total
+            if shard["sk"]["S"].startswith("count#list#") and shard.get("done", {}).get("BOOL"):
+                done += 1
+        planned = int(item["shards"]["N"]) if "shards" in item else None
+        return total, planned is not None and done >= planned
+
+    def counters(self, job_id: str) -> dict[str, int]:
+        return self._sum(self._job_item(job_id), self._shard_items(job_id))[0]
 
     def load(self, job_id: str) -> JobRecord:
         item = self._job_item(job_id)
+        counters, listing_done = self._sum(item, self._shard_items(job_id))
         return JobRecord(
             job_id,
             parse_job(item["spec"]["S"]),
             item["status"]["S"],
-            item.get("cursor", {}).get("S"),
-            int(item["page"]["N"]),
-            bool(item["listing_done"]["BOOL"]),
-            self.counters(job_id, item),
+            listing_done,
+            counters,
             float(item["created_at"]["N"]),
-            item.get("last_key", {}).get("S"),
+            int(item["shards"]["N"]) if "shards" in item else None,
         )
 
     def spec(self, job_id: str) -> Job:
@@ -248,16 +271,63 @@ class DynamoLedger:
             TableName=self.table,
             Key=job_key(job_id),
             ConsistentRead=True,
-            ProjectionExpression="listing_done, #s, #t, pending",
+            ProjectionExpression="#s, #t, pending, shards",
             ExpressionAttributeNames={"#s": "status", "#t": "completion_token"},
         )
         item = r.get("Item")
         if item is None:
             raise KeyError(f"job {job_id!r} is not in the ledger")
-        pending = int(item.get("pending", {}).get("N", "0")) + sum(
-            int(s.get("pending", {}).get("N", "0")) for s in self._shard_items(job_id)
+        counters, listing_done = self._sum(item, self._shard_items(job_id))
+        return Progress(listing_done, counters.get("pending", 0), item["status"]["S"], item.get("completion_token", {}).get("S"))
+
+    # -- listing shards ---------------------------------------------------------------------------
+    def plan(self, job_id: str, ranges: list[tuple[str, str | None]]) -> int:
+        """Record the job's listing shards once, atomically; returns how many there are (a re-plan keeps the first)."""
+        if not 1 <= len(ranges) <= MAX_LIST_SHARDS:
+            raise ValueError(f"a job is listed in 1-{MAX_LIST_SHARDS} shards, not {len(ranges)}")
+        expires = {"N": str(int(time.time() + DEFAULT_TTL_DAYS * 86400))}
+        puts = []
+        for i, (after, upto) in enumerate(ranges):
+            item: dict[str, Any] = {**_key(job_id, list_shard_key(i)), "page": {"N": "0"}, "done": {"BOOL": False}, "expires_at": expires}
+            if after:
+                item["after"] = {"S": after}
+            if upto is not None:
+                item["upto"] = {"S": upto}
+            puts.append({"Put": {"TableName": self.table, "Item": item}})
+        plan = {
+            "Update": {
+                "TableName": self.table,
+                "Key": job_key(job_id),
+                "UpdateExpression": "SET shards = :k",
+                "ConditionExpression": "attribute_exists(pk) AND attribute_not_exists(shards)",
+                "ExpressionAttributeValues": {":k": {"N": str(len(ranges))}},
+            }
+        }
+        try:
+            self._write(lambda: self.client.transact_write_items(TransactItems=[plan, *puts]))
+            return len(ranges)
+        except ClientError as exc:
+            reasons = exc.response.get("CancellationReasons") or []
+            if reasons and reasons[0].get("Code") == "ConditionalCheckFailed":
+                planned = self._job_item(job_id, "shards").get("shards")
+                if planned is not None:
+                    return int(planned["N"])
+            raise
+
+    def list_shard(self, job_id: str, index: int) -> ListShard:
+        r = self.client.get_item(TableName=self.table, Key=_key(job_id, list_shard_key(index)), ConsistentRead=True)
+        item = r.get("Item")
+        if item is None:
+            raise KeyError(f"job {job_id!r} has no listing shard {index}")
+        return ListShard(
+            index,
+            item.get("after", {}).get("S", ""),
+            item.get("upto", {}).get("S"),
+            int(item["page"]["N"]),
+            item.get("cursor", {}).get("S"),
+            bool(item["done"]["BOOL"]),
+            item.get("last_key", {}).get("S"),
         )
-        return Progress(bool(item["listing_done"]["BOOL"]), pending, item["status"]["S"], item.get("completion_token", {}).get("S"))
 
     def await_completion(self, job_id: str, token: str) -> None:
         """Store the execution's task token; whoever sees the job complete next sends it (see pipeline.notify_if_complete)."""
@@ -274,9 +344,10 @@ class DynamoLedger:
     def checkpoint(
         self,
         job_id: str,
+        shard: int,
         page: int,
         cursor: str | None,
-        listing_done: bool,
+        done: bool,
         *,
         scanned: int,
         listed: int,
@@ -287,7 +358,7 @@ class DynamoLedger:
         extraneous: int = 0,
         last_key: str | None = None,
     ) -> bool:
-        """Record one fully sent page; False if another invocation already recorded it.
+        """Record one fully sent page of a listing shard; False if another invocation already recorded it.
 
         `failed` counts entries that failed before any worker saw them (bad manifest rows,
         extraneous objects not deleted); `extraneous` the destination objects a sync deleted.
@@ -295,7 +366,7 @@ class DynamoLedger:
         values: dict[str, Any] = {
             ":page": {"N": str(page)},
             ":next": {"N": str(page + 1)},
-            ":done": {"BOOL": listing_done},
+            ":done": {"BOOL": done},
             ":scanned": {"N": str(scanned)},
             ":listed": {"N": str(listed)},
             ":lbytes": {"N": str(listed_bytes)},
@@ -307,10 +378,10 @@ class DynamoLedger:
         # Every name goes through a placeholder: several (cursor, page, bytes) are DynamoDB reserved words.
         names = {
             f"#{n}": n
-            for n in ("page", "listing_done", "scanned", "listed", "listed_bytes", "skipped", "batches", "pending", "failed", "extraneous")
+            for n in ("page", "done", "scanned", "listed", "listed_bytes", "skipped", "batches", "pending", "failed", "extraneous")
         }
         names["#cursor"] = "cursor"
-        update = "SET #page = :next, #listing_done = :done"
+        update = "SET #page = :next, #done = :done"
         if last_key is not None:
             names["#last_key"] = "last_key"
             values[":last_key"] = {"S": last_key}
@@ -327,7 +398,7 @@ class DynamoLedger:
             " #failed :failed, #extraneous :extraneous"
         )
         return self._update_if(
-            job_key(job_id),
+            _key(job_id, list_shard_key(shard)),
             UpdateExpression=update,
             ConditionExpression="#page = :page",
             ExpressionAttributeNames=names,

@@ -48,14 +48,15 @@ def _item_bytes(obj: ObjectInfo) -> int:
 
 def pack(
     job_id: str,
-    page: int,
+    page: int | str,
     objects: Sequence[ObjectInfo],
     max_items: int,
     max_bytes: int = MAX_MESSAGE_BYTES,
     rechecks: Mapping[str, bool] | None = None,
 ) -> Iterator[BatchMessage]:
-    """Split one listing page into messages; ids derive from the page so a re-sent page dedupes."""
-    overhead = len(BatchMessage(job_id=job_id, batch_id=f"{page:09d}-000", items=[], check=[(0, True)]).encode())
+    """Split one listing page into messages; ids derive from the page (a number, or a shard-and-page id) so a re-sent page dedupes."""
+    page_id = page if isinstance(page, str) else f"{page:09d}"
+    overhead = len(BatchMessage(job_id=job_id, batch_id=f"{page_id}-000", items=[], check=[(0, True)]).encode())
     batch: list[tuple[str, int, str] | tuple[str, int, str, str]] = []
     check: list[tuple[int, bool]] = []
     size = overhead
@@ -63,11 +64,11 @@ def pack(
     for obj in objects:
         cost = _item_bytes(obj) + (12 if rechecks and obj.key in rechecks else 0)
         if batch and (len(batch) >= max_items or size + cost > max_bytes):
-            yield BatchMessage(job_id=job_id, batch_id=f"{page:09d}-{n:03d}", items=batch, check=check)
+            yield BatchMessage(job_id=job_id, batch_id=f"{page_id}-{n:03d}", items=batch, check=check)
             batch, check, size, n = [], [], overhead, n + 1
         if rechecks and obj.key in rechecks:
             check.append((len(batch), rechecks[obj.key]))
         batch.append(_item(obj))
         size += cost
     if batch:
-        yield BatchMessage(job_id=job_id, batch_id=f"{page:09d}-{n:03d}", items=batch, check=check)
+        yield BatchMessage(job_id=job_id, batch_id=f"{page_id}-{n:03d}", items=batch, check=check)

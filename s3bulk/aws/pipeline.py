@@ -6,24 +6,26 @@ Lambda; the handlers in functions/ adapt a Lambda context to these calls.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from itertools import islice
+from itertools import islice, takewhile
 from typing import Any
 
 from s3bulk.aws.allowlist import AllowList
 from s3bulk.aws.completion import Completion
-from s3bulk.aws.ledger import BatchCounts, DynamoLedger, JobRecord, initial_item
+from s3bulk.aws.ledger import MAX_LIST_SHARDS, BatchCounts, DynamoLedger, ListShard, initial_item
 from s3bulk.aws.messages import BatchMessage, pack
 from s3bulk.aws.queue import QueueSender
 from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.errors import error_code, error_message
 from s3bulk.job import Job, new_job_id, parse_job, request_options
 from s3bulk.keys import JsonlKeyLog, KeyRecord
-from s3bulk.listing import iter_objects
+from s3bulk.listing import iter_objects, plan_shards
 from s3bulk.manifest import ManifestReader, Row
 from s3bulk.ops.batch import BatchRunner, Item, part_pool
 from s3bulk.ops.executor import BoundedExecutor
@@ -70,16 +72,56 @@ def validate(event: dict[str, Any], allow: AllowList, poll_seconds: int = DEFAUL
     return {"job_id": job_id, "item": initial_item(job_id, job), "poll_seconds": poll_seconds}
 
 
-# -- list -----------------------------------------------------------------------------------------
+# -- plan and list --------------------------------------------------------------------------------
+# Listing shards a job is split into by default: see docs/benchmarks-listing.md ("the stack").
+DEFAULT_LIST_SHARDS = 16
+
+
+def plan_step(job_id: str, *, ledger: DynamoLedger, store: ObjectStore, allow: AllowList, target: int = DEFAULT_LIST_SHARDS) -> list[int]:
+    """Split the source into key ranges listed in parallel, once per job (a retried plan returns the first one).
+
+    A listing goes through plan_shards, the engine's key-space probing (one-key probes
+    find where keys share a prefix and cut at the next character), so nested and flat
+    keyspaces both split. Any cut points cover the keys exactly once (each range starts
+    after the previous one ends); the probes only decide balance. A source of one page,
+    and a manifest, is one shard.
+    """
+    rec = ledger.load(job_id)
+    if rec.shards is not None:
+        return list(range(rec.shards))
+    job = rec.job
+    allow.check(job)
+    store = store.scoped(request_options(job))
+    src = job.source
+    ranges: list[tuple[str, str | None]] = [("", None)]
+    if src.manifest is None and target > 1:
+        first = store.list_page(src.bucket, src.prefix)
+        if first.next_token is not None and first.objects:
+            with ThreadPoolExecutor(min(16, target), thread_name_prefix="s3bulk-plan") as pool:
+                shards = plan_shards(store, src.bucket, src.prefix, "", pool, sample=[o.key for o in first.objects], target=target)
+            ranges = _at_most([(s.after, s.upto) for s in shards], min(target, MAX_LIST_SHARDS))
+    return list(range(ledger.plan(job_id, ranges)))
+
+
+def _at_most(ranges: list[tuple[str, str | None]], n: int) -> list[tuple[str, str | None]]:
+    """Merge neighbouring ranges into at most n, evenly: (a, b] + (b, c] = (a, c]."""
+    if len(ranges) <= n:
+        return ranges
+    size = -(-len(ranges) // n)
+    return [(ranges[i][0], ranges[min(i + size, len(ranges)) - 1][1]) for i in range(0, len(ranges), size)]
+
+
 @dataclass(frozen=True, slots=True)
 class ListOutcome:
     job_id: str
-    listing_done: bool
+    shard: int
+    done: bool
     pages: int
 
 
 def list_step(
     job_id: str,
+    shard: int,
     *,
     ledger: DynamoLedger,
     store: ObjectStore,
@@ -89,61 +131,66 @@ def list_step(
     reports: ReportBucket,
     margin: float = LIST_MARGIN_S,
 ) -> ListOutcome:
-    """List pages from the ledger's cursor until done or out of time, checkpointing after each page.
+    """List one shard's pages from its cursor until it is done or time is short, checkpointing after each page.
 
     A page's messages are sent before its checkpoint; a crash in between re-sends
-    them with the same batch ids, and the ledger counts each batch once.
+    them with the same batch ids, and the ledger counts each batch once. A page that
+    runs past the shard's end keeps only the shard's keys, and ends the shard.
     """
-    rec = ledger.load(job_id)
-    job = rec.job
+    job = ledger.spec(job_id)
     allow.check(job)
     store = store.scoped(request_options(job))
+    state = ledger.list_shard(job_id, shard)
     src = job.source
     if src.manifest is not None:
         return _list_manifest(
-            job_id, rec, job, ledger=ledger, store=store, sender=sender, reports=reports, time_left=time_left, margin=margin
+            job_id, job, state, ledger=ledger, store=store, sender=sender, reports=reports, time_left=time_left, margin=margin
         )
     selector = Selector(src)
     mapper = KeyMapper(src, job.destination) if job.destination else None
     syncing = mapper is not None and (job.options.if_exists != "overwrite" or job.options.delete_extraneous)
-    page_no, cursor, done, pages, last_key = rec.page, rec.cursor, rec.listing_done, 0, rec.last_key
-    while not done and time_left() > margin:
-        page = store.list_page(src.bucket, src.prefix, token=cursor)
+    pages = 0
+    while not state.done and time_left() > margin:
+        page_no, last_key = state.page, state.last_key if state.page else (state.after or None)
+        page = store.list_page(src.bucket, src.prefix, token=state.cursor, start_after=None if state.cursor else state.after or None)
+        objs = page.objects
         last = page.next_token is None
-        listed = [(o, selector.matches(o)) for o in page.objects]
+        if state.upto is not None and objs and objs[-1].key > state.upto:
+            upto = state.upto
+            objs, last = [o for o in objs if o.key <= upto], True
+        listed = [(o, selector.matches(o)) for o in objs]
         selected = [o for o, chosen in listed if chosen]
         todo, skipped, extraneous, failed = selected, 0, 0, 0
         rechecks: dict[str, bool] = {}
-        if syncing and mapper is not None and (page.objects or last):
-            todo, rechecks, kept, extraneous, failures = _sync_page(store, job, mapper, selector, listed, last_key, last)
+        part = f"{shard:04d}-{page_no:09d}"
+        if syncing and mapper is not None and (objs or last):
+            todo, rechecks, kept, extraneous, failures = _sync_page(store, job, mapper, selector, listed, last_key, last, state.upto)
             skipped, failed = len(kept), len(failures)
             if kept:
-                _put_key_lines(reports, job_id, job, f"{page_no:09d}-skipped", kept)
+                _put_key_lines(reports, job_id, job, f"{part}-skipped", kept)
             if failures:
-                reports.put_failures(job_id, f"{page_no:09d}-extraneous", failures)
-        messages = [] if job.options.dry_run else list(pack(job_id, page_no, todo, job.options.batch_size, rechecks=rechecks))
+                reports.put_failures(job_id, f"{part}-extraneous", failures)
+        messages = [] if job.options.dry_run else list(pack(job_id, part, todo, job.options.batch_size, rechecks=rechecks))
         sender.send(messages)
-        page_last = page.objects[-1].key if page.objects else last_key
         recorded = ledger.checkpoint(
             job_id,
+            shard,
             page_no,
-            page.next_token,
+            None if last else page.next_token,
             last,
-            scanned=len(page.objects),
+            scanned=len(objs),
             listed=len(selected),
             listed_bytes=sum(o.size for o in selected),
             skipped=skipped,
             batches=len(messages),
             failed=failed,
             extraneous=extraneous,
-            last_key=page_last,
+            last_key=objs[-1].key if objs else last_key,
         )
-        if not recorded:  # another invocation got there first; carry on from its checkpoint
-            rec = ledger.load(job_id)
-            page_no, cursor, done, last_key = rec.page, rec.cursor, rec.listing_done, rec.last_key
-            continue
-        page_no, cursor, done, pages, last_key = page_no + 1, page.next_token, last, pages + 1, page_last
-    return ListOutcome(job_id, done, pages)
+        pages += recorded
+        # The shard's state as recorded, by this invocation or (after losing a race) by another.
+        state = ledger.list_shard(job_id, shard)
+    return ListOutcome(job_id, shard, state.done, pages)
 
 
 def _sync_page(
@@ -154,6 +201,7 @@ def _sync_page(
     listed: list[tuple[ObjectInfo, bool]],
     after: str | None,
     last: bool,
+    upto: str | None = None,
 ) -> tuple[list[ObjectInfo], dict[str, bool], list[KeyRecord], int, list[dict[str, str]]]:
     """Merge-join one page with the destination range it covers.
 
@@ -162,8 +210,8 @@ def _sync_page(
     extraneous objects deleted, and deletes that failed.
 
     With delete_extraneous the range starts just after the previous page's last key
-    mapped, so destination keys between two pages are seen exactly once; the last page
-    also takes every destination key after its own. Without it, only the page's own
+    mapped, so destination keys between two pages are seen exactly once; a shard's last page
+    also takes every destination key up to its shard's end (or after its own, for the last shard). Without it, only the page's own
     keys matter, so the range starts at the page's first key.
     """
     assert job.destination is not None
@@ -172,7 +220,10 @@ def _sync_page(
         start = mapper(after) if after is not None else None
     else:
         start = mapper(listed[0][0].key)[:-1] or None if listed else None
-    existing = iter_objects(store, job.destination.bucket, job.destination.prefix, start_after=start)
+    existing: Iterator[ObjectInfo] = iter_objects(store, job.destination.bucket, job.destination.prefix, start_after=start)
+    if upto is not None:
+        end = mapper(upto)
+        existing = takewhile(lambda o: o.key <= end, existing)
     tally = Tally()
     try:
         deleting = Extraneous(job, store, tally, selector, mapper) if opts.delete_extraneous else None
@@ -211,8 +262,8 @@ def _put_key_lines(reports: ReportBucket, job_id: str, job: Job, part: str, reco
 
 def _list_manifest(
     job_id: str,
-    rec: JobRecord,
     job: Job,
+    state: ListShard,
     *,
     ledger: DynamoLedger,
     store: ObjectStore,
@@ -221,34 +272,37 @@ def _list_manifest(
     time_left: TimeLeft,
     margin: float,
 ) -> ListOutcome:
-    """list_step for a manifest: pages of rows instead of ListObjectsV2 pages, the row position as the cursor.
+    """list_step for a manifest (one shard): pages of rows instead of ListObjectsV2 pages, the row position as the cursor.
 
     Bad rows are reported (failures and key-log parts named after the page, so a
     re-read page overwrites them) and counted as failed in the same checkpoint.
     The worker decides skip modes and unknown sizes per object, as the CLI does.
     """
     selector, prefix = Selector(job.source), job.source.prefix
-    page_no, cursor, done, pages = rec.page, rec.cursor, rec.listing_done, 0
+    pages = 0
     rows: Iterator[Row] | None = None
-    while not done and time_left() > margin:
+    cursor = state.cursor
+    while not state.done and time_left() > margin:
         if rows is None:  # one stream per invocation (and after losing a checkpoint race): resumes at the cursor
-            rows = ManifestReader(store, job.source).rows(after=cursor)
+            rows = ManifestReader(store, job.source).rows(after=state.cursor)
+        page_no = state.page
         page = list(islice(rows, MANIFEST_PAGE))
         last = len(page) < MANIFEST_PAGE
         bad = [r for r in page if r.failed]
         objects = [r.obj for r in page if r.obj is not None and not r.failed and r.obj.key.startswith(prefix) and selector.matches(r.obj)]
+        part = f"{state.index:04d}-{page_no:09d}"
         if bad:
-            batch_id = f"{page_no:09d}-rows"
-            reports.put_failures(job_id, batch_id, ({"key": r.ref, "error": r.code, "message": r.problem} for r in bad))
+            reports.put_failures(job_id, f"{part}-rows", ({"key": r.ref, "error": r.code, "message": r.problem} for r in bad))
             records = [KeyRecord(r.ref, "failed", UNKNOWN_SIZE, attempts=0, error=r.code, message=r.problem) for r in bad]
-            _put_key_lines(reports, job_id, job, batch_id, records)
-        messages = [] if job.options.dry_run else list(pack(job_id, page_no, objects, job.options.batch_size))
+            _put_key_lines(reports, job_id, job, f"{part}-rows", records)
+        messages = [] if job.options.dry_run else list(pack(job_id, part, objects, job.options.batch_size))
         sender.send(messages)
-        next_cursor = page[-1].pos if page else cursor
+        cursor = page[-1].pos if page else state.cursor
         recorded = ledger.checkpoint(
             job_id,
+            state.index,
             page_no,
-            None if last else next_cursor,
+            None if last else cursor,
             last,
             scanned=len(page),
             listed=len(objects) + len(bad),
@@ -257,12 +311,11 @@ def _list_manifest(
             batches=len(messages),
             failed=len(bad),
         )
+        pages += recorded
+        state = ledger.list_shard(job_id, state.index)
         if not recorded:
-            rec = ledger.load(job_id)
-            page_no, cursor, done, rows = rec.page, rec.cursor, rec.listing_done, None
-            continue
-        page_no, cursor, done, pages = page_no + 1, next_cursor, last, pages + 1
-    return ListOutcome(job_id, done, pages)
+            rows = None  # another invocation got there first: resume from its cursor
+    return ListOutcome(job_id, state.index, state.done, pages)
 
 
 # -- work -----------------------------------------------------------------------------------------
@@ -431,8 +484,6 @@ def step_error(error: dict[str, str] | None) -> str | None:
     if not error:
         return None
     cause = str(error.get("Cause") or "")
-    try:  # a Lambda's Cause is JSON: {"errorMessage", "errorType", ...}
+    with contextlib.suppress(ValueError, AttributeError):  # a Lambda's Cause is JSON: {"errorMessage", "errorType", ...}
         cause = str(json.loads(cause).get("errorMessage", cause))
-    except (ValueError, AttributeError):
-        pass
     return f"{error.get('Error', 'Error')}: {cause[:500]}"

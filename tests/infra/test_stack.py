@@ -198,13 +198,15 @@ def test_state_machine_is_standard_with_retry_and_catch_on_every_task(template: 
     assert set(tasks) == {
         "Validate",
         "CreateLedgerEntry",
-        "List",
+        "PlanListing",
         "AwaitCompletion",
         "CheckProgress",
         "Finalize",
         "ReportFailure",
         "MarkFailed",
     }
+    [shards] = [s for s in definition["States"].values() if s["Type"] == "Map"]
+    assert shards["Catch"] and shards["ItemProcessor"]["States"]["ListShard"]["Retry"]
     for name, state in tasks.items():
         assert state.get("Retry"), name
         assert state.get("Catch"), name
@@ -346,7 +348,7 @@ def test_the_state_machine_logs_under_vendedlogs(template: Template) -> None:
 def test_lambda_tasks_carry_one_retrier_each(template: Template) -> None:
     [sm] = resources(template, "AWS::StepFunctions::StateMachine").values()
     definition = json.loads("".join(p if isinstance(p, str) else "0" for p in sm["Properties"]["DefinitionString"]["Fn::Join"][1]))
-    for name in ("Validate", "List", "AwaitCompletion", "CheckProgress", "Finalize", "ReportFailure"):
+    for name in ("Validate", "PlanListing", "AwaitCompletion", "CheckProgress", "Finalize", "ReportFailure"):
         assert len(definition["States"][name]["Retry"]) == 1, name
 
 
@@ -394,3 +396,18 @@ def test_only_the_worker_and_progress_may_resume_an_execution_and_only_this_stac
 def test_a_poll_period_outside_its_bounds_is_refused(value: str) -> None:
     with pytest.raises(ValueError, match=r"^context poll_seconds: .* 60-3600 s"):
         DeployConfig.from_context({**CONTEXT, "poll_seconds": value}.get)
+
+
+def test_shards_are_listed_in_parallel_up_to_the_deploy_time_setting(template: Template) -> None:
+    [sm] = resources(template, "AWS::StepFunctions::StateMachine").values()
+    definition = json.loads("".join(p if isinstance(p, str) else "0" for p in sm["Properties"]["DefinitionString"]["Fn::Join"][1]))
+    listing = definition["States"]["ListShards"]
+    assert (listing["ItemsPath"], listing["MaxConcurrency"]) == ("$.plan.shards", 16)
+    assert "Lambda.Unknown" in listing["ItemProcessor"]["States"]["ListShard"]["Retry"][0]["ErrorEquals"]  # a killed lister resumes
+    app = build_app({**CONTEXT, "list_shards": "4"})
+    stack = app.node.find_child("S3Bulk")
+    assert isinstance(stack, S3BulkStack)
+    t = Template.from_stack(stack)
+    assert '\\"MaxConcurrency\\":4' in json.dumps(resources(t, "AWS::StepFunctions::StateMachine"))
+    with pytest.raises(ValueError, match=r"^context list_shards: "):
+        DeployConfig.from_context({**CONTEXT, "list_shards": "0"}.get)

@@ -81,6 +81,8 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
             "S3BULK_CONCURRENCY": "8",
             "S3BULK_MAX_RECEIVES": str(MAX_RECEIVES),
             "S3BULK_LIST_PAGE_SIZE": str(PAGE),
+            # One listing shard: these tests count pages as serial paging does; sharded listing has its own tests.
+            "S3BULK_LIST_SHARDS": "1",
             # In-process moto intercepts botocore, not raw sockets; the fast path is tested over real HTTP
             # (moto server and SeaweedFS) in test_keys_moto.py and test_bulk_5000.py.
             "S3BULK_REQUEST_PATH": "botocore",
@@ -116,14 +118,18 @@ def start(aws: Aws, operation: str = "copy", **options: Any) -> str:
 
 
 def list_all(job_id: str, pages_per_call: int = 2) -> list[dict[str, Any]]:
-    """Invoke the lister until it reports listing_done, each call with time for `pages_per_call` pages."""
+    """What the state machine does: plan the shards, then invoke the lister on each until it is done,
+    each call with time for `pages_per_call` pages."""
     results = []
-    for _ in range(100):
-        ctx = Context([600.0] * pages_per_call + [5.0])
-        results.append(lister_handler.handler({"job_id": job_id}, ctx))
-        if results[-1]["listing_done"]:
-            return results
-    raise AssertionError("listing never finished")
+    for shard in lister_handler.handler({"job_id": job_id}, Context())["shards"]:
+        for _ in range(100):
+            ctx = Context([600.0] * pages_per_call + [5.0])
+            results.append(lister_handler.handler({"job_id": job_id, "shard": shard}, ctx))
+            if results[-1]["done"]:
+                break
+        else:
+            raise AssertionError(f"shard {shard} never finished listing")
+    return results
 
 
 def work_all(aws: Aws, remaining: list[float] | None = None) -> list[Any]:
@@ -196,7 +202,7 @@ def test_a_lister_crash_between_send_and_checkpoint_resends_without_double_count
     crashes = iter([True])
 
     def crash_once(self: DynamoLedger, *args: Any, **kwargs: Any) -> bool:
-        if args[1] == 1 and next(crashes, False):
+        if args[2] == 1 and next(crashes, False):  # (job_id, shard, page, ...)
             raise RuntimeError("lister killed after sending page 1")
         return real(self, *args, **kwargs)
 

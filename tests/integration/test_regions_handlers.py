@@ -111,11 +111,12 @@ def run_job(src: str, dst: str, ddb: Any, sqs: Any, queue: str, queue_arn: str, 
     out = validate_handler.handler(event, Context())
     ddb.put_item(TableName=table, Item=out["item"], ConditionExpression="attribute_not_exists(pk)")
     job_id = str(out["job_id"])
-    for _ in range(50):
-        if lister_handler.handler({"job_id": job_id}, Context([600.0, 600.0, 5.0]))["listing_done"]:
-            break
-    else:
-        raise AssertionError("listing never finished")
+    for shard in lister_handler.handler({"job_id": job_id}, Context())["shards"]:
+        for _ in range(50):
+            if lister_handler.handler({"job_id": job_id, "shard": shard}, Context([600.0, 600.0, 5.0]))["done"]:
+                break
+        else:
+            raise AssertionError("listing never finished")
     deliveries = list(pump(sqs, queue, queue_arn, worker_handler.handler, lambda: Context([600.0])))
     assert deliveries and all(not d.failed_ids for d in deliveries)
     rec = DynamoLedger(ddb, table).load(job_id)

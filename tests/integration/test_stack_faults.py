@@ -115,12 +115,8 @@ def test_concurrent_finishes_and_redeliveries_under_conflicts_count_each_batch_e
     ledger = DynamoLedger(aws.ddb, TABLE, sleep=lambda s: time.sleep(min(s, 0.005)))
     conflicts = Conflicts(0.3, seed=11)
     conflicts.attach(ledger)
-    aws.ddb.update_item(
-        TableName=TABLE,
-        Key={"pk": {"S": f"job#{job_id}"}, "sk": {"S": "job"}},
-        UpdateExpression="SET listing_done = :t ADD pending :n, batches :n",
-        ExpressionAttributeValues={":t": {"BOOL": True}, ":n": {"N": "200"}},
-    )
+    aws.ledger.plan(job_id, [("", None)])  # one listing shard that sent 200 batches
+    aws.ledger.checkpoint(job_id, 0, 0, None, True, scanned=1000, listed=1000, listed_bytes=0, skipped=0, batches=200)
     batches = [f"{i:09d}-000" for i in range(200)]
     work = batches + batches[::3]  # a third delivered twice
     random.Random(3).shuffle(work)

@@ -98,7 +98,7 @@ def test_finalize_and_the_cli_build_the_same_summary_from_the_same_counts(dry_ru
         "object_retries": 1,
         "extraneous": 2,
     }
-    ledger, reports = _Ledger(JobRecord("j", job, "RUNNING", None, 9, True, counters, created_at=100.0)), _Reports()
+    ledger, reports = _Ledger(JobRecord("j", job, "RUNNING", True, counters, created_at=100.0)), _Reports()
     out = finalize("j", ledger=ledger, reports=reports, now=lambda: 105.0)  # type: ignore[arg-type]
     assert reports.summary == local
     assert (out["over_threshold"], ledger.status) == (False, ("SUCCEEDED", {"report": "s3://r/jobs/j/report.json"}))

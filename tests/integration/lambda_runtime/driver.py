@@ -3,7 +3,7 @@
 Started by test_runtime_fidelity.py in a bare interpreter whose PYTHONPATH is
 what Lambda's is (task dir, then layer, then the runtime's own packages), so every
 import resolves as it would in the function. It plays the state machine (validate,
-ledger entry, list until done, finalize) and the SQS event source (receive,
+ledger entry, plan and list each shard until done, finalize) and the SQS event source (receive,
 invoke the worker with an SQS event, delete what succeeded), then prints one JSON
 line: the report and where botocore came from.
 """
@@ -65,9 +65,10 @@ def main() -> None:
         TableName=cfg["table"], Item=out["item"], ConditionExpression="attribute_not_exists(pk)"
     )
     job_id = out["job_id"]
-    for _ in range(100):
-        if lister.handler({"job_id": job_id}, Context())["listing_done"]:
-            break
+    for shard in lister.handler({"job_id": job_id}, Context())["shards"]:  # plan, then list each shard until done
+        for _ in range(100):
+            if lister.handler({"job_id": job_id, "shard": shard}, Context())["done"]:
+                break
     sqs = boto3.client("sqs", endpoint_url=cfg["endpoint"])
     for _ in range(1000):
         messages = sqs.receive_message(QueueUrl=cfg["queue_url"], MaxNumberOfMessages=5, AttributeNames=["All"]).get("Messages", [])

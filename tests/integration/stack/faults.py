@@ -37,12 +37,16 @@ class _Body:
 
 @dataclass
 class DynamoConflicts:
-    """Answers a seeded fraction `rate` of DynamoDB writes with a conflict, before they reach moto.
+    """Answers a seeded fraction `rate` of DynamoDB writes with a conflict, instead of making them.
 
     UpdateItem/PutItem/DeleteItem get 400 TransactionConflictException; TransactWriteItems gets
     400 TransactionCanceledException whose first CancellationReason is TransactionConflict. The
     n-th write of each operation is decided by (seed, operation, n), so how many writes of each
     kind conflict does not depend on thread timing. botocore's retry modes retry neither.
+
+    The hook is on `before-call`, whose answer replaces the call. On `before-send` every handler
+    runs, in-process moto among them, so the write would be made and then reported as a
+    conflict, which no real conflict does.
     """
 
     rate: float
@@ -51,8 +55,8 @@ class DynamoConflicts:
     injected: Counter[str] = field(default_factory=Counter)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def __call__(self, request: Any, event_name: str, **_: Any) -> AWSResponse | None:
-        op = event_name.rsplit(".", 1)[-1]
+    def __call__(self, model: Any, params: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
+        op = str(model.name)
         if op not in DYNAMO_WRITES:
             return None
         with self._lock:
@@ -61,20 +65,23 @@ class DynamoConflicts:
             if draw(self.seed, op, n) >= self.rate:
                 return None
             self.injected[op] += 1
+        meta = {"HTTPStatusCode": 400, "RequestId": uuid.uuid4().hex, "HTTPHeaders": {}, "RetryAttempts": 0}
         if op == "TransactWriteItems":
-            items = len(json.loads(request.body or b"{}").get("TransactItems", [])) or 1
+            items = len(params.get("TransactItems", [])) or 1
             reasons = [{"Code": "TransactionConflict", "Message": "Transaction is ongoing for the item"}] + [{"Code": "None"}] * (items - 1)
             codes = ", ".join(r["Code"] for r in reasons)
-            body = {"__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException", "message": f"Transaction cancelled, please refer cancellation reasons for specific reasons [{codes}]", "CancellationReasons": reasons}  # fmt: skip
+            parsed: dict[str, Any] = {
+                "Error": {"Code": "TransactionCanceledException", "Message": f"Transaction cancelled, please refer cancellation reasons for specific reasons [{codes}]"},
+                "CancellationReasons": reasons,
+            }  # fmt: skip
         else:
-            body = {
-                "__type": "com.amazonaws.dynamodb.v20120810#TransactionConflictException",
-                "message": "Transaction is ongoing for the item",
-            }
+            parsed = {"Error": {"Code": "TransactionConflictException", "Message": "Transaction is ongoing for the item"}}
         headers = HTTPHeaders()
         headers["Content-Type"] = "application/x-amz-json-1.0"
-        headers["x-amzn-RequestId"] = uuid.uuid4().hex
-        return AWSResponse(request.url, 400, headers, _Body(json.dumps(body).encode()))
+        return AWSResponse("https://dynamodb.invalid", 400, headers, _Body(json.dumps(parsed).encode())), {
+            **parsed,
+            "ResponseMetadata": meta,
+        }
 
 
 @dataclass
@@ -99,7 +106,7 @@ def hook_dynamo_clients(hook: DynamoConflicts) -> Iterator[None]:
     def make_client(service: str, *args: Any, **kwargs: Any) -> Any:
         client = original(service, *args, **kwargs)
         if service == "dynamodb":
-            client.meta.events.register("before-send.dynamodb.*", hook)
+            client.meta.events.register("before-call.dynamodb.*", hook)
         return client
 
     with ExitStack() as stack:
