@@ -152,6 +152,30 @@ def plan_shards(
     return shards
 
 
+@dataclass(frozen=True, slots=True)
+class ShardPage:
+    """One page of a shard: its keys, the cursor to continue from, and whether the shard is done."""
+
+    objects: list[ObjectInfo]
+    next_token: str | None
+    done: bool
+
+
+def list_shard_page(store: ObjectStore, bucket: str, prefix: str, shard: Shard, token: str | None) -> ShardPage:
+    """The next page of a shard (keys k with after < k <= upto): from its start, or from `token`.
+
+    A page that runs past the shard's end keeps only the shard's keys and ends the shard,
+    so shards cut anywhere cover the keys exactly once. The engine's parallel listing and
+    the stack's listers both page shards through here.
+    """
+    page = store.list_page(bucket, prefix, token=token, start_after=None if token else shard.after or None)
+    objs, done = page.objects, page.next_token is None
+    if shard.upto is not None and objs and objs[-1].key > shard.upto:
+        upto = shard.upto
+        objs, done = [o for o in objs if o.key <= upto], True
+    return ShardPage(objs, None if done else page.next_token, done)
+
+
 class _Budget:
     """Pages listed ahead of the consumer, shared by every range: a range that is ahead waits for
     a permit, while the range the consumer is reading (the head) never waits, so it cannot deadlock."""
@@ -217,14 +241,9 @@ def iter_objects_parallel(
         try:
             token: str | None = None
             while not stop.is_set():
-                page = store.list_page(bucket, sub, token=token, start_after=shard.after if shard else None)
-                objs = page.objects
-                end = shard is not None and shard.upto is not None and bool(objs) and objs[-1].key > shard.upto
-                if end:
-                    assert shard is not None and shard.upto is not None
-                    objs = [o for o in objs if o.key <= shard.upto]
-                out.put((budget.take(index, out, stop), objs))
-                if end or page.next_token is None:
+                page = list_shard_page(store, bucket, sub, shard or Shard("", None), token)
+                out.put((budget.take(index, out, stop), page.objects))
+                if page.done:
                     break
                 token = page.next_token
         except BaseException as exc:  # noqa: BLE001 - handed to the consumer, which re-raises

@@ -25,7 +25,7 @@ from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.errors import error_code, error_message
 from s3bulk.job import Job, new_job_id, parse_job, request_options
 from s3bulk.keys import JsonlKeyLog, KeyRecord
-from s3bulk.listing import iter_objects, plan_shards
+from s3bulk.listing import Shard, iter_objects, list_shard_page, plan_shards
 from s3bulk.manifest import ManifestReader, Row
 from s3bulk.ops.batch import BatchRunner, Item, part_pool
 from s3bulk.ops.executor import BoundedExecutor
@@ -152,12 +152,8 @@ def list_step(
     pages = 0
     while not state.done and time_left() > margin:
         page_no, last_key = state.page, state.last_key if state.page else (state.after or None)
-        page = store.list_page(src.bucket, src.prefix, token=state.cursor, start_after=None if state.cursor else state.after or None)
-        objs = page.objects
-        last = page.next_token is None
-        if state.upto is not None and objs and objs[-1].key > state.upto:
-            upto = state.upto
-            objs, last = [o for o in objs if o.key <= upto], True
+        page = list_shard_page(store, src.bucket, src.prefix, Shard(state.after, state.upto), state.cursor)
+        objs, last = page.objects, page.done
         listed = [(o, selector.matches(o)) for o in objs]
         selected = [o for o, chosen in listed if chosen]
         todo, skipped, extraneous, failed = selected, 0, 0, 0
@@ -176,7 +172,7 @@ def list_step(
             job_id,
             shard,
             page_no,
-            None if last else page.next_token,
+            page.next_token,
             last,
             scanned=len(objs),
             listed=len(selected),
