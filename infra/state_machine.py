@@ -57,7 +57,15 @@ def build_state_machine(
         expression_attribute_values={":failed": tasks.DynamoAttributeValue.from_string("FAILED")},
         result_path=sfn.JsonPath.DISCARD,
     )
-    _retry(mark_failed, ["DynamoDB.ProvisionedThroughputExceededException", "DynamoDB.InternalServerErrorException", "States.Timeout"])
+    _retry(
+        mark_failed,
+        [
+            "DynamoDB.ProvisionedThroughputExceededException",
+            "DynamoDB.InternalServerErrorException",
+            "DynamoDB.TransactionConflictException",
+            "States.Timeout",
+        ],
+    )
     mark_failed.add_catch(failed, errors=["States.ALL"], result_path="$.mark_error")
     mark_failed.next(failed)
 
@@ -80,7 +88,15 @@ def build_state_machine(
         iam_action="dynamodb:PutItem",
         result_path=sfn.JsonPath.DISCARD,
     )
-    _retry(create, ["DynamoDb.ProvisionedThroughputExceededException", "DynamoDb.InternalServerErrorException", "States.Timeout"])
+    _retry(
+        create,
+        [
+            "DynamoDb.ProvisionedThroughputExceededException",
+            "DynamoDb.InternalServerErrorException",
+            "DynamoDb.TransactionConflictException",  # a write can conflict with an ongoing transaction on AWS too
+            "States.Timeout",
+        ],
+    )
     slim = sfn.Pass(
         scope,
         "KeepIdsOnly",
