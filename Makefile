@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench bench-quick bench-concurrency bench-cold-start schema synth
+.PHONY: demo test lint bench bench-quick bench-concurrency bench-cold-start bench-listing-shards schema synth
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,10 @@ bench-cold-start: $(VENV)/.runtime
 
 bench-concurrency: $(VENV)/.runtime
 	$(BIN)/python -m bench.concurrency_sweep --objects 2000 --runs 3
+
+# The stack's sharded listing against K (docs/benchmarks-listing.md); toxiproxy is built with the dev venv's Go.
+bench-listing-shards: $(VENV)/.dev
+	$(BIN)/python -m bench.listing_shards --runs 3
 
 schema: $(VENV)/.runtime
 	$(BIN)/s3bulk schema > docs/job.schema.json

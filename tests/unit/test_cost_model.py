@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from bench.cost_model import LATENCY_S, THREADS, per_million, render, worker_sizing
+from bench.cost_model import (
+    LATENCY_S,
+    THREADS,
+    at_scale,
+    batch_operations,
+    lister_keys_per_s,
+    per_million,
+    render,
+    s3_requests,
+    worker_sizing,
+)
 
 
 def test_a_cpu_bound_worker_costs_the_same_gb_seconds_at_any_memory_size() -> None:
@@ -23,3 +33,34 @@ def test_orchestration_per_million_is_far_below_batch_operations_fees() -> None:
     total = sum(per_million(0.6, 1024, 50).values())
     assert 0 < total < 0.10
     assert "S3 Batch Operations" in render(0.6, "test")
+
+
+def test_one_lister_pages_its_shard_one_step_after_another() -> None:
+    # 80 ms LIST + 25 ms send and checkpoint + 20 ms of one core at 512/1,769 of a vCPU
+    assert lister_keys_per_s() == pytest.approx(1000 / (0.080 + 0.025 + 0.020 * 1769 / 512))  # ~5,740
+    assert lister_keys_per_s(1769) == pytest.approx(1000 / 0.125)
+
+
+def test_at_100_million_objects_on_one_prefix_the_s3_put_limit_bounds_the_job_and_every_worker_waits_billed() -> None:
+    r = at_scale(1e8, 16, 50, 1, 0.6)
+    assert r.listing_per_s == pytest.approx(16 * lister_keys_per_s())  # ~92,000 keys/s: not the bottleneck
+    assert r.workers_per_s == pytest.approx(50 * 1024 / 1769 * 1000 / 0.6)  # CPU-bound 1,024 MB workers, ~48,200/s
+    assert (r.s3_per_s, r.per_s, r.bound) == (3500, 3500, "S3 PUT limit")
+    assert r.seconds == pytest.approx(1e8 / 3500 + 0.08)  # ~7.9 h
+    # 50 workers x 1 GB x 28,571.5 s, at $0.0000133334 per GB-s
+    assert r.costs["Lambda workers (GB-s)"] == pytest.approx(50 * (1e8 / 3500 + 0.08) * 0.0000133334)  # ~$19.05
+    # 100,000 messages of 100 KB: 2 requests to send, 2 to receive; 20,000 deletes; $0.40 per million
+    assert r.costs["SQS (send, receive, delete)"] == pytest.approx((1e5 * 4 + 2e4) * 0.40 / 1e6)  # $0.168
+    # 100,000 transactions of 4 WRU + 100,000 checkpoints of 1 WRU at $0.625/M, 100,000 reads at $0.125/M
+    assert r.costs["DynamoDB (TransactWriteItems per batch, checkpoint per page)"] == pytest.approx(0.3125 + 0.0125)
+    assert batch_operations(1e8) == pytest.approx(0.25 + 100 + 0.25)
+    assert s3_requests(1e8) == pytest.approx(500 + (1e5 + 100) * 0.005 / 1000)
+
+
+def test_one_shard_makes_listing_the_bound_once_s3_has_partitions_to_spare() -> None:
+    r = at_scale(1e8, 1, 200, 100, 0.6)
+    assert r.bound == "listing"
+    assert r.seconds == pytest.approx(1e8 / lister_keys_per_s() + 0.08)  # ~4.4 h
+    # Fed by one lister, workers run only as the messages keep them busy: the per-million cost, 100 times
+    assert r.costs["Lambda workers (GB-s)"] == pytest.approx(100 * worker_sizing(0.6, 1024).dollars, rel=1e-4)
+    assert "At scale: 100 M and 1 B" in render(0.6, "test")
