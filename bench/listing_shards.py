@@ -3,11 +3,10 @@
     python -m bench.listing_shards [--keys 100000] [--runs 3] [--latency-ms 50] [--page-ms 80] [--shards 1,2,4,8,16,32]
     python -m bench.listing_shards --quick          # under a minute, one run each
 
-Each K is timed from the plan to the last shard's last page. The plan comes from three planners:
-  stack       pipeline.plan_step itself (first page as sample, plan_shards from "", target=K, _at_most),
-              called with a stub ledger that records the ranges it would write;
-  first-page  the same plan_shards call from the first page's last key, as the engine's parallel lister
-              makes it, with the first page as its own range, merged by _at_most to K (a candidate fix);
+Each K is timed from the plan to the last shard's last page. The plan comes from two planners:
+  stack       pipeline.plan_step itself (listing.plan_ranges: the first page its own range, the rest cut by
+              plan_shards from the first page's last key, at most K ranges), called with a stub ledger that
+              records the ranges it would write;
   even        K ranges of equal key counts, cut at known keys: the ceiling any planner could reach.
 Each shard is paged by its own thread (one lister Lambda) with listing.list_shard_page and its own
 store, and every run checks that the shards together listed every key exactly once.
@@ -30,7 +29,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -39,17 +37,17 @@ from bench.run import s5cmd, seed_local_dir
 from bench.synthetic import GeneratedStore
 from bench.toxiproxy import Toxiproxy, build
 from s3bulk.aws.allowlist import AllowList
-from s3bulk.aws.ledger import MAX_LIST_SHARDS, DynamoLedger, JobRecord
-from s3bulk.aws.pipeline import _at_most, plan_step
+from s3bulk.aws.ledger import DynamoLedger, JobRecord
+from s3bulk.aws.pipeline import plan_step
 from s3bulk.job import parse_job
-from s3bulk.listing import Shard, list_shard_page, plan_shards
+from s3bulk.listing import Shard, list_shard_page
 from s3bulk.local.server import ACCESS_KEY, SECRET_KEY, SeaweedServer
 from s3bulk.s3.clients import ClientSettings, make_s3_client
 from s3bulk.s3.stores import FastS3Store
 from s3bulk.store import ListPage, ObjectStore
 
 Ranges = list[tuple[str, str | None]]
-PLANNERS = ("stack", "first-page", "even")
+PLANNERS = ("stack", "even")
 BUCKET = "bench-shards"
 
 
@@ -75,17 +73,6 @@ def stack_plan(store: ObjectStore, prefix: str, k: int) -> Ranges:
     allow = AllowList(frozenset({BUCKET}), frozenset({"bench-dst"}), frozenset())
     plan_step("bench", ledger=cast(DynamoLedger, ledger), store=store, allow=allow, target=k)
     return ledger.ranges
-
-
-def first_page_plan(store: ObjectStore, prefix: str, k: int) -> Ranges:
-    """plan_shards from the first page's last key (the engine's call), the first page its own range, at most k ranges."""
-    first = store.list_page(BUCKET, prefix)
-    if k <= 1 or first.next_token is None or not first.objects:
-        return [("", None)]
-    last = first.objects[-1].key
-    with ThreadPoolExecutor(min(16, k)) as pool:
-        shards = plan_shards(store, BUCKET, prefix, last, pool, sample=[o.key for o in first.objects], target=k)
-    return _at_most([("", last), *((s.after, s.upto) for s in shards)], min(k, MAX_LIST_SHARDS))
 
 
 def even_plan(keys: Sequence[str], k: int) -> Ranges:
@@ -201,7 +188,6 @@ def sweep(
     measured: dict[tuple[tuple[str, str | None], ...], Row] = {}
     planners: dict[str, Callable[[int], Ranges]] = {
         "stack": lambda k: stack_plan(plan_store, prefix, k),
-        "first-page": lambda k: first_page_plan(plan_store, prefix, k),
         "even": lambda k: even_plan(keys, k),
     }
     for name in PLANNERS:

@@ -152,6 +152,32 @@ def plan_shards(
     return shards
 
 
+def at_most(shards: list[Shard], n: int) -> list[Shard]:
+    """Merge neighbouring shards into at most n, by count: (a, b] + (b, c] = (a, c]."""
+    if len(shards) <= n:
+        return shards
+    size = -(-len(shards) // n)
+    return [Shard(shards[i].after, shards[min(i + size, len(shards)) - 1].upto) for i in range(0, len(shards), size)]
+
+
+def plan_ranges(store: ObjectStore, bucket: str, prefix: str, target: int, *, threads: int = 16) -> list[Shard]:
+    """At most `target` contiguous key ranges covering every key under prefix, for listers working in parallel.
+
+    The rest after the first page is cut by plan_shards from the first page's last key (as
+    the engine's parallel listing does), and the first range takes the first page too:
+    starting from "" would give
+    the probes nothing to go on where keys share more than the prefix ("logs/2026/..."),
+    and the whole source would be one range. A source of one page is one range.
+    """
+    first = store.list_page(bucket, prefix)
+    if target <= 1 or first.next_token is None or not first.objects:
+        return [Shard("", None)]
+    last = first.objects[-1].key
+    with ThreadPoolExecutor(min(threads, target), thread_name_prefix="s3bulk-plan") as pool:
+        rest = at_most(plan_shards(store, bucket, prefix, last, pool, sample=[o.key for o in first.objects], target=target), target)
+    return [Shard("", rest[0].upto), *rest[1:]]  # the first range takes the first page too
+
+
 @dataclass(frozen=True, slots=True)
 class ShardPage:
     """One page of a shard: its keys, the cursor to continue from, and whether the shard is done."""

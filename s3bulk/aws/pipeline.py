@@ -11,7 +11,6 @@ import json
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import islice, takewhile
 from typing import Any
@@ -25,7 +24,7 @@ from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.errors import error_code, error_message
 from s3bulk.job import Job, new_job_id, parse_job, request_options
 from s3bulk.keys import JsonlKeyLog, KeyRecord
-from s3bulk.listing import Shard, iter_objects, list_shard_page, plan_shards
+from s3bulk.listing import Shard, iter_objects, list_shard_page, plan_ranges
 from s3bulk.manifest import ManifestReader, Row
 from s3bulk.ops.batch import BatchRunner, Item, part_pool
 from s3bulk.ops.executor import BoundedExecutor
@@ -80,11 +79,10 @@ DEFAULT_LIST_SHARDS = 16
 def plan_step(job_id: str, *, ledger: DynamoLedger, store: ObjectStore, allow: AllowList, target: int = DEFAULT_LIST_SHARDS) -> list[int]:
     """Split the source into key ranges listed in parallel, once per job (a retried plan returns the first one).
 
-    A listing goes through plan_shards, the engine's key-space probing (one-key probes
-    find where keys share a prefix and cut at the next character), so nested and flat
-    keyspaces both split. Any cut points cover the keys exactly once (each range starts
-    after the previous one ends); the probes only decide balance. A source of one page,
-    and a manifest, is one shard.
+    listing.plan_ranges cuts it with the engine's key-space probing (one-key probes find
+    where keys share a prefix and cut at the next character), so nested and flat keyspaces
+    both split. Any cut points cover the keys exactly once (each range starts after the
+    previous one ends); the probes only decide balance. A manifest is one shard.
     """
     rec = ledger.load(job_id)
     if rec.shards is not None:
@@ -93,22 +91,9 @@ def plan_step(job_id: str, *, ledger: DynamoLedger, store: ObjectStore, allow: A
     allow.check(job)
     store = store.scoped(request_options(job))
     src = job.source
-    ranges: list[tuple[str, str | None]] = [("", None)]
-    if src.manifest is None and target > 1:
-        first = store.list_page(src.bucket, src.prefix)
-        if first.next_token is not None and first.objects:
-            with ThreadPoolExecutor(min(16, target), thread_name_prefix="s3bulk-plan") as pool:
-                shards = plan_shards(store, src.bucket, src.prefix, "", pool, sample=[o.key for o in first.objects], target=target)
-            ranges = _at_most([(s.after, s.upto) for s in shards], min(target, MAX_LIST_SHARDS))
+    shards = [Shard("", None)] if src.manifest is not None else plan_ranges(store, src.bucket, src.prefix, min(target, MAX_LIST_SHARDS))
+    ranges = [(sh.after, sh.upto) for sh in shards]
     return list(range(ledger.plan(job_id, ranges)))
-
-
-def _at_most(ranges: list[tuple[str, str | None]], n: int) -> list[tuple[str, str | None]]:
-    """Merge neighbouring ranges into at most n, evenly: (a, b] + (b, c] = (a, c]."""
-    if len(ranges) <= n:
-        return ranges
-    size = -(-len(ranges) // n)
-    return [(ranges[i][0], ranges[min(i + size, len(ranges)) - 1][1]) for i in range(0, len(ranges), size)]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,20 +1,16 @@
 """The stack's sharded listing covers the keys exactly once: for any key set, the shards' union is the serial listing.
 
-The shards come from plan_shards (as PlanListing makes them, merged to at most the
-target by the same `_at_most`), or from arbitrary cut points, including cut points that
+The shards come from listing.plan_ranges (what PlanListing records), or from arbitrary cut points, including cut points that
 are keys, empty ranges and unicode; each shard is paged through `list_shard_page` as a
 lister does, resuming from its cursor page by page.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from s3bulk.aws.pipeline import _at_most
-from s3bulk.listing import Shard, iter_objects, list_shard_page, plan_shards
+from s3bulk.listing import Shard, iter_objects, list_shard_page, plan_ranges
 from s3bulk.testing.memstore import MemoryStore
 
 BUCKET = "src-b"
@@ -50,12 +46,9 @@ def _list_shard(store: MemoryStore, prefix: str, shard: Shard) -> list[str]:
 def test_planned_shards_list_every_key_exactly_once_in_order(keys: set[str], prefix: str, page_size: int, target: int) -> None:
     store = _store(keys, page_size)
     serial = [o.key for o in iter_objects(store, BUCKET, prefix)]
-    first = store.list_page(BUCKET, prefix)
-    with ThreadPoolExecutor(4) as pool:
-        planned = plan_shards(store, BUCKET, prefix, "", pool, sample=[o.key for o in first.objects] or [prefix], target=target)
-    ranges = _at_most([(s.after, s.upto) for s in planned], min(target, 99))
-    assert len(ranges) <= target
-    union = [key for after, upto in ranges for key in _list_shard(store, prefix, Shard(after, upto))]
+    shards = plan_ranges(store, BUCKET, prefix, target, threads=4)
+    assert 1 <= len(shards) <= target
+    union = [key for shard in shards for key in _list_shard(store, prefix, shard)]
     assert union == serial
 
 
@@ -70,3 +63,11 @@ def test_any_cut_points_cover_the_keys_exactly_once(keys: set[str], cuts: list[s
     shards = [Shard(lo, hi) for lo, hi in zip(edges, [*bounds, None], strict=True)]
     union = [key for shard in shards for key in _list_shard(store, prefix, shard)]
     assert union == serial
+
+
+def test_a_source_whose_keys_share_more_than_the_prefix_still_splits_into_several_shards() -> None:
+    """Planning from "" gave one range for keys like logs/2026/...: the probes had nothing to cut at."""
+    store = _store({f"logs/2026/11/{i:05d}.gz" for i in range(5000)}, 100)
+    shards = plan_ranges(store, BUCKET, "logs/", 16)
+    assert 4 <= len(shards) <= 16  # 50 pages, in ranges plan_shards keeps about ten pages long
+    assert [k for s in shards for k in _list_shard(store, "logs/", s)] == [o.key for o in iter_objects(store, BUCKET, "logs/")]
