@@ -11,7 +11,7 @@ import json
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import islice, takewhile
 from typing import Any
 
@@ -169,8 +169,10 @@ def list_step(
             last_key=objs[-1].key if objs else last_key,
         )
         pages += recorded
-        # The shard's state as recorded, by this invocation or (after losing a race) by another.
-        state = ledger.list_shard(job_id, shard)
+        if recorded:
+            state = replace(state, page=page_no + 1, cursor=page.next_token, done=last, last_key=objs[-1].key if objs else last_key)
+        else:  # another invocation recorded this page first: carry on from its checkpoint
+            state = ledger.list_shard(job_id, shard)
     return ListOutcome(job_id, shard, state.done, pages)
 
 
@@ -293,9 +295,10 @@ def _list_manifest(
             failed=len(bad),
         )
         pages += recorded
-        state = ledger.list_shard(job_id, state.index)
-        if not recorded:
-            rows = None  # another invocation got there first: resume from its cursor
+        if recorded:
+            state = replace(state, page=page_no + 1, cursor=None if last else cursor, done=last)
+        else:  # another invocation got there first: resume from its cursor
+            state, rows = ledger.list_shard(job_id, state.index), None
     return ListOutcome(job_id, state.index, state.done, pages)
 
 
