@@ -1,4 +1,4 @@
-"""S3BulkStack: ledger, work queue and DLQ, four Lambdas, the job state machine, schedules, dashboard and alarms."""
+"""S3BulkStack: ledger, work queue and DLQ, six Lambdas, the job state machine, schedules, dashboard and alarms."""
 
 from __future__ import annotations
 
@@ -7,6 +7,12 @@ import json
 import aws_cdk as cdk
 from aws_cdk import (
     aws_dynamodb as ddb,
+)
+from aws_cdk import (
+    aws_events as events,
+)
+from aws_cdk import (
+    aws_events_targets as targets,
 )
 from aws_cdk import (
     aws_iam as iam,
@@ -174,6 +180,7 @@ class S3BulkStack(cdk.Stack):
         self.worker_fn = function("Worker", "functions.worker.handler.handler", config.worker_memory_mb, worker_timeout)
         self.progress_fn = function("Progress", "functions.progress.handler.handler", 256, cdk.Duration.seconds(60))
         self.finalize_fn = function("Finalize", "functions.finalize.handler.handler", 1024, cdk.Duration.minutes(14))
+        self.ended_fn = function("ExecutionEnded", "functions.ended.handler.handler", 1024, cdk.Duration.minutes(14))
 
         self.worker_fn.add_event_source(
             sources.SqsEventSource(
@@ -202,6 +209,7 @@ class S3BulkStack(cdk.Stack):
             list_concurrency=config.list_shards,
         )
         self._schedules(config)
+        self._on_execution_end(machine_name)
 
         # -- observability ----------------------------------------------------------------------
         self.alarm_topic: sns.Topic | None = None
@@ -295,15 +303,34 @@ class S3BulkStack(cdk.Stack):
         self.progress_fn.add_to_role_policy(resume)
         self.table.grant(self.progress_fn, "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query")
 
-        finalize = self.finalize_fn
-        self.table.grant(finalize, "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query")
-        finalize.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=["s3:ListBucket"], resources=[self.reports.bucket_arn], conditions={"StringLike": {"s3:prefix": ["jobs/*"]}}
+        for finalize in (self.finalize_fn, self.ended_fn):  # ExecutionEnded writes the report Finalize could not
+            self.table.grant(finalize, "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query")
+            finalize.add_to_role_policy(
+                iam.PolicyStatement(
+                    actions=["s3:ListBucket"], resources=[self.reports.bucket_arn], conditions={"StringLike": {"s3:prefix": ["jobs/*"]}}
+                )
             )
-        )
-        finalize.add_to_role_policy(
-            iam.PolicyStatement(actions=["s3:GetObject", "s3:PutObject"], resources=[self.reports.arn_for_objects("jobs/*")])
+            finalize.add_to_role_policy(
+                iam.PolicyStatement(actions=["s3:GetObject", "s3:PutObject"], resources=[self.reports.arn_for_objects("jobs/*")])
+            )
+
+    def _on_execution_end(self, machine_name: str) -> None:
+        """Every execution that FAILED, TIMED_OUT or was ABORTED reaches ExecutionEnded, which reports and stops its job.
+
+        The state machine reports on every path it controls; a StopExecution, a timeout, an error
+        no Catch takes and the history limit bypass them all. EventBridge retries delivery for a
+        day; the function's own async retries cover its errors.
+        """
+        events.Rule(
+            self,
+            "ExecutionEndedRule",
+            description="s3bulk: report and stop the job of an execution that failed, timed out or was aborted",
+            event_pattern=events.EventPattern(
+                source=["aws.states"],
+                detail_type=["Step Functions Execution Status Change"],
+                detail={"status": ["FAILED", "TIMED_OUT", "ABORTED"], "stateMachineArn": [self.state_machine_arn]},
+            ),
+            targets=[targets.LambdaFunction(self.ended_fn, retry_attempts=20, max_event_age=cdk.Duration.hours(24))],
         )
 
     def _schedules(self, config: DeployConfig) -> None:

@@ -71,8 +71,16 @@ def build_state_machine(
 
     invalid = sfn.Fail(scope, "InvalidJob", error="InvalidJob", cause_path="$.error.Cause")
     # retry_on_service_exceptions=False: CDK's own retrier would repeat _retry's (same errors, other timing).
+    # The execution's name goes along: a job without its own id takes one derived from it, so the handler of the
+    # execution's status-change event (which sees only the execution) finds the job.
     validate_task = tasks.LambdaInvoke(
-        scope, "Validate", lambda_function=validate, payload_response_only=True, result_path="$", retry_on_service_exceptions=False
+        scope,
+        "Validate",
+        lambda_function=validate,
+        payload=sfn.TaskInput.from_object({"job": sfn.JsonPath.entire_payload, "execution": sfn.JsonPath.string_at("$$.Execution.Name")}),
+        payload_response_only=True,
+        result_path="$",
+        retry_on_service_exceptions=False,
     )
     _retry(validate_task, LAMBDA_TRANSIENT)
     validate_task.add_catch(invalid, errors=["JobError"], result_path="$.error")
@@ -102,8 +110,29 @@ def build_state_machine(
         "KeepIdsOnly",
         parameters={"job_id.$": "$.job_id", "poll_seconds.$": "$.poll_seconds"},
     )
-    # A job id submitted again resumes that job rather than starting over.
-    create.add_catch(slim, errors=["DynamoDb.ConditionalCheckFailedException"], result_path=sfn.JsonPath.DISCARD)
+    # A job id submitted again resumes that job rather than starting over: RUNNING again, so workers work its batches.
+    reopen = tasks.DynamoUpdateItem(
+        scope,
+        "ReopenJob",
+        table=table,
+        key=job_key,
+        update_expression="SET #s = :running",
+        expression_attribute_names={"#s": "status"},
+        expression_attribute_values={":running": tasks.DynamoAttributeValue.from_string("RUNNING")},
+        result_path=sfn.JsonPath.DISCARD,
+    )
+    _retry(
+        reopen,
+        [
+            "DynamoDB.ProvisionedThroughputExceededException",
+            "DynamoDB.InternalServerErrorException",
+            "DynamoDB.TransactionConflictException",
+            "States.Timeout",
+        ],
+    )
+    reopen.add_catch(failed, errors=["States.ALL"], result_path="$.error")
+    reopen.next(slim)
+    create.add_catch(reopen, errors=["DynamoDb.ConditionalCheckFailedException"], result_path=sfn.JsonPath.DISCARD)
     create.add_catch(failed, errors=["States.ALL"], result_path="$.error")
 
     # A step that failed for good: write the report with the error and what was counted, then fail.

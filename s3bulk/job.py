@@ -6,6 +6,7 @@ half-running. The JSON Schema in docs/ is generated from these models.
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import json
 import re
@@ -397,9 +398,21 @@ def request_options(job: Job) -> RequestOptions:
     )
 
 
-def new_job_id(job: Job) -> str:
-    """The job's own id, or one that sorts by start time and names the operation."""
+_JOB_ID = re.compile(r"^[A-Za-z0-9._-]{1,80}$")
+
+
+def new_job_id(job: Job, execution: str | None = None) -> str:
+    """The job's own id; else one derived from the execution that runs it; else one that sorts by start time.
+
+    On the stack the id follows from the execution's name, so whoever sees only the
+    execution (the handler of its status-change event) finds the job's ledger entry.
+    """
     if job.job_id:
         return job.job_id
+    if execution:
+        derived = f"{job.operation}-{execution}"
+        if _JOB_ID.match(derived):
+            return derived
+        return f"{job.operation}-{hashlib.sha256(execution.encode()).hexdigest()[:32]}"
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     return f"{job.operation}-{stamp}-{uuid.uuid4().hex[:8]}"

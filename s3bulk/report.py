@@ -217,6 +217,10 @@ def summarize(
         out["would_process"] = counts.listed - counts.skipped
     if error:
         out["error"] = error
+        # A job stopped early: objects listed but neither done nor failed when the report was written.
+        unfinished = counts.listed - counts.succeeded - counts.skipped - counts.failed
+        if unfinished > 0 and not dry:
+            out["unfinished"] = unfinished
     return out
 
 

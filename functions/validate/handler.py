@@ -6,6 +6,7 @@ from functools import cache
 from typing import Any
 
 from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools.utilities.parser import BaseModel, event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from s3bulk.aws import env
@@ -16,6 +17,11 @@ logger = Logger(service=SERVICE)
 tracer = Tracer(service=SERVICE)
 
 
+class ValidateEvent(BaseModel):
+    job: Any  # the execution's input, checked by parse_job (its errors name the job's fields)
+    execution: str | None = None  # the execution's name: a job without job_id takes an id derived from it
+
+
 @cache
 def config() -> env.AwsConfig:
     return env.AwsConfig.from_env()
@@ -23,6 +29,7 @@ def config() -> env.AwsConfig:
 
 @tracer.capture_lambda_handler
 @logger.inject_lambda_context
-def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+@event_parser(model=ValidateEvent)
+def handler(event: ValidateEvent, context: LambdaContext) -> dict[str, Any]:
     cfg = config()
-    return validate(event, cfg.allow, cfg.poll_seconds)
+    return validate(event.job, cfg.allow, cfg.poll_seconds, execution=event.execution)

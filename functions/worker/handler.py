@@ -14,8 +14,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from s3bulk.aws import env
 from s3bulk.aws.messages import BatchMessage
-from s3bulk.aws.pipeline import NotStarted, WorkerService, return_delay
-from s3bulk.aws.queue import Returns
+from s3bulk.aws.pipeline import BatchReturned, WorkerService
 from s3bulk.metrics import (
     BATCHES_RETURNED,
     BYTES,
@@ -44,45 +43,34 @@ processor = BatchProcessor(event_type=EventType.SQS, model=SqsBatchRecord, raise
 
 
 @cache
-def service() -> tuple[WorkerService, Returns, int]:
-    cfg = env.AwsConfig.from_env()
-    return env.worker_service(cfg), env.returns(cfg), cfg.max_receives
+def service() -> WorkerService:
+    return env.worker_service(env.AwsConfig.from_env())
 
 
 def record_handler(record: SqsBatchRecord, lambda_context: LambdaContext) -> None:
-    worker, returns, max_receives = service()
     msg = record.body
-    attempts = int(record.attributes.ApproximateReceiveCount)
     logger.append_keys(job_id=msg.job_id, batch_id=msg.batch_id)
+    attempts = int(record.attributes.ApproximateReceiveCount)
     try:
-        outcome = worker.work(msg, lambda: lambda_context.get_remaining_time_in_millis() / 1000)
-    except NotStarted:
+        outcome = service().handle(msg, attempts, record.receiptHandle, lambda: lambda_context.get_remaining_time_in_millis() / 1000)
+    except BatchReturned as returned:
         metrics.add_metric(name=BATCHES_RETURNED, unit="Count", value=1)
-        if attempts >= max_receives:
-            # Never attempted, so never a failure: sent again with a fresh receive count instead of to the DLQ.
-            returns.requeue(msg.encode())
-            return
-        returns.later(record.receiptHandle, return_delay(attempts, not_started=True))
-        raise
-    except Exception as exc:
-        metrics.add_metric(name=BATCHES_RETURNED, unit="Count", value=1)
-        if attempts < max_receives:
-            returns.later(record.receiptHandle, return_delay(attempts, not_started=False))
-        else:
-            counts = worker.dead_letter(msg, exc, attempts)
-            metrics.add_metric(name=OBJECTS_FAILED, unit="Count", value=counts.failed)
+        if returned.dead_lettered is not None:
+            metrics.add_metric(name=OBJECTS_FAILED, unit="Count", value=returned.dead_lettered.failed)
             metrics.add_metric(name=DEAD_LETTERED_BATCHES, unit="Count", value=1)
             logger.error("batch dead-lettered", extra={"attempts": attempts})
         raise
-    if not outcome.counted:
+    if outcome.requeued:
+        metrics.add_metric(name=BATCHES_RETURNED, unit="Count", value=1)
+    elif not outcome.counted:
         metrics.add_metric(name=DUPLICATE_BATCHES, unit="Count", value=1)
-        return
-    c = outcome.counts
-    metrics.add_metric(name=OBJECTS_SUCCEEDED, unit="Count", value=c.succeeded)
-    metrics.add_metric(name=OBJECTS_FAILED, unit="Count", value=c.failed)
-    metrics.add_metric(name=OBJECTS_SKIPPED, unit="Count", value=c.skipped)
-    metrics.add_metric(name=BYTES, unit="Bytes", value=c.bytes)
-    metrics.add_metric(name=RETRIES, unit="Count", value=c.retries)
+    else:
+        c = outcome.counts
+        metrics.add_metric(name=OBJECTS_SUCCEEDED, unit="Count", value=c.succeeded)
+        metrics.add_metric(name=OBJECTS_FAILED, unit="Count", value=c.failed)
+        metrics.add_metric(name=OBJECTS_SKIPPED, unit="Count", value=c.skipped)
+        metrics.add_metric(name=BYTES, unit="Bytes", value=c.bytes)
+        metrics.add_metric(name=RETRIES, unit="Count", value=c.retries)
 
 
 @metrics.log_metrics

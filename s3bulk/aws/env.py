@@ -93,4 +93,6 @@ def worker_service(cfg: AwsConfig) -> WorkerService:
         margin=cfg.work_margin,
         rate=s3.rate,
         completion=completion(),
+        returns=returns(cfg),
+        max_receives=cfg.max_receives,
     )

@@ -77,6 +77,7 @@ class JobRecord:
     counters: dict[str, int]
     created_at: float
     shards: int | None = None  # listing shards, once planned
+    report: str | None = None  # report.json's URI, once written
 
     def summary(self) -> dict[str, Any]:
         c = self.counters
@@ -260,7 +261,18 @@ class DynamoLedger:
             counters,
             float(item["created_at"]["N"]),
             int(item["shards"]["N"]) if "shards" in item else None,
+            item.get("report", {}).get("S"),
         )
+
+    def status(self, job_id: str) -> str:
+        """The job's status alone: one eventually consistent read of one attribute (workers poll it to stop a stopped job)."""
+        r = self.client.get_item(
+            TableName=self.table, Key=job_key(job_id), ProjectionExpression="#s", ExpressionAttributeNames={"#s": "status"}
+        )
+        item = r.get("Item")
+        if item is None:
+            raise KeyError(f"job {job_id!r} is not in the ledger")
+        return str(item["status"]["S"])
 
     def spec(self, job_id: str) -> Job:
         """The job alone (what a worker needs): one small GetItem, no counters."""

@@ -19,10 +19,10 @@ from s3bulk.aws.allowlist import AllowList
 from s3bulk.aws.completion import Completion
 from s3bulk.aws.ledger import MAX_LIST_SHARDS, BatchCounts, DynamoLedger, ListShard, initial_item
 from s3bulk.aws.messages import BatchMessage, pack
-from s3bulk.aws.queue import QueueSender
+from s3bulk.aws.queue import QueueSender, Returns
 from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.errors import error_code, error_message
-from s3bulk.job import Job, new_job_id, parse_job, request_options
+from s3bulk.job import Job, JobError, new_job_id, parse_job, request_options
 from s3bulk.keys import JsonlKeyLog, KeyRecord
 from s3bulk.listing import Shard, iter_objects, list_shard_page, plan_ranges
 from s3bulk.manifest import ManifestReader, Row
@@ -63,11 +63,15 @@ def return_delay(attempts: int, *, not_started: bool) -> int:
 
 
 # -- validate -------------------------------------------------------------------------------------
-def validate(event: dict[str, Any], allow: AllowList, poll_seconds: int = DEFAULT_POLL_SECONDS) -> dict[str, Any]:
-    """Parse and authorize a job event; raises JobError (one line naming the field) when it is bad."""
+def validate(event: Any, allow: AllowList, poll_seconds: int = DEFAULT_POLL_SECONDS, execution: str | None = None) -> dict[str, Any]:
+    """Parse and authorize a job event; raises JobError (one line naming the field) when it is bad.
+
+    `execution` is the name of the execution running the job: a job without its own id
+    takes one derived from it (see execution_ended).
+    """
     job = parse_job(json.dumps(event))
     allow.check(job)
-    job_id = new_job_id(job)
+    job_id = new_job_id(job, execution)
     return {"job_id": job_id, "item": initial_item(job_id, job), "poll_seconds": poll_seconds}
 
 
@@ -303,6 +307,13 @@ def _list_manifest(
 
 
 # -- work -----------------------------------------------------------------------------------------
+# How long a worker container trusts the job status it read: a stopped job's queued batches are cancelled
+# within this long, for one small read per container per period (never one per batch on the job's item).
+STATUS_TTL_S = 30.0
+# The error code a stopped job's unworked objects are reported with.
+JOB_STOPPED = "JobStopped"
+
+
 class NotStarted(RuntimeError):
     """Too little time left to start this message; it comes back untouched."""
 
@@ -311,10 +322,25 @@ class BatchIncomplete(RuntimeError):
     """Time ran out mid-batch; nothing of it is counted, and the whole batch comes back."""
 
 
+class BatchReturned(RuntimeError):
+    """The record goes back to the queue (a partial batch failure): it could not start, or it raised `cause`.
+
+    `dead_lettered` holds the counts when this was its last delivery: its objects were
+    reported failed and counted, and SQS moves the record to the dead-letter queue.
+    """
+
+    def __init__(self, cause: BaseException, dead_lettered: BatchCounts | None = None) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+        self.dead_lettered = dead_lettered
+
+
 @dataclass(frozen=True, slots=True)
 class WorkOutcome:
     counts: BatchCounts
     counted: bool  # False: a duplicate delivery, already counted
+    requeued: bool = False  # not started on its last delivery: sent again as a new message instead of dead-lettered
+    cancelled: bool = False  # its job had stopped: its objects were reported failed (JobStopped), not worked
 
 
 class WorkerService:
@@ -331,6 +357,9 @@ class WorkerService:
         margin: float = WORK_MARGIN_S,
         rate: RateControl | None = None,
         completion: Completion | None = None,
+        returns: Returns | None = None,
+        max_receives: int = 5,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.ledger = ledger
         self.completion = completion
@@ -339,14 +368,52 @@ class WorkerService:
         self.allow = allow
         self.margin = margin
         self.rate = rate  # the store's, so the job's adaptive_rate can switch it and share it
+        self.returns = returns
+        self.max_receives = max_receives
+        self.clock = clock
         self.pool = BoundedExecutor(concurrency, name="s3bulk-worker")
         self.parts = part_pool()
         self._jobs: dict[str, Job] = {}
+        self._status: dict[str, tuple[str, float]] = {}
 
     def job(self, job_id: str) -> Job:
         if job_id not in self._jobs:
             self._jobs[job_id] = self.ledger.spec(job_id)
         return self._jobs[job_id]
+
+    def status(self, job_id: str) -> str:
+        """The job's status as of at most STATUS_TTL_S ago; any other status than RUNNING is read afresh (a job may be reopened)."""
+        status, at = self._status.get(job_id, ("", -STATUS_TTL_S))
+        if status != "RUNNING" or self.clock() - at >= STATUS_TTL_S:
+            status = self.ledger.status(job_id)
+            self._status[job_id] = (status, self.clock())
+        return status
+
+    def handle(self, msg: BatchMessage, attempts: int, receipt: str, time_left: TimeLeft) -> WorkOutcome:
+        """One SQS record, by the queue's rules: work it, or hand it back soon, or on its last delivery dead-letter it.
+
+        A record that could not start comes back in seconds (another container has time)
+        and is never dead-lettered for it: on its last delivery it is sent again as a new
+        message. One that raised comes back with backoff; on its last delivery its objects
+        are reported failed and counted, so the job can finish, and SQS dead-letters it.
+        Raises BatchReturned whenever the record must go back to the queue.
+        """
+        try:
+            return self.work(msg, time_left)
+        except NotStarted as exc:
+            if attempts >= self.max_receives and self.returns is not None:
+                self.returns.requeue(msg.encode())
+                return WorkOutcome(BatchCounts(), counted=False, requeued=True)
+            if self.returns is not None:
+                self.returns.later(receipt, return_delay(attempts, not_started=True))
+            raise BatchReturned(exc) from exc
+        except Exception as exc:
+            if attempts < self.max_receives:
+                if self.returns is not None:
+                    self.returns.later(receipt, return_delay(attempts, not_started=False))
+                raise BatchReturned(exc) from exc
+            counts = self.dead_letter(msg, exc, attempts)
+            raise BatchReturned(exc, dead_lettered=counts) from exc
 
     def work(self, msg: BatchMessage, time_left: TimeLeft) -> WorkOutcome:
         if time_left() < self.margin:
@@ -355,6 +422,9 @@ class WorkerService:
         self.allow.check(job)
         if self.ledger.is_batch_done(msg.job_id, msg.batch_id):
             return WorkOutcome(BatchCounts(), counted=False)
+        status = self.status(msg.job_id)
+        if status != "RUNNING":
+            return self._cancel(msg, status)
         mapper = KeyMapper(job.source, job.destination) if job.destination else None
         checks = msg.rechecks()
         items = [Item(o, mapper(o.key) if mapper else "", recheck=checks.get(i)) for i, o in enumerate(msg.objects())]
@@ -392,17 +462,26 @@ class WorkerService:
         self.rate.configure(adaptive, self.ledger.shared_rate(job_id) if adaptive else None)
         return self.rate.cuts
 
+    def _cancel(self, msg: BatchMessage, status: str) -> WorkOutcome:
+        """The job stopped (aborted, timed out, failed) while this batch was queued: report its objects, work none of them."""
+        message = f"not processed: the job was {status} before this batch ran; run the job again with if_exists=skip to finish it"
+        counts, counted = self._fail_all(msg, JOB_STOPPED, message)
+        return WorkOutcome(counts, counted, cancelled=True)
+
     def dead_letter(self, msg: BatchMessage, exc: BaseException, attempts: int) -> BatchCounts:
         """Last delivery: report every object of the batch as failed so the job can finish, then let SQS dead-letter it."""
-        code, message = error_code(exc), error_message(exc)
-        failures = [
-            {"key": key, "error": code, "message": f"dead-lettered after {attempts} deliveries: {message}"} for key, *_ in msg.items
-        ]
+        message = f"dead-lettered after {attempts} deliveries: {error_message(exc)}"
+        return self._fail_all(msg, error_code(exc), message)[0]
+
+    def _fail_all(self, msg: BatchMessage, code: str, message: str) -> tuple[BatchCounts, bool]:
+        """Every object of the batch as failed with `code`, in the failures and counted once."""
+        failures = [{"key": key, "error": code, "message": message} for key, *_ in msg.items]
         self.reports.put_failures(msg.job_id, msg.batch_id, failures)
         counts = BatchCounts(failed=len(failures))
-        if self.ledger.finish_batch(msg.job_id, msg.batch_id, counts):
+        counted = self.ledger.finish_batch(msg.job_id, msg.batch_id, counts)
+        if counted:
             notify_if_complete(msg.job_id, self.ledger, self.completion)
-        return counts
+        return counts, counted
 
 
 # -- completion -----------------------------------------------------------------------------------
@@ -461,6 +540,54 @@ def finalize(
         "over_threshold": over,
         "report": uri,
     }
+
+
+# -- an execution that ended on its own terms ----------------------------------------------------
+# The execution statuses whose event reaches execution_ended (the stack's EventBridge rule).
+ENDED = ("FAILED", "TIMED_OUT", "ABORTED")
+
+
+def job_id_of(detail: dict[str, Any]) -> str | None:
+    """The job id an execution ran, from its status-change event: as Validate derived it (input and name), or None if invalid."""
+    raw = detail.get("input")
+    if not isinstance(raw, str):
+        return None
+    try:
+        job = parse_job(raw)
+    except JobError:
+        return None  # Validate refused it: no ledger entry was made
+    name = detail.get("name")
+    if not job.job_id and not name:
+        return None
+    return new_job_id(job, str(name or ""))
+
+
+def execution_ended(
+    detail: dict[str, Any], *, ledger: DynamoLedger, reports: ReportBucket, now: Callable[[], float] = time.time
+) -> dict[str, Any]:
+    """An execution FAILED, TIMED_OUT or was ABORTED: make sure its job has a report and is no longer RUNNING.
+
+    The state machine writes the report itself on every path it controls (Finalize, and
+    ReportFailure for a step that failed for good). Some ends bypass every Catch: a user's
+    StopExecution, the execution's own timeout, States.Runtime and States.DataLimitExceeded
+    errors, and the 25,000-event history limit. For those, Step Functions' status-change event
+    brings the execution here; the job's report is written with what was counted and the
+    reason, and its queued batches are then cancelled by the workers (JobStopped). A job that
+    already has its report is left alone, so this and ReportFailure may both run.
+    """
+    status = str(detail.get("status", ""))
+    job_id = job_id_of(detail)
+    if status not in ENDED or job_id is None:
+        return {"job_id": job_id, "finalized": False, "reason": f"nothing to report for a {status or 'malformed'} event"}
+    try:
+        rec = ledger.load(job_id)
+    except KeyError:
+        return {"job_id": job_id, "finalized": False, "reason": "the execution ended before it made a ledger entry"}
+    if rec.report is not None and rec.status != "RUNNING":
+        return {"job_id": job_id, "finalized": False, "reason": f"already reported ({rec.status})"}
+    why = step_error({"Error": str(detail.get("error") or status), "Cause": str(detail.get("cause") or "")})
+    out = finalize(job_id, ledger=ledger, reports=reports, error=f"execution {status}: {why}", now=now)
+    return {**out, "finalized": True}
 
 
 def step_error(error: dict[str, str] | None) -> str | None:

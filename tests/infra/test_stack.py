@@ -204,6 +204,7 @@ def test_state_machine_is_standard_with_retry_and_catch_on_every_task(template: 
         "Finalize",
         "ReportFailure",
         "MarkFailed",
+        "ReopenJob",
     }
     [shards] = [s for s in definition["States"].values() if s["Type"] == "Map"]
     assert shards["Catch"] and shards["ItemProcessor"]["States"]["ListShard"]["Retry"]
@@ -411,3 +412,14 @@ def test_shards_are_listed_in_parallel_up_to_the_deploy_time_setting(template: T
     assert '\\"MaxConcurrency\\":4' in json.dumps(resources(t, "AWS::StepFunctions::StateMachine"))
     with pytest.raises(ValueError, match=r"^context list_shards: "):
         DeployConfig.from_context({**CONTEXT, "list_shards": "0"}.get)
+
+
+def test_every_failed_timed_out_or_aborted_execution_reaches_the_execution_ended_function(template: Template) -> None:
+    [rule] = resources(template, "AWS::Events::Rule").values()
+    pattern = rule["Properties"]["EventPattern"]
+    assert pattern["source"] == ["aws.states"] and pattern["detail-type"] == ["Step Functions Execution Status Change"]
+    assert sorted(pattern["detail"]["status"]) == ["ABORTED", "FAILED", "TIMED_OUT"]
+    [target] = rule["Properties"]["Targets"]
+    [(logical, fn)] = [(k, f) for k, f in resources(template, "AWS::Lambda::Function").items() if k == target["Arn"]["Fn::GetAtt"][0]]
+    assert fn["Properties"]["Handler"] == "functions.ended.handler.handler", logical
+    assert target["RetryPolicy"]["MaximumRetryAttempts"] >= 10

@@ -112,7 +112,7 @@ def start(aws: Aws, operation: str = "copy", **options: Any) -> str:
     event: dict[str, Any] = {"operation": operation, "source": {"bucket": SRC, "prefix": "in/"}, "options": options}
     if operation != "delete":
         event["destination"] = {"bucket": DST, "prefix": "out/"}
-    out = validate_handler.handler(event, Context())
+    out = validate_handler.handler({"job": event}, Context())
     aws.ddb.put_item(TableName=TABLE, Item=out["item"], ConditionExpression="attribute_not_exists(pk)")
     return str(out["job_id"])
 
@@ -253,7 +253,7 @@ def test_failures_within_the_tolerance_do_not_fail_the_job(aws: Aws) -> None:
 def test_validate_refuses_a_bucket_outside_the_allow_list(aws: Aws) -> None:
     event = {"operation": "copy", "source": {"bucket": "not-allowed"}, "destination": {"bucket": DST}}
     with pytest.raises(JobError, match=r"^job.source.bucket: 'not-allowed' is not in this deployment's read allow-list"):
-        validate_handler.handler(event, Context())
+        validate_handler.handler({"job": event}, Context())
 
 
 def test_a_dry_run_sends_no_messages_and_reports_what_would_be_done(aws: Aws) -> None:
@@ -488,7 +488,7 @@ def test_workers_share_one_adaptive_rate_through_the_ledger(aws: Aws, monkeypatc
     expected = seed(aws, 300)
     job_id = start(aws, adaptive_rate=True, batch_size=100)
     list_all(job_id)
-    first, *_ = worker_handler.service()
+    first = worker_handler.service()
     assert first.rate is not None
     first.store.client.meta.events.register("before-send.s3.CopyObject", _throttle_every(4))  # type: ignore[attr-defined]
     messages = receive(aws.sqs, aws.queue_url, 1)
@@ -509,7 +509,7 @@ def test_workers_share_one_adaptive_rate_through_the_ledger(aws: Aws, monkeypatc
 
     monkeypatch.setattr(RateControl, "configure", recording)
     work_all(aws)
-    second, *_ = worker_handler.service()
+    second = worker_handler.service()
     assert second is not first and second.rate is not None and second.rate.throttles == 0
     assert seeds[0] == (True, shared)
     assert second.rate.send_rate is not None  # paced from its first request, though S3 never throttled it
@@ -523,7 +523,7 @@ def test_a_job_without_adaptive_rate_neither_paces_nor_shares(aws: Aws) -> None:
     job_id = start(aws)
     list_all(job_id)
     work_all(aws)
-    worker, *_ = worker_handler.service()
+    worker = worker_handler.service()
     assert worker.rate is not None and not worker.rate.enabled and worker.rate.send_rate is None
     assert aws.ledger.shared_rate(job_id) is None
 
@@ -554,10 +554,10 @@ def test_a_tag_job_runs_on_the_stack_and_needs_the_source_in_the_write_allow_lis
     expected = seed(aws, 120)
     event = {"operation": "tag", "source": {"bucket": SRC, "prefix": "in/"}, "tagging": {"mode": "merge", "tags": {"team": "data"}}}
     with pytest.raises(JobError, match=r"job.source.bucket: .*write allow-list"):
-        validate_handler.handler(event, Context())
+        validate_handler.handler({"job": event}, Context())
     monkeypatch.setenv("S3BULK_WRITE_BUCKETS", f"{DST},{SRC}")
     clear_caches()
-    out = validate_handler.handler(event, Context())
+    out = validate_handler.handler({"job": event}, Context())
     aws.ddb.put_item(TableName=TABLE, Item=out["item"], ConditionExpression="attribute_not_exists(pk)")
     job_id = str(out["job_id"])
     list_all(job_id)
@@ -582,7 +582,7 @@ def test_a_csv_manifest_job_runs_on_the_stack_and_reports_bad_rows_by_line(aws: 
         "source": {"bucket": SRC, "prefix": "in/", "manifest": {"bucket": SRC, "key": "manifests/m.csv"}},
         "destination": {"bucket": DST, "prefix": "out/"},
     }
-    out = validate_handler.handler(event, Context())
+    out = validate_handler.handler({"job": event}, Context())
     aws.ddb.put_item(TableName=TABLE, Item=out["item"], ConditionExpression="attribute_not_exists(pk)")
     job_id = str(out["job_id"])
     listed = list_all(job_id, pages_per_call=1)  # each invocation reopens the manifest at its cursor
@@ -608,7 +608,7 @@ def test_the_stack_refuses_a_manifest_outside_the_read_allow_list(aws: Aws) -> N
         "destination": {"bucket": DST},
     }
     with pytest.raises(JobError, match=r"^job.source.manifest.bucket: 'report-bucket' is not in this deployment's read allow-list"):
-        validate_handler.handler(event, Context())
+        validate_handler.handler({"job": event}, Context())
 
 
 def test_the_stack_and_the_cli_write_reports_with_the_same_fields_from_one_builder(aws: Aws, tmp_path: Path) -> None:
@@ -620,7 +620,7 @@ def test_the_stack_and_the_cli_write_reports_with_the_same_fields_from_one_build
         "source": {"bucket": SRC, "prefix": "in/", "exclude": ["*.tmp"]},
         "destination": {"bucket": DST, "prefix": "out/"},
     }
-    out = validate_handler.handler(doc, Context())
+    out = validate_handler.handler({"job": doc}, Context())
     aws.ddb.put_item(TableName=TABLE, Item=out["item"], ConditionExpression="attribute_not_exists(pk)")
     job_id = str(out["job_id"])
     list_all(job_id)

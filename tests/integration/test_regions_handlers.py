@@ -108,7 +108,7 @@ def test_a_copy_job_from_a_source_in_eu_west_1_runs_through_the_handlers(
 def run_job(src: str, dst: str, ddb: Any, sqs: Any, queue: str, queue_arn: str, table: str) -> dict[str, Any]:
     """What the state machine does: Validate, put the ledger item, List until done, work the queue, Finalize."""
     event = {"operation": "copy", "source": {"bucket": src, "prefix": "in/"}, "destination": {"bucket": dst, "prefix": "out/"}}
-    out = validate_handler.handler(event, Context())
+    out = validate_handler.handler({"job": event}, Context())
     ddb.put_item(TableName=table, Item=out["item"], ConditionExpression="attribute_not_exists(pk)")
     job_id = str(out["job_id"])
     for shard in lister_handler.handler({"job_id": job_id}, Context())["shards"]:

@@ -73,7 +73,7 @@ class Conflicts:
 
 
 def _ledgers() -> list[DynamoLedger]:
-    worker, *_ = worker_handler.service()
+    worker = worker_handler.service()
     return [lister_handler.deps()["ledger"], worker.ledger, finalize_handler.deps()[0]]
 
 
@@ -139,7 +139,7 @@ def test_a_batch_that_raised_comes_back_in_seconds_not_after_the_visibility_time
     job_id = start(aws)
     list_all(job_id)
     [message] = receive(aws.sqs, aws.queue_url, 1)  # the harness's receive hides it for 30 s
-    worker, *_ = worker_handler.service()
+    worker = worker_handler.service()
     monkeypatch.setattr(worker, "work", _raising(RuntimeError("transient")))
     out = worker_handler.handler(sqs_event([message], aws.queue_arn), Context())
     assert [f["itemIdentifier"] for f in out["batchItemFailures"]] == [message["MessageId"]]
@@ -185,7 +185,7 @@ def test_the_worker_counting_the_last_batch_resumes_the_waiting_execution_once(a
             sent.append(token)
             return True
 
-    worker, *_ = worker_handler.service()
+    worker = worker_handler.service()
     worker.completion = Recorder()
     aws.ledger.await_completion(job_id, "token-1")
     assert notify_if_complete(job_id, aws.ledger, Recorder()) is False  # three batches still pending

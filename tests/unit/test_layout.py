@@ -23,6 +23,7 @@ HANDLERS = [
     "functions.worker.handler",
     "functions.progress.handler",
     "functions.finalize.handler",
+    "functions.ended.handler",
 ]
 # Modules the Lambda path must never load: the local runtime and its dependencies, and the test doubles.
 LOCAL_ONLY = ("s3bulk.local", "s3bulk.testing", "s3bulk.cli", "sqlite3", "_sqlite3", "rich")

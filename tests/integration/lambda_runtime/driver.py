@@ -61,7 +61,7 @@ def main() -> None:
     from functions.validate import handler as validate
     from functions.worker import handler as worker
 
-    out = validate.handler(cfg["job"], Context())
+    out = validate.handler({"job": cfg["job"], "execution": "fidelity"}, Context())
     # The harness's own clients name the endpoint: an old runtime SDK ignores AWS_ENDPOINT_URL (the handlers' must not).
     boto3.client("dynamodb", endpoint_url=cfg["endpoint"]).put_item(
         TableName=cfg["table"], Item=out["item"], ConditionExpression="attribute_not_exists(pk)"

@@ -33,6 +33,8 @@ class SqsEventSource:
         self.pollers = max(1, min(pollers, limit))
         self.stats = SourceStats()
         self._stop = threading.Event()
+        self._running = threading.Event()  # cleared: pollers receive nothing (pause/resume)
+        self._running.set()
         self._lock = threading.Lock()  # moto's SQS is not thread-safe; one receive at a time, as one queue would serve them
         self._threads: list[threading.Thread] = []
         self._duplicated: set[str] = set()
@@ -50,8 +52,18 @@ class SqsEventSource:
         alive = [t.name for t in self._threads if t.is_alive()]
         assert not alive, f"pollers still running after {timeout}s: {alive}"
 
+    def pause(self) -> None:
+        """Receive nothing more (a batch already received still finishes), as when the mapping is disabled."""
+        self._running.clear()
+
+    def resume(self) -> None:
+        self._running.set()
+
     def _poll(self) -> None:
         while not self._stop.is_set():
+            if not self._running.is_set():
+                self._stop.wait(0.05)
+                continue
             with self._lock:
                 got = self.sqs.receive_message(
                     QueueUrl=self.queue_url, MaxNumberOfMessages=min(self.batch_size, 10), AttributeNames=["All"], WaitTimeSeconds=0

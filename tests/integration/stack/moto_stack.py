@@ -5,16 +5,19 @@ from __future__ import annotations
 import json
 import os
 import time
+import uuid
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, cast
 from unittest import mock
 
 import boto3
 from moto import mock_aws
 from moto.awslambda_simple.models import LambdaSimpleBackend
 from moto.core.models import DEFAULT_ACCOUNT_ID
+from moto.events.models import EventPattern
 
 from tests.integration.aws_harness import REGION
 from tests.integration.stack.event_source import SqsEventSource
@@ -69,6 +72,7 @@ class Execution:
     description: dict[str, Any]
     events: list[dict[str, Any]]
     seconds: float
+    ended: list[Any] = field(default_factory=list)  # what the EventBridge rules' functions returned for its status-change event
 
     def entered(self) -> list[str]:
         return [e["stateEnteredEventDetails"]["name"] for e in self.events if "stateEnteredEventDetails" in e]
@@ -101,6 +105,7 @@ class StackOnMoto:
         self.names: dict[str, Any] = dict(PSEUDO)
         self.functions: dict[str, Function] = {}
         self.sources: list[SqsEventSource] = []
+        self.rules: list[tuple[str, EventPattern, list[Function]]] = []
         self._stack = ExitStack()
 
     # intrinsic functions
@@ -200,6 +205,11 @@ class StackOnMoto:
         self.state_machine_arn = self.sfn.create_state_machine(
             name=self.resolve(sm.get("StateMachineName", logical)), definition=definition, roleArn=role
         )["stateMachineArn"]
+        by_arn = {self.names[f"{logical}.Arn"]: fn for logical, fn in self.functions.items()}
+        for logical, p in resources_of(self.template, "AWS::Events::Rule").items():
+            pattern = EventPattern.load(json.dumps(self.resolve(p["EventPattern"])))
+            fns = [by_arn[arn] for arn in (self.resolve(t["Arn"]) for t in p.get("Targets", [])) if arn in by_arn]
+            self.rules.append((logical, pattern, fns))
         for p in resources_of(self.template, "AWS::Lambda::EventSourceMapping").values():
             source_arn, fn = self.resolve(p["EventSourceArn"]), self.resolve(p["FunctionName"])
             [url] = [self.names[q] for q in queues if self.names[f"{q}.Arn"] == source_arn]
@@ -226,23 +236,77 @@ class StackOnMoto:
         [fn] = [f for f in self.functions.values() if f.module_name == handler_module]
         return fn
 
-    def run(self, job: dict[str, Any], timeout: float = 45.0) -> Execution:
-        """Start an execution with `job` as input and wait (at most `timeout`) for it to end; stop it if it does not."""
+    def run(
+        self, job: dict[str, Any], timeout: float = 45.0, *, stop_when: Callable[[], bool] | None = None, name: str | None = None
+    ) -> Execution:
+        """Start an execution with `job` as input and wait (at most `timeout`) for it to end; stop it if it does not.
+
+        `stop_when` plays a user who stops the execution (StopExecution) once it returns True. Once the
+        execution has ended, its status-change event goes to the template's EventBridge rules, as on AWS.
+        """
         began = time.monotonic()
-        arn = self.sfn.start_execution(stateMachineArn=self.state_machine_arn, input=json.dumps(job))["executionArn"]
+        # AWS names an unnamed execution with a UUID; in-process moto would name it "None".
+        name = name or str(uuid.uuid4())
+        arn = self.sfn.start_execution(stateMachineArn=self.state_machine_arn, input=json.dumps(job), name=name)["executionArn"]
         desc = self.sfn.describe_execution(executionArn=arn)
+        stopped = False
         while desc["status"] == "RUNNING" and time.monotonic() - began < timeout:
+            if stop_when is not None and stop_when():
+                self.sfn.stop_execution(executionArn=arn, error="User.Stopped", cause="stopped by its owner")
+                stopped = True
+                break
             time.sleep(0.1)
             desc = self.sfn.describe_execution(executionArn=arn)
         if desc["status"] == "RUNNING":  # stop it, and wait until it has (its thread must not outlive moto)
-            self.sfn.stop_execution(executionArn=arn, error="Harness.Timeout", cause=f"not ended after {timeout:.0f}s")
+            if not stopped:
+                self.sfn.stop_execution(executionArn=arn, error="Harness.Timeout", cause=f"not ended after {timeout:.0f}s")
             stopping = time.monotonic()
             while desc["status"] == "RUNNING" and time.monotonic() - stopping < 30:
                 time.sleep(0.1)
                 desc = self.sfn.describe_execution(executionArn=arn)
             self._quiesce()
         events = self.sfn.get_execution_history(executionArn=arn, maxResults=1000)["events"]
-        return Execution(arn, desc["status"], desc, events, time.monotonic() - began)
+        if stopped:
+            # AWS ends a stopped execution ABORTED, with StopExecution's error and cause. moto's interpreter
+            # (5.2) ends it FAILED instead, with an error of its own stop handling (States.Runtime, States.Timeout).
+            desc = {**desc, "status": "ABORTED", "error": "User.Stopped", "cause": "stopped by its owner"}
+        ended = self.publish_status(desc)
+        return Execution(arn, desc["status"], desc, events, time.monotonic() - began, ended)
+
+    def status_event(self, desc: dict[str, Any]) -> dict[str, Any]:
+        """The "Step Functions Execution Status Change" event EventBridge carries for an execution (DescribeExecution's fields)."""
+
+        def millis(t: Any) -> int | None:
+            return int(t.timestamp() * 1000) if isinstance(t, datetime) else None
+
+        return {
+            "version": "0",
+            "id": str(uuid.uuid4()),
+            "detail-type": "Step Functions Execution Status Change",
+            "source": "aws.states",
+            "account": ACCOUNT,
+            "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "region": REGION,
+            "resources": [desc["executionArn"]],
+            "detail": {
+                "executionArn": desc["executionArn"],
+                "stateMachineArn": desc["stateMachineArn"],
+                "name": desc.get("name") or desc["executionArn"].rsplit(":", 1)[1],
+                "status": desc["status"],
+                "startDate": millis(desc.get("startDate")),
+                "stopDate": millis(desc.get("stopDate")),
+                "input": desc.get("input"),
+                "output": desc.get("output"),
+                "inputDetails": {"included": True},
+                "error": desc.get("error"),
+                "cause": desc.get("cause"),
+            },
+        }
+
+    def publish_status(self, desc: dict[str, Any]) -> list[Any]:
+        """Deliver an execution's status-change event to every rule whose pattern matches it; their functions' results."""
+        event = self.status_event(desc)
+        return [fn.invoke(event) for _, pattern, fns in self.rules if pattern.matches_event(cast(Any, event)) for fn in fns]
 
     def _quiesce(self, timeout: float = 30.0) -> None:
         """Wait for Lambda invocations the stopped execution still has in flight."""

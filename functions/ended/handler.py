@@ -1,0 +1,41 @@
+"""EventBridge target: an execution FAILED, TIMED_OUT or was ABORTED; its job gets a report and stops, whatever ended it."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools.utilities.parser import BaseModel, event_parser
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from s3bulk.aws import env
+from s3bulk.aws.ledger import DynamoLedger
+from s3bulk.aws.pipeline import execution_ended
+from s3bulk.aws.reportbucket import ReportBucket
+from s3bulk.metrics import SERVICE
+
+logger = Logger(service=SERVICE)
+tracer = Tracer(service=SERVICE)
+
+
+class StatusChange(BaseModel):
+    """Step Functions Execution Status Change: only `detail` matters (name, status, input, error, cause)."""
+
+    detail: dict[str, Any]
+
+
+@cache
+def deps() -> tuple[DynamoLedger, ReportBucket]:
+    cfg = env.AwsConfig.from_env()
+    return env.ledger(cfg), env.reports(cfg)
+
+
+@tracer.capture_lambda_handler
+@logger.inject_lambda_context
+@event_parser(model=StatusChange)
+def handler(event: StatusChange, context: LambdaContext) -> dict[str, Any]:
+    ledger, reports = deps()
+    out = execution_ended(event.detail, ledger=ledger, reports=reports)
+    logger.info("execution ended", extra={"execution": event.detail.get("executionArn"), **out})
+    return out

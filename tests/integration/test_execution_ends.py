@@ -1,0 +1,274 @@
+"""No job ends RUNNING without a report: every way an execution can end, through the synthesized stack on moto.
+
+The state machine reports on the paths it controls (Finalize, ReportFailure). The rest (a user's
+StopExecution, a timeout, an error no Catch takes, a report step that itself failed) reach the
+ExecutionEnded function through the stack's EventBridge rule, which the harness delivers as AWS
+would: the execution's status-change event, matched against the rule's own pattern.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+
+import s3bulk.aws.pipeline as pipeline
+from s3bulk.aws.ledger import DynamoLedger
+from s3bulk.aws.reportbucket import ReportBucket
+from s3bulk.job import parse_job
+from tests.integration.aws_harness import REGION
+from tests.integration.stack_harness import Execution, StackOnMoto, synthesize
+
+SRC, DST = "src-bucket", "dst-bucket"
+CONTEXT: dict[str, object] = {"read_buckets": f"{SRC},{DST}", "write_buckets": DST}
+ENV = {"S3BULK_POLL_SECONDS": "1"}
+N = 120
+BATCH = 20
+
+
+@pytest.fixture(scope="module")
+def template() -> dict[str, Any]:
+    return synthesize(CONTEXT)
+
+
+def seed(n: int = N, **extra: Any) -> list[str]:
+    s3 = boto3.client("s3", region_name=REGION)
+    keys = [f"in/{i % 3}/obj-{i:04d}" for i in range(n)]
+    for i, key in enumerate(keys):
+        s3.put_object(Bucket=SRC, Key=key, Body=f"object {i}".encode(), **extra)
+    return keys
+
+
+def copy_job(job_id: str | None = None, **options: Any) -> dict[str, Any]:
+    job: dict[str, Any] = {
+        "operation": "copy",
+        "source": {"bucket": SRC, "prefix": "in/"},
+        "destination": {"bucket": DST, "prefix": "out/"},
+        "options": {"batch_size": BATCH, **options},
+    }
+    if job_id:
+        job["job_id"] = job_id
+    return job
+
+
+def ledger(stack: StackOnMoto) -> DynamoLedger:
+    [table] = [v for k, v in stack.names.items() if k.startswith("Ledger") and "." not in k]
+    return DynamoLedger(stack.ddb, table)
+
+
+def jobs(stack: StackOnMoto) -> dict[str, dict[str, Any]]:
+    """Every job item in the ledger: job id -> its status and report URI."""
+    items = stack.ddb.scan(TableName=ledger(stack).table)["Items"]
+    return {
+        i["pk"]["S"].removeprefix("job#"): {"status": i["status"]["S"], "report": i.get("report", {}).get("S")}
+        for i in items
+        if i["sk"]["S"] == "job"
+    }
+
+
+def report_of(stack: StackOnMoto, job_id: str) -> dict[str, Any]:
+    body = stack.s3.get_object(Bucket=stack.bucket_of("Reports"), Key=f"jobs/{job_id}/report.json")["Body"].read()
+    return dict(json.loads(body))
+
+
+def assert_nothing_left_running(stack: StackOnMoto) -> dict[str, dict[str, Any]]:
+    """The issue's rule: no job item is RUNNING, and each has a report that exists."""
+    found = jobs(stack)
+    for job_id, item in found.items():
+        assert item["status"] != "RUNNING", (job_id, item)
+        assert item["report"] == f"s3://{stack.bucket_of('Reports')}/jobs/{job_id}/report.json", (job_id, item)
+        assert report_of(stack, job_id)["job_id"] == job_id
+    return found
+
+
+def why(stack: StackOnMoto, ex: Execution) -> str:
+    return f"{ex.status} {ex.description.get('error')}: {str(ex.description.get('cause'))[:1500]}\n{ex.entered()[-6:]}\n{stack.describe()}"
+
+
+@pytest.fixture
+def stack(template: dict[str, Any]) -> Iterator[StackOnMoto]:
+    with StackOnMoto(template, buckets=(SRC, DST), env=ENV) as s:
+        yield s
+
+
+def test_a_succeeded_execution_wrote_its_report_and_the_rule_ignores_it(stack: StackOnMoto) -> None:
+    seed()
+    ex = stack.run(copy_job(), timeout=60)
+    assert ex.status == "SUCCEEDED", why(stack, ex)
+    assert ex.ended == []  # the rule matches FAILED, TIMED_OUT and ABORTED only
+    [(job_id, item)] = assert_nothing_left_running(stack).items()
+    assert item["status"] == "SUCCEEDED" and report_of(stack, job_id)["succeeded"] == N
+
+
+def test_a_job_validate_refuses_makes_no_ledger_entry(stack: StackOnMoto) -> None:
+    ex = stack.run({**copy_job(), "source": {"bucket": "not-allowed", "prefix": ""}}, timeout=30)
+    assert (ex.status, ex.description.get("error")) == ("FAILED", "InvalidJob"), why(stack, ex)
+    [ended] = ex.ended
+    assert ended["finalized"] is False and "ledger entry" in ended["reason"]
+    assert jobs(stack) == {}
+
+
+def test_too_many_failures_ends_failed_with_the_report_finalize_wrote(stack: StackOnMoto) -> None:
+    seed(N - 5)
+    archived = [f"in/archived-{i}" for i in range(5)]
+    for key in archived:  # copying an archived object fails: InvalidObjectState
+        stack.s3.put_object(Bucket=SRC, Key=key, Body=b"cold", StorageClass="GLACIER")
+    ex = stack.run(copy_job(), timeout=60)
+    assert (ex.status, ex.description.get("error")) == ("FAILED", "TooManyFailures"), why(stack, ex)
+    [ended] = ex.ended
+    assert ended["finalized"] is False and ended["reason"] == "already reported (FAILED)"
+    [job_id] = assert_nothing_left_running(stack)
+    r = report_of(stack, job_id)
+    assert (r["succeeded"], r["failed"]) == (N - 5, 5)
+    assert sorted(f["key"] for f in r["failures"]) == archived
+
+
+def test_a_step_that_fails_for_good_is_reported_by_the_execution_itself(template: dict[str, Any]) -> None:
+    with StackOnMoto(template, buckets=(DST,), env=ENV) as stack:  # the source bucket does not exist: PlanListing fails
+        ex = stack.run(copy_job(), timeout=60)
+        assert (ex.status, ex.description.get("error")) == ("FAILED", "JobFailed"), why(stack, ex)
+        assert "ReportFailure" in ex.entered()
+        [ended] = ex.ended
+        assert ended["finalized"] is False and ended["reason"] == "already reported (FAILED)"
+        [(job_id, _)] = assert_nothing_left_running(stack).items()
+        assert "NoSuchBucket" in report_of(stack, job_id)["error"]
+
+
+def test_a_report_step_that_fails_too_is_made_good_when_the_execution_ends(
+    template: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = ReportBucket.write_report
+    calls: list[str] = []
+
+    def fails_once(self: ReportBucket, job_id: str, summary: dict[str, Any]) -> str:
+        calls.append(job_id)
+        if len(calls) == 1:
+            raise RuntimeError("report bucket unreachable")
+        return real(self, job_id, summary)
+
+    monkeypatch.setattr(ReportBucket, "write_report", fails_once)
+    with StackOnMoto(template, buckets=(DST,), env=ENV) as stack:
+        ex = stack.run(copy_job(), timeout=60)
+        assert ex.status == "FAILED" and "MarkFailed" in ex.entered(), why(stack, ex)
+        [ended] = ex.ended
+        assert ended["finalized"] is True and ended["status"] == "failed"
+        [(job_id, _)] = assert_nothing_left_running(stack).items()
+        assert report_of(stack, job_id)["error"].startswith("execution FAILED: JobFailed")
+        assert len(calls) == 2
+
+
+def test_an_error_no_catch_takes_still_ends_with_a_report(template: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Pass state's missing path is a States.Runtime error, which no Catch (not even States.ALL) takes."""
+    real = pipeline.validate
+
+    def loses_poll_seconds(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        out = real(*args, **kwargs)
+        del out["poll_seconds"]
+        return out
+
+    monkeypatch.setattr(pipeline, "validate", loses_poll_seconds)
+    with StackOnMoto(template, buckets=(SRC, DST), env=ENV) as stack:
+        seed(10)
+        ex = stack.run(copy_job(), timeout=60)
+        assert ex.status == "FAILED" and ex.entered()[-1] == "KeepIdsOnly", why(stack, ex)
+        [ended] = ex.ended
+        assert ended["finalized"] is True
+        [(job_id, item)] = assert_nothing_left_running(stack).items()
+        assert item["status"] == "FAILED"
+        assert report_of(stack, job_id)["error"].startswith("execution FAILED: States.Runtime")
+
+
+def test_a_timed_out_execution_gets_its_report(stack: StackOnMoto) -> None:
+    """No deployed execution times out before a year; the rule and function are checked on the event AWS would send."""
+    job = copy_job("timed-out-job")
+    ledger(stack).create("timed-out-job", parse_job(json.dumps(job)))
+    desc = {
+        "executionArn": f"{stack.state_machine_arn.replace(':stateMachine:', ':execution:')}:x",
+        "stateMachineArn": stack.state_machine_arn,
+        "name": "x",
+        "status": "TIMED_OUT",
+        "input": json.dumps(job),
+    }
+    [ended] = stack.publish_status(desc)
+    assert ended["finalized"] is True and ended["job_id"] == "timed-out-job"
+    assert_nothing_left_running(stack)
+    assert report_of(stack, "timed-out-job")["error"] == "execution TIMED_OUT: TIMED_OUT: "
+    other = {**desc, "stateMachineArn": desc["stateMachineArn"] + "-other"}
+    assert stack.publish_status(other) == []  # another state machine's executions are not this stack's
+
+
+def test_an_execution_stopped_while_it_runs_gets_its_report_and_its_queued_batches_are_reported_not_lost(
+    template: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The owner stops a job while it lists; queued batches are reported JobStopped; submitted again, it resumes and finishes.
+
+    A lister invocation already running finishes its pages (as on AWS: stopping an execution does not stop a
+    running Lambda), so the report counts what was listed by the time the execution had stopped.
+    """
+    real = DynamoLedger.checkpoint
+
+    def slow_pages(self: DynamoLedger, *args: Any, **kwargs: Any) -> bool:
+        time.sleep(0.2)  # a page every 0.2 s, so the owner's stop lands while the job lists
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(DynamoLedger, "checkpoint", slow_pages)
+    with StackOnMoto(template, buckets=(SRC, DST), env={**ENV, "S3BULK_LIST_PAGE_SIZE": "10"}) as stack:
+        keys = seed()
+        [source] = stack.sources
+        source.pause()  # the batches wait in the queue, as a big job's would when its owner stops it
+        job_id = "copy-stopped-by-owner"
+
+        def some_listed() -> bool:
+            try:
+                return ledger(stack).counters(job_id).get("listed", 0) >= 3 * BATCH
+            except KeyError:
+                return False
+
+        ex = stack.run(copy_job(job_id), timeout=60, stop_when=some_listed)
+        assert ex.status == "ABORTED", why(stack, ex)
+        [ended] = ex.ended
+        assert ended["finalized"] is True
+        assert_nothing_left_running(stack)
+        r = report_of(stack, job_id)
+        assert r["error"] == "execution ABORTED: User.Stopped: stopped by its owner"
+        assert 3 * BATCH <= r["listed"] <= N and r["succeeded"] == 0 and r["unfinished"] == r["listed"]
+
+        source.resume()  # the workers find the job stopped: each queued object is reported, none is copied
+        _drain(stack)
+        counters = ledger(stack).counters(job_id)
+        cancelled = counters["listed"]
+        assert (counters["failed"], counters.get("succeeded", 0), counters["pending"]) == (cancelled, 0, 0), stack.describe()
+        assert "Contents" not in stack.s3.list_objects_v2(Bucket=DST)
+        reported = _failure_parts(stack, job_id)
+        assert len(reported) == cancelled and set(reported) <= set(keys) and set(reported.values()) == {"JobStopped"}
+
+        # Submitted again, the job is reopened, lists the rest from its checkpoints, and ends with every key once.
+        again = stack.run(copy_job(job_id), timeout=90)
+        assert again.description.get("error") == "TooManyFailures" and "ReopenJob" in again.entered(), why(stack, again)
+        final = report_of(stack, job_id)
+        assert (final["listed"], final["succeeded"], final["failed"], "error" in final) == (N, N - cancelled, cancelled, False)
+        assert {f["key"] for f in final["failures"]} == set(reported)
+        copied = {o["Key"] for o in stack.s3.list_objects_v2(Bucket=DST, MaxKeys=1000).get("Contents", [])}
+        assert copied == {"out/" + k[3:] for k in keys if k not in reported}
+
+
+def _drain(stack: StackOnMoto, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while sum(stack.queue_depths().values()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert sum(stack.queue_depths().values()) == 0, stack.describe()
+
+
+def _failure_parts(stack: StackOnMoto, job_id: str) -> dict[str, str]:
+    """key -> error code from every failures part the workers wrote for the job."""
+    bucket = stack.bucket_of("Reports")
+    out: dict[str, str] = {}
+    for o in stack.s3.list_objects_v2(Bucket=bucket, Prefix=f"jobs/{job_id}/failures/").get("Contents", []):
+        for line in stack.s3.get_object(Bucket=bucket, Key=o["Key"])["Body"].read().decode().splitlines():
+            failure = json.loads(line)
+            out[failure["key"]] = failure["error"]
+    return out
