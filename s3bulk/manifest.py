@@ -134,6 +134,7 @@ class ManifestReader:
         self.manifest: Manifest = source.manifest
         self._needs_size = source.min_size > 0 or source.max_size is not None
         self._needs_time = source.modified_after is not None or source.modified_before is not None
+        self.sizes: list[int] = [1]  # each data file's size in bytes, as manifest.json lists it (set by data_files)
 
     @property
     def where(self) -> str:
@@ -163,7 +164,30 @@ class ManifestReader:
         files = doc.get("files")
         if not isinstance(files, list) or not all(isinstance(f, dict) and isinstance(f.get("key"), str) for f in files):
             raise ManifestError(f'{self.where}: "files" must be a list of {{"key": ...}}; is it an inventory manifest.json?')
+        self.sizes = [f["size"] if isinstance(f.get("size"), int) and f["size"] > 0 else 1 for f in files]
         return [str(f["key"]) for f in files], _Columns(names)
+
+    def plan_ranges(self, target: int) -> list[tuple[str, str | None]]:
+        """At most `target` shards of whole data files, balanced by the sizes manifest.json lists, as position ranges.
+
+        A shard (after, upto] holds the rows whose position sorts after `after` and not after
+        `upto`: position(first, 0) up to position(next shard's first file, 0), so every row
+        of every file falls in exactly one shard. A CSV manifest is one file, so one shard.
+        """
+        files, _ = self.data_files()
+        if self.manifest.format == "csv" or target <= 1 or len(files) <= 1:
+            return [("", None)]
+        total, groups = sum(self.sizes), min(target, len(files))
+        starts, running = [0], 0
+        for i, size in enumerate(self.sizes[:-1]):
+            running += size
+            # Cut after file i once the files so far hold the next share, or when each shard still to come needs one of the
+            # files left; never leave a shard without a file.
+            left, needed = len(files) - (i + 1), groups - len(starts)
+            if needed > 0 and left >= needed and (running * groups >= total * len(starts) or left == needed):
+                starts.append(i + 1)
+        bounds = [position(i, 0) for i in starts]
+        return [(b if i else "", bounds[i + 1] if i + 1 < len(bounds) else None) for i, b in enumerate(bounds)]
 
     def _inventory_manifest(self) -> dict[str, Any]:
         body = bytearray()
@@ -185,15 +209,19 @@ class ManifestReader:
         except StoreError as exc:
             raise ManifestError(f"manifest s3://{self.manifest.bucket}/{key} could not be read: {exc.code}: {exc.message}") from exc
 
-    def rows(self, after: str | None = None) -> Iterator[Row]:
-        """Every row after position `after` (None: from the start)."""
+    def rows(self, after: str | None = None, upto: str | None = None) -> Iterator[Row]:
+        """Every row after position `after` (None: from the start) and not after `upto` (None: to the end)."""
         files, columns = self.data_files()
         first_file, first_record = _parse_position(after)
+        last_file, last_record = _parse_position(upto) if upto else (len(files), 0)
         for index, key in enumerate(files):
             if index < first_file:
                 continue
+            if index > last_file or (index == last_file and last_record == 0):
+                return  # a bound at a file's start (as plan_ranges makes) never opens that file
             skip = first_record if index == first_file and after else 0
-            yield from self._file_rows(index, key, columns, skip)
+            rows = self._file_rows(index, key, columns, skip)
+            yield from rows if index < last_file else (r for r in rows if r.pos <= position(last_file, last_record))
 
     def _file_rows(self, index: int, key: str, columns: _Columns | None, skip: int) -> Iterator[Row]:
         text = _text(self._read(key))

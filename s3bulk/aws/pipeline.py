@@ -86,7 +86,8 @@ def plan_step(job_id: str, *, ledger: DynamoLedger, store: ObjectStore, allow: A
     listing.plan_ranges cuts it with the engine's key-space probing (one-key probes find
     where keys share a prefix and cut at the next character), so nested and flat keyspaces
     both split. Any cut points cover the keys exactly once (each range starts after the
-    previous one ends); the probes only decide balance. A manifest is one shard.
+    previous one ends); the probes only decide balance. An inventory manifest splits by
+    data file (ManifestReader.plan_ranges); a CSV manifest is one shard.
     """
     rec = ledger.load(job_id)
     if rec.shards is not None:
@@ -95,8 +96,11 @@ def plan_step(job_id: str, *, ledger: DynamoLedger, store: ObjectStore, allow: A
     allow.check(job)
     store = store.scoped(request_options(job))
     src = job.source
-    shards = [Shard("", None)] if src.manifest is not None else plan_ranges(store, src.bucket, src.prefix, min(target, MAX_LIST_SHARDS))
-    ranges = [(sh.after, sh.upto) for sh in shards]
+    target = min(target, MAX_LIST_SHARDS)
+    if src.manifest is not None:
+        ranges = ManifestReader(store, src).plan_ranges(target)
+    else:
+        ranges = [(sh.after, sh.upto) for sh in plan_ranges(store, src.bucket, src.prefix, target)]
     return list(range(ledger.plan(job_id, ranges)))
 
 
@@ -259,7 +263,7 @@ def _list_manifest(
     time_left: TimeLeft,
     margin: float,
 ) -> ListOutcome:
-    """list_step for a manifest (one shard): pages of rows instead of ListObjectsV2 pages, the row position as the cursor.
+    """list_step for a manifest shard (whole data files): pages of rows instead of ListObjectsV2 pages, the row position as the cursor.
 
     Bad rows are reported (failures and key-log parts named after the page, so a
     re-read page overwrites them) and counted as failed in the same checkpoint.
@@ -271,7 +275,7 @@ def _list_manifest(
     cursor = state.cursor
     while not state.done and time_left() > margin:
         if rows is None:  # one stream per invocation (and after losing a checkpoint race): resumes at the cursor
-            rows = ManifestReader(store, job.source).rows(after=state.cursor)
+            rows = ManifestReader(store, job.source).rows(after=state.cursor or state.after or None, upto=state.upto)
         page_no = state.page
         page = list(islice(rows, MANIFEST_PAGE))
         last = len(page) < MANIFEST_PAGE

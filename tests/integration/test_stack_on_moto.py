@@ -3,6 +3,7 @@ its SQS event source emulated, and faults injected where AWS would produce them.
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -152,3 +153,27 @@ def test_20000_objects_nested_and_flat_under_every_fault_at_once_copy_exactly_on
         # The plan, then the shards, listed at once (Map iterations, whose events moto keeps out of the parent's history), one twice.
         assert lister.invocations >= 1 + 2 + 1 and lister.errors["Lambda.Unknown"] == 1, stack.describe()
         assert dead_lettered(stack) == 0
+
+
+def test_an_inventory_manifest_lists_as_one_shard_per_data_file_and_copies_exactly(clean: StackOnMoto) -> None:
+    """PlanListing splits an S3 Inventory by data file; the shards list at once, and every row is copied once."""
+    keys = [f"in/inv/{i % 4}/obj-{i:04d}" for i in range(600)]
+    expected = seed_keys(keys)
+    files = []
+    for part in range(4):
+        rows = "".join(f'"{SRC}","{keys[i]}","{len(f"object {i} ") * (1 + i % 4)}"\n' for i in range(part, len(keys), 4))
+        key = f"inventory/data/part-{part}.csv.gz"
+        clean.s3.put_object(Bucket=SRC, Key=key, Body=gzip.compress(rows.encode()))
+        files.append({"key": key, "size": len(rows), "MD5checksum": "x"})
+    doc = {"sourceBucket": SRC, "destinationBucket": f"arn:aws:s3:::{SRC}", "fileFormat": "CSV", "fileSchema": "Bucket, Key, Size"}
+    clean.s3.put_object(Bucket=SRC, Key="inventory/manifest.json", Body=json.dumps({**doc, "files": files}).encode())
+    job = copy_job()
+    job["source"]["manifest"] = {"bucket": SRC, "key": "inventory/manifest.json", "format": "inventory"}
+    ex = clean.run(job, timeout=90)
+    assert ex.status == "SUCCEEDED", f"{ex.status}: {ex.description.get('cause')}\n{clean.describe()}"
+    plan = json.loads(ex.description["output"])["plan"]
+    assert plan["shards"] == [0, 1, 2, 3]
+    r = report(clean, ex.description.get("output"))
+    assert (r["listed"], r["succeeded"], r["failed"]) == (600, 600, 0)
+    assert r["bytes"] == sum(len(f"object {i} ") * (1 + i % 4) for i in range(600))
+    assert destination(clean) == {"out/" + k[3:]: v for k, v in expected.items()}

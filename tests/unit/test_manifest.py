@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -113,13 +114,15 @@ def test_malformed_rows_fail_one_by_one_with_their_line_numbers(store: MemorySto
     assert sum(1 for line in lines if line["outcome"] == "failed") == 7
 
 
-def inventory(store: MemoryStore, parts: list[list[list[str]]], schema: str, fmt: str = "CSV") -> dict[str, Any]:
+def inventory(
+    store: MemoryStore, parts: list[list[list[str]]], schema: str, fmt: str = "CSV", sizes: list[int] | None = None
+) -> dict[str, Any]:
     files = []
     for n, rows in enumerate(parts):
         text = "".join(",".join(f'"{v}"' for v in row) + "\n" for row in rows)
         key = f"inv/src-b/cfg/data/part-{n}.csv.gz"
         store.put_object("man-b", key, gzip.compress(text.encode()))
-        files.append({"key": key, "size": 1, "MD5checksum": "unchecked"})
+        files.append({"key": key, "size": sizes[n] if sizes else 1, "MD5checksum": "unchecked"})
     doc = {
         "sourceBucket": "src-b",
         "destinationBucket": "arn:aws:s3:::man-b",
@@ -293,3 +296,43 @@ def test_a_resumed_manifest_job_does_only_the_rows_no_earlier_batch_finished(sto
     done = {k.removeprefix("out/") for k in store.keys("dst-b")}
     assert done == {SPECIAL[i].removeprefix("in/") for i in (3, 4, 7, 8)}
     assert (report.tally.succeeded, report.tally.failed) == (len(SPECIAL), 0)  # the ledger's totals: each row once
+
+
+@pytest.mark.parametrize("target", [1, 2, 3, 4, 5, 8])
+def test_inventory_shards_by_data_file_cover_every_row_once_in_order(store: MemoryStore, target: int) -> None:
+    rows = [inv_row(store, k) for k in SPECIAL]
+    parts = [rows[:1], rows[1:3], [], rows[3:7], rows[7:]]  # five data files, one of them empty
+    m = inventory(store, parts, SCHEMA, sizes=[10, 200, 5, 400, 20])
+    reader = ManifestReader(store, job(m).source)
+    shards = reader.plan_ranges(target)
+    assert len(shards) == min(target, len(parts))
+    assert shards[0][0] == "" and shards[-1][1] is None
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(shards))  # each starts where the last ended
+    union = [r for after, upto in shards for r in reader.rows(after=after or None, upto=upto)]
+    assert [r.pos for r in union] == [r.pos for r in reader.rows()]
+    # A shard resumes from its cursor without leaving it.
+    for after, upto in shards:
+        mine = list(reader.rows(after=after or None, upto=upto))
+        if len(mine) > 1:
+            assert list(reader.rows(after=mine[0].pos, upto=upto)) == mine[1:]
+
+
+def test_inventory_shards_balance_by_the_sizes_manifest_json_lists(store: MemoryStore) -> None:
+    rows = [inv_row(store, k) for k in SPECIAL]
+    m = inventory(store, [[r] for r in rows[:6]], SCHEMA, sizes=[100, 100, 100, 100, 100, 500])
+    assert [s[0] for s in ManifestReader(store, job(m).source).plan_ranges(2)] == ["", "000005:000000000000"]
+
+
+def test_a_csv_manifest_is_one_shard(store: MemoryStore) -> None:
+    store.put_object("man-b", "list.csv", csv_rows(SPECIAL))
+    reader = ManifestReader(store, job({"bucket": "man-b", "key": "list.csv", "format": "csv"}).source)
+    assert reader.plan_ranges(16) == [("", None)]
+
+
+def test_a_shard_bound_inside_a_file_keeps_the_rows_up_to_it(store: MemoryStore) -> None:
+    rows = [inv_row(store, k) for k in SPECIAL]
+    m = inventory(store, [rows[:4], rows[4:]], SCHEMA)
+    reader = ManifestReader(store, job(m).source)
+    every = list(reader.rows())
+    assert list(reader.rows(upto=every[5].pos)) == every[:6]
+    assert list(reader.rows(after=every[1].pos, upto=every[2].pos)) == every[2:3]
