@@ -70,8 +70,8 @@ class GeneratedStore:
     def restore_object(self, bucket: str, key: str, days: int, tier: str) -> bool:
         return False  # generated objects are never archived
 
-    def read_object(self, bucket: str, key: str) -> Iterator[bytes]:
-        yield bytes(1024)
+    def read_object(self, bucket: str, key: str, start: int = 0) -> Iterator[bytes]:
+        yield bytes(max(0, 1024 - start))
 
     def create_multipart_upload(self, *a: object, **k: object) -> str:
         raise NotImplementedError

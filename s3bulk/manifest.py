@@ -17,7 +17,7 @@ import gzip
 import io
 import json
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -28,6 +28,10 @@ from s3bulk.store import UNKNOWN_SIZE, ObjectInfo, ObjectStore, StoreError, quot
 
 # manifest.json is small (a list of data files); refuse anything that is clearly not one.
 MAX_INVENTORY_MANIFEST = 64 * 1024 * 1024
+# A plain CSV manifest is split into byte ranges of at least this much (about 200,000 rows, a few seconds of one lister).
+MIN_CSV_SHARD_BYTES = 16 * 1024 * 1024
+# Positions in a byte-range shard of a CSV: "b" and the byte offset where the row's line starts.
+_BYTE = "b"
 _CSV_FORMAT = "CSV"
 
 
@@ -57,6 +61,10 @@ class Row:
 
 def position(file_index: int, record: int) -> str:
     return f"{file_index:06d}:{record:012d}"
+
+
+def byte_position(offset: int) -> str:
+    return f"{_BYTE}{offset:015d}"
 
 
 def _parse_position(pos: str | None) -> tuple[int, int]:
@@ -167,15 +175,20 @@ class ManifestReader:
         self.sizes = [f["size"] if isinstance(f.get("size"), int) and f["size"] > 0 else 1 for f in files]
         return [str(f["key"]) for f in files], _Columns(names)
 
-    def plan_ranges(self, target: int) -> list[tuple[str, str | None]]:
-        """At most `target` shards of whole data files, balanced by the sizes manifest.json lists, as position ranges.
+    def plan_ranges(self, target: int, min_csv_bytes: int = MIN_CSV_SHARD_BYTES) -> list[tuple[str, str | None]]:
+        """At most `target` shards as position ranges: whole data files of an inventory, byte ranges of a plain CSV.
 
         A shard (after, upto] holds the rows whose position sorts after `after` and not after
-        `upto`: position(first, 0) up to position(next shard's first file, 0), so every row
-        of every file falls in exactly one shard. A CSV manifest is one file, so one shard.
+        `upto`. An inventory's shards are runs of data files balanced by the sizes manifest.json
+        lists, bounded by position(first file, 0). A plain CSV of at least 2 x min_csv_bytes is
+        cut into byte ranges; a row belongs to the range its line starts in, found by ranged GETs
+        aligned to line ends (S3 Batch Operations' CSV keys are URL-encoded, so no field holds a
+        line break). A gzip CSV cannot be read from the middle: one shard.
         """
+        if self.manifest.format == "csv":
+            return self._csv_ranges(target, min_csv_bytes)
         files, _ = self.data_files()
-        if self.manifest.format == "csv" or target <= 1 or len(files) <= 1:
+        if target <= 1 or len(files) <= 1:
             return [("", None)]
         total, groups = sum(self.sizes), min(target, len(files))
         starts, running = [0], 0
@@ -188,6 +201,24 @@ class ManifestReader:
                 starts.append(i + 1)
         bounds = [position(i, 0) for i in starts]
         return [(b if i else "", bounds[i + 1] if i + 1 < len(bounds) else None) for i, b in enumerate(bounds)]
+
+    def _csv_ranges(self, target: int, min_bytes: int) -> list[tuple[str, str | None]]:
+        try:
+            size = self.store.head_object(self.manifest.bucket, self.manifest.key).size
+        except StoreError as exc:
+            raise ManifestError(f"manifest {self.where} could not be read: {exc.code}: {exc.message}") from exc
+        count = min(target, size // max(1, min_bytes))
+        if count <= 1:
+            return [("", None)]
+        head = self._read(self.manifest.key)
+        try:
+            gzipped = next(head, b"")[:2] == b"\x1f\x8b"
+        finally:
+            head.close()
+        if gzipped:
+            return [("", None)]
+        cuts = ["", *(byte_position(size * i // count) for i in range(1, count))]
+        return [(cut, cuts[i + 1] if i + 1 < count else None) for i, cut in enumerate(cuts)]
 
     def _inventory_manifest(self) -> dict[str, Any]:
         body = bytearray()
@@ -203,14 +234,17 @@ class ManifestReader:
             raise ManifestError(f"{self.where}: not an inventory manifest.json (a JSON object with fileFormat, fileSchema, files)")
         return doc
 
-    def _read(self, key: str) -> Iterator[bytes]:
+    def _read(self, key: str, start: int = 0) -> Generator[bytes, None, None]:
         try:
-            yield from self.store.read_object(self.manifest.bucket, key)
+            yield from self.store.read_object(self.manifest.bucket, key, start)
         except StoreError as exc:
             raise ManifestError(f"manifest s3://{self.manifest.bucket}/{key} could not be read: {exc.code}: {exc.message}") from exc
 
     def rows(self, after: str | None = None, upto: str | None = None) -> Iterator[Row]:
         """Every row after position `after` (None: from the start) and not after `upto` (None: to the end)."""
+        if (after or "").startswith(_BYTE) or (upto or "").startswith(_BYTE):
+            yield from self._byte_rows(after, upto)
+            return
         files, columns = self.data_files()
         first_file, first_record = _parse_position(after)
         last_file, last_record = _parse_position(upto) if upto else (len(files), 0)
@@ -248,15 +282,60 @@ class ManifestReader:
                 continue
             yield self._row(position(index, record), reader.line_num, fields, columns, where)
 
-    def _row(self, pos: str, line: int, fields: list[str], columns: _Columns | None, where: str) -> Row:
+    def _byte_rows(self, after: str | None, upto: str | None) -> Iterator[Row]:
+        """A plain CSV's rows whose lines start after byte `after` and at or before byte `upto`, by one ranged GET.
+
+        A row's position is the byte its line starts at, so a cursor and a shard's cut are
+        alike: the read starts at that byte and passes over the rest of the line there (the
+        cursor's own row, or the end of a line the cut falls in, which belongs to the shard
+        before). Line numbers are unknown mid-file, so problems name the byte.
+        """
+        lo = int(after[1:]) if after else None
+        hi = int(upto[1:]) if upto else None
+        offset = lo or 0
+        skipping = lo is not None
+        pending = b""
+        chunks = self._read(self.manifest.key, offset)
+        try:
+            for chunk in chunks:
+                buf, i = pending + chunk, 0
+                while (nl := buf.find(b"\n", i)) >= 0:
+                    line, line_start = buf[i:nl], offset
+                    offset, i = offset + nl + 1 - i, nl + 1
+                    if skipping:
+                        skipping = False
+                    elif hi is not None and line_start > hi:
+                        return
+                    elif (row := self._byte_row(line, line_start)) is not None:
+                        yield row
+                pending = buf[i:]
+            if pending and not skipping and (hi is None or offset <= hi) and (row := self._byte_row(pending, offset)) is not None:
+                yield row
+        finally:
+            chunks.close()
+
+    def _byte_row(self, raw: bytes, offset: int) -> Row | None:
+        where = self.where
+        text = raw.rstrip(b"\r").decode("utf-8", errors="surrogateescape")
+        if not text:
+            return None  # a blank line is not an entry
+        pos, at, ref = byte_position(offset), f"byte {offset}", f"{where}#byte={offset}"
+        try:
+            fields = next(csv.reader([text]))
+        except csv.Error as exc:
+            return Row(pos, 0, None, "InvalidManifestRow", f"{where} {at}: {exc}", ref)
+        return self._row(pos, 0, fields, None, where, at=at, ref=ref)
+
+    def _row(self, pos: str, line: int, fields: list[str], columns: _Columns | None, where: str, *, at: str = "", ref: str = "") -> Row:
+        at, ref = at or f"line {line}", ref or f"{where}#{line}"
         try:
             return Row(pos, line, self._object(fields, columns))
         except _Skip:
             return Row(pos, line, None)
         except _RowProblem as exc:
-            return Row(pos, line, None, exc.code, f"{where} line {line}: {exc}", exc.key)
+            return Row(pos, line, None, exc.code, f"{where} {at}: {exc}", exc.key)
         except ValueError as exc:
-            return Row(pos, line, None, "InvalidManifestRow", f"{where} line {line}: {exc}", f"{where}#{line}")
+            return Row(pos, line, None, "InvalidManifestRow", f"{where} {at}: {exc}", ref)
 
     def _object(self, fields: list[str], columns: _Columns | None) -> ObjectInfo:
         if columns is None:

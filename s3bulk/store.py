@@ -136,8 +136,8 @@ class ObjectStore(Protocol):
         """RestoreObject; False when a restore is already running or done (nothing new started)."""
         ...
 
-    def read_object(self, bucket: str, key: str) -> Iterator[bytes]:
-        """GetObject, its body in chunks as they arrive (never the whole object in memory)."""
+    def read_object(self, bucket: str, key: str, start: int = 0) -> Iterator[bytes]:
+        """GetObject from byte `start` on, its body in chunks as they arrive (never the whole object in memory)."""
         ...
 
     def create_multipart_upload(

@@ -28,6 +28,7 @@ def deps() -> dict[str, Any]:
     cfg = env.AwsConfig.from_env()
     return {
         "list_shards": cfg.list_shards,
+        "csv_shard_bytes": cfg.csv_shard_bytes,
         "ledger": env.ledger(cfg),
         "store": env.store(cfg),
         "sender": env.sender(cfg),
@@ -44,7 +45,14 @@ def handler(event: ListEvent, context: LambdaContext) -> dict[str, Any]:
     logger.append_keys(job_id=event.job_id, shard=event.shard)
     d = deps()
     if event.shard is None:
-        shards = plan_step(event.job_id, ledger=d["ledger"], store=d["store"], allow=d["allow"], target=d["list_shards"])
+        shards = plan_step(
+            event.job_id,
+            ledger=d["ledger"],
+            store=d["store"],
+            allow=d["allow"],
+            target=d["list_shards"],
+            csv_shard_bytes=d["csv_shard_bytes"],
+        )
         return {"job_id": event.job_id, "shards": shards}
     out = list_step(
         event.job_id,

@@ -16,6 +16,7 @@ from s3bulk.aws.ledger import DynamoLedger
 from s3bulk.aws.pipeline import DEFAULT_LIST_SHARDS, DEFAULT_POLL_SECONDS, WORK_MARGIN_S, WorkerService
 from s3bulk.aws.queue import QueueSender, Returns
 from s3bulk.aws.reportbucket import ReportBucket
+from s3bulk.manifest import MIN_CSV_SHARD_BYTES
 from s3bulk.ops.batch import DEFAULT_CONCURRENCY, connections_needed
 from s3bulk.s3.clients import ClientSettings, S3Clients, make_client, make_s3_client
 from s3bulk.s3.stores import S3Store, open_store
@@ -33,6 +34,7 @@ class AwsConfig:
     poll_seconds: int = DEFAULT_POLL_SECONDS
     list_page_size: int = 1000
     list_shards: int = DEFAULT_LIST_SHARDS  # listing shards a job is split into (the state machine lists them in parallel)
+    csv_shard_bytes: int = MIN_CSV_SHARD_BYTES  # a plain CSV manifest splits into byte ranges of at least this much
     request_path: str = "fast"  # fast: CopyObject/DeleteObjects on the lighter path; botocore: everything via botocore
 
     @classmethod
@@ -49,6 +51,7 @@ class AwsConfig:
             poll_seconds=int(env.get("S3BULK_POLL_SECONDS", DEFAULT_POLL_SECONDS)),
             list_page_size=int(env.get("S3BULK_LIST_PAGE_SIZE", 1000)),
             list_shards=int(env.get("S3BULK_LIST_SHARDS", DEFAULT_LIST_SHARDS)),
+            csv_shard_bytes=int(env.get("S3BULK_CSV_SHARD_BYTES", MIN_CSV_SHARD_BYTES)),
             request_path=env.get("S3BULK_REQUEST_PATH", "fast"),
         )
 

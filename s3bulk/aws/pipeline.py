@@ -25,7 +25,7 @@ from s3bulk.errors import error_code, error_message
 from s3bulk.job import Job, JobError, new_job_id, parse_job, request_options
 from s3bulk.keys import JsonlKeyLog, KeyRecord
 from s3bulk.listing import Shard, iter_objects, list_shard_page, plan_ranges
-from s3bulk.manifest import ManifestReader, Row
+from s3bulk.manifest import MIN_CSV_SHARD_BYTES, ManifestReader, Row
 from s3bulk.ops.batch import BatchRunner, Item, part_pool
 from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.ops.extraneous import Extraneous
@@ -80,14 +80,22 @@ def validate(event: Any, allow: AllowList, poll_seconds: int = DEFAULT_POLL_SECO
 DEFAULT_LIST_SHARDS = 16
 
 
-def plan_step(job_id: str, *, ledger: DynamoLedger, store: ObjectStore, allow: AllowList, target: int = DEFAULT_LIST_SHARDS) -> list[int]:
+def plan_step(
+    job_id: str,
+    *,
+    ledger: DynamoLedger,
+    store: ObjectStore,
+    allow: AllowList,
+    target: int = DEFAULT_LIST_SHARDS,
+    csv_shard_bytes: int = MIN_CSV_SHARD_BYTES,
+) -> list[int]:
     """Split the source into key ranges listed in parallel, once per job (a retried plan returns the first one).
 
     listing.plan_ranges cuts it with the engine's key-space probing (one-key probes find
     where keys share a prefix and cut at the next character), so nested and flat keyspaces
     both split. Any cut points cover the keys exactly once (each range starts after the
     previous one ends); the probes only decide balance. An inventory manifest splits by
-    data file (ManifestReader.plan_ranges); a CSV manifest is one shard.
+    data file, a plain CSV one by byte ranges (ManifestReader.plan_ranges).
     """
     rec = ledger.load(job_id)
     if rec.shards is not None:
@@ -98,7 +106,7 @@ def plan_step(job_id: str, *, ledger: DynamoLedger, store: ObjectStore, allow: A
     src = job.source
     target = min(target, MAX_LIST_SHARDS)
     if src.manifest is not None:
-        ranges = ManifestReader(store, src).plan_ranges(target)
+        ranges = ManifestReader(store, src).plan_ranges(target, csv_shard_bytes)
     else:
         ranges = [(sh.after, sh.upto) for sh in plan_ranges(store, src.bucket, src.prefix, target)]
     return list(range(ledger.plan(job_id, ranges)))

@@ -176,9 +176,9 @@ class _CountingLists:
         self._plan.count("ListObjectsV2")
         return self._store.list_page(*args, **kwargs)
 
-    def read_object(self, bucket: str, key: str) -> Iterator[bytes]:
+    def read_object(self, bucket: str, key: str, start: int = 0) -> Iterator[bytes]:
         self._plan.count("GetObject")  # a manifest (or one of its data files)
-        return self._store.read_object(bucket, key)
+        return self._store.read_object(bucket, key, start)
 
     def scoped(self, options: RequestOptions) -> _CountingLists:
         return _CountingLists(self._store.scoped(options), self._plan)

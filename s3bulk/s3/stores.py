@@ -198,8 +198,9 @@ class S3Store:
             raise
         return int(r.get("ResponseMetadata", {}).get("HTTPStatusCode", 202)) == 202  # 200: already restored, days updated
 
-    def read_object(self, bucket: str, key: str) -> Iterator[bytes]:
-        r = self._call(self._s3(bucket).get_object, Bucket=bucket, Key=key, **self._params(bucket))
+    def read_object(self, bucket: str, key: str, start: int = 0) -> Iterator[bytes]:
+        ranged = {"Range": f"bytes={start}-"} if start else {}
+        r = self._call(self._s3(bucket).get_object, Bucket=bucket, Key=key, **ranged, **self._params(bucket))
         body = r["Body"]
         try:
             yield from body.iter_chunks(READ_CHUNK)

@@ -58,6 +58,7 @@ class MemoryStore:
 
     def __init__(self, page_size: int = 1000) -> None:
         self.page_size = page_size
+        self.read_chunk = 1024 * 1024  # GetObject body chunk size (small in tests of chunk boundaries)
         self.faults: list[Fault] = []
         self.owners: dict[str, str] = {}  # bucket -> owning account, checked against ExpectedBucketOwner
         self.requester_pays: set[str] = set()  # buckets that refuse requests without RequestPayer
@@ -223,13 +224,13 @@ class MemoryStore:
             obj.restore = (days, tier)
             return started
 
-    def read_object(self, bucket: str, key: str) -> Iterator[bytes]:
+    def read_object(self, bucket: str, key: str, start: int = 0) -> Iterator[bytes]:
         self._count("GetObject")
         self._fault("GetObject", bucket, key)
         obj = self._get(bucket, key)
-        body = obj.body if obj.body is not None else bytes(obj.size)
-        for start in range(0, len(body), 1024 * 1024):
-            yield body[start : start + 1024 * 1024]
+        body = (obj.body if obj.body is not None else bytes(obj.size))[start:]
+        for at in range(0, len(body), self.read_chunk):
+            yield body[at : at + self.read_chunk]
 
     def create_multipart_upload(
         self, bucket: str, key: str, head: ObjectHead, tags: dict[str, str], *, storage_class: str | None = None

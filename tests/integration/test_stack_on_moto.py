@@ -7,6 +7,7 @@ import gzip
 import json
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import quote_plus
 
 import boto3
 import pytest
@@ -177,3 +178,21 @@ def test_an_inventory_manifest_lists_as_one_shard_per_data_file_and_copies_exact
     assert (r["listed"], r["succeeded"], r["failed"]) == (600, 600, 0)
     assert r["bytes"] == sum(len(f"object {i} ") * (1 + i % 4) for i in range(600))
     assert destination(clean) == {"out/" + k[3:]: v for k, v in expected.items()}
+
+
+def test_a_csv_manifest_lists_in_byte_range_shards_and_copies_exactly(template: dict[str, Any]) -> None:
+    """PlanListing cuts a plain CSV into byte ranges (here of 2,000 bytes); each shard reads its lines by ranged GETs."""
+    with StackOnMoto(template, buckets=(SRC, DST), env={**ENV, "S3BULK_CSV_SHARD_BYTES": "2000"}) as stack:
+        keys = [f"in/csv/{i % 5}/obj {i:04d}+é" for i in range(500)]
+        expected = seed_keys(keys)
+        body = "".join(f"{SRC},{quote_plus(k, safe='/')}\n" for k in keys).encode()
+        stack.s3.put_object(Bucket=SRC, Key="lists/keys.csv", Body=body)
+        job = copy_job()
+        job["source"]["manifest"] = {"bucket": SRC, "key": "lists/keys.csv", "format": "csv"}
+        ex = stack.run(job, timeout=120)
+        assert ex.status == "SUCCEEDED", f"{ex.status}: {ex.description.get('cause')}\n{stack.describe()}"
+        shards = json.loads(ex.description["output"])["plan"]["shards"]
+        assert len(shards) == len(body) // 2000 == 9  # ranges of at least 2,000 bytes, fewer than list_shards (16)
+        r = report(stack, ex.description.get("output"))
+        assert (r["listed"], r["succeeded"], r["failed"]) == (500, 500, 0)
+        assert destination(stack) == {"out/" + k[3:]: v for k, v in expected.items()}

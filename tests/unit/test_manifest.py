@@ -336,3 +336,36 @@ def test_a_shard_bound_inside_a_file_keeps_the_rows_up_to_it(store: MemoryStore)
     every = list(reader.rows())
     assert list(reader.rows(upto=every[5].pos)) == every[:6]
     assert list(reader.rows(after=every[1].pos, upto=every[2].pos)) == every[2:3]
+
+
+def _csv_reader(store: MemoryStore, body: bytes) -> ManifestReader:
+    store.put_object("man-b", "big.csv", body)
+    return ManifestReader(store, job({"bucket": "man-b", "key": "big.csv", "format": "csv"}).source)
+
+
+@pytest.mark.parametrize("target", [2, 3, 7, 16])
+@pytest.mark.parametrize("chunk", [7, 64, 1 << 20])
+def test_csv_byte_range_shards_cover_every_row_once_in_order(store: MemoryStore, target: int, chunk: int) -> None:
+    """Cuts fall mid-line, on line starts and on CRLF; lines straddle GetObject chunks; a blank line and a bad row sit between."""
+    store.read_chunk = chunk
+    lines = [f"src-b,{quote_plus(k, safe='/')}" for k in SPECIAL]
+    body = ("\r\n".join(lines[:4]) + "\r\n\n" + "\n".join(lines[4:]) + "\nsrc-b\n" + "src-b,in/no-newline-at-end").encode()
+    reader = _csv_reader(store, body)
+    shards = reader.plan_ranges(target, min_csv_bytes=16)
+    assert 2 <= len(shards) <= target and shards[0][0] == "" and shards[-1][1] is None
+    union = [r for after, upto in shards for r in reader.rows(after=after or None, upto=upto)]
+    assert [r.obj.key if r.obj else r.code for r in union] == [*SPECIAL, "InvalidManifestRow", "in/no-newline-at-end"]
+    assert [r.pos for r in union] == sorted(r.pos for r in union)
+    [bad] = [r for r in union if r.failed]
+    at = body.index(b"\nsrc-b\n") + 1
+    assert bad.problem.startswith(f"s3://man-b/big.csv byte {at}: ") and bad.ref == f"s3://man-b/big.csv#byte={at}"
+    for after, upto in shards:  # each shard resumes from any of its rows' positions without leaving the shard
+        mine = list(reader.rows(after=after or None, upto=upto))
+        for k in range(len(mine)):
+            assert list(reader.rows(after=mine[k].pos, upto=upto)) == mine[k + 1 :]
+
+
+def test_a_small_or_gzip_csv_is_one_shard(store: MemoryStore) -> None:
+    body = csv_rows(SPECIAL)
+    assert _csv_reader(store, body).plan_ranges(16, min_csv_bytes=len(body)) == [("", None)]
+    assert _csv_reader(store, gzip.compress(body)).plan_ranges(16, min_csv_bytes=8) == [("", None)]
