@@ -46,26 +46,31 @@ def build_state_machine(
         "sk": tasks.DynamoAttributeValue.from_string("job"),
     }
 
+    def set_status(name: str, status: str) -> tasks.DynamoUpdateItem:
+        """A direct DynamoDB update of the job's status, retried on the errors a write can meet."""
+        task = tasks.DynamoUpdateItem(
+            scope,
+            name,
+            table=table,
+            key=job_key,
+            update_expression="SET #s = :status",
+            expression_attribute_names={"#s": "status"},
+            expression_attribute_values={":status": tasks.DynamoAttributeValue.from_string(status)},
+            result_path=sfn.JsonPath.DISCARD,
+        )
+        _retry(
+            task,
+            [
+                "DynamoDB.ProvisionedThroughputExceededException",
+                "DynamoDB.InternalServerErrorException",
+                "DynamoDB.TransactionConflictException",
+                "States.Timeout",
+            ],
+        )
+        return task
+
     failed = sfn.Fail(scope, "JobFailed", error="JobFailed", cause_path="$.error.Cause")
-    mark_failed = tasks.DynamoUpdateItem(
-        scope,
-        "MarkFailed",
-        table=table,
-        key=job_key,
-        update_expression="SET #s = :failed",
-        expression_attribute_names={"#s": "status"},
-        expression_attribute_values={":failed": tasks.DynamoAttributeValue.from_string("FAILED")},
-        result_path=sfn.JsonPath.DISCARD,
-    )
-    _retry(
-        mark_failed,
-        [
-            "DynamoDB.ProvisionedThroughputExceededException",
-            "DynamoDB.InternalServerErrorException",
-            "DynamoDB.TransactionConflictException",
-            "States.Timeout",
-        ],
-    )
+    mark_failed = set_status("MarkFailed", "FAILED")
     mark_failed.add_catch(failed, errors=["States.ALL"], result_path="$.mark_error")
     mark_failed.next(failed)
 
@@ -111,25 +116,7 @@ def build_state_machine(
         parameters={"job_id.$": "$.job_id", "poll_seconds.$": "$.poll_seconds"},
     )
     # A job id submitted again resumes that job rather than starting over: RUNNING again, so workers work its batches.
-    reopen = tasks.DynamoUpdateItem(
-        scope,
-        "ReopenJob",
-        table=table,
-        key=job_key,
-        update_expression="SET #s = :running",
-        expression_attribute_names={"#s": "status"},
-        expression_attribute_values={":running": tasks.DynamoAttributeValue.from_string("RUNNING")},
-        result_path=sfn.JsonPath.DISCARD,
-    )
-    _retry(
-        reopen,
-        [
-            "DynamoDB.ProvisionedThroughputExceededException",
-            "DynamoDB.InternalServerErrorException",
-            "DynamoDB.TransactionConflictException",
-            "States.Timeout",
-        ],
-    )
+    reopen = set_status("ReopenJob", "RUNNING")
     reopen.add_catch(failed, errors=["States.ALL"], result_path="$.error")
     reopen.next(slim)
     create.add_catch(reopen, errors=["DynamoDb.ConditionalCheckFailedException"], result_path=sfn.JsonPath.DISCARD)
