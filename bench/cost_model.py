@@ -42,7 +42,7 @@ LISTER_IO_S = 0.025  # per page, after the LIST: SendMessageBatch (one 1,000-key
 LISTER_CPU_MS_PER_PAGE = 20.0  # one full core: parse the page (8-20 ms measured by bench.listing_shards), filter, pack, sign
 LISTER_MB = 512  # the stack's lister function
 LISTER_RUN_S = 270.0  # a lister invocation: 5 min timeout, no new page with under 30 s left
-PROBES_PER_PLAN = 100  # one-key LISTs of PlanListing (about 25 per level, 3 levels), a rounding error either way
+PROBES_PER_PLAN = 400  # PlanListing's LISTs of two keys at most (`bench.listing_shards --store plan`: ~300-600 at K = 16-32 on 10-123 M keys), a rounding error either way
 WORKER_MB = 1024
 POLL_SECONDS = 600  # AwaitCompletion's timeout (the task-token wait), then CheckProgress
 SFN_FIXED = 12  # Validate .. Finalize transitions of one job
@@ -192,12 +192,13 @@ def render_at_scale(cpu_ms: float) -> list[str]:
         f"  ({LISTER_IO_S * 1000:.0f} ms together, assumed), then its CPU ({LISTER_CPU_MS_PER_PAGE:.0f} ms of one core per page, assumed from the",
         f"  8-20 ms per page `bench.listing_shards` measured on x86 for the parsing alone; {LISTER_MB} MB buys {LISTER_MB / MB_PER_VCPU:.2f} vCPU, so",
         f"  {LISTER_CPU_MS_PER_PAGE / (LISTER_MB / MB_PER_VCPU):.0f} ms). That is **{lister:,.0f} keys/s per lister**. Listers are separate Lambdas, so",
-        "  K of them list about K times as fast: `bench.listing_shards` measured 95-99% efficiency for K <= 8 and 88% at 16",
+        "  K of them list about K times as fast: `bench.listing_shards` measured 94-100% efficiency for K <= 8 and 87-94% at 16",
         "  with shards of equal size at 80 ms per page (300,000 keys; [benchmarks-listing.md](benchmarks-listing.md)), and",
-        "  shards of millions of keys lose less to their one overrunning last page. The stack's planner measured 85-87%",
-        "  at K = 4-8 and 79% at 16 (it cuts by key-space probes, not equal counts). A source whose keys all sit in one",
-        "  page is one shard, and then the K = 1 rows apply. S3 serves 5,500 LIST/s per prefix; K listers send about",
-        "  K x 6 per second.",
+        "  shards of millions of keys lose less to their one overrunning last page. The stack's planner (ranges balanced by",
+        "  estimated size) measured 98-99% at K = 2, 85-90% at K = 4-8 and 75-79% at 16: on that small source it cuts no finer",
+        "  than 10,000 keys, so 16 ranges hold up to 20,000 keys, not 18,750; on 10-123 M keys its largest range is at most",
+        "  7% over an equal share. A source whose keys all sit in one page is one shard, and then the K = 1 rows apply.",
+        "  S3 serves 5,500 LIST/s per prefix; K listers send about K x 6 per second.",
         f"- **workers**: MaximumConcurrency x {worker:,.0f} objects/s (a {WORKER_MB:,} MB worker, CPU-bound, from the table above).",
         f"- **S3**: {S3_PUT_PER_PREFIX:,} COPY/s (PUT class) per partitioned prefix of the destination. A new prefix starts as one",
         "  partition; S3 adds partitions under sustained load (over minutes to hours, not on request), and only where keys",

@@ -2,6 +2,7 @@
 
     python -m bench.listing_shards [--keys 100000] [--runs 3] [--latency-ms 50] [--page-ms 80] [--shards 1,2,4,8,16,32]
     python -m bench.listing_shards --quick          # under a minute, one run each
+    python -m bench.listing_shards --store plan     # the plan alone on 0.3, 10 and 123 M generated keys: probes, balance
 
 Each K is timed from the plan to the last shard's last page. The plan comes from two planners:
   stack       pipeline.plan_step itself (listing.plan_ranges: the first page its own range, the rest cut by
@@ -13,13 +14,15 @@ store, and every run checks that the shards together listed every key exactly on
 
 Two stores: SeaweedFS behind toxiproxy (+latency-ms per request, half each way), with a nested
 (100 folders) and a flat layout of --keys keys each, through FastS3Store as bench.listing uses it;
-and bench.synthetic's generated store with --page-ms per 1,000-key page (--probe-ms per one-key probe),
-S3's latency without this machine's server CPU in the way.
+and bench.synthetic's generated store with --page-ms per 1,000-key page (--probe-ms per probe, a LIST of
+at most two keys), S3's latency without this machine's server CPU in the way. "plan probes" counts the
+planner's probes (the stack's planner only; the even planner knows the keys).
 """
 
 from __future__ import annotations
 
 import argparse
+import bisect
 import functools
 import json
 import os
@@ -40,15 +43,48 @@ from s3bulk.aws.allowlist import AllowList
 from s3bulk.aws.ledger import DynamoLedger, JobRecord
 from s3bulk.aws.pipeline import plan_step
 from s3bulk.job import parse_job
-from s3bulk.listing import Shard, list_shard_page
+from s3bulk.listing import Shard, list_shard_page, plan_ranges
 from s3bulk.local.server import ACCESS_KEY, SECRET_KEY, SeaweedServer
 from s3bulk.s3.clients import ClientSettings, make_s3_client
 from s3bulk.s3.stores import FastS3Store
-from s3bulk.store import ListPage, ObjectStore
+from s3bulk.store import ListPage, ObjectStore, RequestOptions
 
 Ranges = list[tuple[str, str | None]]
 PLANNERS = ("stack", "even")
 BUCKET = "bench-shards"
+
+
+class CountingStore:
+    """A store whose probes (LISTs of two keys at most) are counted, scoped or not: what the plan costs in requests."""
+
+    def __init__(self, store: ObjectStore, counter: list[int] | None = None) -> None:
+        self.store = store
+        self.counter = counter if counter is not None else [0]
+        self._lock = threading.Lock()
+
+    @property
+    def probes(self) -> int:
+        return self.counter[0]
+
+    def list_page(
+        self,
+        bucket: str,
+        prefix: str,
+        token: str | None = None,
+        start_after: str | None = None,
+        delimiter: str | None = None,
+        max_keys: int | None = None,
+    ) -> ListPage:
+        if max_keys is not None and max_keys <= 2:
+            with self._lock:
+                self.counter[0] += 1
+        return self.store.list_page(bucket, prefix, token, start_after, delimiter, max_keys)
+
+    def scoped(self, options: RequestOptions) -> CountingStore:
+        return CountingStore(self.store.scoped(options), self.counter)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.store, name)
 
 
 class _RecordingLedger:
@@ -89,6 +125,7 @@ class Run:
     client_cpu: float
     server_cpu: float
     missing: int = 0  # keys of the source no shard listed (0: every key exactly once)
+    probes: int = 0  # the plan's probes
 
 
 @dataclass
@@ -152,12 +189,15 @@ def measure(
     planner: Callable[[], Ranges],
     runs: int,
     server_sid: Sequence[int | None],
+    probes: Callable[[], int] = lambda: 0,
 ) -> tuple[Ranges, list[Run]]:
     results, ranges = [], []
     for _ in range(runs):
         cpu0, srv0, t0 = time.process_time(), sum(_session_cpu(s) for s in server_sid), time.perf_counter()
+        p0 = probes()
         ranges = planner()
         t1 = time.perf_counter()
+        planned = probes() - p0
         listed, pages = list_shards(stores, prefix, ranges)
         t2 = time.perf_counter()
         cpu, srv = time.process_time() - cpu0, sum(_session_cpu(s) for s in server_sid) - srv0
@@ -170,7 +210,7 @@ def measure(
             for (after, upto), got in zip(ranges, listed, strict=True):
                 print(f"    shard ({after!r}, {upto!r}]: {len(got):,} keys, first {got[:1]}", flush=True)
             print(f"    first keys not listed: {lost[:3]}", flush=True)
-        results.append(Run(t2 - t0, t1 - t0, pages, cpu, srv, len(keys) - len(set(flat)) if not exact else 0))
+        results.append(Run(t2 - t0, t1 - t0, pages, cpu, srv, len(keys) - len(set(flat)) if not exact else 0, planned))
     return ranges, results
 
 
@@ -186,8 +226,9 @@ def sweep(
 ) -> list[Row]:
     rows: list[Row] = []
     measured: dict[tuple[tuple[str, str | None], ...], Row] = {}
+    counting = CountingStore(plan_store)
     planners: dict[str, Callable[[int], Ranges]] = {
-        "stack": lambda k: stack_plan(plan_store, prefix, k),
+        "stack": lambda k: stack_plan(cast(ObjectStore, counting), prefix, k),
         "even": lambda k: even_plan(keys, k),
     }
     for name in PLANNERS:
@@ -201,16 +242,16 @@ def sweep(
                 # the plan is timed again (it lists the first page and probes), and its time replaces the other's.
                 plans = []
                 for _ in range(runs):
-                    t0 = time.perf_counter()
+                    t0, p0 = time.perf_counter(), counting.probes
                     planners[name](k)
-                    plans.append(time.perf_counter() - t0)
+                    plans.append((time.perf_counter() - t0, counting.probes - p0))
                 rs = [
-                    Run(r.seconds - r.plan_seconds + p, p, r.pages, r.client_cpu, r.server_cpu, r.missing)
-                    for r, p in zip(done.runs, plans, strict=True)
+                    Run(r.seconds - r.plan_seconds + p, p, r.pages, r.client_cpu, r.server_cpu, r.missing, n)
+                    for r, (p, n) in zip(done.runs, plans, strict=True)
                 ]
                 rows.append(Row(name, k, len(ranges), rs, same_as=done.k))
             else:
-                _, rs = measure(stores, prefix, keys, functools.partial(planners[name], k), runs, server_sid)
+                _, rs = measure(stores, prefix, keys, functools.partial(planners[name], k), runs, server_sid, lambda: counting.probes)
                 row = Row(name, k, len(ranges), rs)
                 measured.setdefault(tuple(ranges), row)
                 rows.append(row)
@@ -227,8 +268,8 @@ def table(title: str, rows: Sequence[Row], keys: int) -> str:
     lines = [
         f"**{title}**",
         "",
-        "| planner | K | shards | keys/s (median) | min-max | speed-up | efficiency | plan s | LIST requests | client CPU ms/page | server + toxiproxy CPU ms/page |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| planner | K | shards | keys/s (median) | min-max | speed-up | efficiency | plan s | plan probes | LIST requests | client CPU ms/page | server + toxiproxy CPU ms/page |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         rates = [keys / x.seconds for x in r.runs]
@@ -242,14 +283,14 @@ def table(title: str, rows: Sequence[Row], keys: int) -> str:
             note += f" **{missing:,} keys not listed**"
         lines.append(
             f"| {r.planner} | {r.k}{note} | {r.shards} | {med:,.0f} | {min(rates):,.0f}-{max(rates):,.0f} | {med / base:.2f}x | "
-            f"{med / base / r.k:.0%} | {statistics.median(x.plan_seconds for x in r.runs):.2f} | {pages:,.0f} | {cpu:.1f} | "
-            + (f"{srv:.1f} |" if srv else "- |")
+            f"{med / base / r.k:.0%} | {statistics.median(x.plan_seconds for x in r.runs):.2f} | {statistics.median(x.probes for x in r.runs):,.0f} | "
+            f"{pages:,.0f} | {cpu:.1f} | " + (f"{srv:.1f} |" if srv else "- |")
         )
     return "\n".join(lines)
 
 
 class LatentStore(GeneratedStore):
-    """Generated keys in/000000000...; each request sleeps like S3: a full page page_s, a one-key probe probe_s."""
+    """Generated keys in/000000000...; each request sleeps like S3: a full page page_s, a probe (a few keys) probe_s."""
 
     def __init__(self, keys: int, page_s: float, probe_s: float) -> None:
         super().__init__(keys)
@@ -305,13 +346,37 @@ def seaweed_leg(args: argparse.Namespace, ks: Sequence[int]) -> list[str]:
     return out
 
 
+def plan_leg(args: argparse.Namespace, ks: Sequence[int]) -> str:
+    """The plan alone on large generated sources (no latency): its probes, and how far its largest range is from 1/K."""
+    lines = [
+        "**the plan alone, bench.synthetic's generated keys in/000000000... (no latency)**",
+        "",
+        "| keys | K | ranges | plan probes | largest range / (keys / K) |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for n in (int(x) for x in args.plan_keys.split(",")):
+        store = CountingStore(GeneratedStore(n))
+
+        def rank(bound: str | None, n: int = n) -> int:
+            """Keys <= bound (every key when bound is None)."""
+            return n if bound is None else bisect.bisect_right(range(n), bound, key=lambda i: f"in/{i:09d}")
+
+        for k in ks:
+            if k == 1:
+                continue
+            p0 = store.probes
+            ranges = plan_ranges(cast(ObjectStore, store), BUCKET, "in/", k)
+            sizes = [rank(r.upto) - (rank(r.after) if r.after else 0) for r in ranges]
+            assert sum(sizes) == n, "the ranges do not cover the keys exactly once"
+            lines.append(f"| {n:,} | {k} | {len(ranges)} | {store.probes - p0:,} | {max(sizes) / (n / k):.3f} |")
+    return "\n".join(lines)
+
+
 def synthetic_leg(args: argparse.Namespace, ks: Sequence[int]) -> str:
     store = LatentStore(args.synthetic_keys, args.page_ms / 1000, args.probe_ms / 1000)
     keys = [f"in/{i:09d}" for i in range(args.synthetic_keys)]
     rows = sweep("synthetic", [store], store, "in/", keys, ks, args.runs)
-    title = (
-        f"synthetic store, {args.synthetic_keys:,} flat keys, {args.page_ms} ms per 1,000-key page, {args.probe_ms} ms per one-key probe"
-    )
+    title = f"synthetic store, {args.synthetic_keys:,} flat keys, {args.page_ms} ms per 1,000-key page, {args.probe_ms} ms per probe"
     return table(title, rows, len(keys))
 
 
@@ -322,9 +387,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--latency-ms", type=int, default=50, help="added per request by toxiproxy, half each way")
     p.add_argument("--page-ms", type=int, default=80, help="synthetic: latency of a 1,000-key page")
-    p.add_argument("--probe-ms", type=int, default=20, help="synthetic: latency of a one-key probe")
+    p.add_argument("--probe-ms", type=int, default=20, help="synthetic: latency of a probe (a LIST of two keys at most)")
     p.add_argument("--shards", default="1,2,4,8,16,32")
-    p.add_argument("--store", choices=("both", "seaweedfs", "synthetic"), default="both")
+    p.add_argument("--store", choices=("both", "seaweedfs", "synthetic", "plan"), default="both")
+    p.add_argument("--plan-keys", default="300000,10000000,123456789", help="plan: sizes of the generated sources to plan")
     p.add_argument("--quick", action="store_true", help="10,000 keys per layout, 50,000 synthetic, K=1,4,16, one run")
     args = p.parse_args(argv)
     if args.quick:
@@ -332,6 +398,8 @@ def main(argv: list[str] | None = None) -> int:
     ks = sorted({int(k) for k in args.shards.split(",")} | {1})
     t0 = time.perf_counter()
     tables = []
+    if args.store == "plan":
+        tables.append(plan_leg(args, ks))
     if args.store in ("both", "synthetic"):
         tables.append(synthetic_leg(args, ks))
         print(tables[-1], flush=True)

@@ -54,7 +54,7 @@ def test_at_100_million_objects_on_one_prefix_the_s3_put_limit_bounds_the_job_an
     # 100,000 transactions of 4 WRU + 100,000 checkpoints of 1 WRU at $0.625/M, 100,000 reads at $0.125/M
     assert r.costs["DynamoDB (TransactWriteItems per batch, checkpoint per page)"] == pytest.approx(0.3125 + 0.0125)
     assert batch_operations(1e8) == pytest.approx(0.25 + 100 + 0.25)
-    assert s3_requests(1e8) == pytest.approx(500 + (1e5 + 100) * 0.005 / 1000)
+    assert s3_requests(1e8) == pytest.approx(500 + (1e5 + 400) * 0.005 / 1000)
 
 
 def test_one_shard_makes_listing_the_bound_once_s3_has_partitions_to_spare() -> None:
