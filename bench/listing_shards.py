@@ -57,10 +57,10 @@ BUCKET = "bench-shards"
 class CountingStore:
     """A store whose probes (LISTs of two keys at most) are counted, scoped or not: what the plan costs in requests."""
 
-    def __init__(self, store: ObjectStore, counter: list[int] | None = None) -> None:
+    def __init__(self, store: ObjectStore, counter: list[int] | None = None, lock: threading.Lock | None = None) -> None:
         self.store = store
         self.counter = counter if counter is not None else [0]
-        self._lock = threading.Lock()
+        self._lock = lock or threading.Lock()
 
     @property
     def probes(self) -> int:
@@ -81,7 +81,7 @@ class CountingStore:
         return self.store.list_page(bucket, prefix, token, start_after, delimiter, max_keys)
 
     def scoped(self, options: RequestOptions) -> CountingStore:
-        return CountingStore(self.store.scoped(options), self.counter)
+        return CountingStore(self.store.scoped(options), self.counter, self._lock)
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.store, name)
