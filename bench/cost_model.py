@@ -245,7 +245,7 @@ def render_at_scale(cpu_ms: float) -> list[str]:
         f"**What limits what.** With K = 16 the listers send {k16.listing_per_s:,.0f} keys/s, so at 100 M objects listing is not the",
         f"bottleneck until the destination spans {k16.listing_per_s / S3_PUT_PER_PREFIX:.0f}+ partitioned prefixes: S3's PUT limit is. One prefix",
         f"takes {_duration(k16.seconds)} for 100 M and {_duration(at_scale(1e9, 16, 50, 1, cpu_ms).seconds)} for 1 B whatever the tool (SQS keeps messages 14 days).",
-        f"With one shard (K = 1: `list_shards=1`, or today's plan_step on keys that share a stem) listing ({k1.listing_per_s:,.0f}/s)",
+        f"With one shard (K = 1: `list_shards=1`, or a source of one page) listing ({k1.listing_per_s:,.0f}/s)",
         f"becomes the bound as soon as S3 has two partitioned prefixes: {_duration(k1.seconds)} for 100 M however many workers run.",
         "Workers are the bound in none of these rows: 50 of them copy 15 prefixes' worth of PUTs. Past S3's limit more",
         f"concurrency only costs: 100 M on one prefix costs ${k16.costs['Lambda workers (GB-s)']:,.2f} of workers at MaximumConcurrency 50 and",

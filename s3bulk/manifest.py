@@ -248,6 +248,7 @@ class ManifestReader:
         files, columns = self.data_files()
         first_file, first_record = _parse_position(after)
         last_file, last_record = _parse_position(upto) if upto else (len(files), 0)
+        bound = position(last_file, last_record)
         for index, key in enumerate(files):
             if index < first_file:
                 continue
@@ -255,7 +256,7 @@ class ManifestReader:
                 return  # a bound at a file's start (as plan_ranges makes) never opens that file
             skip = first_record if index == first_file and after else 0
             rows = self._file_rows(index, key, columns, skip)
-            yield from rows if index < last_file else (r for r in rows if r.pos <= position(last_file, last_record))
+            yield from rows if index < last_file else (r for r in rows if r.pos <= bound)
 
     def _file_rows(self, index: int, key: str, columns: _Columns | None, skip: int) -> Iterator[Row]:
         text = _text(self._read(key))
