@@ -129,7 +129,7 @@ def test_20000_objects_nested_and_flat_under_every_fault_at_once_copy_exactly_on
     kills: list[tuple[int, int]] = []
 
     def dies_once(self: DynamoLedger, job_id: str, shard: int, page: int, *args: Any, **kwargs: Any) -> bool:
-        if shard == 1 and page == 1 and not kills:
+        if page == 1 and not kills:  # the first shard to reach its second page, whichever the planner made it
             kills.append((shard, page))
             raise killed_lister("lister killed after sending its page, before the checkpoint")
         return real_checkpoint(self, job_id, shard, page, *args, **kwargs)
@@ -144,7 +144,7 @@ def test_20000_objects_nested_and_flat_under_every_fault_at_once_copy_exactly_on
         )
         ex = stack.run(copy_job(), timeout=600)
         [source] = stack.sources
-        assert kills == [(1, 1)] and sum(conflicts.injected.values()) > 0, stack.describe()
+        assert len(kills) == 1 and sum(conflicts.injected.values()) > 0, stack.describe()
         assert source.stats.killed == 1 and source.stats.returned >= 1 and source.stats.duplicated > 0, stack.describe()
         assert ex.status == "SUCCEEDED", f"{ex.status}: {ex.description.get('error')} {str(ex.description.get('cause'))[:1500]}"
         r = report(stack, ex.description.get("output"))
