@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -223,6 +224,9 @@ def test_ctrl_c_stops_the_job_reports_it_and_exits_130(store: MemoryStore) -> No
         calls.append(args[1])
         if len(calls) == 50:
             _thread.interrupt_main()
+            # Give the main thread time to take the signal: on a loaded machine the other copies could
+            # otherwise all finish before it runs again, and the job would end before it is interrupted.
+            time.sleep(0.5)
         return real_copy(*args, **kwargs)
 
     store.copy_object = copy_then_interrupt  # type: ignore[method-assign]
