@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -215,17 +217,15 @@ def test_listing_never_runs_far_ahead_of_the_workers() -> None:
 
 
 def test_ctrl_c_stops_the_job_reports_it_and_exits_130(store: MemoryStore) -> None:
-    import _thread
-
     real_copy = store.copy_object
     calls = []
 
     def copy_then_interrupt(*args: Any, **kwargs: Any) -> str:
         calls.append(args[1])
         if len(calls) == 50:
-            _thread.interrupt_main()
-            # Give the main thread time to take the signal: on a loaded machine the other copies could
-            # otherwise all finish before it runs again, and the job would end before it is interrupted.
+            # A real SIGINT, as Ctrl-C sends: unlike _thread.interrupt_main it wakes a main thread blocked in a wait.
+            os.kill(os.getpid(), signal.SIGINT)
+            # Give the main thread time to take the signal before the other copies could all finish.
             time.sleep(0.5)
         return real_copy(*args, **kwargs)
 
