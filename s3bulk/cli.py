@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from s3bulk import __version__
+from s3bulk.aws.invoke import lambda_invoker
 from s3bulk.aws.remote import DEFAULT_STACK, Deployment, DeploymentError, fetch_report, status, submit
 from s3bulk.job import Job, JobError, json_schema, load_job, new_job_id, parse_job
 from s3bulk.local.demo import run_demo
@@ -27,6 +28,7 @@ from s3bulk.local.plan import STACK_THREADS, STACK_WORKERS, cost, eta_seconds, l
 from s3bulk.local.run import execute
 from s3bulk.manifest import ManifestError
 from s3bulk.ops.batch import connections_needed
+from s3bulk.ops.process import ProcessCode, load_code
 from s3bulk.s3.clients import ClientSettings, S3Clients, has_credentials
 from s3bulk.s3.ratecontrol import RateControl
 from s3bulk.s3.stores import open_store
@@ -163,10 +165,20 @@ def _open_key_log(path: str | None, flag: str = "--key-log") -> IO[str] | None:
         raise UsageError(f"{flag} {path}: {exc.strerror}; give a writable file path") from None
 
 
+def _process_code(job: Job, job_file: str | None, settings: ClientSettings, concurrency: int) -> ProcessCode | None:
+    """Import the job's process function (or connect its Lambda) before anything runs: a bad one is exit 2."""
+    if job.process is None:
+        return None
+    search = [Path(job_file).resolve().parent] if job_file else []
+    search.append(Path.cwd())
+    return load_code(job.process, search, lambda_invoker(settings, concurrency))
+
+
 def _run(args: argparse.Namespace, console: Console) -> int:
-    if args.job:
-        _with_overrides(load_job(args.job), args)  # a bad job fails first, before credentials or ledgers
     settings = ClientSettings(endpoint_url=args.endpoint_url, region=args.region, profile=args.profile)
+    if args.job:
+        early = _with_overrides(load_job(args.job), args)  # a bad job fails first, before credentials or ledgers
+        _process_code(early, args.job, settings, 1)
     if not has_credentials(settings):
         raise UsageError("no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or pass --profile")
     if args.key_log_deprecated is not None:
@@ -182,6 +194,14 @@ def _run(args: argparse.Namespace, console: Console) -> int:
             key_log.close()
         raise
     concurrency = resolve_concurrency(job, args.concurrency)
+    try:
+        code = _process_code(job, args.job, settings, concurrency)
+    except BaseException:
+        if ledger is not None:
+            ledger.close()
+        if key_log is not None:
+            key_log.close()
+        raise
     rate = RateControl(enabled=job.options.adaptive_rate)
     store = open_store(S3Clients(settings, connections_needed(concurrency)), fast=args.request_path == "fast", rate=rate)
     try:
@@ -195,6 +215,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
             report_path=args.report,
             ledger=ledger,
             key_log=key_log,
+            code=code,
         )
     finally:
         if ledger is not None:

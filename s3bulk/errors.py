@@ -7,6 +7,14 @@ import enum
 from s3bulk.store import StoreError
 
 
+class TemporaryFailure(Exception):
+    """Raise from a process function when a retry may succeed; the object gets another round, like a throttled request."""
+
+
+class PermanentFailure(Exception):
+    """Raise from a process function when a retry cannot help; the object fails with this message (so does any other exception)."""
+
+
 class Outcome(enum.Enum):
     SUCCEEDED = "succeeded"
     SKIPPED = "skipped"
@@ -42,6 +50,9 @@ RETRYABLE_CODES = frozenset(
         "ReadTimeout",
         "ConnectTimeout",
         "KMS.ThrottlingException",
+        "IncompleteBody",  # a ranged GET cut short
+        "BadDigest",  # a body changed on the way (Content-MD5)
+        "TemporaryFailure",  # a process function or Batch Operations Lambda asked for a retry
     }
 )
 
@@ -73,7 +84,7 @@ def classify(exc: BaseException) -> ErrorKind:
         if exc.status is not None and (exc.status >= 500 or exc.status == 429):
             return ErrorKind.RETRYABLE
         return ErrorKind.PERMANENT
-    if isinstance(exc, (TimeoutError, ConnectionError)):
+    if isinstance(exc, (TimeoutError, ConnectionError, TemporaryFailure)):
         return ErrorKind.RETRYABLE
     return ErrorKind.PERMANENT
 

@@ -26,7 +26,7 @@ MIN_PART_SIZE = 5 * MiB
 MAX_PART_SIZE = 5 * GiB
 MAX_COPY_OBJECT_SIZE = 5 * GiB
 
-Operation = Literal["copy", "move", "delete", "tag", "set-storage-class", "restore", "verify"]
+Operation = Literal["copy", "move", "delete", "tag", "set-storage-class", "restore", "verify", "process"]
 # Operations that act on the source objects themselves: they take no destination.
 IN_PLACE = frozenset({"delete", "tag", "set-storage-class", "restore"})
 # Operations that write to (or delete from) the source bucket.
@@ -210,6 +210,57 @@ class Restore(_Strict):
     )
 
 
+_CALLABLE = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
+_LAMBDA_ARN = r"^arn:aws[a-zA-Z-]*:lambda:[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d:\d{12}:function:[a-zA-Z0-9_-]+(:(\$LATEST|[a-zA-Z0-9_-]+))?$"
+
+
+class Process(_Strict):
+    """What operation 'process' runs on each object: your function, or an S3 Batch Operations Lambda (docs/process.md)."""
+
+    function: str | None = Field(
+        None,
+        pattern=_CALLABLE,
+        description="module:callable, called as run(obj) per object; imported with the job file's directory and the current one on sys.path.",
+    )
+    batchops_handler: str | None = Field(
+        None,
+        pattern=_CALLABLE,
+        description="module:lambda_handler of an S3 Batch Operations function, run in-process with invocation schema 2.0 events.",
+    )
+    batchops_lambda: str | None = Field(
+        None,
+        pattern=_LAMBDA_ARN,
+        description="ARN of a deployed S3 Batch Operations function, invoked with invocation schema 2.0 events.",
+    )
+    arguments: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Passed to your function as obj.arguments; for Batch Operations functions, job.userArguments (at most 10 strings).",
+    )
+    tasks_per_invocation: int = Field(
+        1, ge=1, le=1000, description="Batch Operations functions: objects per invocation (Batch Operations itself sends 1)."
+    )
+
+    @model_validator(mode="after")
+    def _one(self) -> Process:
+        given = [n for n in ("function", "batchops_handler", "batchops_lambda") if getattr(self, n) is not None]
+        if len(given) != 1:
+            raise _FieldProblem(
+                "function",
+                f"give exactly one of function, batchops_handler or batchops_lambda (got {', '.join(given) or 'none'}); keep one",
+            )
+        if self.function is not None and self.tasks_per_invocation != 1:
+            raise _FieldProblem("tasks_per_invocation", "tasks_per_invocation is for Batch Operations functions; remove it")
+        if self.function is None:
+            if len(self.arguments) > 10:
+                raise _FieldProblem("arguments", f"{len(self.arguments)} arguments; Batch Operations userArguments hold at most 10")
+            for k, v in self.arguments.items():
+                if not isinstance(v, str) or not 1 <= len(k) <= 64 or len(v) > 1024:
+                    raise _FieldProblem(
+                        "arguments", f"argument {k[:40]!r}: userArguments are strings (keys 1-64, values up to 1,024 characters); fix it"
+                    )
+        return self
+
+
 class Options(_Strict):
     """How a job runs; every default is a measured choice documented in docs/architecture.md."""
 
@@ -266,30 +317,34 @@ class Job(_Strict):
     operation: Operation = Field(
         description=(
             "copy, move, delete; tag (tagging), set-storage-class (storage_class: an in-place copy keeping metadata and tags), "
-            "restore (restore: GLACIER and DEEP_ARCHIVE objects), verify (compare each object with its destination copy)."
+            "restore (restore: GLACIER and DEEP_ARCHIVE objects), verify (compare each object with its destination copy), "
+            "process (process: your code on each object, writing to an optional destination)."
         )
     )
     source: Source
     destination: Destination | None = Field(
         None,
-        description="Required for copy, move and verify; forbidden for the in-place operations (delete, tag, set-storage-class, restore).",
+        description="Required for copy, move and verify; optional for process (where obj.write() puts outputs); forbidden for the in-place operations (delete, tag, set-storage-class, restore).",
     )
     tagging: Tagging | None = Field(None, description="Required for operation 'tag'.")
     storage_class: StorageClass | None = Field(None, description="Required for operation 'set-storage-class': the class objects move to.")
     restore: Restore | None = Field(None, description="For operation 'restore'; defaults to 7 days, Standard tier.")
+    process: Process | None = Field(None, description="Required for operation 'process': the code to run on each object.")
     options: Options = Field(default_factory=Options)
     job_id: str | None = Field(None, pattern=r"^[A-Za-z0-9._-]{1,80}$", description="Optional id; one is generated when absent.")
 
     @model_validator(mode="after")
     def _shape(self) -> Job:
         op = self.operation
-        for name, wanted in (("tagging", "tag"), ("storage_class", "set-storage-class"), ("restore", "restore")):
+        for name, wanted in (("tagging", "tag"), ("storage_class", "set-storage-class"), ("restore", "restore"), ("process", "process")):
             if getattr(self, name) is not None and op != wanted:
                 raise _FieldProblem(name, f"{name} is for operation {wanted!r}, not {op!r}; remove it")
         if op == "tag" and self.tagging is None:
             raise _FieldProblem("tagging", 'operation \'tag\' needs tagging, like {"mode": "merge", "tags": {"team": "data"}}; add it')
         if op == "set-storage-class" and self.storage_class is None:
             raise _FieldProblem("storage_class", "operation 'set-storage-class' needs storage_class, like \"STANDARD_IA\"; add it")
+        if op == "process" and self.process is None:
+            raise _FieldProblem("process", 'operation \'process\' needs process, like {"function": "my_tools:run"}; add it')
         if op not in {"copy", "move"} and self.options.if_exists != "overwrite":
             raise _FieldProblem("options.if_exists", f"if_exists works with copy and move, not {op!r}; remove it")
         if op in IN_PLACE:
@@ -305,6 +360,12 @@ class Job(_Strict):
                 )
             return self
         dst = self.destination
+        if dst is None and op == "process":
+            if self.options.delete_extraneous:
+                raise _FieldProblem(
+                    "options.delete_extraneous", "delete_extraneous works with operation 'copy' (a sync), not 'process'; remove it"
+                )
+            return self  # a processor that writes nothing needs no destination; obj.write() then says so
         if dst is None:
             raise _FieldProblem("destination", f'destination is required for operation {self.operation!r}; add {{"bucket": ...}}')
         if self.options.delete_extraneous and self.source.manifest is not None:

@@ -35,6 +35,7 @@ class KeyRecord:
     error: str = ""
     message: str = ""
     version_id: str = ""  # jobs act on current versions: empty unless S3 reported one
+    result: str = ""  # process: what the function returned (or its resultString), at most 1 KiB
 
     def line(self, job_id: str, operation: str, at: datetime | None = None) -> str:
         doc = {"v": FORMAT_VERSION, "job_id": job_id, "operation": operation, **asdict(self)}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from fnmatch import fnmatchcase
 
-from s3bulk.job import Destination, Source
+from s3bulk.job import Destination, Job, Source
 from s3bulk.store import UNKNOWN_SIZE, ObjectInfo
 
 
@@ -64,3 +64,14 @@ class KeyMapper:
     def source_of(self, dst_key: str, source_prefix: str) -> str:
         """The source key a destination key would have come from."""
         return source_prefix + dst_key[len(self._prefix) :]
+
+
+# The operations whose objects have a destination key; process writes where its code says.
+MAPS_KEYS = frozenset({"copy", "move", "verify"})
+
+
+def key_mapper(job: Job) -> KeyMapper | None:
+    """The job's source-to-destination key rule, or None when its objects have no destination key."""
+    if job.destination is None or job.operation not in MAPS_KEYS:
+        return None
+    return KeyMapper(job.source, job.destination)

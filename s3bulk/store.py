@@ -140,9 +140,23 @@ class ObjectStore(Protocol):
         """GetObject from byte `start` on, its body in chunks as they arrive (never the whole object in memory)."""
         ...
 
+    def read_range(self, bucket: str, key: str, first: int, last: int, if_match: str = "") -> bytes:
+        """One ranged GetObject of bytes first..last (inclusive); `if_match` pins the ETag, so a changed object fails (412)."""
+        ...
+
+    def write_object(
+        self, bucket: str, key: str, body: bytes, head: ObjectHead, tags: Mapping[str, str], *, storage_class: str | None = None
+    ) -> str:
+        """PutObject with the head's Content-Type, metadata and headers, and `tags`; the server checks its MD5. Returns the ETag."""
+        ...
+
     def create_multipart_upload(
         self, bucket: str, key: str, head: ObjectHead, tags: dict[str, str], *, storage_class: str | None = None
     ) -> str: ...
+
+    def upload_part(self, bucket: str, key: str, upload_id: str, part_number: int, body: bytes) -> str:
+        """UploadPart; the server checks its MD5. Returns the part's ETag."""
+        ...
 
     def upload_part_copy(
         self,

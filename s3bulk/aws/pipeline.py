@@ -31,7 +31,7 @@ from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.ops.extraneous import Extraneous
 from s3bulk.report import Counts, Tally, job_status, summarize
 from s3bulk.s3.ratecontrol import RateControl
-from s3bulk.selection import KeyMapper, Selector
+from s3bulk.selection import KeyMapper, Selector, key_mapper
 from s3bulk.store import UNKNOWN_SIZE, ObjectInfo, ObjectStore
 from s3bulk.sync import decide, join
 
@@ -148,7 +148,7 @@ def list_step(
             job_id, job, state, ledger=ledger, store=store, sender=sender, reports=reports, time_left=time_left, margin=margin
         )
     selector = Selector(src)
-    mapper = KeyMapper(src, job.destination) if job.destination else None
+    mapper = key_mapper(job)
     syncing = mapper is not None and (job.options.if_exists != "overwrite" or job.options.delete_extraneous)
     pages = 0
     while not state.done and time_left() > margin:
@@ -437,7 +437,7 @@ class WorkerService:
         status = self.status(msg.job_id)
         if status != "RUNNING":
             return self._cancel(msg, status)
-        mapper = KeyMapper(job.source, job.destination) if job.destination else None
+        mapper = key_mapper(job)
         checks = msg.rechecks()
         items = [Item(o, mapper(o.key) if mapper else "", recheck=checks.get(i)) for i, o in enumerate(msg.objects())]
         tally = Tally()

@@ -23,8 +23,9 @@ from s3bulk.manifest import ManifestError, ManifestReader
 from s3bulk.ops.batch import DEFAULT_CONCURRENCY, BatchRunner, Item, part_pool
 from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.ops.extraneous import Extraneous
+from s3bulk.ops.process import ProcessCode, make_processor
 from s3bulk.report import BatchTally, Report, Tally, job_status
-from s3bulk.selection import KeyMapper, Selector
+from s3bulk.selection import Selector, key_mapper
 from s3bulk.store import UNKNOWN_SIZE, ObjectInfo, ObjectStore, StoreError
 from s3bulk.sync import Joined, decide, join
 
@@ -51,7 +52,11 @@ class Engine:
         job_id: str | None = None,
         ledger: LocalLedger | None = None,
         key_log: IO[str] | None = None,
+        code: ProcessCode | None = None,
     ) -> None:
+        if job.operation == "process" and code is None:
+            raise ValueError("a process job needs its code loaded first (ops.process.load_code)")
+        self.code = code
         self.job = job
         self.store = store.scoped(request_options(job))
         self.ledger = None if job.options.dry_run else ledger
@@ -63,7 +68,7 @@ class Engine:
         self._stop = threading.Event()
         self._listing_error: BaseException | None = None
         self._selector = Selector(job.source)
-        self._map = KeyMapper(job.source, job.destination) if job.destination else None
+        self._map = key_mapper(job)
         self._extraneous = Extraneous(job, self.store, self.tally, self._selector, self._map)
         # The per-key log (--key-log): a dry run changes nothing, so it has no outcomes to record.
         self.keylog = JsonlKeyLog(key_log, self.job_id, job.operation) if key_log is not None and not job.options.dry_run else None
@@ -188,7 +193,8 @@ class Engine:
             part_pool() as parts,
             BoundedExecutor(self.concurrency, name="s3bulk-worker") as pool,
         ):
-            runner = BatchRunner(self.job, self.store, pool, parts, keylog=self.keylog)
+            processor = make_processor(self.job, self.job_id, self.code, self.store, parts.submit) if self.code is not None else None
+            runner = BatchRunner(self.job, self.store, pool, parts, keylog=self.keylog, processor=processor)
             try:
                 while (entry := batches.get()) is not None:
                     batch, rec = entry

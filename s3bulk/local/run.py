@@ -13,6 +13,7 @@ from s3bulk.job import Job
 from s3bulk.local.engine import Engine
 from s3bulk.local.ledger import LocalLedger
 from s3bulk.local.progress import ProgressDisplay, failures_table, summary_table
+from s3bulk.ops.process import ProcessCode
 from s3bulk.report import Report
 from s3bulk.store import ObjectStore
 
@@ -28,9 +29,10 @@ def execute(
     report_path: str | None = None,
     ledger: LocalLedger | None = None,
     key_log: IO[str] | None = None,
+    code: ProcessCode | None = None,
 ) -> Report:
     """Run the engine with a progress display, then print the summary and write the report."""
-    engine = Engine(job, store, concurrency=concurrency, ledger=ledger, key_log=key_log)
+    engine = Engine(job, store, concurrency=concurrency, ledger=ledger, key_log=key_log, code=code)
     if ledger is not None and not quiet:
         verb = "resuming" if ledger.run_number > 1 else "job"
         console.print(f"{verb} {engine.job_id} (if interrupted: s3bulk run --resume {engine.job_id})", markup=False, highlight=False)

@@ -21,6 +21,7 @@ from s3bulk.ops.copies import CopySettings, copy_object
 from s3bulk.ops.delete import delete_keys
 from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.ops.move import confirm_copy, destination_already_moved
+from s3bulk.ops.process import Processor, failure
 from s3bulk.ops.restore import restore_object
 from s3bulk.ops.tagging import tag_object
 from s3bulk.ops.verify import verify_object
@@ -84,7 +85,14 @@ class Done:
 
 
 def _log(
-    keylog: KeyLog | None, item: Item, outcome: str, done: Done | None = None, attempts: int = 1, error: str = "", message: str = ""
+    keylog: KeyLog | None,
+    item: Item,
+    outcome: str,
+    done: Done | None = None,
+    attempts: int = 1,
+    error: str = "",
+    message: str = "",
+    result: str = "",
 ) -> None:
     if keylog is None:
         return
@@ -102,6 +110,7 @@ def _log(
             attempts,
             error,
             message,
+            result=result,
         )
     )
 
@@ -179,7 +188,11 @@ class BatchRunner:
         parts: BoundedExecutor,
         sleep: Callable[[float], None] = time.sleep,
         keylog: KeyLog | None = None,
+        processor: Processor | None = None,
     ) -> None:
+        if (job.operation == "process") != (processor is not None):
+            raise ValueError("a process job needs its processor (ops.process.make_processor), and only a process job takes one")
+        self.processor = processor
         self.job = job
         self.keylog = keylog
         self.sleep = sleep
@@ -230,6 +243,18 @@ class BatchRunner:
                 run.seal(all_submitted=True)
             else:
                 run.seal(all_submitted=False)
+            return run
+        if self.processor is not None:
+            size = self.processor.per_call
+            groups = [todo[at : at + size] for at in range(0, len(todo), size)]
+            started = 0
+            for group in groups:
+                if not keep_going():
+                    break
+                run.add()
+                self.pool.submit(self._process_task, group, tally, run)
+                started += 1
+            run.seal(all_submitted=started == len(groups))
             return run
         submitted = 0
         for item in todo:
@@ -350,6 +375,36 @@ class BatchRunner:
             _log(self.keylog, item, "failed", attempts=attempts, error=error_code(exc), message=error_message(exc))
         finally:
             run.finish(confirmed)
+
+    def _process_task(self, group: list[Item], tally: Outcomes, run: BatchRun) -> None:
+        """Rounds of the processor over a group; TemporaryFailure results (and retryable errors) get the next round."""
+        assert self.processor is not None
+        pending = group
+        try:
+            for round_ in range(self.job.options.object_retries + 1):
+                try:
+                    results = self.processor.run([item.obj for item in pending])
+                except Exception as exc:  # noqa: BLE001 - a processor's own fault fails its objects, never the batch
+                    results = [failure(exc)] * len(pending)
+                last_round = round_ == self.job.options.object_retries
+                again: list[Item] = []
+                for item, res in zip(pending, results, strict=True):
+                    if res.code == "Succeeded":
+                        tally.succeed(max(item.obj.size, 0))
+                        _log(self.keylog, item, "succeeded", attempts=round_ + 1, result=res.result)
+                    elif res.code == "TemporaryFailure" and not last_round:
+                        again.append(item)
+                    else:
+                        tally.fail(item.obj.key, res.error, res.message)
+                        _log(self.keylog, item, "failed", attempts=round_ + 1, error=res.error, message=res.message, result=res.result)
+                if not again:
+                    return
+                pending = again
+                for _ in again:
+                    tally.retry()
+                self.sleep(min(ROUND_PAUSE_MAX, ROUND_PAUSE * 2**round_) * random.uniform(0.5, 1.0))
+        finally:
+            run.finish()
 
 
 def delete_batch(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import copy
+import hashlib
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
@@ -23,6 +25,11 @@ T = TypeVar("T")
 _CHECKSUMS = ("CRC64NVME", "CRC32C", "CRC32", "SHA256", "SHA1")
 READ_CHUNK = 1024 * 1024
 _HEAD_HEADERS = ("CacheControl", "ContentDisposition", "ContentEncoding", "ContentLanguage", "Expires", "WebsiteRedirectLocation")
+
+
+def content_md5(body: bytes) -> str:
+    """The Content-MD5 header: the server refuses a body that does not match it (BadDigest)."""
+    return base64.b64encode(hashlib.md5(body, usedforsecurity=False).digest()).decode()
 
 
 class _Count:
@@ -209,9 +216,23 @@ class S3Store:
         finally:
             body.close()
 
-    def create_multipart_upload(
-        self, bucket: str, key: str, head: ObjectHead, tags: dict[str, str], *, storage_class: str | None = None
-    ) -> str:
+    def read_range(self, bucket: str, key: str, first: int, last: int, if_match: str = "") -> bytes:
+        pinned = {"IfMatch": if_match} if if_match else {}
+        r = self._call(self._s3(bucket).get_object, Bucket=bucket, Key=key, Range=f"bytes={first}-{last}", **pinned, **self._params(bucket))
+        body = r["Body"]
+        try:
+            data: bytes = body.read()
+        except (ReadTimeoutError, ResponseStreamingError) as exc:
+            raise StoreError("ReadTimeout" if isinstance(exc, ReadTimeoutError) else "ConnectionError", str(exc)) from exc
+        finally:
+            body.close()
+        if len(data) != last - first + 1:
+            # A server that ignores Range, or a body cut short, must not pass for the bytes asked for.
+            raise StoreError("IncompleteBody", f"asked for bytes {first}-{last} and got {len(data)} bytes")
+        return data
+
+    def _new_object(self, bucket: str, key: str, head: ObjectHead, tags: Mapping[str, str], storage_class: str | None) -> dict[str, Any]:
+        """The arguments that create an object: where, with what headers, metadata, tags and class."""
         kwargs: dict[str, Any] = {
             "Bucket": bucket,
             "Key": key,
@@ -225,7 +246,33 @@ class S3Store:
             kwargs["Tagging"] = "&".join(f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in tags.items())
         if storage_class:
             kwargs["StorageClass"] = storage_class
+        return kwargs
+
+    def write_object(
+        self, bucket: str, key: str, body: bytes, head: ObjectHead, tags: Mapping[str, str], *, storage_class: str | None = None
+    ) -> str:
+        kwargs = self._new_object(bucket, key, head, tags, storage_class)
+        r = self._call(self._s3(bucket).put_object, Body=body, ContentMD5=content_md5(body), **kwargs)
+        return quoted_etag(r.get("ETag"))
+
+    def create_multipart_upload(
+        self, bucket: str, key: str, head: ObjectHead, tags: dict[str, str], *, storage_class: str | None = None
+    ) -> str:
+        kwargs = self._new_object(bucket, key, head, tags, storage_class)
         return str(self._call(self._s3(bucket).create_multipart_upload, **kwargs)["UploadId"])
+
+    def upload_part(self, bucket: str, key: str, upload_id: str, part_number: int, body: bytes) -> str:
+        r = self._call(
+            self._s3(bucket).upload_part,
+            Bucket=bucket,
+            Key=key,
+            UploadId=upload_id,
+            PartNumber=part_number,
+            Body=body,
+            ContentMD5=content_md5(body),
+            **self._params(bucket),  # encryption was set when the upload was created
+        )
+        return quoted_etag(r.get("ETag"))
 
     def upload_part_copy(
         self,

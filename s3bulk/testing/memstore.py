@@ -232,6 +232,48 @@ class MemoryStore:
         for at in range(0, len(body), self.read_chunk):
             yield body[at : at + self.read_chunk]
 
+    def read_range(self, bucket: str, key: str, first: int, last: int, if_match: str = "") -> bytes:
+        self._count("GetObject")
+        self._fault("GetObject", bucket, key)
+        obj = self._get(bucket, key)
+        if if_match and obj.etag != if_match:
+            raise StoreError("PreconditionFailed", "At least one of the pre-conditions you specified did not hold", 412)
+        if first >= obj.size:
+            raise StoreError("InvalidRange", "The requested range is not satisfiable", 416)
+        body = obj.body if obj.body is not None else bytes(obj.size)
+        return body[first : last + 1]
+
+    def write_object(
+        self, bucket: str, key: str, body: bytes, head: ObjectHead, tags: Mapping[str, str], *, storage_class: str | None = None
+    ) -> str:
+        self._count("PutObject")
+        self._fault("PutObject", bucket, key)
+        self._check_key(key)
+        with self._lock:
+            self._bucket(bucket)[key] = _Obj(
+                bytes(body),
+                len(body),
+                _md5(body),
+                datetime.now(UTC),
+                head.content_type or "binary/octet-stream",
+                dict(head.metadata),
+                dict(tags),
+                storage_class or "STANDARD",
+            )
+            self._sorted[bucket] = None
+            return _md5(body)
+
+    def upload_part(self, bucket: str, key: str, upload_id: str, part_number: int, body: bytes) -> str:
+        self._count("UploadPart")
+        self._fault("UploadPart", bucket, key)
+        with self._lock:
+            upload = self._uploads.get(upload_id)
+            if upload is None:
+                raise StoreError("NoSuchUpload", "The specified upload does not exist", 404)
+            etag = _md5(body)
+            upload.parts[part_number] = (bytes(body), len(body), etag)
+            return etag
+
     def create_multipart_upload(
         self, bucket: str, key: str, head: ObjectHead, tags: dict[str, str], *, storage_class: str | None = None
     ) -> str:

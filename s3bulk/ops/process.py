@@ -1,0 +1,323 @@
+"""Operation 'process': the user's code on each object, or their S3 Batch Operations Lambda (docs/process.md).
+
+Three kinds of code, one result shape:
+- `function` ("module:callable") is called as run(obj) with a `ProcessedObject`;
+- `batchops_handler` / `batchops_lambda` get S3 Batch Operations' invocation
+  schema 2.0 events, `tasks_per_invocation` objects each, and answer per task.
+
+Every call ends as one `TaskResult` per object; the batch runner retries the
+TemporaryFailure ones in later rounds, like throttled requests. Nothing here
+knows which runtime runs it: the Lambda client comes in as a plain callable.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import json
+import sys
+import threading
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal, Protocol
+from urllib.parse import quote_plus
+
+from s3bulk.bodies.reader import PREFETCH, RANGE_SIZE, open_object
+from s3bulk.bodies.writer import ObjectWriter, write_stream
+from s3bulk.errors import ErrorKind, PermanentFailure, classify, error_code, error_message
+from s3bulk.job import MAX_KEY_BYTES, Destination, Job, JobError, Process
+from s3bulk.store import UNKNOWN_SIZE, ObjectHead, ObjectInfo, ObjectStore
+
+RESULT_LIMIT = 1024  # characters of a result string kept in the per-key log
+ResultCode = Literal["Succeeded", "TemporaryFailure", "PermanentFailure"]
+Invoke = Callable[[dict[str, Any]], Any]
+"""Sends one Batch Operations event to the function and returns its response (the in-process handler or a Lambda)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TaskResult:
+    code: ResultCode
+    result: str = ""  # the function's return value or resultString, cut to RESULT_LIMIT
+    error: str = ""  # a failure's code for the report
+    message: str = ""
+
+
+def _cut(text: object) -> str:
+    return "" if text is None else str(text)[:RESULT_LIMIT]
+
+
+def failure(exc: BaseException) -> TaskResult:
+    """An exception as a task result: retryable ones (TemporaryFailure, throttles, timeouts) get another round."""
+    code: ResultCode = "TemporaryFailure" if classify(exc) is ErrorKind.RETRYABLE else "PermanentFailure"
+    return TaskResult(code, "", error_code(exc), error_message(exc))
+
+
+class ProcessedObject:
+    """What a process function gets: the object's facts, its bytes as a file, and a way to write outputs."""
+
+    def __init__(
+        self,
+        store: ObjectStore,
+        bucket: str,
+        info: ObjectInfo,
+        arguments: Mapping[str, Any],
+        destination: Destination | None,
+        submit: Callable[..., Any] | None = None,
+    ) -> None:
+        self.bucket = bucket
+        self.key = info.key
+        self.arguments = arguments
+        self._store = store
+        self._info = info
+        self._head: ObjectHead | None = None
+        self._destination = destination
+        self._submit = submit
+        self._opened: list[io.BufferedReader] = []
+        self.outputs: list[str] = []  # destination keys written, for the per-key log
+
+    @property
+    def size(self) -> int:
+        return self._info.size if self._info.size != UNKNOWN_SIZE else self.head().size
+
+    @property
+    def etag(self) -> str:
+        return self._info.etag or self.head().etag
+
+    @property
+    def last_modified(self) -> datetime | None:
+        return self._info.last_modified or self.head().last_modified
+
+    def head(self) -> ObjectHead:
+        """The object's HEAD (Content-Type, metadata), fetched once when asked for."""
+        if self._head is None:
+            self._head = self._store.head_object(self.bucket, self.key)
+        return self._head
+
+    def open(self, *, range_size: int = RANGE_SIZE, prefetch: int = PREFETCH) -> io.BufferedReader:
+        """The object as a seekable binary file (ranged GETs pinned to its ETag); closed for you after run(obj)."""
+        known = self._info.size != UNKNOWN_SIZE and self._info.etag
+        head = ObjectHead(self._info.size, self._info.etag) if known else self.head()
+        f = open_object(self._store, self.bucket, self.key, head=head, range_size=range_size, prefetch=prefetch, submit=self._submit)
+        self._opened.append(f)
+        return f
+
+    def writer(
+        self,
+        relative_key: str,
+        content_type: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+        tags: Mapping[str, str] | None = None,
+    ) -> ObjectWriter:
+        """A streaming writer for destination.prefix + relative_key; use it in a `with` block (an exception aborts it)."""
+        dst = self._destination
+        if dst is None:
+            raise PermanentFailure("obj.write needs the job's destination; add a destination bucket to the job")
+        if not isinstance(relative_key, str) or not relative_key:
+            raise PermanentFailure(f"obj.write: relative_key must be a non-empty string, got {relative_key!r}")
+        key = dst.prefix + relative_key
+        if len(key.encode("utf-8", "surrogatepass")) > MAX_KEY_BYTES:
+            raise PermanentFailure(f"obj.write: {key[:60]!r}... is over {MAX_KEY_BYTES} UTF-8 bytes; shorten it")
+        head = ObjectHead(0, "", content_type or "binary/octet-stream", dict(metadata or {}))
+        self.outputs.append(key)
+        return ObjectWriter(self._store, dst.bucket, key, head=head, tags=tags, storage_class=dst.storage_class, submit=self._submit)
+
+    def write(
+        self,
+        relative_key: str,
+        data: bytes | bytearray | memoryview | io.IOBase | Any,
+        content_type: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+        tags: Mapping[str, str] | None = None,
+    ) -> str:
+        """Write bytes or a binary stream to destination.prefix + relative_key; returns the new object's ETag."""
+        return write_stream(self.writer(relative_key, content_type, metadata, tags), data)
+
+    def close(self) -> None:
+        for f in self._opened:
+            f.close()
+        self._opened.clear()
+
+
+class Processor(Protocol):
+    per_call: int  # objects per call of run()
+
+    def run(self, objects: Sequence[ObjectInfo]) -> list[TaskResult]: ...
+
+
+@dataclass
+class FunctionProcessor:
+    """run(obj) per object; its return value is the result, its exception the failure."""
+
+    function: Callable[[ProcessedObject], Any]
+    store: ObjectStore
+    bucket: str
+    arguments: Mapping[str, Any]
+    destination: Destination | None
+    submit: Callable[..., Any] | None = None
+    per_call: int = 1
+
+    def run(self, objects: Sequence[ObjectInfo]) -> list[TaskResult]:
+        return [self._one(info) for info in objects]
+
+    def _one(self, info: ObjectInfo) -> TaskResult:
+        obj = ProcessedObject(self.store, self.bucket, info, self.arguments, self.destination, self.submit)
+        try:
+            return TaskResult("Succeeded", _cut(self.function(obj)))
+        except Exception as exc:  # noqa: BLE001 - the user's code: every exception is this object's outcome
+            return failure(exc)
+        finally:
+            obj.close()
+
+
+@dataclass
+class BatchOpsProcessor:
+    """S3 Batch Operations' LambdaInvoke contract, invocation schema 2.0: one event per `per_call` objects."""
+
+    invoke: Invoke
+    bucket: str
+    job_id: str
+    arguments: Mapping[str, str]
+    per_call: int = 1
+
+    def event(self, objects: Sequence[ObjectInfo]) -> dict[str, Any]:
+        """Keys URL-encoded as Batch Operations sends them (handlers unquote_plus them); s3BucketArn too, for 1.0 handlers."""
+        return {
+            "invocationSchemaVersion": "2.0",
+            "invocationId": uuid.uuid4().hex,
+            "job": {"id": self.job_id, "userArguments": dict(self.arguments)},
+            "tasks": [
+                {
+                    "taskId": f"{n}-{uuid.uuid4().hex[:12]}",
+                    "s3Key": quote_plus(o.key, safe="/", errors="surrogatepass"),
+                    "s3VersionId": None,
+                    "s3Bucket": self.bucket,
+                    "s3BucketArn": f"arn:aws:s3:::{self.bucket}",
+                }
+                for n, o in enumerate(objects)
+            ],
+        }
+
+    def run(self, objects: Sequence[ObjectInfo]) -> list[TaskResult]:
+        event = self.event(objects)
+        try:
+            response = self.invoke(event)
+        except Exception as exc:  # noqa: BLE001 - a failed invocation is every task's outcome
+            return [failure(exc)] * len(objects)
+        return read_response(event, response)
+
+
+_CODES: dict[str, ResultCode] = {"Succeeded": "Succeeded", "TemporaryFailure": "TemporaryFailure", "PermanentFailure": "PermanentFailure"}
+
+
+def _code(value: object, default: ResultCode | None = "PermanentFailure") -> ResultCode | None:
+    return _CODES.get(str(value), default) if value is not None else default
+
+
+def read_response(event: Mapping[str, Any], response: Any) -> list[TaskResult]:
+    """Each task's result, in event order; a task the response leaves out gets `treatMissingKeysAs` (PermanentFailure)."""
+    tasks = [t["taskId"] for t in event["tasks"]]
+    if not isinstance(response, dict) or not isinstance(response.get("results"), list):
+        got = type(response).__name__ if not isinstance(response, dict) else f"keys {sorted(response)[:6]}"
+        bad = TaskResult("PermanentFailure", "", "InvalidResponse", f"the function must return {{'results': [...], ...}}; got {got}")
+        return [bad] * len(tasks)
+    missing = _code(response.get("treatMissingKeysAs"))
+    by_task: dict[str, TaskResult] = {}
+    for r in response["results"]:
+        if not isinstance(r, dict) or r.get("taskId") not in tasks:
+            continue
+        raw, text = r.get("resultCode"), _cut(r.get("resultString"))
+        code = _code(raw, None)
+        if code is None:
+            by_task[r["taskId"]] = TaskResult(
+                "PermanentFailure", text, "InvalidResultCode", f"resultCode {raw!r} is not one of {sorted(_CODES)}"
+            )
+        elif code == "Succeeded":
+            by_task[r["taskId"]] = TaskResult("Succeeded", text)
+        else:
+            by_task[r["taskId"]] = TaskResult(code, text, code, text or code)
+    absent = TaskResult("Succeeded")
+    if missing is not None and missing != "Succeeded":
+        absent = TaskResult(missing, "", missing, "the function's response has no result for this task")
+    return [by_task.get(t, absent) for t in tasks]
+
+
+@dataclass(frozen=True)
+class LocalContext:
+    """The few Lambda context fields a handler commonly reads, for handlers run in-process."""
+
+    function_name: str = "s3bulk-local"
+    function_version: str = "$LATEST"
+    invoked_function_arn: str = "arn:aws:lambda:local:000000000000:function:s3bulk-local"
+    memory_limit_in_mb: int = 1024
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    log_group_name: str = "/aws/lambda/s3bulk-local"
+    log_stream_name: str = "local"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 900_000
+
+
+def handler_invoker(handler: Callable[[dict[str, Any], Any], Any]) -> Invoke:
+    """Call a Lambda handler in-process, through a JSON round trip as Lambda would, with a minimal context."""
+
+    def invoke(event: dict[str, Any]) -> Any:
+        response = handler(json.loads(json.dumps(event)), LocalContext())
+        return json.loads(json.dumps(response, default=str))
+
+    return invoke
+
+
+_IMPORT_LOCK = threading.Lock()
+
+
+def load_callable(spec: str, search: Sequence[Path], field_name: str) -> Callable[..., Any]:
+    """Import "module:callable" with `search` first on sys.path; a bad spec is a JobError naming the field."""
+    module_name, _, attr = spec.partition(":")
+    with _IMPORT_LOCK:
+        for path in reversed([str(p) for p in search]):
+            if path not in sys.path:
+                sys.path.insert(0, path)
+        try:
+            module = importlib.import_module(module_name)
+        except Exception as exc:  # noqa: BLE001 - any import-time failure of the user's module is a job error
+            where = ", ".join(str(p) for p in search)
+            raise JobError(
+                f"job.process.{field_name}: cannot import {module_name!r} ({type(exc).__name__}: {exc}); put it in {where} or on PYTHONPATH"
+            ) from None
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise JobError(f"job.process.{field_name}: {module_name!r} has no callable {attr!r}; check the name after the colon")
+    return fn  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class ProcessCode:
+    """A job's process section, loaded: the function to call or the Batch Operations invoker."""
+
+    function: Callable[[ProcessedObject], Any] | None = None
+    invoke: Invoke | None = None
+
+
+def load_code(process: Process, search: Sequence[Path], lambda_invoker: Callable[[str], Invoke] | None = None) -> ProcessCode:
+    """Import or connect what the job names, before any object is touched."""
+    if process.function is not None:
+        return ProcessCode(function=load_callable(process.function, search, "function"))
+    if process.batchops_handler is not None:
+        return ProcessCode(invoke=handler_invoker(load_callable(process.batchops_handler, search, "batchops_handler")))
+    assert process.batchops_lambda is not None
+    if lambda_invoker is None:
+        raise JobError(
+            "job.process.batchops_lambda: this runtime cannot invoke Lambda functions; use batchops_handler to run it in-process"
+        )
+    return ProcessCode(invoke=lambda_invoker(process.batchops_lambda))
+
+
+def make_processor(job: Job, job_id: str, code: ProcessCode, store: ObjectStore, submit: Callable[..., Any] | None) -> Processor:
+    assert job.process is not None
+    if code.function is not None:
+        return FunctionProcessor(code.function, store, job.source.bucket, job.process.arguments, job.destination, submit)
+    assert code.invoke is not None
+    return BatchOpsProcessor(code.invoke, job.source.bucket, job_id, dict(job.process.arguments), job.process.tasks_per_invocation)
