@@ -52,6 +52,8 @@ PLATFORMS = {"arm64": "manylinux2014_aarch64", "x86_64": "manylinux2014_x86_64"}
 SOURCES = ("s3bulk", "functions")
 EXCLUDED = ("s3bulk/local", "s3bulk/testing", "s3bulk/cli.py")
 TASK_ROOT = "/var/task"
+# Where the deployer's process code sits in the asset; the worker's S3BULK_PROCESS_CODE points here.
+PROCESS_DIR = "process_code"
 
 
 def source_files() -> list[Path]:
@@ -85,11 +87,26 @@ def deps_hash(platform: str) -> str:
     return h.hexdigest()[:16]
 
 
-def asset_hash(platform: str) -> str:
+def user_files(process_code: Path | None) -> list[Path]:
+    """The deployer's process code (-c process_code=DIR), relative to DIR, in a stable order; no caches."""
+    if process_code is None:
+        return []
+    return [
+        p.relative_to(process_code)
+        for p in sorted(process_code.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    ]
+
+
+def asset_hash(platform: str, process_code: Path | None = None) -> str:
     h = hashlib.sha256(deps_hash(platform).encode())
     for rel in source_files():
         h.update(b"\0" + rel.as_posix().encode() + b"\0")
         h.update((ROOT / rel).read_bytes())
+    if process_code is not None:
+        for rel in user_files(process_code):
+            h.update(b"\0" + PROCESS_DIR.encode() + b"/" + rel.as_posix().encode() + b"\0")
+            h.update((process_code / rel).read_bytes())
     return h.hexdigest()
 
 
@@ -146,8 +163,8 @@ def _copy(src: str, dst: str) -> None:
         shutil.copy2(src, dst)
 
 
-def build(output: Path, platform: str) -> None:
-    """Fill `output` as /var/task will be: the vendored dependencies, then our sources, compiled."""
+def build(output: Path, platform: str, process_code: Path | None = None) -> None:
+    """Fill `output` as /var/task will be: the vendored dependencies, our sources, and the deployer's process code, compiled."""
     shutil.copytree(vendored(platform), output, dirs_exist_ok=True, copy_function=_copy)
     for rel in source_files():
         dest = output / rel
@@ -155,29 +172,36 @@ def build(output: Path, platform: str) -> None:
         shutil.copy2(ROOT / rel, dest)
     for top in SOURCES:
         _compile(output / top, f"{TASK_ROOT}/{top}")
+    if process_code is not None:
+        for rel in user_files(process_code):
+            dest = output / PROCESS_DIR / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(process_code / rel, dest)
+        _compile(output / PROCESS_DIR, f"{TASK_ROOT}/{PROCESS_DIR}")
 
 
 @jsii.implements(cdk.ILocalBundling)
 class VendoredBundling:
     """CDK local bundling: runs `build` at synth instead of a Docker container."""
 
-    def __init__(self, platform: str) -> None:
+    def __init__(self, platform: str, process_code: Path | None = None) -> None:
         self.platform = platform
+        self.process_code = process_code
 
     def try_bundle(self, output_dir: str, *args: Any, **kwargs: Any) -> bool:
-        build(Path(output_dir), self.platform)
+        build(Path(output_dir), self.platform, self.process_code)
         return True
 
 
-def lambda_code(architecture: lambda_.Architecture) -> lambda_.Code:
-    """One asset for every function of the stack."""
+def lambda_code(architecture: lambda_.Architecture, process_code: Path | None = None) -> lambda_.Code:
+    """One asset for every function of the stack (Validate imports the process code too, to refuse a job naming a missing one)."""
     platform = PLATFORMS[architecture.name]
     return lambda_.Code.from_asset(
         str(ROOT / "functions"),
         asset_hash_type=cdk.AssetHashType.CUSTOM,
-        asset_hash=asset_hash(platform),
+        asset_hash=asset_hash(platform, process_code),
         bundling=cdk.BundlingOptions(
             image=lambda_.Runtime.PYTHON_3_11.bundling_image,  # never pulled: the local bundling always succeeds
-            local=VendoredBundling(platform),
+            local=VendoredBundling(platform, process_code),
         ),
     )

@@ -41,6 +41,8 @@ class DeployConfig:
     poll_seconds: int = 600  # the completion wait's safety net (infra/state_machine.py)
     alarm_email: str | None = None  # subscribed to an SNS topic every alarm notifies
     schedules: tuple[Schedule, ...] = field(default_factory=tuple)
+    process_code: Path | None = None  # a directory of the deployer's process functions, bundled with the worker
+    process_lambdas: tuple[str, ...] = ()  # S3 Batch Operations functions process jobs may invoke
 
     @staticmethod
     def _buckets(value: Any) -> tuple[str, ...]:
@@ -67,6 +69,8 @@ class DeployConfig:
             poll_seconds=int(get("poll_seconds") or 600),
             alarm_email=str(get("alarm_email") or "").strip() or None,
             schedules=load_schedules(ROOT / schedules_file) if schedules_file else (),
+            process_code=(ROOT / str(get("process_code"))).resolve() if get("process_code") else None,
+            process_lambdas=cls._buckets(get("process_lambdas")),
         )
         cfg.check()
         return cfg
@@ -88,7 +92,16 @@ class DeployConfig:
             )
         if not 2 <= self.worker_max_concurrency <= 1000:
             raise ValueError("context worker_max_concurrency: SQS event sources allow 2-1000; pick a value in that range")
-        allow = AllowList(frozenset(self.read_buckets), frozenset(self.write_buckets), frozenset(self.delete_buckets))
+        if self.process_code is not None and not self.process_code.is_dir():
+            raise ValueError(f"context process_code: {self.process_code} is not a directory; pass -c process_code=DIR holding your modules")
+        for arn in self.process_lambdas:
+            if not re.fullmatch(r"arn:aws[a-zA-Z-]*:lambda:[a-z0-9-]+:\d{12}:function:[a-zA-Z0-9_-]+(:[a-zA-Z0-9_$-]+)?", arn):
+                raise ValueError(
+                    f"context process_lambdas: {arn!r} is not a Lambda function ARN; pass -c process_lambdas=arn:aws:lambda:REGION:ACCOUNT:function:NAME"
+                )
+        allow = AllowList(
+            frozenset(self.read_buckets), frozenset(self.write_buckets), frozenset(self.delete_buckets), frozenset(self.process_lambdas)
+        )
         for s in self.schedules:
             try:  # the same rule the functions apply to every job at run time
                 allow.check(parse_job(json.dumps(s.job)))

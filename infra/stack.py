@@ -43,7 +43,7 @@ from aws_cdk import (
 )
 from constructs import Construct
 
-from infra.bundling import RUNTIME_PYTHON, lambda_code
+from infra.bundling import PROCESS_DIR, RUNTIME_PYTHON, TASK_ROOT, lambda_code
 from infra.config import DeployConfig
 from infra.monitoring import Monitoring
 from infra.state_machine import build_state_machine
@@ -141,7 +141,7 @@ class S3BulkStack(cdk.Stack):
         )
 
         # -- Lambdas ----------------------------------------------------------------------------
-        code = lambda_code(ARCH)
+        code = lambda_code(ARCH, config.process_code)
         env = {
             "S3BULK_TABLE": self.table.table_name,
             "S3BULK_QUEUE_URL": self.queue.queue_url,
@@ -153,6 +153,8 @@ class S3BulkStack(cdk.Stack):
             "S3BULK_MAX_RECEIVES": str(MAX_RECEIVES),
             "S3BULK_POLL_SECONDS": str(config.poll_seconds),
             "S3BULK_LIST_SHARDS": str(config.list_shards),
+            "S3BULK_PROCESS_CODE": f"{TASK_ROOT}/{PROCESS_DIR}" if config.process_code is not None else "",
+            "S3BULK_PROCESS_LAMBDAS": ",".join(config.process_lambdas),
             "POWERTOOLS_SERVICE_NAME": SERVICE,
             "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
         }
@@ -276,6 +278,9 @@ class S3BulkStack(cdk.Stack):
             )
         if config.delete_buckets:
             worker.add_to_role_policy(iam.PolicyStatement(actions=["s3:DeleteObject"], resources=_object_arns(config.delete_buckets)))
+        if config.process_lambdas:
+            # process jobs with batchops_lambda: only the deployer's allow-listed functions.
+            worker.add_to_role_policy(iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=list(config.process_lambdas)))
         if config.kms_keys:
             # SSE-KMS: decrypt to read a source, generate a data key to write a destination; only these keys, only via S3.
             worker.add_to_role_policy(

@@ -17,11 +17,15 @@ class AllowList:
     read: frozenset[str]
     write: frozenset[str]
     delete: frozenset[str]
+    lambdas: frozenset[str] = frozenset()  # Batch Operations functions a process job may invoke
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> AllowList:
         return cls(
-            _split(env.get("S3BULK_READ_BUCKETS")), _split(env.get("S3BULK_WRITE_BUCKETS")), _split(env.get("S3BULK_DELETE_BUCKETS"))
+            _split(env.get("S3BULK_READ_BUCKETS")),
+            _split(env.get("S3BULK_WRITE_BUCKETS")),
+            _split(env.get("S3BULK_DELETE_BUCKETS")),
+            _split(env.get("S3BULK_PROCESS_LAMBDAS")),
         )
 
     def check(self, job: Job) -> None:
@@ -36,6 +40,13 @@ class AllowList:
             raise JobError(_denied("job.source.bucket", src, "delete", self.delete))
         if job.operation in WRITES_SOURCE - {"move", "delete"} and src not in self.write:
             raise JobError(_denied("job.source.bucket", src, "write", self.write))
+        arn = job.process.batchops_lambda if job.process is not None else None
+        if arn is not None and arn not in self.lambdas:
+            shown = ", ".join(sorted(self.lambdas)) or "none"
+            raise JobError(
+                f"job.process.batchops_lambda: {arn!r} is not in this deployment's allow-list ({shown}); "
+                f"redeploy with -c process_lambdas={','.join(sorted(self.lambdas | {arn}))}"
+            )
         dst = job.destination
         if dst is not None:
             needed, allowed = ("read", self.read | self.write) if job.operation == "verify" else ("write", self.write)

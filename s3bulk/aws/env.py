@@ -7,17 +7,21 @@ cold starts pay only for what they use.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from s3bulk.aws.allowlist import AllowList
 from s3bulk.aws.completion import Completion
+from s3bulk.aws.invoke import lambda_invoker
 from s3bulk.aws.ledger import DynamoLedger
 from s3bulk.aws.pipeline import DEFAULT_LIST_SHARDS, DEFAULT_POLL_SECONDS, WORK_MARGIN_S, WorkerService
 from s3bulk.aws.queue import QueueSender, Returns
 from s3bulk.aws.reportbucket import ReportBucket
+from s3bulk.job import Process
 from s3bulk.manifest import MIN_CSV_SHARD_BYTES
 from s3bulk.ops.batch import DEFAULT_CONCURRENCY, connections_needed
+from s3bulk.ops.process import ProcessCode, load_code
 from s3bulk.s3.clients import ClientSettings, S3Clients, make_client, make_s3_client
 from s3bulk.s3.stores import S3Store, open_store
 
@@ -36,6 +40,7 @@ class AwsConfig:
     list_shards: int = DEFAULT_LIST_SHARDS  # listing shards a job is split into (the state machine lists them in parallel)
     csv_shard_bytes: int = MIN_CSV_SHARD_BYTES  # a plain CSV manifest splits into byte ranges of at least this much
     request_path: str = "fast"  # fast: CopyObject/DeleteObjects on the lighter path; botocore: everything via botocore
+    process_code: str = ""  # the directory the deployer's process code was bundled into (-c process_code=DIR)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> AwsConfig:
@@ -53,6 +58,7 @@ class AwsConfig:
             list_shards=int(env.get("S3BULK_LIST_SHARDS", DEFAULT_LIST_SHARDS)),
             csv_shard_bytes=int(env.get("S3BULK_CSV_SHARD_BYTES", MIN_CSV_SHARD_BYTES)),
             request_path=env.get("S3BULK_REQUEST_PATH", "fast"),
+            process_code=env.get("S3BULK_PROCESS_CODE", ""),
         )
 
 
@@ -85,6 +91,13 @@ def completion() -> Completion:
     return Completion(make_client("stepfunctions", SETTINGS))
 
 
+def code_loader(cfg: AwsConfig) -> Callable[[Process], ProcessCode]:
+    """Loads a process job's code: from the bundled directory, or a connection to its allow-listed Lambda."""
+    search = [Path(cfg.process_code)] if cfg.process_code else []
+    connect = lambda_invoker(SETTINGS, connections_needed(cfg.concurrency))
+    return lambda process: load_code(process, search, connect)
+
+
 def worker_service(cfg: AwsConfig) -> WorkerService:
     s3 = store(cfg)
     return WorkerService(
@@ -98,4 +111,5 @@ def worker_service(cfg: AwsConfig) -> WorkerService:
         completion=completion(),
         returns=returns(cfg),
         max_receives=cfg.max_receives,
+        load_code=code_loader(cfg),
     )

@@ -22,13 +22,14 @@ from s3bulk.aws.messages import BatchMessage, pack
 from s3bulk.aws.queue import QueueSender, Returns
 from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.errors import error_code, error_message
-from s3bulk.job import Job, JobError, new_job_id, parse_job, request_options
+from s3bulk.job import Job, JobError, Process, new_job_id, parse_job, request_options
 from s3bulk.keys import JsonlKeyLog, KeyRecord
 from s3bulk.listing import Shard, iter_objects, list_shard_page, plan_ranges
 from s3bulk.manifest import MIN_CSV_SHARD_BYTES, ManifestReader, Row
 from s3bulk.ops.batch import BatchRunner, Item, part_pool
 from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.ops.extraneous import Extraneous
+from s3bulk.ops.process import ProcessCode, Processor, make_processor
 from s3bulk.report import Counts, Tally, job_status, summarize
 from s3bulk.s3.ratecontrol import RateControl
 from s3bulk.selection import KeyMapper, Selector, key_mapper
@@ -63,14 +64,23 @@ def return_delay(attempts: int, *, not_started: bool) -> int:
 
 
 # -- validate -------------------------------------------------------------------------------------
-def validate(event: Any, allow: AllowList, poll_seconds: int = DEFAULT_POLL_SECONDS, execution: str | None = None) -> dict[str, Any]:
+def validate(
+    event: Any,
+    allow: AllowList,
+    poll_seconds: int = DEFAULT_POLL_SECONDS,
+    execution: str | None = None,
+    load_code: Callable[[Process], ProcessCode] | None = None,
+) -> dict[str, Any]:
     """Parse and authorize a job event; raises JobError (one line naming the field) when it is bad.
 
     `execution` is the name of the execution running the job: a job without its own id
-    takes one derived from it (see execution_ended).
+    takes one derived from it (see execution_ended). A process job's code is imported
+    here too, so a function the deployment does not hold fails the job before any listing.
     """
     job = parse_job(json.dumps(event))
     allow.check(job)
+    if job.process is not None and load_code is not None:
+        load_code(job.process)
     job_id = new_job_id(job, execution)
     return {"job_id": job_id, "item": initial_item(job_id, job), "poll_seconds": poll_seconds}
 
@@ -372,8 +382,11 @@ class WorkerService:
         returns: Returns | None = None,
         max_receives: int = 5,
         clock: Callable[[], float] = time.monotonic,
+        load_code: Callable[[Process], ProcessCode] | None = None,
     ) -> None:
         self.ledger = ledger
+        self.load_code = load_code
+        self._code: dict[str, ProcessCode] = {}
         self.completion = completion
         self.store = store
         self.reports = reports
@@ -448,7 +461,7 @@ class WorkerService:
             keylog = JsonlKeyLog(spool, msg.job_id, job.operation)
             try:
                 store = self.store.scoped(request_options(job))
-                runner = BatchRunner(job, store, self.pool, self.parts, keylog=keylog)
+                runner = BatchRunner(job, store, self.pool, self.parts, keylog=keylog, processor=self._processor(msg.job_id, job, store))
                 run = runner.start(items, tally, keep_going=lambda: time_left() > self.margin)
                 run.wait()
                 if not run.complete:
@@ -465,6 +478,16 @@ class WorkerService:
         if self.rate is not None and self.rate.enabled and self.rate.send_rate is not None:
             self.ledger.publish_rate(msg.job_id, self.rate.send_rate, cut=self.rate.cuts > cuts_before)
         return WorkOutcome(counts, counted)
+
+    def _processor(self, job_id: str, job: Job, store: ObjectStore) -> Processor | None:
+        """A process job's code, loaded once per container and job."""
+        if job.process is None:
+            return None
+        if job_id not in self._code:
+            if self.load_code is None:
+                raise JobError("job.process: this worker cannot load process code; deploy it with -c process_code=DIR")
+            self._code[job_id] = self.load_code(job.process)
+        return make_processor(job, job_id, self._code[job_id], store, self.parts.submit)
 
     def _pace(self, job_id: str, job: Job) -> int:
         """Start the batch at the rate all of the job's workers share, so a fresh worker does not storm a throttled prefix."""

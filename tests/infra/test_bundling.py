@@ -71,3 +71,18 @@ def test_the_asset_hash_is_stable_and_changes_with_a_pin_or_the_platform(tmp_pat
     changed.write_text(bundling.REQUIREMENTS.read_text().replace("boto3==", "boto3==0.0.0+"))
     monkeypatch.setattr(bundling, "REQUIREMENTS", changed)
     assert bundling.asset_hash(ARM) != first
+
+
+def test_the_deployers_process_code_is_bundled_compiled_and_part_of_the_hash(tmp_path: Path) -> None:
+    code = tmp_path / "my_tools"
+    (code / "pkg").mkdir(parents=True)
+    (code / "gzip_it.py").write_text("def run(obj):\n    return 'ok'\n")
+    (code / "pkg" / "__init__.py").write_text("")
+    out = tmp_path / "asset"
+    bundling.build(out, ARM, code)
+    assert (out / bundling.PROCESS_DIR / "gzip_it.py").read_text() == "def run(obj):\n    return 'ok'\n"
+    assert (out / bundling.PROCESS_DIR / "pkg" / "__init__.py").is_file()
+    before = bundling.asset_hash(ARM, code)
+    assert before != bundling.asset_hash(ARM)
+    (code / "gzip_it.py").write_text("def run(obj):\n    return 'changed'\n")
+    assert bundling.asset_hash(ARM, code) != before

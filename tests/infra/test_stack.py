@@ -423,3 +423,44 @@ def test_every_failed_timed_out_or_aborted_execution_reaches_the_execution_ended
     [(logical, fn)] = [(k, f) for k, f in resources(template, "AWS::Lambda::Function").items() if k == target["Arn"]["Fn::GetAtt"][0]]
     assert fn["Properties"]["Handler"] == "functions.ended.handler.handler", logical
     assert target["RetryPolicy"]["MaximumRetryAttempts"] >= 10
+
+
+def _worker_invokes(context: dict[str, str]) -> tuple[list[Any], dict[str, str]]:
+    """What the worker role may invoke, and the worker's environment."""
+    app = build_app({**CONTEXT, **context})
+    stack = app.node.find_child("S3Bulk")
+    assert isinstance(stack, S3BulkStack)
+    template = Template.from_stack(stack)
+    invokes = [
+        as_list(st["Resource"])
+        for policy in resources(template, "AWS::IAM::Policy").values()
+        if any(r["Ref"].startswith("WorkerServiceRole") for r in policy["Properties"]["Roles"])
+        for st in policy["Properties"]["PolicyDocument"]["Statement"]
+        if "lambda:InvokeFunction" in as_list(st["Action"])
+    ]
+    env = next(
+        p["Properties"]["Environment"]["Variables"]
+        for k, p in resources(template, "AWS::Lambda::Function").items()
+        if k.startswith("Worker")
+    )
+    return invokes, env
+
+
+def test_process_lambdas_are_the_only_functions_the_worker_may_invoke_and_only_when_given() -> None:
+    assert _worker_invokes({})[0] == []
+    arn = "arn:aws:lambda:eu-west-1:111122223333:function:thumbnails"
+    invokes, env = _worker_invokes({"process_lambdas": arn})
+    assert invokes == [[arn]]
+    assert (env["S3BULK_PROCESS_LAMBDAS"], env["S3BULK_PROCESS_CODE"]) == (arn, "")
+
+
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        ({"process_lambdas": "thumbnails"}, r"^context process_lambdas: 'thumbnails' is not a Lambda function ARN"),
+        ({"process_code": "no/such/dir"}, r"^context process_code: .*no/such/dir is not a directory; pass -c process_code=DIR"),
+    ],
+)
+def test_bad_process_context_is_refused_naming_the_flag(context: dict[str, str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        DeployConfig.from_context({**CONTEXT, **context}.get)

@@ -6,11 +6,13 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote_plus
 
 import boto3
 import pytest
+from moto.core.models import DEFAULT_ACCOUNT_ID
 
 from s3bulk.aws.ledger import DynamoLedger
 from tests.integration.aws_harness import REGION
@@ -18,10 +20,18 @@ from tests.integration.helpers import md5
 from tests.integration.stack_harness import DynamoConflicts, Execution, Faults, StackOnMoto, synthesize
 
 SRC, DST = "src-bucket", "dst-bucket"
-CONTEXT: dict[str, object] = {"read_buckets": f"{SRC},{DST}", "write_buckets": DST}
+# The deployer's process code, bundled with the functions; in-process it is imported from where it lies.
+PROCESS_CODE = Path(__file__).parent / "process_code"
+BATCHOPS_ARN = f"arn:aws:lambda:{REGION}:{DEFAULT_ACCOUNT_ID}:function:UserBatchOps"
+CONTEXT: dict[str, object] = {
+    "read_buckets": f"{SRC},{DST}",
+    "write_buckets": DST,
+    "process_code": str(PROCESS_CODE),
+    "process_lambdas": BATCHOPS_ARN,
+}
 # Validate hands the functions' S3BULK_POLL_SECONDS to the state machine as $.poll_seconds (its wait period):
 # 1 s instead of the deployed value, which deploy context may not lower.
-ENV = {"S3BULK_POLL_SECONDS": "1"}
+ENV = {"S3BULK_POLL_SECONDS": "1", "S3BULK_PROCESS_CODE": str(PROCESS_CODE)}
 N = 3000
 BIG = 20_000
 BATCH = 100  # keys per queue message: 30 messages, 6 worker invocations of 5
@@ -196,3 +206,56 @@ def test_a_csv_manifest_lists_in_byte_range_shards_and_copies_exactly(template: 
         r = report(stack, ex.description.get("output"))
         assert (r["listed"], r["succeeded"], r["failed"]) == (500, 500, 0)
         assert destination(stack) == {"out/" + k[3:]: v for k, v in expected.items()}
+
+
+def test_a_process_job_gzips_every_object_through_the_stack_with_code_bundled_at_deploy(clean: StackOnMoto) -> None:
+    assert clean.template_env("Worker")["S3BULK_PROCESS_CODE"] == "/var/task/process_code"  # where the asset puts -c process_code
+    expected = seed(300)
+    job = {
+        "operation": "process",
+        "source": {"bucket": SRC, "prefix": "in/"},
+        "destination": {"bucket": DST, "prefix": "gz/"},
+        "process": {"function": "stack_gzip:run", "arguments": {"level": 1}},
+        "options": {"batch_size": 50},
+    }
+    ex = clean.run(job, timeout=90)
+    assert ex.status == "SUCCEEDED", f"{ex.description.get('error')}: {str(ex.description.get('cause'))[:1500]}"
+    r = report(clean, ex.description.get("output"))
+    assert (r["listed"], r["succeeded"], r["failed"]) == (300, 300, 0)
+    outputs = {}
+    for page in clean.s3.get_paginator("list_objects_v2").paginate(Bucket=DST, Prefix="gz/"):
+        for o in page.get("Contents", ()):
+            outputs[o["Key"]] = md5(gzip.decompress(clean.s3.get_object(Bucket=DST, Key=o["Key"])["Body"].read()))
+    assert outputs == {f"gz/{k}.gz": v for k, v in expected.items()}
+
+
+def test_a_batch_operations_lambda_is_invoked_by_the_workers_and_its_results_reported(
+    clean: StackOnMoto, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(PROCESS_CODE))  # the user's function runs in-process, as the harness runs every function
+    seed_keys([f"in/obj {i}+é" for i in range(40)] + ["in/please-refuse"])
+    arn = clean.deploy("UserBatchOps", "stack_batchops.lambda_handler")
+    assert arn == BATCHOPS_ARN
+    job = {
+        "operation": "process",
+        "source": {"bucket": SRC, "prefix": "in/"},
+        "process": {"batchops_lambda": arn, "arguments": {"label": "sz"}, "tasks_per_invocation": 8},
+        "options": {"batch_size": 20, "tolerated_failures": 1},
+    }
+    ex = clean.run(job, timeout=90)
+    assert ex.status == "SUCCEEDED", f"{ex.description.get('error')}: {str(ex.description.get('cause'))[:1500]}"
+    r = report(clean, ex.description.get("output"))
+    assert (r["succeeded"], r["failed"]) == (40, 1)
+    assert [(f["key"], f["error"], f["message"]) for f in r["failures"]] == [("in/please-refuse", "PermanentFailure", "refused")]
+    # Up to 8 tasks per invocation: at least ceil(41 / 8); fewer than one each, however the listing shards cut the batches.
+    assert 6 <= clean.functions["UserBatchOps"].invocations < 41
+
+
+def test_a_batch_operations_lambda_outside_the_allow_list_fails_the_job_at_validate(clean: StackOnMoto) -> None:
+    seed_keys(["in/a"])
+    other = f"arn:aws:lambda:{REGION}:{DEFAULT_ACCOUNT_ID}:function:NotAllowed"
+    job = {"operation": "process", "source": {"bucket": SRC, "prefix": "in/"}, "process": {"batchops_lambda": other}}
+    ex = clean.run(job, timeout=30)
+    assert ex.status == "FAILED" and ex.description.get("error") == "InvalidJob"
+    cause = str(ex.description.get("cause"))
+    assert "job.process.batchops_lambda" in cause and "-c process_lambdas=" in cause

@@ -231,6 +231,23 @@ class StackOnMoto:
 
         return invoke
 
+    def template_env(self, logical_prefix: str) -> dict[str, str]:
+        """A function's environment as the template declares it (before any test override)."""
+        [props] = [p for logical, p in resources_of(self.template, "AWS::Lambda::Function").items() if logical.startswith(logical_prefix)]
+        return {k: str(v) for k, v in self.resolve(props.get("Environment", {}).get("Variables", {})).items()}
+
+    def deploy(self, name: str, handler: str, timeout_s: float = 60) -> str:
+        """A function of the user's own, outside the stack (an S3 Batch Operations function): invoking it runs `handler`."""
+        lam = boto3.client("lambda", region_name=REGION)
+        role = f"arn:aws:iam::{DEFAULT_ACCOUNT_ID}:role/s3bulk-stack"
+        arn = str(
+            lam.create_function(
+                FunctionName=name, Runtime="python3.11", Role=role, Handler=handler, Code={"ZipFile": b"0"}, Timeout=int(timeout_s)
+            )["FunctionArn"]
+        )
+        self.functions[name] = Function(name, handler, timeout_s, 128)
+        return arn
+
     # running
     def function(self, handler_module: str) -> Function:
         [fn] = [f for f in self.functions.values() if f.module_name == handler_module]

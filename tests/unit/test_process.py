@@ -1,0 +1,222 @@
+"""Operation 'process' on the in-memory store: results, retries, Batch Operations responses and bad input."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from s3bulk import PermanentFailure, TemporaryFailure
+from s3bulk.aws.invoke import FunctionFailed, invoke_with
+from s3bulk.cli import main
+from s3bulk.job import JobError, parse_job
+from s3bulk.keys import JsonlKeyLog
+from s3bulk.ops.batch import BatchRunner, Item
+from s3bulk.ops.executor import BoundedExecutor
+from s3bulk.ops.process import (
+    RESULT_LIMIT,
+    BatchOpsProcessor,
+    ProcessCode,
+    ProcessedObject,
+    handler_invoker,
+    load_callable,
+    make_processor,
+    read_response,
+)
+from s3bulk.report import Tally
+from s3bulk.store import ObjectInfo, StoreError
+from s3bulk.testing.memstore import MemoryStore
+
+
+def _job(process: dict[str, Any], destination: bool = False, retries: int = 3) -> Any:
+    doc: dict[str, Any] = {
+        "operation": "process",
+        "source": {"bucket": "src", "prefix": "in/"},
+        "process": process,
+        "options": {"object_retries": retries},
+    }
+    if destination:
+        doc["destination"] = {"bucket": "dst", "prefix": "out/"}
+    return parse_job(json.dumps(doc))
+
+
+def _store(keys: list[str]) -> MemoryStore:
+    store = MemoryStore()
+    store.create_bucket("src")
+    store.create_bucket("dst")
+    for key in keys:
+        store.put_object("src", key, key.encode() * 3)
+    return store
+
+
+def _run(job: Any, store: MemoryStore, code: ProcessCode, keys: list[str]) -> tuple[Tally, list[dict[str, Any]]]:
+    tally, out = Tally(), io.StringIO()
+    keylog = JsonlKeyLog(out, "j1", "process")
+    with BoundedExecutor(2, name="parts") as parts, BoundedExecutor(4) as pool:
+        processor = make_processor(job, "j1", code, store, parts.submit)
+        runner = BatchRunner(job, store, pool, parts, sleep=lambda _s: None, keylog=keylog, processor=processor)
+        items = [Item(ObjectInfo(k, len(k) * 3, store.head_object("src", k).etag)) for k in keys]
+        assert runner.start(items, tally).wait(30)
+    return tally, [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def test_a_function_result_goes_to_the_key_log_cut_to_one_kibibyte() -> None:
+    store = _store(["in/a", "in/b"])
+    code = ProcessCode(function=lambda obj: obj.key * 2000)
+    tally, lines = _run(_job({"function": "m:f"}), store, code, ["in/a", "in/b"])
+    assert (tally.succeeded, tally.failed) == (2, 0)
+    assert {line["key"]: len(line["result"]) for line in lines} == {"in/a": RESULT_LIMIT, "in/b": RESULT_LIMIT}
+
+
+def test_a_temporary_failure_is_retried_until_the_rounds_run_out() -> None:
+    store = _store(["in/a"])
+    calls: list[str] = []
+
+    def always_busy(obj: ProcessedObject) -> None:
+        calls.append(obj.key)
+        raise TemporaryFailure("busy")
+
+    tally, lines = _run(_job({"function": "m:f"}, retries=2), store, ProcessCode(function=always_busy), ["in/a"])
+    assert len(calls) == 3  # the first round and two retries
+    assert (tally.failed, tally.retried) == (1, 2)
+    assert [(line["outcome"], line["error"], line["attempts"]) for line in lines] == [("failed", "TemporaryFailure", 3)]
+
+
+def test_a_throttled_read_inside_the_function_is_retried_like_a_temporary_failure() -> None:
+    store = _store(["in/a"])
+    faults = iter([StoreError("SlowDown", "slow", 503)])
+    store.faults.append(lambda op, b, k: next(faults, None) if op == "GetObject" else None)
+    tally, lines = _run(_job({"function": "m:f"}), store, ProcessCode(function=lambda obj: obj.open().read().decode()), ["in/a"])
+    assert (tally.succeeded, tally.retried) == (1, 1)
+    assert lines[0]["result"] == "in/ain/ain/a"
+
+
+def test_write_without_a_destination_fails_the_object_with_a_fix() -> None:
+    store = _store(["in/a"])
+    tally, _ = _run(_job({"function": "m:f"}), store, ProcessCode(function=lambda obj: obj.write("x", b"1")), ["in/a"])
+    assert tally.failed == 1
+    (failure,) = tally.failures()
+    assert failure["error"] == "PermanentFailure" and "add a destination bucket" in failure["message"]
+
+
+def test_writes_land_under_the_destination_prefix_with_their_content_type() -> None:
+    store = _store(["in/a"])
+    code = ProcessCode(function=lambda obj: obj.write(obj.key.upper(), obj.open().read()[::-1], content_type="text/plain"))
+    tally, _ = _run(_job({"function": "m:f"}, destination=True), store, code, ["in/a"])
+    assert tally.succeeded == 1
+    assert store.get_body("dst", "out/IN/A") == b"in/ain/ain/a"[::-1]
+    assert store.get("dst", "out/IN/A").content_type == "text/plain"
+
+
+def test_a_permanent_failure_is_not_retried() -> None:
+    store = _store(["in/a"])
+    calls: list[str] = []
+
+    def refuse(obj: ProcessedObject) -> None:
+        calls.append(obj.key)
+        raise PermanentFailure("no")
+
+    tally, _ = _run(_job({"function": "m:f"}), store, ProcessCode(function=refuse), ["in/a"])
+    assert (len(calls), tally.failed, tally.retried) == (1, 1, 0)
+
+
+def _event(n: int) -> dict[str, Any]:
+    return BatchOpsProcessor(lambda e: e, "src", "j1", {}).event([ObjectInfo(f"k{i}", 1) for i in range(n)])
+
+
+def test_a_task_missing_from_the_response_takes_treat_missing_keys_as() -> None:
+    event = _event(3)
+    first = event["tasks"][0]["taskId"]
+    response = {"results": [{"taskId": first, "resultCode": "Succeeded", "resultString": "ok"}], "treatMissingKeysAs": "TemporaryFailure"}
+    assert [r.code for r in read_response(event, response)] == ["Succeeded", "TemporaryFailure", "TemporaryFailure"]
+    assert [r.code for r in read_response(event, {"results": []})] == ["PermanentFailure"] * 3
+
+
+def test_a_malformed_response_or_result_code_is_a_permanent_failure_that_says_what_was_wrong() -> None:
+    event = _event(1)
+    (bad,) = read_response(event, "done")
+    assert (bad.code, bad.error) == ("PermanentFailure", "InvalidResponse")
+    (odd,) = read_response(event, {"results": [{"taskId": event["tasks"][0]["taskId"], "resultCode": "Maybe"}]})
+    assert (odd.code, odd.error) == ("PermanentFailure", "InvalidResultCode") and "'Maybe'" in odd.message
+
+
+def test_keys_travel_url_encoded_and_a_handler_that_unquotes_them_gets_the_exact_key() -> None:
+    from urllib.parse import unquote_plus
+
+    key = "in/a b+c%d/é\u2028?.txt"
+    event = BatchOpsProcessor(lambda e: e, "src", "j1", {"x": "1"}).event([ObjectInfo(key, 1)])
+    (task,) = event["tasks"]
+    assert unquote_plus(task["s3Key"]) == key and " " not in task["s3Key"]
+    assert (task["s3Bucket"], event["invocationSchemaVersion"], event["job"]["userArguments"]) == ("src", "2.0", {"x": "1"})
+
+
+def test_a_handler_that_raises_fails_every_task_of_its_invocation() -> None:
+    def broken(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        raise KeyError("s3BucketArn")
+
+    results = BatchOpsProcessor(handler_invoker(broken), "src", "j1", {}, per_call=2).run([ObjectInfo("a", 1), ObjectInfo("b", 1)])
+    assert [(r.code, r.error) for r in results] == [("PermanentFailure", "KeyError")] * 2
+
+
+class _FakeLambda:
+    def __init__(self, payload: Any, function_error: str | None = None) -> None:
+        self.payload, self.function_error = payload, function_error
+        self.sent: list[dict[str, Any]] = []
+
+    def invoke(self, **kwargs: Any) -> dict[str, Any]:
+        self.sent.append(kwargs)
+        r: dict[str, Any] = {"StatusCode": 200, "Payload": io.BytesIO(json.dumps(self.payload).encode())}
+        if self.function_error:
+            r["FunctionError"] = self.function_error
+        return r
+
+
+def test_a_deployed_function_is_invoked_synchronously_and_its_error_named() -> None:
+    ok = _FakeLambda({"results": []})
+    arn = "arn:aws:lambda:eu-west-1:123456789012:function:f"
+    assert invoke_with(ok, arn)({"tasks": []}) == {"results": []}
+    assert ok.sent[0]["FunctionName"] == arn and ok.sent[0]["InvocationType"] == "RequestResponse"
+    failing = _FakeLambda({"errorType": "ValueError", "errorMessage": "bad key"}, "Unhandled")
+    with pytest.raises(FunctionFailed, match="ValueError: bad key"):
+        invoke_with(failing, arn)({"tasks": []})
+
+
+def test_an_unimportable_function_is_a_job_error_naming_the_field(tmp_path: Path) -> None:
+    with pytest.raises(JobError, match=r"^job\.process\.function: cannot import 'no_such_mod_xyz'"):
+        load_callable("no_such_mod_xyz:run", [tmp_path], "function")
+    (tmp_path / "has_mod_q.py").write_text("x = 1\n")
+    with pytest.raises(JobError, match=r"^job\.process\.batchops_handler: 'has_mod_q' has no callable 'handler'"):
+        load_callable("has_mod_q:handler", [tmp_path], "batchops_handler")
+
+
+@pytest.mark.parametrize(
+    ("process", "field"),
+    [
+        ({}, "job.process.function: give exactly one"),
+        ({"function": "a:b", "batchops_handler": "c:d"}, "job.process.function: give exactly one"),
+        ({"function": "a:b", "tasks_per_invocation": 5}, "job.process.tasks_per_invocation"),
+        ({"batchops_handler": "a:b", "arguments": {"n": 3}}, "job.process.arguments"),
+        ({"function": "not a spec"}, "job.process.function"),
+        ({"batchops_lambda": "my-function"}, "job.process.batchops_lambda"),
+    ],
+)
+def test_a_bad_process_section_is_refused_naming_the_field(process: dict[str, Any], field: str) -> None:
+    with pytest.raises(JobError) as info:
+        _job(process)
+    assert str(info.value).startswith(field)
+
+
+def test_the_cli_refuses_an_unimportable_function_with_exit_2_before_any_request(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = tmp_path / "job.json"
+    job.write_text(
+        json.dumps({"operation": "process", "source": {"bucket": "src", "prefix": "in/"}, "process": {"function": "absent_mod_k:run"}})
+    )
+    # An endpoint nothing listens on: any request would fail differently, and slowly.
+    assert main(["run", str(job), "--endpoint-url", "http://127.0.0.1:9", "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: job.process.function: cannot import 'absent_mod_k'") and "\n" not in err
