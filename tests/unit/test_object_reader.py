@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import threading
 import time
+import tracemalloc
 
 import pytest
 from hypothesis import given, settings
@@ -34,7 +35,7 @@ Step = st.one_of(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(steps=st.lists(Step, max_size=25), range_size=st.integers(1, 700), prefetch=st.integers(0, 3))
 def test_random_seeks_and_reads_return_the_reference_bytes(steps: list[tuple[object, ...]], range_size: int, prefetch: int) -> None:
     store = _store()
@@ -101,17 +102,26 @@ def test_prefetch_overlaps_slow_ranges_so_a_sequential_read_takes_far_less_than_
     assert elapsed < ranges * store.delay / 2  # serial would take 21 x 50 ms
 
 
-def test_memory_is_bounded_by_the_ranges_held_however_large_the_object() -> None:
-    store = _SlowStore(delay=0.0)
+def test_reading_a_1_gib_object_holds_at_most_one_plus_prefetch_ranges() -> None:
+    store = MemoryStore()
     store.create_bucket("b")
-    store.put_object("b", "big", size=64 * 1024 * 1024)  # synthetic zeros, 64 MiB
-    raw = ObjectReader(store, "b", "big", 64 * 1024 * 1024, store.head_object("b", "big").etag, range_size=1024 * 1024, prefetch=3)
-    held = 0
-    with io.BufferedReader(raw, 64 * 1024) as f:
-        while chunk := f.read(300_000):
-            held = max(held, len(raw._window) + (raw._current is not None))
-            assert not any(chunk)
-    assert held <= 1 + 3
+    size, range_size, prefetch = 1024 * 1024 * 1024, 8 * 1024 * 1024, 4
+    store.put_object("b", "big", size=size)  # synthetic zeros: the store makes each range's bytes only when asked
+    tracemalloc.start()
+    try:
+        held = total = 0
+        with open_object(store, "b", "big", range_size=range_size, prefetch=prefetch) as f:
+            raw = f.raw
+            assert isinstance(raw, ObjectReader)
+            while chunk := f.read(1024 * 1024):
+                total += len(chunk)
+                held = max(held, len(raw._window) + (raw._current is not None))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert total == size
+    assert held <= 1 + prefetch
+    assert peak < (1 + prefetch) * range_size + 8 * 1024 * 1024  # the ranges, plus the chunks in hand: not the object
 
 
 def test_an_overwrite_during_a_read_raises_a_clear_error_naming_the_object() -> None:
