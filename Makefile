@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench bench-quick bench-concurrency bench-cold-start bench-listing-shards schema synth
+.PHONY: demo test lint bench bench-quick bench-concurrency bench-cold-start bench-listing-shards bench-reader schema synth
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,10 @@ bench-concurrency: $(VENV)/.runtime
 # The stack's sharded listing against K (docs/benchmarks-listing.md); toxiproxy is built with the dev venv's Go.
 bench-listing-shards: $(VENV)/.dev
 	$(BIN)/python -m bench.listing_shards --runs 3
+
+# ObjectReader's range size x prefetch grid against get_object, s3transfer and the AWS CLI (docs/benchmarks-reader.md).
+bench-reader: $(VENV)/.dev
+	$(BIN)/python -m bench.reader --runs 3 --write-docs
 
 schema: $(VENV)/.runtime
 	$(BIN)/s3bulk schema > docs/job.schema.json

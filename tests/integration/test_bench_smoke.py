@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from bench import reader
 from bench.concurrency_sweep import sweep, table
+from tests.integration.conftest import client_for
 
 
 def test_concurrency_sweep_harness_runs_and_tabulates(seaweed: str) -> None:
@@ -29,3 +33,31 @@ def test_benchmark_harness_quick_mode_measures_every_tool_and_writes_the_report(
     assert {r["workload"] for r in rows} >= {"delete", "large object (12 MiB)", "synthetic 20,000-key copy"}
     assert "| copy 1 KiB, direct | s3bulk |" in out.read_text()
     assert out.with_suffix(".png").stat().st_size > 1000
+
+
+def test_reader_bench_reads_every_byte_with_every_reader_and_tabulates(seaweed: str, bucket_factory: Callable[[Any, str], str]) -> None:
+    """The reader bench's sweep on a small object, direct: each peer and one grid point read every byte, one row each."""
+    size = 16 * reader.MiB
+    bucket = bucket_factory(client_for(seaweed), "bench-reader")
+    reader.seed(seaweed, bucket, "object.bin", size)
+    rows = reader.sweep(seaweed, bucket, "object.bin", size, reader.grid([8], [4]), runs=1, quiet=True)
+    assert [r.config for r in rows] == [
+        reader.Config("get_object"),
+        reader.Config("s3transfer"),
+        reader.Config("aws s3 cp"),
+        reader.Config("idle"),
+        reader.Config("reader", 8, 4),
+    ]
+    reads = [s for r in rows if r.config.kind != "idle" for s in r.samples]
+    assert len(reads) == 4 and all(s.bytes == size for s in reads)
+    assert all(0 < s.ttfb <= s.seconds for s in reads) and all(s.peak_rss_mib > 0 for r in rows for s in r.samples)
+    text = reader.table(rows)
+    for label in (
+        "get_object().read()",
+        "s3transfer download_fileobj",
+        "aws s3 cp",
+        "idle (imports + client)",
+        "**ObjectReader (default)** | 8 | 4 | 40",
+    ):
+        assert f"| {label} |" in text
+    assert "x s3transfer" in text
