@@ -277,7 +277,9 @@ def _plan(args: argparse.Namespace, console: Console) -> int:
         f"cost ({prices['region']} list prices as of {prices['as_of']}): deployed stack ${c['stack_total']:.4f} "
         f"(S3 requests ${c['s3_requests']:.4f}"
         + (f", restore retrieval ${c['restore_retrieval']:.4f}" if c["restore_retrieval"] else "")
-        + f") vs S3 Batch Operations ${c['batch_operations_total']:.4f}",
+        + (f", Lambda invocations ${c['process_invocations']:.4f}" if c["process_invocations"] else "")
+        + f") vs S3 Batch Operations ${c['batch_operations_total']:.4f}"
+        + (f" (of which one invocation per object ${c['batch_operations_invocations']:.4f})" if c["batch_operations_invocations"] else ""),
         markup=False,
     )
     eta = doc["eta_seconds"]

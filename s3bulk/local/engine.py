@@ -54,9 +54,7 @@ class Engine:
         key_log: IO[str] | None = None,
         code: ProcessCode | None = None,
     ) -> None:
-        if job.operation == "process" and code is None:
-            raise ValueError("a process job needs its code loaded first (ops.process.load_code)")
-        self.code = code
+        self.code = code  # a process job's, loaded by the caller (ops.process.load_code); BatchRunner refuses to run without it
         self.job = job
         self.store = store.scoped(request_options(job))
         self.ledger = None if job.options.dry_run else ledger

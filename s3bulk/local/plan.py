@@ -14,6 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, cast
 
+from s3bulk.bodies.reader import RANGE_SIZE
 from s3bulk.job import ARCHIVED, Job, Restore
 from s3bulk.local.engine import Engine
 from s3bulk.ops.batch import NEEDS_HEAD
@@ -57,6 +58,7 @@ class Plan:
     extraneous: int = 0  # sync: destination objects the run would delete
     invalid_rows: int = 0  # manifest rows the run would report as failed
     restore_tier: str | None = None  # operation restore: the tier its retrieval fees are priced at
+    tasks_per_invocation: int | None = None  # process with a Batch Operations Lambda: objects per invocation
     by_class: dict[str, list[int]] = field(default_factory=dict)  # class -> [objects, bytes]
     by_size: dict[str, list[int]] = field(default_factory=dict)
     requests: dict[str, int] = field(default_factory=dict)
@@ -84,6 +86,9 @@ def count_object(job: Job, plan: Plan, obj: ObjectInfo) -> None:
     """The S3 requests one object needs, by API call, as the engine makes them (upper bounds where it depends on the object)."""
     op, size = job.operation, obj.size
     if op == "delete":
+        return
+    if op == "process":
+        _count_process(job, plan, size)
         return
     if size == UNKNOWN_SIZE and op in NEEDS_HEAD:
         plan.count("HeadObject")  # a CSV manifest row has no size or class: the worker asks (sizes below assume one CopyObject)
@@ -115,6 +120,20 @@ def count_object(job: Job, plan: Plan, obj: ObjectInfo) -> None:
     plan.count("CompleteMultipartUpload")
 
 
+def _count_process(job: Job, plan: Plan, size: int) -> None:
+    """A function reads its object once (ranged GETs) and writes one output when there is a destination;
+    a Batch Operations function's own requests are its business (its invocations are priced in `cost`)."""
+    assert job.process is not None
+    if job.process.function is None:
+        return
+    if size == UNKNOWN_SIZE:
+        plan.count("HeadObject")  # obj.open() needs the size and ETag a CSV row does not give
+        size = 1
+    plan.count("GetObject", math.ceil(size / RANGE_SIZE))
+    if job.destination is not None:
+        plan.count("PutObject")
+
+
 def cost(plan: Plan, prices: dict[str, Any]) -> dict[str, float]:
     """Dollars on the deployed stack and with S3 Batch Operations; the S3 requests are the same for both."""
     r = plan.requests
@@ -132,8 +151,15 @@ def cost(plan: Plan, prices: dict[str, Any]) -> dict[str, float]:
     sfn = STATE_TRANSITIONS * prices["step_functions_transition_per_1000"] / 1000
     batch_ops = prices["batch_operations_job"] + plan.objects / 1e6 * prices["batch_operations_per_million_objects"]
     retrieval = restore_fees(plan, prices)
-    stack = s3 + retrieval + lam + sqs + ddb + sfn
+    # process with a deployed function: its invocation requests; Batch Operations invokes it once per object.
+    # (Its run time is the same work under either runner, so it is left out of both.)
+    invoke_price = prices["lambda_request_per_million"] / 1e6
+    stack_invokes = math.ceil(plan.objects / plan.tasks_per_invocation) * invoke_price if plan.tasks_per_invocation else 0.0
+    batch_invokes = plan.objects * invoke_price if plan.tasks_per_invocation else 0.0
+    stack = s3 + retrieval + lam + sqs + ddb + sfn + stack_invokes
     return {
+        "process_invocations": stack_invokes,
+        "batch_operations_invocations": batch_invokes,
         "restore_retrieval": retrieval,
         "s3_requests": s3,
         "lambda": lam,
@@ -141,7 +167,7 @@ def cost(plan: Plan, prices: dict[str, Any]) -> dict[str, float]:
         "dynamodb": ddb,
         "step_functions": sfn,
         "stack_total": stack,
-        "batch_operations_total": s3 + retrieval + batch_ops,
+        "batch_operations_total": s3 + retrieval + batch_ops + batch_invokes,
     }
 
 
@@ -194,6 +220,8 @@ def make_plan(job: Job, store: ObjectStore) -> Plan:
     """
     dry = job.model_copy(update={"options": job.options.model_copy(update={"dry_run": True})})
     plan = Plan(job.operation, restore_tier=(job.restore or Restore()).tier if job.operation == "restore" else None)
+    if job.process is not None and job.process.batchops_lambda is not None:
+        plan.tasks_per_invocation = job.process.tasks_per_invocation
     engine = Engine(dry, cast(ObjectStore, _CountingLists(store, plan)), concurrency=1)
     engine.check_destination()
     for item in engine.items():

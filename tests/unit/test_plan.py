@@ -128,3 +128,36 @@ def test_plan_of_a_restore_job_prices_its_tier() -> None:
     plan = make_plan(job, store)
     assert plan.restore_tier == "Expedited" and plan.requests["RestoreObject"] == 3
     assert cost(plan, PRICES)["restore_retrieval"] == pytest.approx(3 / 1000 * 10.0 + 3 * 1024 / 1024**3 * 0.03)
+
+
+def test_plan_of_a_process_function_counts_its_ranged_gets_and_outputs_as_the_run_makes_them() -> None:
+    from s3bulk.ops.process import ProcessCode
+
+    store = MemoryStore()
+    store.create_bucket("src-b")
+    store.create_bucket("dst-b")
+    for i in range(10):
+        store.put_object("src-b", f"in/{i}", b"x" * 100)
+    store.put_object("src-b", "in/big", size=20 * MiB)  # three 8 MiB ranges
+    doc = {
+        "operation": "process",
+        "source": {"bucket": "src-b", "prefix": "in/"},
+        "destination": {"bucket": "dst-b", "prefix": "out/"},
+        "process": {"function": "m:run"},
+    }
+    job = parse_job(json.dumps(doc))
+    plan = make_plan(job, store)
+    plan.requests.pop("ListObjectsV2")
+    assert plan.requests == {"GetObject": 13, "PutObject": 11}
+    before = store.calls.copy()
+    code = ProcessCode(function=lambda obj: obj.write(obj.key, obj.open().read()[:10]))
+    assert Engine(job, store, code=code).run().exit_code == 0
+    assert {k: store.calls[k] - before.get(k, 0) for k in ("GetObject", "PutObject")} == plan.requests
+
+
+def test_a_batch_operations_lambda_costs_one_invocation_per_tasks_per_invocation_objects_against_one_per_object() -> None:
+    plan = Plan("process", objects=1_000_000, tasks_per_invocation=100)
+    c = cost(plan, PRICES)
+    assert c["process_invocations"] == pytest.approx(10_000 * 0.2e-6)
+    assert c["batch_operations_invocations"] == pytest.approx(1_000_000 * 0.2e-6)
+    assert c["batch_operations_total"] == pytest.approx(c["s3_requests"] + 0.25 + 1.0 + 0.2)
