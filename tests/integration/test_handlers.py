@@ -84,7 +84,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
             # One listing shard: these tests count pages as serial paging does; sharded listing has its own tests.
             "S3BULK_LIST_SHARDS": "1",
             # In-process moto intercepts botocore, not raw sockets; the fast path is tested over real HTTP
-            # (moto server and SeaweedFS) in test_keys_moto.py and test_bulk_5000.py.
+            # (moto server and SeaweedFS) in test_keys_moto.py and test_bulk.py.
             "S3BULK_REQUEST_PATH": "botocore",
         }
         for k, v in env.items():
