@@ -41,6 +41,7 @@ class AwsConfig:
     csv_shard_bytes: int = MIN_CSV_SHARD_BYTES  # a plain CSV manifest splits into byte ranges of at least this much
     request_path: str = "fast"  # fast: CopyObject/DeleteObjects on the lighter path; botocore: everything via botocore
     process_code: str = ""  # the directory the deployer's process code was bundled into (-c process_code=DIR)
+    memory_mb: int = 1024  # the function's memory (Lambda sets AWS_LAMBDA_FUNCTION_MEMORY_SIZE)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> AwsConfig:
@@ -59,6 +60,7 @@ class AwsConfig:
             csv_shard_bytes=int(env.get("S3BULK_CSV_SHARD_BYTES", MIN_CSV_SHARD_BYTES)),
             request_path=env.get("S3BULK_REQUEST_PATH", "fast"),
             process_code=env.get("S3BULK_PROCESS_CODE", ""),
+            memory_mb=int(env.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", 1024)),
         )
 
 
@@ -112,4 +114,6 @@ def worker_service(cfg: AwsConfig) -> WorkerService:
         returns=returns(cfg),
         max_receives=cfg.max_receives,
         load_code=code_loader(cfg),
+        # A quarter of the function's memory for object bodies beyond one range and one part per thread.
+        body_budget=cfg.memory_mb * 1024 * 1024 // 4,
     )

@@ -21,6 +21,7 @@ from s3bulk.aws.ledger import MAX_LIST_SHARDS, BatchCounts, DynamoLedger, ListSh
 from s3bulk.aws.messages import BatchMessage, pack
 from s3bulk.aws.queue import QueueSender, Returns
 from s3bulk.aws.reportbucket import ReportBucket
+from s3bulk.bodies.budget import MemoryBudget
 from s3bulk.errors import error_code, error_message
 from s3bulk.job import Job, JobError, Process, new_job_id, parse_job, request_options
 from s3bulk.keys import JsonlKeyLog, KeyRecord
@@ -383,9 +384,11 @@ class WorkerService:
         max_receives: int = 5,
         clock: Callable[[], float] = time.monotonic,
         load_code: Callable[[Process], ProcessCode] | None = None,
+        body_budget: int = 256 * 1024 * 1024,
     ) -> None:
         self.ledger = ledger
         self.load_code = load_code
+        self.budget = MemoryBudget(body_budget)  # one per container: every batch's readers and writers share it
         self._code: dict[str, ProcessCode] = {}
         self.completion = completion
         self.store = store
@@ -487,7 +490,7 @@ class WorkerService:
             if self.load_code is None:
                 raise JobError("job.process: this worker cannot load process code; deploy it with -c process_code=DIR")
             self._code[job_id] = self.load_code(job.process)
-        return make_processor(job, job_id, self._code[job_id], store, self.parts.submit)
+        return make_processor(job, job_id, self._code[job_id], store, self.parts.submit, self.budget)
 
     def _pace(self, job_id: str, job: Job) -> int:
         """Start the batch at the rate all of the job's workers share, so a fresh worker does not storm a throttled prefix."""

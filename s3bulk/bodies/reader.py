@@ -9,7 +9,8 @@ A seek elsewhere fetches only what is read, in the caller's thread, and stops
 prefetching until reads are sequential again (a zip's directory, then a member).
 
 Memory is bounded by `range_size * (1 + prefetch)` (plus the small buffer of the
-`io.BufferedReader` that `open_object` wraps it in), however large the object.
+`io.BufferedReader` that `open_object` wraps it in), however large the object; a
+shared `MemoryBudget` (budget.py) caps the prefetches of all readers together.
 The defaults are measured: bench/reader.py and docs/benchmarks-reader.md.
 """
 
@@ -20,6 +21,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from s3bulk.bodies.budget import MemoryBudget, nothing, something
 from s3bulk.store import ObjectHead, ObjectStore, StoreError
 
 MiB = 1024 * 1024
@@ -49,6 +51,7 @@ class ObjectReader(io.RawIOBase):
         range_size: int = RANGE_SIZE,
         prefetch: int = PREFETCH,
         submit: Submit | None = None,
+        budget: MemoryBudget | None = None,
     ) -> None:
         super().__init__()
         if range_size < 1 or prefetch < 0:
@@ -58,6 +61,7 @@ class ObjectReader(io.RawIOBase):
         self.range_size, self.prefetch = range_size, prefetch
         self.requests = 0  # ranged GETs sent, for tests and the bench
         self._submit = submit
+        self._budget = budget
         self._pool: ThreadPoolExecutor | None = None
         self._pos = 0
         self._last = -1  # the range index served last; index 0 next counts as sequential
@@ -106,7 +110,7 @@ class ObjectReader(io.RawIOBase):
     def close(self) -> None:
         if not self.closed:
             self._drop_window()
-            self._current = None
+            self._let_go_current()
             if self._pool is not None:
                 self._pool.shutdown(wait=True, cancel_futures=True)
         super().close()
@@ -118,21 +122,55 @@ class ObjectReader(io.RawIOBase):
             return self._current[1]
         sequential = index == self._last + 1
         self._last = index
-        self._current = None  # let the old range go before holding a new one
+        self._let_go_current()  # before holding a new one
         future = self._window.pop(index, None)
         if not sequential:
+            if future is not None:
+                self._discard(index, future)
             self._drop_window()
             future = None
         for stale in [i for i in self._window if i < index]:
-            self._discard(self._window.pop(stale))
-        data = future.result() if future is not None else self._fetch(index)
+            self._discard(stale, self._window.pop(stale))
+        if future is None:
+            self._reserve(index, wait=True)  # the range being read is always granted: every reader progresses
+            try:
+                data = self._fetch(index)
+            except BaseException:
+                self._release(index)
+                raise
+        else:
+            try:
+                data = future.result()  # its reservation passes to the current range
+            except BaseException:
+                self._release(index)
+                raise
         self._current = (index, data)
         if sequential and self.prefetch:
             last = (self.size - 1) // self.range_size
             for ahead in range(index + 1, min(index + self.prefetch, last) + 1):
-                if ahead not in self._window:
-                    self._window[ahead] = self._start(ahead)
+                if ahead in self._window:
+                    continue
+                if not self._reserve(ahead, wait=False):
+                    break  # the budget is short: read ahead later, in order
+                self._window[ahead] = self._start(ahead)
         return data
+
+    def _bytes(self, index: int) -> int:
+        return min(self.range_size, self.size - index * self.range_size)
+
+    def _reserve(self, index: int, *, wait: bool) -> bool:
+        if self._budget is None:
+            return True
+        return self._budget.take(self._bytes(index), holding=nothing if wait else something, wait=wait)
+
+    def _release(self, index: int) -> None:
+        if self._budget is not None:
+            self._budget.give(self._bytes(index))
+
+    def _let_go_current(self) -> None:
+        if self._current is not None:
+            self._release(self._current[0])
+            self._current = None
 
     def _fetch(self, index: int) -> bytes:
         first = index * self.range_size
@@ -158,13 +196,13 @@ class ObjectReader(io.RawIOBase):
 
     def _drop_window(self) -> None:
         while self._window:
-            self._discard(self._window.popitem()[1])
+            self._discard(*self._window.popitem())
 
-    @staticmethod
-    def _discard(future: Future[bytes]) -> None:
+    def _discard(self, index: int, future: Future[bytes]) -> None:
         """Cancel a prefetch; one already running is waited for, so dropped ranges never add to memory."""
         if not future.cancel():
             future.exception()
+        self._release(index)
 
 
 def open_object(
@@ -176,8 +214,9 @@ def open_object(
     range_size: int = RANGE_SIZE,
     prefetch: int = PREFETCH,
     submit: Submit | None = None,
+    budget: MemoryBudget | None = None,
 ) -> io.BufferedReader:
     """The object as a buffered binary file; one HEAD when its size and ETag are not given."""
     head = head or store.head_object(bucket, key)
-    raw = ObjectReader(store, bucket, key, head.size, head.etag, range_size=range_size, prefetch=prefetch, submit=submit)
+    raw = ObjectReader(store, bucket, key, head.size, head.etag, range_size=range_size, prefetch=prefetch, submit=submit, budget=budget)
     return io.BufferedReader(raw, buffer_size=min(WRAPPER_BUFFER, range_size))

@@ -5,7 +5,8 @@ multipart upload and sends `part_size` parts while the caller keeps writing, at
 most `in_flight` at a time, so memory stays near `part_size * (in_flight + 1)`
 however much is written. Every body carries Content-MD5, so the server refuses
 bytes that changed on the way. Any failure, or leaving the `with` block by an
-exception, aborts the upload: no orphaned parts keep costing storage.
+exception, aborts the upload: no orphaned parts keep costing storage. A shared
+`MemoryBudget` (budget.py) caps the parts on the wire of all writers together.
 
 A writer that does not know the total size grows its parts (doubling every
 1,000 parts) so 10,000 parts reach S3's 5 TiB limit; one that is told the size
@@ -22,6 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
 from typing import Any
 
+from s3bulk.bodies.budget import MemoryBudget
 from s3bulk.store import ObjectHead, ObjectStore, StoreError
 
 MiB = 1024 * 1024
@@ -59,6 +61,7 @@ class ObjectWriter:
         threshold: int = THRESHOLD,
         in_flight: int = IN_FLIGHT,
         submit: Submit | None = None,
+        budget: MemoryBudget | None = None,
     ) -> None:
         if part_size < MIN_PART:
             raise ValueError(f"part_size must be at least {MIN_PART} bytes (S3's minimum part)")
@@ -77,6 +80,7 @@ class ObjectWriter:
         self._parts: list[Future[str]] = []
         self._pending: deque[Future[str]] = deque()
         self._submit = submit
+        self._budget = budget
         self._pool: ThreadPoolExecutor | None = None
         self._state = "open"  # open | committed | aborted
 
@@ -170,9 +174,22 @@ class ObjectWriter:
         assert self._upload_id is not None
         if number > MAX_PARTS:
             raise StoreError("EntityTooLarge", f"over {MAX_PARTS} parts; S3 objects are at most 5 TiB", 400)
-        future = self._start(self._upload_id, number, body)
+        size = len(body)
+        if self._budget is not None:
+            # Wait only while a part of ours is on the wire (it will finish and give back); with none, go at once.
+            self._budget.take(size, holding=lambda: any(not f.done() for f in self._pending), wait=True)
+        try:
+            future = self._start(self._upload_id, number, body)
+        except BaseException:
+            self._give(size)
+            raise
+        future.add_done_callback(lambda _f: self._give(size))
         self._parts.append(future)
         self._pending.append(future)
+
+    def _give(self, size: int) -> None:
+        if self._budget is not None:
+            self._budget.give(size)
 
     def _start(self, upload_id: str, number: int, body: bytes) -> Future[str]:
         if self._submit is not None:

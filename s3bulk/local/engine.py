@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import IO
 
+from s3bulk.bodies.budget import MemoryBudget
 from s3bulk.errors import error_code, error_message
 from s3bulk.job import Job, new_job_id, request_options
 from s3bulk.keys import JsonlKeyLog
@@ -32,6 +33,8 @@ from s3bulk.sync import Joined, decide, join
 # Batches queued between the lister and the workers: enough to never starve the
 # pool, few enough that memory does not grow with the bucket.
 QUEUE_BATCHES = 4
+# Object bodies a process job holds at once beyond one range and one part per thread (bodies/budget.py).
+LOCAL_BODY_BUDGET = 1024 * 1024 * 1024
 
 
 class JobAbort(Exception):
@@ -191,7 +194,10 @@ class Engine:
             part_pool() as parts,
             BoundedExecutor(self.concurrency, name="s3bulk-worker") as pool,
         ):
-            processor = make_processor(self.job, self.job_id, self.code, self.store, parts.submit) if self.code is not None else None
+            processor = None
+            if self.code is not None:
+                budget = MemoryBudget(LOCAL_BODY_BUDGET)
+                processor = make_processor(self.job, self.job_id, self.code, self.store, parts.submit, budget)
             runner = BatchRunner(self.job, self.store, pool, parts, keylog=self.keylog, processor=processor)
             try:
                 while (entry := batches.get()) is not None:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 from urllib.parse import quote_plus
 
+from s3bulk.bodies.budget import MemoryBudget
 from s3bulk.bodies.reader import PREFETCH, RANGE_SIZE, open_object
 from s3bulk.bodies.writer import ObjectWriter, write_stream
 from s3bulk.errors import ErrorKind, PermanentFailure, classify, error_code, error_message
@@ -66,8 +67,10 @@ class ProcessedObject:
         arguments: Mapping[str, Any],
         destination: Destination | None,
         submit: Callable[..., Any] | None = None,
+        budget: MemoryBudget | None = None,
     ) -> None:
         self.bucket = bucket
+        self._budget = budget
         self.key = info.key
         self.arguments = arguments
         self._store = store
@@ -100,7 +103,16 @@ class ProcessedObject:
         """The object as a seekable binary file (ranged GETs pinned to its ETag); closed for you after run(obj)."""
         known = self._info.size != UNKNOWN_SIZE and self._info.etag
         head = ObjectHead(self._info.size, self._info.etag) if known else self.head()
-        f = open_object(self._store, self.bucket, self.key, head=head, range_size=range_size, prefetch=prefetch, submit=self._submit)
+        f = open_object(
+            self._store,
+            self.bucket,
+            self.key,
+            head=head,
+            range_size=range_size,
+            prefetch=prefetch,
+            submit=self._submit,
+            budget=self._budget,
+        )
         self._opened.append(f)
         return f
 
@@ -122,7 +134,9 @@ class ProcessedObject:
             raise PermanentFailure(f"obj.write: {key[:60]!r}... is over {MAX_KEY_BYTES} UTF-8 bytes; shorten it")
         head = ObjectHead(0, "", content_type or "binary/octet-stream", dict(metadata or {}))
         self.outputs.append(key)
-        return ObjectWriter(self._store, dst.bucket, key, head=head, tags=tags, storage_class=dst.storage_class, submit=self._submit)
+        return ObjectWriter(
+            self._store, dst.bucket, key, head=head, tags=tags, storage_class=dst.storage_class, submit=self._submit, budget=self._budget
+        )
 
     def write(
         self,
@@ -157,13 +171,14 @@ class FunctionProcessor:
     arguments: Mapping[str, Any]
     destination: Destination | None
     submit: Callable[..., Any] | None = None
+    budget: MemoryBudget | None = None
     per_call: int = 1
 
     def run(self, objects: Sequence[ObjectInfo]) -> list[TaskResult]:
         return [self._one(info) for info in objects]
 
     def _one(self, info: ObjectInfo) -> TaskResult:
-        obj = ProcessedObject(self.store, self.bucket, info, self.arguments, self.destination, self.submit)
+        obj = ProcessedObject(self.store, self.bucket, info, self.arguments, self.destination, self.submit, self.budget)
         try:
             return TaskResult("Succeeded", _cut(self.function(obj)))
         except Exception as exc:  # noqa: BLE001 - the user's code: every exception is this object's outcome
@@ -315,9 +330,17 @@ def load_code(process: Process, search: Sequence[Path], lambda_invoker: Callable
     return ProcessCode(invoke=lambda_invoker(process.batchops_lambda))
 
 
-def make_processor(job: Job, job_id: str, code: ProcessCode, store: ObjectStore, submit: Callable[..., Any] | None) -> Processor:
+def make_processor(
+    job: Job,
+    job_id: str,
+    code: ProcessCode,
+    store: ObjectStore,
+    submit: Callable[..., Any] | None,
+    budget: MemoryBudget | None = None,
+) -> Processor:
+    """`submit` runs prefetches and parts (the runner's part pool); `budget` caps the body bytes all objects hold together."""
     assert job.process is not None
     if code.function is not None:
-        return FunctionProcessor(code.function, store, job.source.bucket, job.process.arguments, job.destination, submit)
+        return FunctionProcessor(code.function, store, job.source.bucket, job.process.arguments, job.destination, submit, budget)
     assert code.invoke is not None
     return BatchOpsProcessor(code.invoke, job.source.bucket, job_id, dict(job.process.arguments), job.process.tasks_per_invocation)
