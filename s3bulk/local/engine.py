@@ -199,6 +199,7 @@ class Engine:
                 budget = MemoryBudget(LOCAL_BODY_BUDGET)
                 processor = make_processor(self.job, self.job_id, self.code, self.store, parts.submit, budget)
             runner = BatchRunner(self.job, self.store, pool, parts, keylog=self.keylog, processor=processor)
+            listed_all = False
             try:
                 while (entry := batches.get()) is not None:
                     batch, rec = entry
@@ -207,10 +208,12 @@ class Engine:
                     else:
                         outcomes = BatchTally(self.tally)
                         runner.start(batch, outcomes, on_complete=functools.partial(self._commit, rec, outcomes))
+                listed_all = True
+                pool.shutdown(wait=True)  # in the try: a Ctrl-C while the last tasks finish still ends in a report
             except BaseException as exc:
                 self._stop.set()
                 pool.shutdown(wait=True, cancel_futures=True)
-                while batches.get() is not None:  # let the lister reach its end marker
+                while not listed_all and batches.get() is not None:  # let the lister reach its end marker
                     pass
                 if not isinstance(exc, KeyboardInterrupt):
                     raise

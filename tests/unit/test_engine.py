@@ -12,6 +12,7 @@ import pytest
 from s3bulk.job import MiB, parse_job
 from s3bulk.local.engine import Engine
 from s3bulk.ops.batch import BatchRunner
+from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.store import ListPage, StoreError
 from s3bulk.testing.memstore import MemoryStore
 
@@ -239,3 +240,21 @@ def test_ctrl_c_stops_the_job_reports_it_and_exits_130(store: MemoryStore, monke
     moved_away = {f"in/{i:05d}" for i in range(1234)} - set(store.keys("src-b"))
     assert {"out/" + k[3:] for k in moved_away} <= set(store.keys("dst-b"))
     assert len(moved_away) == done
+
+
+def test_ctrl_c_while_the_last_tasks_finish_still_ends_in_a_report(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every batch is handed out; the interrupt lands while the main thread waits for the pool to drain."""
+    real_shutdown = BoundedExecutor.shutdown
+    waits: list[bool] = []
+
+    def interrupted_drain(self: BoundedExecutor, wait: bool = True, cancel_futures: bool = False) -> None:
+        if wait and not cancel_futures and not waits and self.max_workers == 2:
+            waits.append(True)
+            raise KeyboardInterrupt
+        real_shutdown(self, wait, cancel_futures)
+
+    monkeypatch.setattr(BoundedExecutor, "shutdown", interrupted_drain)
+    report = Engine(make_job("copy", batch_size=100), store, concurrency=2).run()
+    assert waits == [True]
+    assert report.interrupted and report.exit_code == 130
+    assert report.summary()["succeeded"] + report.summary()["failed"] <= 1234
