@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -20,7 +21,7 @@ from rich.table import Table
 from s3bulk import __version__
 from s3bulk.aws.invoke import lambda_invoker
 from s3bulk.aws.remote import DEFAULT_STACK, Deployment, DeploymentError, fetch_report, status, submit
-from s3bulk.job import Job, JobError, json_schema, load_job, new_job_id, parse_job
+from s3bulk.job import Destination, Job, JobError, Source, differ, json_schema, load_job, new_job_id, parse_job
 from s3bulk.local.demo import run_demo
 from s3bulk.local.engine import JobAbort, resolve_concurrency
 from s3bulk.local.ledger import LedgerError, LocalLedger, spec_hash, state_dir
@@ -31,7 +32,7 @@ from s3bulk.ops.batch import connections_needed
 from s3bulk.ops.process import ProcessCode, load_code
 from s3bulk.s3.clients import ClientSettings, S3Clients, has_credentials
 from s3bulk.s3.ratecontrol import RateControl
-from s3bulk.s3.stores import open_store
+from s3bulk.s3.stores import S3Store, open_store
 from s3bulk.store import StoreError
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -174,12 +175,39 @@ def _process_code(job: Job, job_file: str | None, settings: ClientSettings, conc
     return load_code(job.process, search, lambda_invoker(settings, concurrency))
 
 
+def _side(settings: ClientSettings, side: Source | Destination) -> ClientSettings:
+    """One side's client settings: the job's endpoint, Region and profile for it, else the command line's."""
+    return replace(
+        settings,
+        endpoint_url=side.endpoint_url or settings.endpoint_url,
+        region=side.region or settings.region,
+        profile=side.profile or settings.profile,
+    )
+
+
+def _stores(
+    job: Job, settings: ClientSettings, connections: int, *, fast: bool = True, rate: RateControl | None = None
+) -> tuple[S3Store, S3Store | None]:
+    """The source's store, and the destination's when it is another endpoint or profile (None: the same one)."""
+    src = _side(settings, job.source)
+    if not has_credentials(src):
+        raise UsageError("no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or pass --profile")
+    store = open_store(S3Clients(src, connections), fast=fast, rate=rate)
+    if job.destination is None or not differ(job.source, job.destination):
+        return store, None
+    dst = _side(settings, job.destination)
+    if not has_credentials(dst):
+        raise UsageError(f"job.destination.profile: no credentials for profile {dst.profile!r}; configure it or drop the field")
+    return store, open_store(S3Clients(dst, connections), fast=fast, rate=rate)
+
+
 def _run(args: argparse.Namespace, console: Console) -> int:
     settings = ClientSettings(endpoint_url=args.endpoint_url, region=args.region, profile=args.profile)
+    early = None
     if args.job:
         early = _with_overrides(load_job(args.job), args)  # a bad job fails first, before credentials or ledgers
         _process_code(early, args.job, settings, 1)
-    if not has_credentials(settings):
+    if not has_credentials(_side(settings, early.source) if early is not None else settings):
         raise UsageError("no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or pass --profile")
     if args.key_log_deprecated is not None:
         if args.key_log is not None:
@@ -203,7 +231,14 @@ def _run(args: argparse.Namespace, console: Console) -> int:
             key_log.close()
         raise
     rate = RateControl(enabled=job.options.adaptive_rate)
-    store = open_store(S3Clients(settings, connections_needed(concurrency)), fast=args.request_path == "fast", rate=rate)
+    try:
+        store, dst_store = _stores(job, settings, connections_needed(concurrency), fast=args.request_path == "fast", rate=rate)
+    except BaseException:
+        if ledger is not None:
+            ledger.close()
+        if key_log is not None:
+            key_log.close()
+        raise
     try:
         report = execute(
             job,
@@ -216,6 +251,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
             ledger=ledger,
             key_log=key_log,
             code=code,
+            dst_store=dst_store,
         )
     finally:
         if ledger is not None:
@@ -233,11 +269,10 @@ def _plan(args: argparse.Namespace, console: Console) -> int:
     except (OSError, ValueError) as exc:
         raise UsageError(f"--prices {args.prices}: {exc}; pass a JSON file like s3bulk/data/prices.json") from None
     settings = ClientSettings(endpoint_url=args.endpoint_url, region=args.region, profile=args.profile)
-    if not has_credentials(settings):
-        raise UsageError("no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or pass --profile")
     concurrency = resolve_concurrency(job)
+    store, dst_store = _stores(job, settings, connections_needed(concurrency))
     try:
-        plan = make_plan(job, open_store(S3Clients(settings, connections_needed(concurrency))))
+        plan = make_plan(job, store, dst_store)
     except StoreError as exc:
         raise UsageError(f"listing for the plan failed: {exc.code}: {exc.message}") from None
     except (JobAbort, ManifestError) as exc:

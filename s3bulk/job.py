@@ -107,7 +107,20 @@ class Manifest(_Strict):
     _bucket = field_validator("bucket")(classmethod(lambda cls, v: _check_bucket(v)))
 
 
-class Source(_Strict):
+_URL = r"^https?://[^\s/]+(/[^\s]*)?$"
+
+
+class _Endpoint(_Strict):
+    """Where a side of the job lives, when not where the CLI points (another provider, account or Region)."""
+
+    endpoint_url: str | None = Field(
+        None, pattern=_URL, description="S3 endpoint of this side (MinIO, Ceph, R2, ...); default: the CLI's --endpoint-url, else AWS."
+    )
+    region: str | None = Field(None, pattern=r"^[a-z0-9-]{2,32}$", description="Signing Region of this side; default: the CLI's.")
+    profile: str | None = Field(None, min_length=1, description="Named AWS profile whose credentials this side uses; default: the CLI's.")
+
+
+class Source(_Endpoint):
     """Which objects a job selects; globs match the key relative to `prefix`."""
 
     bucket: str = Field(description="Source bucket name.")
@@ -158,7 +171,7 @@ class Source(_Strict):
         return self
 
 
-class Destination(_Strict):
+class Destination(_Endpoint):
     """Where copies land: destination key = prefix + (source key without source.prefix)."""
 
     bucket: str = Field(description="Destination bucket name.")
@@ -309,6 +322,13 @@ class Options(_Strict):
     requester_pays: bool = Field(
         False, description="Accept requester-pays charges (x-amz-request-payer) on every request; needed for requester-pays buckets."
     )
+    transfer: Literal["auto", "server-side", "relay"] = Field(
+        "auto",
+        description=(
+            "copy and move: server-side copies where both sides share an endpoint and credentials; relay streams each object "
+            "through this process (GET, then PUT) with bounded memory; auto picks relay only when the sides differ."
+        ),
+    )
 
 
 class Job(_Strict):
@@ -343,6 +363,8 @@ class Job(_Strict):
             raise _FieldProblem("tagging", 'operation \'tag\' needs tagging, like {"mode": "merge", "tags": {"team": "data"}}; add it')
         if op == "set-storage-class" and self.storage_class is None:
             raise _FieldProblem("storage_class", "operation 'set-storage-class' needs storage_class, like \"STANDARD_IA\"; add it")
+        if self.options.transfer != "auto" and op not in {"copy", "move"}:
+            raise _FieldProblem("options.transfer", f"transfer chooses how copy and move write, not {op!r}; remove it")
         if op == "process" and self.process is None:
             raise _FieldProblem("process", 'operation \'process\' needs process, like {"function": "my_tools:run"}; add it')
         if op not in {"copy", "move"} and self.options.if_exists != "overwrite":
@@ -378,6 +400,20 @@ class Job(_Strict):
                 "options.delete_extraneous", f"delete_extraneous works with operation 'copy' (a sync), not {self.operation!r}; remove it"
             )
         src = self.source
+        if op not in {"copy", "move", "verify"}:
+            for side, name in ((src, "source"), (dst, "destination")):
+                if side.endpoint_url or side.profile:
+                    raise _FieldProblem(
+                        f"{name}.endpoint_url",
+                        f"a separate endpoint or profile per side works with copy, move and verify, not {op!r}; remove it",
+                    )
+        if self.options.transfer == "server-side" and differ(src, dst):
+            raise _FieldProblem(
+                "options.transfer",
+                'source and destination use different endpoints or profiles, so S3 cannot copy between them; use "relay" or "auto"',
+            )
+        if differ(src, dst):
+            return self  # two different stores: the same bucket name is two buckets, and neither listing chases the other
         if dst.bucket == src.bucket and (dst.prefix.startswith(src.prefix) or src.prefix.startswith(dst.prefix)):
             raise _FieldProblem(
                 "destination.prefix",
@@ -385,6 +421,19 @@ class Job(_Strict):
                 "so the listing would chase its own output; use a destination prefix outside the source prefix",
             )
         return self
+
+
+def differ(source: Source, destination: Destination) -> bool:
+    """Whether the two sides need two clients: another endpoint or other credentials (a Region alone does not)."""
+    return (source.endpoint_url, source.profile) != (destination.endpoint_url, destination.profile)
+
+
+def relays(job: Job) -> bool:
+    """Whether copy and move stream each object through this process instead of asking S3 to copy it."""
+    dst = job.destination
+    if job.operation not in {"copy", "move"} or dst is None:
+        return False
+    return job.options.transfer == "relay" or (job.options.transfer == "auto" and differ(job.source, dst))
 
 
 def _describe(err: dict[str, Any]) -> str:

@@ -79,6 +79,10 @@ def validate(
     here too, so a function the deployment does not hold fails the job before any listing.
     """
     job = parse_job(json.dumps(event))
+    for side, name in ((job.source, "source"), (job.destination, "destination")):
+        if side is not None and (side.endpoint_url or side.profile):
+            field = "endpoint_url" if side.endpoint_url else "profile"
+            raise JobError(f"job.{name}.{field}: the stack reaches S3 with its own role only; run jobs across endpoints with s3bulk run")
     allow.check(job)
     if job.process is not None and load_code is not None:
         load_code(job.process)

@@ -33,7 +33,7 @@ from s3bulk.sync import Joined, decide, join
 # Batches queued between the lister and the workers: enough to never starve the
 # pool, few enough that memory does not grow with the bucket.
 QUEUE_BATCHES = 4
-# Object bodies a process job holds at once beyond one range and one part per thread (bodies/budget.py).
+# Object bodies a process or relay job holds at once beyond one range and one part per thread (bodies/budget.py).
 LOCAL_BODY_BUDGET = 1024 * 1024 * 1024
 
 
@@ -56,10 +56,13 @@ class Engine:
         ledger: LocalLedger | None = None,
         key_log: IO[str] | None = None,
         code: ProcessCode | None = None,
+        dst_store: ObjectStore | None = None,
     ) -> None:
         self.code = code  # a process job's, loaded by the caller (ops.process.load_code); BatchRunner refuses to run without it
         self.job = job
         self.store = store.scoped(request_options(job))
+        # The destination's store when it is another endpoint or account (a relay); otherwise the same one.
+        self.dst_store = dst_store.scoped(request_options(job)) if dst_store is not None else self.store
         self.ledger = None if job.options.dry_run else ledger
         self.job_id = ledger.job_id if ledger is not None else (job_id or new_job_id(job))
         # A resumed job lists again from its watermark and skips the finished ranges beyond it.
@@ -70,7 +73,7 @@ class Engine:
         self._listing_error: BaseException | None = None
         self._selector = Selector(job.source)
         self._map = key_mapper(job)
-        self._extraneous = Extraneous(job, self.store, self.tally, self._selector, self._map)
+        self._extraneous = Extraneous(job, self.dst_store, self.tally, self._selector, self._map)
         # The per-key log (--key-log): a dry run changes nothing, so it has no outcomes to record.
         self.keylog = JsonlKeyLog(key_log, self.job_id, job.operation) if key_log is not None and not job.options.dry_run else None
 
@@ -130,7 +133,9 @@ class Engine:
             return (Item(obj) for obj, selected, _, _ in self._listed() if selected)
         if opts.if_exists == "overwrite" and not opts.delete_extraneous:
             return (Item(obj, mapper(obj.key)) for obj, selected, _, _ in self._listed() if selected)
-        existing = iter_objects(self.store, dst.bucket, dst.prefix, start_after=mapper(self._start_after) if self._start_after else None)
+        existing = iter_objects(
+            self.dst_store, dst.bucket, dst.prefix, start_after=mapper(self._start_after) if self._start_after else None
+        )
         extraneous = self._extraneous.add if opts.delete_extraneous else None
         joined = join(((obj, selected) for obj, selected, _, _ in self._listed()), mapper, existing, extraneous)
         return (self._item(j) for j in joined if j.selected)
@@ -145,7 +150,7 @@ class Engine:
         if dst is None:
             return
         try:
-            self.store.list_page(dst.bucket, dst.prefix, max_keys=1)
+            self.dst_store.list_page(dst.bucket, dst.prefix, max_keys=1)
         except StoreError as exc:
             raise JobAbort(f"destination s3://{dst.bucket}/{dst.prefix} is not usable: {error_code(exc)}: {error_message(exc)}") from exc
 
@@ -194,11 +199,13 @@ class Engine:
             part_pool() as parts,
             BoundedExecutor(self.concurrency, name="s3bulk-worker") as pool,
         ):
+            budget = MemoryBudget(LOCAL_BODY_BUDGET)
             processor = None
             if self.code is not None:
-                budget = MemoryBudget(LOCAL_BODY_BUDGET)
                 processor = make_processor(self.job, self.job_id, self.code, self.store, parts.submit, budget)
-            runner = BatchRunner(self.job, self.store, pool, parts, keylog=self.keylog, processor=processor)
+            runner = BatchRunner(
+                self.job, self.store, pool, parts, keylog=self.keylog, processor=processor, dst_store=self.dst_store, budget=budget
+            )
             listed_all = False
             try:
                 while (entry := batches.get()) is not None:
@@ -246,7 +253,7 @@ class Engine:
             status,
             tally,
             seconds,
-            self.store.retries,
+            self.store.retries + (self.dst_store.retries if self.dst_store is not self.store else 0),
             error,
             interrupted,
             tolerated_failures=opts.tolerated_failures,

@@ -15,7 +15,10 @@ from pathlib import Path
 from typing import Any, cast
 
 from s3bulk.bodies.reader import RANGE_SIZE
-from s3bulk.job import ARCHIVED, Job, Restore
+from s3bulk.bodies.writer import MAX_PARTS
+from s3bulk.bodies.writer import PART_SIZE as WRITE_PART
+from s3bulk.bodies.writer import THRESHOLD as WRITE_THRESHOLD
+from s3bulk.job import ARCHIVED, Job, Restore, relays
 from s3bulk.local.engine import Engine
 from s3bulk.ops.batch import NEEDS_HEAD
 from s3bulk.ops.copies import part_ranges
@@ -110,6 +113,9 @@ def count_object(job: Job, plan: Plan, obj: ObjectInfo) -> None:
         return
     if op == "set-storage-class" and (obj.storage_class or "STANDARD") == job.storage_class:
         return
+    if relays(job):
+        _count_relay(plan, size)
+        return
     if size <= job.options.multipart_threshold:
         plan.count("CopyObject")
         return
@@ -117,6 +123,20 @@ def count_object(job: Job, plan: Plan, obj: ObjectInfo) -> None:
     plan.count("GetObjectTagging")
     plan.count("CreateMultipartUpload")
     plan.count("UploadPartCopy", len(part_ranges(size, job.options.part_size)))
+    plan.count("CompleteMultipartUpload")
+
+
+def _count_relay(plan: Plan, size: int) -> None:
+    """A relay reads the source (HEAD, tags, ranged GETs) and writes the destination (one PUT, or a multipart upload)."""
+    size = max(size, 0)
+    plan.count("HeadObject")
+    plan.count("GetObjectTagging")
+    plan.count("GetObject", math.ceil(size / RANGE_SIZE))
+    if size <= WRITE_THRESHOLD:
+        plan.count("PutObject")
+        return
+    plan.count("CreateMultipartUpload")
+    plan.count("UploadPart", math.ceil(size / max(WRITE_PART, math.ceil(size / MAX_PARTS / MiB) * MiB)))
     plan.count("CompleteMultipartUpload")
 
 
@@ -213,7 +233,7 @@ class _CountingLists:
         return getattr(self._store, name)
 
 
-def make_plan(job: Job, store: ObjectStore) -> Plan:
+def make_plan(job: Job, store: ObjectStore, dst_store: ObjectStore | None = None) -> Plan:
     """List exactly as the run would (the engine's own item stream, in a dry run) and add up what it would do.
 
     Memory stays bounded: objects are counted as they stream past, never kept.
@@ -222,7 +242,8 @@ def make_plan(job: Job, store: ObjectStore) -> Plan:
     plan = Plan(job.operation, restore_tier=(job.restore or Restore()).tier if job.operation == "restore" else None)
     if job.process is not None and job.process.batchops_lambda is not None:
         plan.tasks_per_invocation = job.process.tasks_per_invocation
-    engine = Engine(dry, cast(ObjectStore, _CountingLists(store, plan)), concurrency=1)
+    counted_dst = cast(ObjectStore, _CountingLists(dst_store, plan)) if dst_store is not None else None
+    engine = Engine(dry, cast(ObjectStore, _CountingLists(store, plan)), concurrency=1, dst_store=counted_dst)
     engine.check_destination()
     for item in engine.items():
         if item.problem is not None:

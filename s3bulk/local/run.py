@@ -30,9 +30,10 @@ def execute(
     ledger: LocalLedger | None = None,
     key_log: IO[str] | None = None,
     code: ProcessCode | None = None,
+    dst_store: ObjectStore | None = None,
 ) -> Report:
     """Run the engine with a progress display, then print the summary and write the report."""
-    engine = Engine(job, store, concurrency=concurrency, ledger=ledger, key_log=key_log, code=code)
+    engine = Engine(job, store, concurrency=concurrency, ledger=ledger, key_log=key_log, code=code, dst_store=dst_store)
     if ledger is not None and not quiet:
         verb = "resuming" if ledger.run_number > 1 else "job"
         console.print(f"{verb} {engine.job_id} (if interrupted: s3bulk run --resume {engine.job_id})", markup=False, highlight=False)

@@ -14,14 +14,16 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from s3bulk.bodies.budget import MemoryBudget
 from s3bulk.errors import ErrorKind, classify, error_code, error_message
-from s3bulk.job import MAX_KEY_BYTES, Job, Restore
+from s3bulk.job import MAX_KEY_BYTES, Job, Restore, relays
 from s3bulk.keys import KeyLog, KeyRecord
 from s3bulk.ops.copies import CopySettings, copy_object
 from s3bulk.ops.delete import delete_keys
 from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.ops.move import confirm_copy, destination_already_moved
 from s3bulk.ops.process import Processor, failure
+from s3bulk.ops.relay import relay_object
 from s3bulk.ops.restore import restore_object
 from s3bulk.ops.tagging import tag_object
 from s3bulk.ops.verify import verify_object
@@ -189,6 +191,8 @@ class BatchRunner:
         sleep: Callable[[float], None] = time.sleep,
         keylog: KeyLog | None = None,
         processor: Processor | None = None,
+        dst_store: ObjectStore | None = None,
+        budget: MemoryBudget | None = None,
     ) -> None:
         if (job.operation == "process") != (processor is not None):
             raise ValueError("a process job needs its processor (ops.process.make_processor), and only a process job takes one")
@@ -197,6 +201,9 @@ class BatchRunner:
         self.keylog = keylog
         self.sleep = sleep
         self.store = store
+        self.dst = dst_store or store  # the destination's store: another one when it is another endpoint or account
+        self.relay = relays(job)
+        self.budget = budget
         self.pool = pool
         self.parts = parts
         dst = job.destination
@@ -293,13 +300,26 @@ class BatchRunner:
                 existing = self._destination_head(dst.bucket, item.dst_key)
                 if existing is not None and self._skips(obj, Decision(False, item.recheck), existing):
                     return Done(False, obj=obj)
-            done = copy_object(self.store, self.parts, self.job.source.bucket, obj, dst.bucket, item.dst_key, self._copy_settings)
+            if self.relay:
+                done = relay_object(
+                    self.store,
+                    self.dst,
+                    self.job.source.bucket,
+                    obj,
+                    dst.bucket,
+                    item.dst_key,
+                    storage_class=dst.storage_class,
+                    submit=self.parts.submit,
+                    budget=self.budget,
+                )
+            else:
+                done = copy_object(self.store, self.parts, self.job.source.bucket, obj, dst.bucket, item.dst_key, self._copy_settings)
             if move:
-                confirm_copy(self.store, obj, dst.bucket, item.dst_key, done)
+                confirm_copy(self.dst, obj, dst.bucket, item.dst_key, done)
             return Done(True, done.etag, obj=obj)
         except StoreError as exc:
             # A redelivered move whose source is already gone succeeded earlier if the destination matches.
-            if move and exc.code == "NoSuchKey" and destination_already_moved(self.store, obj, dst.bucket, item.dst_key):
+            if move and exc.code == "NoSuchKey" and destination_already_moved(self.dst, obj, dst.bucket, item.dst_key):
                 return Done(True, obj=obj)
             raise
 
@@ -312,7 +332,7 @@ class BatchRunner:
     def _destination_head(self, bucket: str, key: str) -> ObjectHead | None:
         """The destination object already there, or None; one HEAD."""
         try:
-            return self.store.head_object(bucket, key)
+            return self.dst.head_object(bucket, key)
         except StoreError as exc:
             if exc.code in {"NoSuchKey", "404", "NotFound"}:
                 return None
@@ -342,7 +362,7 @@ class BatchRunner:
                 return Done(False, obj=found)
             return Done(True, copy_object(self.store, self.parts, bucket, obj, bucket, obj.key, self._in_place).etag, obj=found)
         assert job.operation == "verify" and job.destination is not None
-        v = verify_object(self.store, bucket, obj, job.destination.bucket, item.dst_key)
+        v = verify_object(self.store, bucket, obj, job.destination.bucket, item.dst_key, self.dst)
         return Done(True, "", v.src_checksum, v.dst_checksum)
 
     def _object_task(self, item: Item, tally: Outcomes, run: BatchRun) -> None:

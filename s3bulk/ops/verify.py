@@ -42,10 +42,14 @@ def _plain_md5(head: ObjectHead) -> bool:
     return bool(_MD5_ETAG.match(head.etag)) and not head.encrypted_kms
 
 
-def verify_object(store: ObjectStore, src_bucket: str, obj: ObjectInfo, dst_bucket: str, dst_key: str) -> Verified:
+def verify_object(
+    store: ObjectStore, src_bucket: str, obj: ObjectInfo, dst_bucket: str, dst_key: str, dst_store: ObjectStore | None = None
+) -> Verified:
+    """`dst_store` is the destination's when it is another endpoint or account (a relayed copy)."""
+    there = dst_store or store
     src = store.head_object(src_bucket, obj.key)
     try:
-        dst = store.head_object(dst_bucket, dst_key)
+        dst = there.head_object(dst_bucket, dst_key)
     except StoreError as exc:
         if exc.code in {"NoSuchKey", "404", "NotFound"}:
             raise _mismatch("MissingDestination", f"no destination object s3://{dst_bucket}/{dst_key}") from exc
@@ -61,7 +65,7 @@ def verify_object(store: ObjectStore, src_bucket: str, obj: ObjectInfo, dst_buck
         if src.etag != dst.etag:
             raise _mismatch("ContentMismatch", f"source MD5 {src.etag}, destination MD5 {dst.etag}")
         return Verified("etag", "MD5:" + src.etag.strip('"'), "MD5:" + dst.etag.strip('"'))
-    a, b = _sha256(store, src_bucket, obj.key), _sha256(store, dst_bucket, dst_key)
+    a, b = _sha256(store, src_bucket, obj.key), _sha256(there, dst_bucket, dst_key)
     if a != b:
         raise _mismatch("ContentMismatch", f"source {a}, destination {b}")
     return Verified("sha256", a, b)

@@ -1,0 +1,133 @@
+"""Copy, move and sync between two servers (SeaweedFS to moto) that cannot copy server-side: the relay, through the CLI."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from tests.integration.conftest import S3BULK, cli_env, client_for
+from tests.integration.helpers import list_keys, seed_small, write_job
+
+MiB = 1024 * 1024
+BIG = 200 * MiB
+
+
+def run_measured(args: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], int]:
+    """The CLI in a child process, and the peak RSS it reached (sampled every 20 ms)."""
+    proc = subprocess.Popen([*S3BULK, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak = 0
+    stop = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        p = psutil.Process(proc.pid)
+        while not stop.is_set():
+            try:
+                peak = max(peak, p.memory_info().rss)
+            except psutil.Error:
+                return
+            stop.wait(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, err = proc.communicate(timeout=600)
+    stop.set()
+    sampler.join()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), peak
+
+
+def md5s(client: Any, bucket: str, prefix: str) -> dict[str, str]:
+    out = {}
+    for key in list_keys(client, bucket, prefix):
+        h = hashlib.md5(usedforsecurity=False)
+        for chunk in client.get_object(Bucket=bucket, Key=key)["Body"].iter_chunks(MiB):
+            h.update(chunk)
+        out[key[len(prefix) :]] = h.hexdigest()
+    return out
+
+
+def test_1000_objects_with_a_200_mib_one_relay_byte_exact_with_metadata_and_tags_in_bounded_memory_and_a_rerun_copies_nothing(
+    seaweed: str, moto_endpoint: str, bucket_factory: Callable[[Any, str], str], tmp_path: Path
+) -> None:
+    weed, moto = client_for(seaweed), client_for(moto_endpoint)
+    src, dst = bucket_factory(weed, "legacy"), bucket_factory(moto, "new-home")
+    seed_small(weed, src, "data/", 999)
+    weed.put_object(
+        Bucket=src,
+        Key="data/big.bin",
+        Body=os.urandom(BIG),
+        ContentType="application/x-big",
+        CacheControl="max-age=60",
+        Metadata={"origin": "legacy", "owner": "data-team"},
+        Tagging="tier=cold&team=data",
+    )
+    doc = {
+        "operation": "copy",
+        "source": {"bucket": src, "prefix": "data/"},
+        "destination": {"bucket": dst, "prefix": "data/", "endpoint_url": moto_endpoint},
+        "options": {"if_exists": "skip-unchanged"},
+    }
+    job = write_job(tmp_path / "relay.json", doc)
+    args = ["run", str(job), "--endpoint-url", seaweed, "-q", "--no-ledger", "--report", str(tmp_path / "r1.json")]
+    done, peak = run_measured(args, cli_env(tmp_path))
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "r1.json").read_text())
+    assert (report["succeeded"], report["failed"]) == (1000, 0)
+    assert md5s(moto, dst, "data/") == md5s(weed, src, "data/")
+    head = moto.head_object(Bucket=dst, Key="data/big.bin")
+    assert (head["ContentType"], head["CacheControl"], head["Metadata"]) == (
+        "application/x-big",
+        "max-age=60",
+        {"origin": "legacy", "owner": "data-team"},
+    )
+    tags = moto.get_object_tagging(Bucket=dst, Key="data/big.bin")["TagSet"]
+    assert sorted((t["Key"], t["Value"]) for t in tags) == [("team", "data"), ("tier", "cold")]
+    assert moto.list_multipart_uploads(Bucket=dst).get("Uploads", []) == []
+    assert peak < BIG, f"peak RSS {peak / MiB:.0f} MiB: the relay held the object"
+
+    args[-1] = str(tmp_path / "r2.json")
+    again, _ = run_measured(args, cli_env(tmp_path))
+    assert again.returncode == 0, again.stderr
+    rerun = json.loads((tmp_path / "r2.json").read_text())
+    assert (rerun["succeeded"], rerun["skipped"], rerun["failed"]) == (0, 1000, 0)
+
+
+def test_a_relayed_move_empties_the_source_only_of_what_arrived(
+    seaweed: str, moto_endpoint: str, bucket_factory: Callable[[Any, str], str], tmp_path: Path
+) -> None:
+    weed, moto = client_for(seaweed), client_for(moto_endpoint)
+    src, dst = bucket_factory(weed, "legacy"), bucket_factory(moto, "new-home")
+    expected = seed_small(weed, src, "in/", 120)
+    doc = {
+        "operation": "move",
+        "source": {"bucket": src, "prefix": "in/"},
+        "destination": {"bucket": dst, "prefix": "moved/", "endpoint_url": moto_endpoint},
+    }
+    job = write_job(tmp_path / "move.json", doc)
+    done, _ = run_measured(["run", str(job), "--endpoint-url", seaweed, "-q", "--no-ledger"], cli_env(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert list_keys(weed, src, "in/") == []
+    assert md5s(moto, dst, "moved/") == {k[3:]: v for k, v in expected.items()}
+
+
+def test_forcing_server_side_copy_across_endpoints_is_refused_naming_the_field(seaweed: str, moto_endpoint: str, tmp_path: Path) -> None:
+    doc = {
+        "operation": "copy",
+        "source": {"bucket": "legacy-bucket"},
+        "destination": {"bucket": "new-home", "endpoint_url": moto_endpoint},
+        "options": {"transfer": "server-side"},
+    }
+    job = write_job(tmp_path / "bad.json", doc)
+    done = subprocess.run(
+        [*S3BULK, "run", str(job), "--endpoint-url", seaweed], env=cli_env(tmp_path), capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().startswith("error: job.options.transfer: source and destination use different endpoints")

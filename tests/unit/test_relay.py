@@ -1,0 +1,122 @@
+"""The relay on in-memory stores: two stores that share nothing, bytes and attributes carried, bad jobs refused."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from s3bulk.job import JobError, parse_job, relays
+from s3bulk.local.engine import Engine
+from s3bulk.local.plan import make_plan
+from s3bulk.testing.memstore import MemoryStore
+
+MiB = 1024 * 1024
+OTHER = "https://minio.example:9000"
+
+
+def _job(op: str = "copy", **extra: Any) -> Any:
+    doc: dict[str, Any] = {
+        "operation": op,
+        "source": {"bucket": "data", "prefix": "in/", "endpoint_url": OTHER},
+        "destination": {"bucket": "data", "prefix": "in/"},
+        **extra,
+    }
+    return parse_job(json.dumps(doc))
+
+
+def _stores() -> tuple[MemoryStore, MemoryStore]:
+    src, dst = MemoryStore(), MemoryStore()
+    src.create_bucket("data")
+    dst.create_bucket("data")
+    for i in range(30):
+        src.put_object("data", f"in/{i:02d}", bytes([i]) * (i * 1000), metadata={"n": str(i)}, content_type="text/x-n", tags={"i": str(i)})
+    src.put_object("data", "in/big", bytes(range(256)) * (80 * 1024))  # 20 MiB: a multipart write
+    return src, dst
+
+
+def test_a_relay_between_two_stores_carries_bytes_type_metadata_and_tags() -> None:
+    src, dst = _stores()
+    report = Engine(_job(), src, dst_store=dst, concurrency=4).run()
+    assert (report.summary()["succeeded"], report.summary()["failed"]) == (31, 0)
+    for key in src.keys("data"):
+        a, b = src.get("data", key), dst.get("data", key)
+        assert (b.body, b.content_type, b.metadata, b.tags) == (a.body, a.content_type, a.metadata, a.tags)
+    assert "CopyObject" not in src.calls and "CopyObject" not in dst.calls  # nothing asked either server to copy
+    assert dst.calls["UploadPart"] == 3 and dst.open_uploads == 0
+
+
+def test_a_relayed_move_deletes_the_source_only_after_the_copy() -> None:
+    src, dst = _stores()
+    assert Engine(_job("move"), src, dst_store=dst, concurrency=4).run().exit_code == 0
+    assert src.keys("data") == [] and len(dst.keys("data")) == 31
+
+
+def test_a_rerun_sync_across_stores_copies_nothing() -> None:
+    src, dst = _stores()
+    job = _job(options={"if_exists": "skip-unchanged"})
+    Engine(job, src, dst_store=dst, concurrency=4).run()
+    puts = dst.calls.get("PutObject", 0)
+    again = Engine(job, src, dst_store=dst, concurrency=4).run()
+    assert (again.summary()["succeeded"], again.summary()["skipped"]) == (0, 31)
+    assert dst.calls.get("PutObject", 0) == puts
+
+
+def test_the_plan_of_a_relay_counts_reads_on_one_side_and_writes_on_the_other() -> None:
+    src, dst = _stores()
+    plan = make_plan(_job(), src, dst)
+    plan.requests.pop("ListObjectsV2")
+    assert plan.requests == {
+        "HeadObject": 31,
+        "GetObjectTagging": 31,
+        "GetObject": 29 + 3,  # one range per non-empty small object (in/00 is empty: no GET), three for the 20 MiB one
+        "PutObject": 30,
+        "CreateMultipartUpload": 1,
+        "UploadPart": 3,
+        "CompleteMultipartUpload": 1,
+    }
+
+
+def test_relay_is_chosen_when_the_sides_differ_or_when_asked() -> None:
+    assert relays(_job())
+    same = parse_job(json.dumps({"operation": "copy", "source": {"bucket": "a-b"}, "destination": {"bucket": "c-d"}}))
+    assert not relays(same)
+    forced = parse_job(
+        json.dumps({"operation": "copy", "source": {"bucket": "a-b"}, "destination": {"bucket": "c-d"}, "options": {"transfer": "relay"}})
+    )
+    assert relays(forced)
+
+
+@pytest.mark.parametrize(
+    ("doc", "field"),
+    [
+        (
+            {
+                "operation": "copy",
+                "source": {"bucket": "a-b", "endpoint_url": OTHER},
+                "destination": {"bucket": "c-d"},
+                "options": {"transfer": "server-side"},
+            },
+            "job.options.transfer",
+        ),
+        ({"operation": "delete", "source": {"bucket": "a-b", "prefix": "x/"}, "options": {"transfer": "relay"}}, "job.options.transfer"),
+        (
+            {"operation": "copy", "source": {"bucket": "a-b", "endpoint_url": "minio:9000"}, "destination": {"bucket": "c-d"}},
+            "job.source.endpoint_url",
+        ),
+    ],
+)
+def test_a_bad_transfer_setting_is_refused_naming_the_field(doc: dict[str, Any], field: str) -> None:
+    with pytest.raises(JobError) as info:
+        parse_job(json.dumps(doc))
+    assert str(info.value).startswith(field)
+
+
+def test_the_stack_refuses_another_endpoint_with_a_pointer_to_the_cli() -> None:
+    from s3bulk.aws.allowlist import AllowList
+    from s3bulk.aws.pipeline import validate
+
+    doc = {"operation": "copy", "source": {"bucket": "a-b", "endpoint_url": OTHER}, "destination": {"bucket": "c-d"}}
+    with pytest.raises(JobError, match=r"^job\.source\.endpoint_url: the stack reaches S3 with its own role only"):
+        validate(doc, AllowList(frozenset({"a-b"}), frozenset({"c-d"}), frozenset()))
