@@ -205,7 +205,17 @@ def test_several_problems_report_the_first_and_count_the_rest() -> None:
 def test_schema_is_generated_from_the_model_and_forbids_unknown_fields() -> None:
     schema = json_schema()
     assert schema["additionalProperties"] is False
-    assert set(schema["properties"]) == {"operation", "source", "destination", "options", "job_id", "tagging", "storage_class", "restore", "process"}
+    assert set(schema["properties"]) == {
+        "operation",
+        "source",
+        "destination",
+        "options",
+        "job_id",
+        "tagging",
+        "storage_class",
+        "restore",
+        "process",
+    }
 
 
 def test_published_schema_matches_the_model() -> None:
