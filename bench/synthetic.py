@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from s3bulk.job import parse_job
 from s3bulk.local.engine import Engine
-from s3bulk.store import KeyFailure, ListPage, ObjectHead, ObjectInfo
+from s3bulk.store import Body, KeyFailure, ListPage, ObjectHead, ObjectInfo
 
 
 class GeneratedStore:
@@ -73,7 +73,7 @@ class GeneratedStore:
     def read_object(self, bucket: str, key: str, start: int = 0) -> Iterator[bytes]:
         yield bytes(max(0, 1024 - start))
 
-    def read_range(self, bucket: str, key: str, first: int, last: int, if_match: str = "") -> bytes:
+    def read_range(self, bucket: str, key: str, first: int, last: int, if_match: str = "") -> Body:
         return bytes(max(0, min(last, 1023) - first + 1))
 
     def write_object(self, *a: object, **k: object) -> str:

@@ -21,6 +21,7 @@ from rich.table import Table
 from s3bulk import __version__
 from s3bulk.aws.invoke import lambda_invoker
 from s3bulk.aws.remote import DEFAULT_STACK, Deployment, DeploymentError, fetch_report, status, submit
+from s3bulk.bodies.malloc import pin_mmap_threshold
 from s3bulk.job import Destination, Job, JobError, Source, differ, json_schema, load_job, new_job_id, parse_job
 from s3bulk.local.demo import run_demo
 from s3bulk.local.engine import JobAbort, resolve_concurrency
@@ -360,6 +361,7 @@ def _remote(args: argparse.Namespace, console: Console) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    pin_mmap_threshold()  # relayed and processed bodies go back to the OS when freed (bodies/malloc.py)
     console = Console(stderr=False, highlight=False)
     errors = Console(stderr=True, highlight=False)
     try:

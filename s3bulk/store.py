@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
+# Object bytes as the port passes them: a filled bytearray is handed on as it is, never copied to bytes.
+Body = bytes | bytearray
+
 # The size of an object whose manifest row gave none; the worker HEADs it before an operation that needs it.
 UNKNOWN_SIZE = -1
 
@@ -140,12 +143,12 @@ class ObjectStore(Protocol):
         """GetObject from byte `start` on, its body in chunks as they arrive (never the whole object in memory)."""
         ...
 
-    def read_range(self, bucket: str, key: str, first: int, last: int, if_match: str = "") -> bytes:
+    def read_range(self, bucket: str, key: str, first: int, last: int, if_match: str = "") -> Body:
         """One ranged GetObject of bytes first..last (inclusive); `if_match` pins the ETag, so a changed object fails (412)."""
         ...
 
     def write_object(
-        self, bucket: str, key: str, body: bytes, head: ObjectHead, tags: Mapping[str, str], *, storage_class: str | None = None
+        self, bucket: str, key: str, body: Body, head: ObjectHead, tags: Mapping[str, str], *, storage_class: str | None = None
     ) -> str:
         """PutObject with the head's Content-Type, metadata and headers, and `tags`; the server checks its MD5. Returns the ETag."""
         ...
@@ -154,7 +157,7 @@ class ObjectStore(Protocol):
         self, bucket: str, key: str, head: ObjectHead, tags: dict[str, str], *, storage_class: str | None = None
     ) -> str: ...
 
-    def upload_part(self, bucket: str, key: str, upload_id: str, part_number: int, body: bytes) -> str:
+    def upload_part(self, bucket: str, key: str, upload_id: str, part_number: int, body: Body) -> str:
         """UploadPart; the server checks its MD5. Returns the part's ETag."""
         ...
 

@@ -18,6 +18,7 @@ from s3bulk.aws.ledger import DynamoLedger
 from s3bulk.aws.pipeline import DEFAULT_LIST_SHARDS, DEFAULT_POLL_SECONDS, WORK_MARGIN_S, WorkerService
 from s3bulk.aws.queue import QueueSender, Returns
 from s3bulk.aws.reportbucket import ReportBucket
+from s3bulk.bodies.malloc import pin_mmap_threshold
 from s3bulk.job import Process
 from s3bulk.manifest import MIN_CSV_SHARD_BYTES
 from s3bulk.ops.batch import DEFAULT_CONCURRENCY, connections_needed
@@ -101,6 +102,7 @@ def code_loader(cfg: AwsConfig) -> Callable[[Process], ProcessCode]:
 
 
 def worker_service(cfg: AwsConfig) -> WorkerService:
+    pin_mmap_threshold()  # process and relay bodies go back to the OS when freed (bodies/malloc.py)
     s3 = store(cfg)
     return WorkerService(
         ledger=ledger(cfg),

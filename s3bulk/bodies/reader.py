@@ -22,7 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from s3bulk.bodies.budget import MemoryBudget, nothing, something
-from s3bulk.store import ObjectHead, ObjectStore, StoreError
+from s3bulk.store import Body, ObjectHead, ObjectStore, StoreError
 
 MiB = 1024 * 1024
 RANGE_SIZE = 8 * MiB
@@ -30,7 +30,7 @@ PREFETCH = 4
 # The buffered wrapper only saves Python calls for small reads (readline, gzip's 8 KiB reads); the ranges are the real buffer.
 WRAPPER_BUFFER = 256 * 1024
 
-Submit = Callable[..., "Future[bytes]"]
+Submit = Callable[..., "Future[Body]"]
 
 
 class ObjectChanged(StoreError):
@@ -65,8 +65,8 @@ class ObjectReader(io.RawIOBase):
         self._pool: ThreadPoolExecutor | None = None
         self._pos = 0
         self._last = -1  # the range index served last; index 0 next counts as sequential
-        self._current: tuple[int, bytes] | None = None
-        self._window: dict[int, Future[bytes]] = {}
+        self._current: tuple[int, Body] | None = None
+        self._window: dict[int, Future[Body]] = {}
 
     # -- io.RawIOBase -------------------------------------------------------------------------
     def readable(self) -> bool:
@@ -116,7 +116,7 @@ class ObjectReader(io.RawIOBase):
         super().close()
 
     # -- ranges -------------------------------------------------------------------------------
-    def _range(self, index: int) -> bytes:
+    def _range(self, index: int) -> Body:
         """The bytes of range `index`, from the window when prefetched; then the window moves on."""
         if self._current is not None and self._current[0] == index:
             return self._current[1]
@@ -172,7 +172,7 @@ class ObjectReader(io.RawIOBase):
             self._release(self._current[0])
             self._current = None
 
-    def _fetch(self, index: int) -> bytes:
+    def _fetch(self, index: int) -> Body:
         first = index * self.range_size
         last = min(first + self.range_size, self.size) - 1
         self.requests += 1
@@ -187,7 +187,7 @@ class ObjectReader(io.RawIOBase):
                 ) from exc
             raise
 
-    def _start(self, index: int) -> Future[bytes]:
+    def _start(self, index: int) -> Future[Body]:
         if self._submit is not None:
             return self._submit(self._fetch, index)
         if self._pool is None:
@@ -198,7 +198,7 @@ class ObjectReader(io.RawIOBase):
         while self._window:
             self._discard(*self._window.popitem())
 
-    def _discard(self, index: int, future: Future[bytes]) -> None:
+    def _discard(self, index: int, future: Future[Body]) -> None:
         """Cancel a prefetch; one already running is waited for, so dropped ranges never add to memory."""
         if not future.cancel():
             future.exception()

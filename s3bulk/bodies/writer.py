@@ -24,7 +24,7 @@ from types import TracebackType
 from typing import Any
 
 from s3bulk.bodies.budget import MemoryBudget
-from s3bulk.store import ObjectHead, ObjectStore, StoreError
+from s3bulk.store import Body, ObjectHead, ObjectStore, StoreError
 
 MiB = 1024 * 1024
 # s3transfer's defaults, which AWS measured and its CLI ships: 8 MiB parts above an 8 MiB threshold.
@@ -167,9 +167,12 @@ class ObjectWriter:
     def _send(self, size: int) -> None:
         while len(self._pending) >= self.in_flight:
             self._pending.popleft().result()  # raises the first failed part's error at once
-        with memoryview(self._buffer) as view:
-            body = bytes(view[:size])  # one copy, not a slice and then a copy
-        del self._buffer[:size]
+        if len(self._buffer) == size:
+            body, self._buffer = self._buffer, bytearray()  # the whole buffer is the part: handed over, not copied
+        else:
+            with memoryview(self._buffer) as view:
+                body = bytearray(view[:size])  # one copy, not a slice and then a copy
+            del self._buffer[:size]
         number = len(self._parts) + 1
         assert self._upload_id is not None
         if number > MAX_PARTS:
@@ -191,7 +194,7 @@ class ObjectWriter:
         if self._budget is not None:
             self._budget.give(size)
 
-    def _start(self, upload_id: str, number: int, body: bytes) -> Future[str]:
+    def _start(self, upload_id: str, number: int, body: Body) -> Future[str]:
         if self._submit is not None:
             return self._submit(self.store.upload_part, self.bucket, self.key, upload_id, number, body)
         if self._pool is None:

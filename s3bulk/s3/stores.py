@@ -17,7 +17,7 @@ from s3bulk.s3.clients import S3Clients
 from s3bulk.s3.fastpath import FastS3
 from s3bulk.s3.ratecontrol import RateControl
 from s3bulk.s3.regions import BucketRegions
-from s3bulk.store import KeyFailure, ListPage, ObjectHead, ObjectInfo, RequestOptions, StoreError, quoted_etag
+from s3bulk.store import Body, KeyFailure, ListPage, ObjectHead, ObjectInfo, RequestOptions, StoreError, quoted_etag
 
 T = TypeVar("T")
 
@@ -27,7 +27,7 @@ READ_CHUNK = 1024 * 1024
 _HEAD_HEADERS = ("CacheControl", "ContentDisposition", "ContentEncoding", "ContentLanguage", "Expires", "WebsiteRedirectLocation")
 
 
-def content_md5(body: bytes) -> str:
+def content_md5(body: Body) -> str:
     """The Content-MD5 header: the server refuses a body that does not match it (BadDigest)."""
     return base64.b64encode(hashlib.md5(body, usedforsecurity=False).digest()).decode()
 
@@ -216,20 +216,28 @@ class S3Store:
         finally:
             body.close()
 
-    def read_range(self, bucket: str, key: str, first: int, last: int, if_match: str = "") -> bytes:
+    def read_range(self, bucket: str, key: str, first: int, last: int, if_match: str = "") -> Body:
         pinned = {"IfMatch": if_match} if if_match else {}
         r = self._call(self._s3(bucket).get_object, Bucket=bucket, Key=key, Range=f"bytes={first}-{last}", **pinned, **self._params(bucket))
         body = r["Body"]
+        # Filled in 1 MiB reads: one read() of the whole range would hold it twice while the socket's pieces are joined.
+        data = bytearray(last - first + 1)
+        got = 0
         try:
-            data: bytes = body.read()
+            for chunk in body.iter_chunks(READ_CHUNK):
+                end = got + len(chunk)
+                if end > len(data):
+                    raise StoreError("IncompleteBody", f"asked for bytes {first}-{last} and got more")
+                data[got:end] = chunk
+                got = end
         except (ReadTimeoutError, ResponseStreamingError) as exc:
             raise StoreError("ReadTimeout" if isinstance(exc, ReadTimeoutError) else "ConnectionError", str(exc)) from exc
         finally:
             body.close()
-        if len(data) != last - first + 1:
+        if got != len(data):
             # A server that ignores Range, or a body cut short, must not pass for the bytes asked for.
-            raise StoreError("IncompleteBody", f"asked for bytes {first}-{last} and got {len(data)} bytes")
-        return data
+            raise StoreError("IncompleteBody", f"asked for bytes {first}-{last} and got {got} bytes")
+        return data  # a bytearray: bytes-like, and no second copy
 
     def _new_object(self, bucket: str, key: str, head: ObjectHead, tags: Mapping[str, str], storage_class: str | None) -> dict[str, Any]:
         """The arguments that create an object: where, with what headers, metadata, tags and class."""
@@ -249,7 +257,7 @@ class S3Store:
         return kwargs
 
     def write_object(
-        self, bucket: str, key: str, body: bytes, head: ObjectHead, tags: Mapping[str, str], *, storage_class: str | None = None
+        self, bucket: str, key: str, body: Body, head: ObjectHead, tags: Mapping[str, str], *, storage_class: str | None = None
     ) -> str:
         kwargs = self._new_object(bucket, key, head, tags, storage_class)
         r = self._call(self._s3(bucket).put_object, Body=body, ContentMD5=content_md5(body), **kwargs)
@@ -261,7 +269,7 @@ class S3Store:
         kwargs = self._new_object(bucket, key, head, tags, storage_class)
         return str(self._call(self._s3(bucket).create_multipart_upload, **kwargs)["UploadId"])
 
-    def upload_part(self, bucket: str, key: str, upload_id: str, part_number: int, body: bytes) -> str:
+    def upload_part(self, bucket: str, key: str, upload_id: str, part_number: int, body: Body) -> str:
         r = self._call(
             self._s3(bucket).upload_part,
             Bucket=bucket,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from s3bulk.job import MAX_KEY_BYTES
-from s3bulk.store import KeyFailure, ListPage, ObjectHead, ObjectInfo, RequestOptions, StoreError, xml_safe
+from s3bulk.store import Body, KeyFailure, ListPage, ObjectHead, ObjectInfo, RequestOptions, StoreError, xml_safe
 
 Fault = Callable[[str, str, str], StoreError | None]
 """Called as fault(operation, bucket, key); a returned error is raised (or reported per key)."""
@@ -49,7 +49,7 @@ class _Upload:
     parts: dict[int, tuple[bytes | None, int, str]] = field(default_factory=dict)
 
 
-def _md5(body: bytes) -> str:
+def _md5(body: Body) -> str:
     return '"' + hashlib.md5(body, usedforsecurity=False).hexdigest() + '"'
 
 
@@ -232,7 +232,7 @@ class MemoryStore:
         for at in range(0, len(body), self.read_chunk):
             yield body[at : at + self.read_chunk]
 
-    def read_range(self, bucket: str, key: str, first: int, last: int, if_match: str = "") -> bytes:
+    def read_range(self, bucket: str, key: str, first: int, last: int, if_match: str = "") -> Body:
         self._count("GetObject")
         self._fault("GetObject", bucket, key)
         obj = self._get(bucket, key)
@@ -245,7 +245,7 @@ class MemoryStore:
         return obj.body[first : last + 1]
 
     def write_object(
-        self, bucket: str, key: str, body: bytes, head: ObjectHead, tags: Mapping[str, str], *, storage_class: str | None = None
+        self, bucket: str, key: str, body: Body, head: ObjectHead, tags: Mapping[str, str], *, storage_class: str | None = None
     ) -> str:
         self._count("PutObject")
         self._fault("PutObject", bucket, key)
@@ -264,7 +264,7 @@ class MemoryStore:
             self._sorted[bucket] = None
             return _md5(body)
 
-    def upload_part(self, bucket: str, key: str, upload_id: str, part_number: int, body: bytes) -> str:
+    def upload_part(self, bucket: str, key: str, upload_id: str, part_number: int, body: Body) -> str:
         self._count("UploadPart")
         self._fault("UploadPart", bucket, key)
         with self._lock:

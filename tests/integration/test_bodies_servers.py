@@ -11,7 +11,7 @@ import pytest
 from s3bulk.bodies.reader import ObjectChanged, open_object
 from s3bulk.bodies.writer import ObjectWriter, write_stream
 from s3bulk.s3.stores import S3Store
-from s3bulk.store import ObjectHead, StoreError
+from s3bulk.store import Body, ObjectHead, StoreError
 from tests.integration.conftest import client_for
 
 MiB = 1024 * 1024
@@ -52,7 +52,7 @@ def test_an_overwrite_between_ranges_is_refused_by_the_server_and_named(endpoint
 class _LosesPart(S3Store):
     """The third part never arrives: the writer must abort the whole upload."""
 
-    def upload_part(self, bucket: str, key: str, upload_id: str, part_number: int, body: bytes) -> str:
+    def upload_part(self, bucket: str, key: str, upload_id: str, part_number: int, body: Body) -> str:
         if part_number == 3:
             raise StoreError("InternalError", "connection reset while sending part 3", 500)
         return super().upload_part(bucket, key, upload_id, part_number, body)

@@ -15,7 +15,7 @@ from tests.integration.conftest import S3BULK, cli_env, client_for
 from tests.integration.helpers import list_keys, seed_small, write_job
 
 MiB = 1024 * 1024
-BIG = 200 * MiB
+BIG = 256 * MiB  # the issue asks for at least 200 MiB; the margin keeps the memory check clear of noise
 
 
 def _high_water(pid: int) -> int:
@@ -58,7 +58,7 @@ def md5s(client: Any, bucket: str, prefix: str) -> dict[str, str]:
     return out
 
 
-def test_1000_objects_with_a_200_mib_one_relay_byte_exact_with_metadata_and_tags_in_bounded_memory_and_a_rerun_copies_nothing(
+def test_1000_objects_with_a_256_mib_one_relay_byte_exact_with_metadata_and_tags_in_bounded_memory_and_a_rerun_copies_nothing(
     seaweed: str, moto_endpoint: str, bucket_factory: Callable[[Any, str], str], tmp_path: Path
 ) -> None:
     weed, moto = client_for(seaweed), client_for(moto_endpoint)

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from s3bulk.bodies.reader import ObjectChanged, ObjectReader, open_object
-from s3bulk.store import StoreError
+from s3bulk.store import Body, StoreError
 from s3bulk.testing.memstore import MemoryStore
 
 REFERENCE = bytes(range(256)) * 40 + b"tail"  # 10,244 bytes: ranges of a few hundred bytes end mid-pattern
@@ -77,7 +77,7 @@ class _SlowStore(MemoryStore):
         self.peak = 0
         self._gate = threading.Lock()
 
-    def read_range(self, bucket: str, key: str, first: int, last: int, if_match: str = "") -> bytes:
+    def read_range(self, bucket: str, key: str, first: int, last: int, if_match: str = "") -> Body:
         with self._gate:
             self.active += 1
             self.peak = max(self.peak, self.active)

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from s3bulk.bodies.writer import MAX_PART, ObjectWriter, part_size_for, write_stream
-from s3bulk.store import ObjectHead, StoreError
+from s3bulk.store import Body, ObjectHead, StoreError
 from s3bulk.testing.memstore import MemoryStore
 
 MiB = 1024 * 1024
@@ -58,7 +58,7 @@ class _Gauge(MemoryStore):
         self._gate = threading.Lock()
         self.release = threading.Event()
 
-    def upload_part(self, bucket: str, key: str, upload_id: str, part_number: int, body: bytes) -> str:
+    def upload_part(self, bucket: str, key: str, upload_id: str, part_number: int, body: Body) -> str:
         with self._gate:
             self.active += 1
             self.peak = max(self.peak, self.active)
