@@ -135,3 +135,30 @@ def test_forcing_server_side_copy_across_endpoints_is_refused_naming_the_field(s
     )
     assert done.returncode == 2
     assert done.stderr.strip().startswith("error: job.options.transfer: source and destination use different endpoints")
+
+
+def test_verify_across_endpoints_compares_each_copy_with_its_source_and_names_the_one_that_differs(
+    seaweed: str, moto_endpoint: str, bucket_factory: Callable[[Any, str], str], tmp_path: Path
+) -> None:
+    weed, moto = client_for(seaweed), client_for(moto_endpoint)
+    src, dst = bucket_factory(weed, "legacy"), bucket_factory(moto, "new-home")
+    seed_small(weed, src, "in/", 60)
+    weed.put_object(Bucket=src, Key="in/multi.bin", Body=os.urandom(12 * MiB))  # relayed in parts: its ETags differ
+    copy = {
+        "operation": "copy",
+        "source": {"bucket": src, "prefix": "in/"},
+        "destination": {"bucket": dst, "prefix": "in/", "endpoint_url": moto_endpoint},
+    }
+    job = write_job(tmp_path / "copy.json", copy)
+    done, _ = run_measured(["run", str(job), "--endpoint-url", seaweed, "-q", "--no-ledger"], cli_env(tmp_path))
+    assert done.returncode == 0, done.stderr
+    victim = sorted(k for k in list_keys(moto, dst, "in/") if k != "in/multi.bin")[7]
+    body = moto.get_object(Bucket=dst, Key=victim)["Body"].read()
+    moto.put_object(Bucket=dst, Key=victim, Body=bytes([body[0] ^ 0xFF]) + body[1:] if body else b"x")
+    job = write_job(tmp_path / "verify.json", {**copy, "operation": "verify"})
+    report = tmp_path / "verify-report.json"
+    done, _ = run_measured(["run", str(job), "--endpoint-url", seaweed, "-q", "--no-ledger", "--report", str(report)], cli_env(tmp_path))
+    assert done.returncode == 1
+    r = json.loads(report.read_text())
+    assert (r["succeeded"], r["failed"]) == (60, 1)
+    assert [(f["key"], f["error"]) for f in r["failures"]] == [(victim, "SizeMismatch" if not body else "ContentMismatch")]
