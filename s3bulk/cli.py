@@ -204,10 +204,10 @@ def _stores(
 
 def _run(args: argparse.Namespace, console: Console) -> int:
     settings = ClientSettings(endpoint_url=args.endpoint_url, region=args.region, profile=args.profile)
-    early = None
+    early, code = None, None
     if args.job:
         early = _with_overrides(load_job(args.job), args)  # a bad job fails first, before credentials or ledgers
-        _process_code(early, args.job, settings, 1)
+        code = _process_code(early, args.job, settings, resolve_concurrency(early, args.concurrency))
     if not has_credentials(_side(settings, early.source) if early is not None else settings):
         raise UsageError("no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or pass --profile")
     if args.key_log_deprecated is not None:
@@ -216,23 +216,13 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         print("warning: --ledger is deprecated and will be removed; use --key-log PATH.jsonl", file=sys.stderr)
     flag = "--key-log" if args.key_log_deprecated is None else "--ledger"
     key_log = _open_key_log(args.key_log or args.key_log_deprecated, flag)
+    ledger: LocalLedger | None = None
     try:
-        job, ledger = _open_ledger(args)
-    except BaseException:
-        if key_log is not None:
-            key_log.close()
-        raise
-    concurrency = resolve_concurrency(job, args.concurrency)
-    try:
-        code = _process_code(job, args.job, settings, concurrency)
-    except BaseException:
-        if ledger is not None:
-            ledger.close()
-        if key_log is not None:
-            key_log.close()
-        raise
-    rate = RateControl(enabled=job.options.adaptive_rate)
-    try:
+        job, ledger = _open_ledger(args)  # with a job file, the same job as `early` (--resume checks it)
+        concurrency = resolve_concurrency(job, args.concurrency)
+        if early is None:  # --resume JOB_ID alone: the job comes from the ledger
+            code = _process_code(job, None, settings, concurrency)
+        rate = RateControl(enabled=job.options.adaptive_rate)
         store, dst_store = _stores(job, settings, connections_needed(concurrency), fast=args.request_path == "fast", rate=rate)
     except BaseException:
         if ledger is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -66,3 +67,25 @@ S3BULK = [sys.executable, "-m", "s3bulk.cli"]
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """The real entry point in a child process, as a user runs it."""
     return subprocess.run([*S3BULK, *args], env=env, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def run_job_cli(endpoint: str, tmp_path: Path, name: str, doc: dict[str, Any]) -> tuple[int, dict[str, Any], list[dict[str, Any]], str]:
+    """`s3bulk run` on a job document: exit code, report, per-key log lines and stderr ({} and [] when not written)."""
+    job = tmp_path / f"{name}.json"
+    job.write_text(json.dumps(doc))
+    report, keys = tmp_path / f"{name}-report.json", tmp_path / f"{name}-keys.jsonl"
+    done = run_cli(
+        "run",
+        str(job),
+        "--endpoint-url",
+        endpoint,
+        "-q",
+        "--no-ledger",
+        "--report",
+        str(report),
+        "--key-log",
+        str(keys),
+        env=cli_env(tmp_path),
+    )
+    lines = [json.loads(line) for line in keys.read_text().splitlines()] if keys.exists() else []
+    return done.returncode, json.loads(report.read_text()) if report.exists() else {}, lines, done.stderr

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integration.conftest import cli_env, client_for, run_cli
-from tests.integration.helpers import seed_small, snapshot, write_job
+from tests.integration.conftest import client_for, run_job_cli
+from tests.integration.helpers import seed_small, snapshot
 
 pytestmark = pytest.mark.seaweed
 
@@ -18,23 +17,8 @@ N = 120
 
 
 def run_job(endpoint: str, tmp_path: Path, name: str, doc: dict[str, Any]) -> tuple[int, dict[str, Any], list[dict[str, Any]]]:
-    job = write_job(tmp_path / f"{name}.json", doc)
-    report, ledger = tmp_path / f"{name}-report.json", tmp_path / f"{name}-keys.jsonl"
-    done = run_cli(
-        "run",
-        str(job),
-        "--endpoint-url",
-        endpoint,
-        "-q",
-        "--no-ledger",
-        "--report",
-        str(report),
-        "--key-log",
-        str(ledger),
-        env=cli_env(tmp_path),
-    )
-    lines = [json.loads(line) for line in ledger.read_text().splitlines()]
-    return done.returncode, json.loads(report.read_text()), lines
+    code, report, lines, _ = run_job_cli(endpoint, tmp_path, name, doc)
+    return code, report, lines
 
 
 def test_verify_reports_the_corrupted_copy_and_nothing_else(

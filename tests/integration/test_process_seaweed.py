@@ -12,30 +12,10 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import cli_env, client_for, run_cli
-from tests.integration.helpers import list_keys, seed_small, write_job
+from tests.integration.conftest import client_for, run_job_cli
+from tests.integration.helpers import list_keys, seed_small
 
 pytestmark = pytest.mark.seaweed
-
-
-def run_process(endpoint: str, tmp_path: Path, name: str, doc: dict[str, Any]) -> tuple[int, dict[str, Any], list[dict[str, Any]], str]:
-    job = write_job(tmp_path / f"{name}.json", doc)
-    report, keys = tmp_path / f"{name}-report.json", tmp_path / f"{name}-keys.jsonl"
-    done = run_cli(
-        "run",
-        str(job),
-        "--endpoint-url",
-        endpoint,
-        "-q",
-        "--no-ledger",
-        "--report",
-        str(report),
-        "--key-log",
-        str(keys),
-        env=cli_env(tmp_path),
-    )
-    lines = [json.loads(line) for line in keys.read_text().splitlines()] if keys.exists() else []
-    return done.returncode, json.loads(report.read_text()) if report.exists() else {}, lines, done.stderr
 
 
 def module(tmp_path: Path, name: str, source: str) -> None:
@@ -69,7 +49,7 @@ def test_a_gzip_function_over_500_objects_writes_outputs_that_decompress_to_the_
         "destination": {"bucket": dst, "prefix": "gz/"},
         "process": {"function": "gzip_it:run", "arguments": {"level": 6}},
     }
-    code, report, lines, err = run_process(seaweed, tmp_path, "gzip", doc)
+    code, report, lines, err = run_job_cli(seaweed, tmp_path, "gzip", doc)
     assert code == 0, err
     assert (report["succeeded"], report["failed"]) == (500, 0)
     outputs = list_keys(direct, dst, "gz/")
@@ -111,7 +91,7 @@ def test_temporary_failures_are_retried_and_permanent_ones_reported_with_key_and
         direct.put_object(Bucket=src, Key=key, Body=key.encode())
     module(tmp_path, "flaky", FLAKY)
     doc = {"operation": "process", "source": {"bucket": src, "prefix": "in/"}, "process": {"function": "flaky:run"}}
-    code, report, lines, _ = run_process(seaweed, tmp_path, "flaky", doc)
+    code, report, lines, _ = run_job_cli(seaweed, tmp_path, "flaky", doc)
     assert code == 1
     assert (report["succeeded"], report["failed"], report["object_retries"]) == (3, 2, 3)
     failures = {f["key"]: (f["error"], f["message"]) for f in report["failures"]}
@@ -169,7 +149,7 @@ def test_a_batch_operations_handler_runs_in_process_with_schema_2_events_and_mix
             "tasks_per_invocation": per_invocation,
         },
     }
-    code, report, lines, _ = run_process(seaweed, tmp_path, f"bops-{per_invocation}", doc)
+    code, report, lines, _ = run_job_cli(seaweed, tmp_path, f"bops-{per_invocation}", doc)
     assert code == 1
     assert (report["succeeded"], report["failed"]) == (11, 1)
     assert [(f["key"], f["error"], f["message"]) for f in report["failures"]] == [("in/x-perm", "PermanentFailure", "refused in/x-perm")]
