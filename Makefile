@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench bench-quick bench-concurrency bench-cold-start bench-listing-shards bench-reader schema synth
+.PHONY: demo test lint bench bench-relay-memory bench-quick bench-concurrency bench-cold-start bench-listing-shards bench-reader schema synth
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,10 @@ bench-listing-shards: $(VENV)/.dev
 # ObjectReader's range size x prefetch grid against get_object, s3transfer and the AWS CLI (docs/benchmarks-reader.md).
 bench-reader: $(VENV)/.dev
 	$(BIN)/python -m bench.reader --runs 3 --write-docs
+
+# Peak RSS of a relay across endpoints against the object's size (docs/relay.md).
+bench-relay-memory: $(VENV)/.dev
+	$(BIN)/python -m bench.relay_memory --runs 3
 
 schema: $(VENV)/.runtime
 	$(BIN)/s3bulk schema > docs/job.schema.json
