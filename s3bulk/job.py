@@ -108,6 +108,7 @@ class Manifest(_Strict):
 
 
 _URL = r"^https?://[^\s/]+(/[^\s]*)?$"
+_SECRET_ARN = r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:[A-Za-z0-9/_+=.@-]+$"
 
 
 class _Endpoint(_Strict):
@@ -118,6 +119,21 @@ class _Endpoint(_Strict):
     )
     region: str | None = Field(None, pattern=r"^[a-z0-9-]{2,32}$", description="Signing Region of this side; default: the CLI's.")
     profile: str | None = Field(None, min_length=1, description="Named AWS profile whose credentials this side uses; default: the CLI's.")
+    credentials_secret: str | None = Field(
+        None,
+        pattern=_SECRET_ARN,
+        description=(
+            "ARN of a Secrets Manager secret holding this side's keys as JSON "
+            '{"aws_access_key_id", "aws_secret_access_key", "aws_session_token"?}; read with the runner\'s own credentials '
+            "(on the stack: allow-listed at deploy with -c credentials_secrets=ARN). Never logged."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _one_credential_source(self) -> _Endpoint:
+        if self.profile is not None and self.credentials_secret is not None:
+            raise _FieldProblem("credentials_secret", "a side takes its keys from a profile or a secret, not both; drop one of them")
+        return self
 
 
 class Source(_Endpoint):
@@ -329,6 +345,15 @@ class Options(_Strict):
             "through this process (GET, then PUT) with bounded memory; auto picks relay only when the sides differ."
         ),
     )
+    outage_seconds: float = Field(
+        60.0,
+        ge=1,
+        le=86_400,
+        description=(
+            "Stop the job (exit 3, resumable) once every request to an endpoint has failed to connect for this long; "
+            "objects tried during the outage stay not done instead of failed."
+        ),
+    )
 
 
 class Job(_Strict):
@@ -425,7 +450,11 @@ class Job(_Strict):
 
 def differ(source: Source, destination: Destination) -> bool:
     """Whether the two sides need two clients: another endpoint or other credentials (a Region alone does not)."""
-    return (source.endpoint_url, source.profile) != (destination.endpoint_url, destination.profile)
+    return (source.endpoint_url, source.profile, source.credentials_secret) != (
+        destination.endpoint_url,
+        destination.profile,
+        destination.credentials_secret,
+    )
 
 
 def relays(job: Job) -> bool:
