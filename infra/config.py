@@ -11,7 +11,7 @@ from typing import Any
 from s3bulk.aws.allowlist import AllowList
 from s3bulk.aws.ledger import MAX_LIST_SHARDS
 from s3bulk.aws.pipeline import DEFAULT_LIST_SHARDS
-from s3bulk.job import JobError, parse_job
+from s3bulk.job import SECRET_ARN, JobError, parse_job
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,6 +43,7 @@ class DeployConfig:
     schedules: tuple[Schedule, ...] = field(default_factory=tuple)
     process_code: Path | None = None  # a directory of the deployer's process functions, bundled with the worker
     process_lambdas: tuple[str, ...] = ()  # S3 Batch Operations functions process jobs may invoke
+    credentials_secrets: tuple[str, ...] = ()  # Secrets Manager secrets a relay job's foreign side takes its keys from
 
     @staticmethod
     def _buckets(value: Any) -> tuple[str, ...]:
@@ -71,6 +72,7 @@ class DeployConfig:
             schedules=load_schedules(ROOT / schedules_file) if schedules_file else (),
             process_code=(ROOT / str(get("process_code"))).resolve() if get("process_code") else None,
             process_lambdas=cls._buckets(get("process_lambdas")),
+            credentials_secrets=cls._buckets(get("credentials_secrets")),
         )
         cfg.check()
         return cfg
@@ -99,8 +101,18 @@ class DeployConfig:
                 raise ValueError(
                     f"context process_lambdas: {arn!r} is not a Lambda function ARN; pass -c process_lambdas=arn:aws:lambda:REGION:ACCOUNT:function:NAME"
                 )
+        for arn in self.credentials_secrets:
+            if not re.fullmatch(SECRET_ARN, arn):
+                raise ValueError(
+                    f"context credentials_secrets: {arn!r} is not a Secrets Manager secret ARN; "
+                    "pass -c credentials_secrets=arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME"
+                )
         allow = AllowList(
-            frozenset(self.read_buckets), frozenset(self.write_buckets), frozenset(self.delete_buckets), frozenset(self.process_lambdas)
+            frozenset(self.read_buckets),
+            frozenset(self.write_buckets),
+            frozenset(self.delete_buckets),
+            frozenset(self.process_lambdas),
+            frozenset(self.credentials_secrets),
         )
         for s in self.schedules:
             try:  # the same rule the functions apply to every job at run time

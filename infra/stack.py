@@ -155,6 +155,7 @@ class S3BulkStack(cdk.Stack):
             "S3BULK_LIST_SHARDS": str(config.list_shards),
             "S3BULK_PROCESS_CODE": f"{TASK_ROOT}/{PROCESS_DIR}" if config.process_code is not None else "",
             "S3BULK_PROCESS_LAMBDAS": ",".join(config.process_lambdas),
+            "S3BULK_CREDENTIALS_SECRETS": ",".join(config.credentials_secrets),
             "POWERTOOLS_SERVICE_NAME": SERVICE,
             "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
         }
@@ -281,13 +282,23 @@ class S3BulkStack(cdk.Stack):
         if config.process_lambdas:
             # process jobs with batchops_lambda: only the deployer's allow-listed functions.
             worker.add_to_role_policy(iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=list(config.process_lambdas)))
+        if config.credentials_secrets:
+            # Relay jobs: a foreign side's keys. A full ARN matches itself; a partial one (no random suffix) its -XXXXXX form.
+            secrets = sorted({a for arn in config.credentials_secrets for a in (arn, f"{arn}-??????")})
+            read_secret = iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=secrets)
+            worker.add_to_role_policy(read_secret)
+            self.lister_fn.add_to_role_policy(read_secret)
+        # Keys may decrypt through S3 only, and through Secrets Manager too when a relay's secret uses one of them.
+        via: str | list[str] = (
+            ["s3.*.amazonaws.com", "secretsmanager.*.amazonaws.com"] if config.credentials_secrets else "s3.*.amazonaws.com"
+        )
         if config.kms_keys:
             # SSE-KMS: decrypt to read a source, generate a data key to write a destination; only these keys, only via S3.
             worker.add_to_role_policy(
                 iam.PolicyStatement(
                     actions=["kms:Decrypt", "kms:GenerateDataKey"],
                     resources=list(config.kms_keys),
-                    conditions={"StringLike": {"kms:ViaService": "s3.*.amazonaws.com"}},
+                    conditions={"StringLike": {"kms:ViaService": via}},
                 )
             )
             # The lister reads manifests (source.manifest), which may sit in an SSE-KMS bucket: decrypt only.
@@ -295,7 +306,7 @@ class S3BulkStack(cdk.Stack):
                 iam.PolicyStatement(
                     actions=["kms:Decrypt"],
                     resources=list(config.kms_keys),
-                    conditions={"StringLike": {"kms:ViaService": "s3.*.amazonaws.com"}},
+                    conditions={"StringLike": {"kms:ViaService": via}},
                 )
             )
         self.table.grant(worker, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query")

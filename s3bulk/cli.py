@@ -177,12 +177,14 @@ def _process_code(job: Job, job_file: str | None, settings: ClientSettings, conc
 
 
 def _side(settings: ClientSettings, side: Source | Destination) -> ClientSettings:
-    """One side's client settings: the job's endpoint, Region and profile for it, else the command line's."""
+    """One side's client settings: the job's endpoint, Region and profile (or secret) for it, else the command line's."""
     return replace(
         settings,
         endpoint_url=side.endpoint_url or settings.endpoint_url,
         region=side.region or settings.region,
         profile=side.profile or settings.profile,
+        credentials_secret=side.credentials_secret,
+        secret_field=f"{'source' if isinstance(side, Source) else 'destination'}.credentials_secret",
     )
 
 

@@ -108,7 +108,7 @@ class Manifest(_Strict):
 
 
 _URL = r"^https?://[^\s/]+(/[^\s]*)?$"
-_SECRET_ARN = r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:[A-Za-z0-9/_+=.@-]+$"
+SECRET_ARN = r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:[A-Za-z0-9/_+=.@-]+$"
 
 
 class _Endpoint(_Strict):
@@ -121,7 +121,7 @@ class _Endpoint(_Strict):
     profile: str | None = Field(None, min_length=1, description="Named AWS profile whose credentials this side uses; default: the CLI's.")
     credentials_secret: str | None = Field(
         None,
-        pattern=_SECRET_ARN,
+        pattern=SECRET_ARN,
         description=(
             "ARN of a Secrets Manager secret holding this side's keys as JSON "
             '{"aws_access_key_id", "aws_secret_access_key", "aws_session_token"?}; read with the runner\'s own credentials '

@@ -26,11 +26,13 @@ class ListEvent(BaseModel):
 @cache
 def deps() -> dict[str, Any]:
     cfg = env.AwsConfig.from_env()
+    store = env.store(cfg)
     return {
         "list_shards": cfg.list_shards,
         "csv_shard_bytes": cfg.csv_shard_bytes,
         "ledger": env.ledger(cfg),
-        "store": env.store(cfg),
+        "store": store,
+        "open_side": env.SideStores(cfg, store),
         "sender": env.sender(cfg),
         "allow": cfg.allow,
         "reports": env.reports(cfg),
@@ -52,6 +54,7 @@ def handler(event: ListEvent, context: LambdaContext) -> dict[str, Any]:
             allow=d["allow"],
             target=d["list_shards"],
             csv_shard_bytes=d["csv_shard_bytes"],
+            open_side=d["open_side"],
         )
         return {"job_id": event.job_id, "shards": shards}
     out = list_step(
@@ -63,6 +66,7 @@ def handler(event: ListEvent, context: LambdaContext) -> dict[str, Any]:
         allow=d["allow"],
         reports=d["reports"],
         time_left=lambda: context.get_remaining_time_in_millis() / 1000,
+        open_side=d["open_side"],
     )
     metrics.add_metric(name=LISTED_PAGES, unit="Count", value=out.pages)
     return {"job_id": out.job_id, "shard": out.shard, "done": out.done, "pages": out.pages}

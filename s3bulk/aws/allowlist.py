@@ -18,6 +18,7 @@ class AllowList:
     write: frozenset[str]
     delete: frozenset[str]
     lambdas: frozenset[str] = frozenset()  # Batch Operations functions a process job may invoke
+    secrets: frozenset[str] = frozenset()  # Secrets Manager secrets a side's keys may come from (relay jobs)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> AllowList:
@@ -26,6 +27,7 @@ class AllowList:
             _split(env.get("S3BULK_WRITE_BUCKETS")),
             _split(env.get("S3BULK_DELETE_BUCKETS")),
             _split(env.get("S3BULK_PROCESS_LAMBDAS")),
+            _split(env.get("S3BULK_CREDENTIALS_SECRETS")),
         )
 
     def check(self, job: Job) -> None:
@@ -47,6 +49,14 @@ class AllowList:
                 f"job.process.batchops_lambda: {arn!r} is not in this deployment's allow-list ({shown}); "
                 f"redeploy with -c process_lambdas={','.join(sorted(self.lambdas | {arn}))}"
             )
+        for name, side in (("source", job.source), ("destination", job.destination)):
+            secret = side.credentials_secret if side is not None else None
+            if secret is not None and secret not in self.secrets:
+                shown = ", ".join(sorted(self.secrets)) or "none"
+                raise JobError(
+                    f"job.{name}.credentials_secret: {secret!r} is not in this deployment's allow-list ({shown}); "
+                    f"redeploy with -c credentials_secrets={','.join(sorted(self.secrets | {secret}))}"
+                )
         dst = job.destination
         if dst is not None:
             needed, allowed = ("read", self.read | self.write) if job.operation == "verify" else ("write", self.write)

@@ -7,8 +7,9 @@ cold starts pay only for what they use.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from s3bulk.aws.allowlist import AllowList
@@ -19,7 +20,7 @@ from s3bulk.aws.pipeline import DEFAULT_LIST_SHARDS, DEFAULT_POLL_SECONDS, WORK_
 from s3bulk.aws.queue import QueueSender, Returns
 from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.bodies.malloc import pin_mmap_threshold
-from s3bulk.job import Process
+from s3bulk.job import Destination, Process, Source
 from s3bulk.manifest import MIN_CSV_SHARD_BYTES
 from s3bulk.ops.batch import DEFAULT_CONCURRENCY, connections_needed
 from s3bulk.ops.process import ProcessCode, load_code
@@ -82,6 +83,38 @@ def store(cfg: AwsConfig) -> S3Store:
     return open_store(clients, fast=cfg.request_path != "botocore", max_keys=cfg.list_page_size)
 
 
+class SideStores:
+    """The store of a side that names another endpoint or a credentials secret, built once per container and side.
+
+    Its keys come from the secret (read with the function's role, refreshed hourly);
+    it shares the deployment store's rate control, so one job paces as one.
+    """
+
+    def __init__(self, cfg: AwsConfig, home: S3Store) -> None:
+        self.cfg = cfg
+        self.home = home
+        self._stores: dict[tuple[str | None, str | None, str | None], S3Store] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, side: Source | Destination) -> S3Store:
+        key = (side.endpoint_url, side.region, side.credentials_secret)
+        with self._lock:
+            if key not in self._stores:
+                field = f"{'source' if isinstance(side, Source) else 'destination'}.credentials_secret"
+                settings = replace(
+                    SETTINGS,
+                    endpoint_url=side.endpoint_url,
+                    region=side.region,
+                    credentials_secret=side.credentials_secret,
+                    secret_field=field,
+                )
+                clients = S3Clients(settings, connections_needed(self.cfg.concurrency))
+                self._stores[key] = open_store(
+                    clients, fast=self.cfg.request_path != "botocore", max_keys=self.cfg.list_page_size, rate=self.home.rate
+                )
+            return self._stores[key]
+
+
 def sender(cfg: AwsConfig) -> QueueSender:
     return QueueSender(make_client("sqs", SETTINGS), cfg.queue_url)
 
@@ -118,4 +151,5 @@ def worker_service(cfg: AwsConfig) -> WorkerService:
         load_code=code_loader(cfg),
         # A quarter of the function's memory for object bodies beyond one range and one part per thread.
         body_budget=cfg.memory_mb * 1024 * 1024 // 4,
+        open_side=SideStores(cfg, s3),
     )

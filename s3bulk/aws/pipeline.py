@@ -23,7 +23,7 @@ from s3bulk.aws.queue import QueueSender, Returns
 from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.bodies.budget import MemoryBudget
 from s3bulk.errors import error_code, error_message
-from s3bulk.job import Job, JobError, Process, new_job_id, parse_job, request_options
+from s3bulk.job import Destination, Job, JobError, Process, Source, new_job_id, parse_job, request_options
 from s3bulk.keys import JsonlKeyLog, KeyRecord
 from s3bulk.listing import Shard, iter_objects, list_shard_page, plan_ranges
 from s3bulk.manifest import MIN_CSV_SHARD_BYTES, ManifestReader, Row
@@ -80,14 +80,42 @@ def validate(
     """
     job = parse_job(json.dumps(event))
     for side, name in ((job.source, "source"), (job.destination, "destination")):
-        if side is not None and (side.endpoint_url or side.profile):
-            field = "endpoint_url" if side.endpoint_url else "profile"
-            raise JobError(f"job.{name}.{field}: the stack reaches S3 with its own role only; run jobs across endpoints with s3bulk run")
+        if side is not None and side.profile:
+            raise JobError(
+                f"job.{name}.profile: functions have no AWS profiles; put that side's keys in a Secrets Manager secret "
+                f"and name it in job.{name}.credentials_secret"
+            )
+        if side is not None and side.endpoint_url and not side.credentials_secret:
+            raise JobError(
+                f"job.{name}.endpoint_url: another endpoint needs its own keys; store them in a Secrets Manager secret "
+                f"and name it in job.{name}.credentials_secret"
+            )
     allow.check(job)
     if job.process is not None and load_code is not None:
         load_code(job.process)
     job_id = new_job_id(job, execution)
     return {"job_id": job_id, "item": initial_item(job_id, job), "poll_seconds": poll_seconds}
+
+
+# -- the two sides' stores -------------------------------------------------------------------------
+# Builds (once) the store of a side that names another endpoint or a credentials secret.
+OpenSide = Callable[[Source | Destination], ObjectStore]
+
+
+def foreign(side: Source | Destination | None) -> bool:
+    """Whether a side is reached with other keys or at another endpoint than the deployment's own role."""
+    return side is not None and bool(side.endpoint_url or side.credentials_secret)
+
+
+def job_stores(job: Job, store: ObjectStore, open_side: OpenSide | None) -> tuple[ObjectStore, ObjectStore]:
+    """The source's and the destination's stores, scoped to the job's request options; the same one when neither is foreign."""
+    opts = request_options(job)
+    src = open_side(job.source) if open_side is not None and foreign(job.source) else store
+    dst = open_side(job.destination) if open_side is not None and job.destination is not None and foreign(job.destination) else store
+    if (foreign(job.source) or foreign(job.destination)) and open_side is None:
+        raise JobError("job.source.credentials_secret: this function cannot open another side's store; redeploy the stack")
+    scoped = src.scoped(opts)
+    return scoped, scoped if dst is src else dst.scoped(opts)
 
 
 # -- plan and list --------------------------------------------------------------------------------
@@ -103,6 +131,7 @@ def plan_step(
     allow: AllowList,
     target: int = DEFAULT_LIST_SHARDS,
     csv_shard_bytes: int = MIN_CSV_SHARD_BYTES,
+    open_side: OpenSide | None = None,
 ) -> list[int]:
     """Split the source into key ranges listed in parallel, once per job (a retried plan returns the first one).
 
@@ -117,7 +146,7 @@ def plan_step(
         return list(range(rec.shards))
     job = rec.job
     allow.check(job)
-    store = store.scoped(request_options(job))
+    store = job_stores(job, store, open_side)[0]
     src = job.source
     target = min(target, MAX_LIST_SHARDS)
     if src.manifest is not None:
@@ -146,6 +175,7 @@ def list_step(
     time_left: TimeLeft,
     reports: ReportBucket,
     margin: float = LIST_MARGIN_S,
+    open_side: OpenSide | None = None,
 ) -> ListOutcome:
     """List one shard's pages from its cursor until it is done or time is short, checkpointing after each page.
 
@@ -155,7 +185,7 @@ def list_step(
     """
     job = ledger.spec(job_id)
     allow.check(job)
-    store = store.scoped(request_options(job))
+    store, dst_store = job_stores(job, store, open_side)
     state = ledger.list_shard(job_id, shard)
     src = job.source
     if src.manifest is not None:
@@ -176,7 +206,7 @@ def list_step(
         rechecks: dict[str, bool] = {}
         part = f"{shard:04d}-{page_no:09d}"
         if syncing and mapper is not None and (objs or last):
-            todo, rechecks, kept, extraneous, failures = _sync_page(store, job, mapper, selector, listed, last_key, last, state.upto)
+            todo, rechecks, kept, extraneous, failures = _sync_page(dst_store, job, mapper, selector, listed, last_key, last, state.upto)
             skipped, failed = len(kept), len(failures)
             if kept:
                 _put_key_lines(reports, job_id, job, f"{part}-skipped", kept)
@@ -208,7 +238,7 @@ def list_step(
 
 
 def _sync_page(
-    store: ObjectStore,
+    dst_store: ObjectStore,
     job: Job,
     mapper: KeyMapper,
     selector: Selector,
@@ -234,13 +264,13 @@ def _sync_page(
         start = mapper(after) if after is not None else None
     else:
         start = mapper(listed[0][0].key)[:-1] or None if listed else None
-    existing: Iterator[ObjectInfo] = iter_objects(store, job.destination.bucket, job.destination.prefix, start_after=start)
+    existing: Iterator[ObjectInfo] = iter_objects(dst_store, job.destination.bucket, job.destination.prefix, start_after=start)
     if upto is not None:
         end = mapper(upto)
         existing = takewhile(lambda o: o.key <= end, existing)
     tally = Tally()
     try:
-        deleting = Extraneous(job, store, tally, selector, mapper) if opts.delete_extraneous else None
+        deleting = Extraneous(job, dst_store, tally, selector, mapper) if opts.delete_extraneous else None
         joined = join(listed, mapper, existing, deleting.add if deleting else None, drain=last)
         todo: list[ObjectInfo] = []
         rechecks: dict[str, bool] = {}
@@ -389,8 +419,10 @@ class WorkerService:
         clock: Callable[[], float] = time.monotonic,
         load_code: Callable[[Process], ProcessCode] | None = None,
         body_budget: int = 256 * 1024 * 1024,
+        open_side: OpenSide | None = None,
     ) -> None:
         self.ledger = ledger
+        self.open_side = open_side
         self.load_code = load_code
         self.budget = MemoryBudget(body_budget)  # one per container: every batch's readers and writers share it
         self._code: dict[str, ProcessCode] = {}
@@ -461,21 +493,31 @@ class WorkerService:
         checks = msg.rechecks()
         items = [Item(o, mapper(o.key) if mapper else "", recheck=checks.get(i)) for i, o in enumerate(msg.objects())]
         tally = Tally()
-        retries_before = self.store.retries
+        store, dst_store = job_stores(job, self.store, self.open_side)
+        stores = {id(s): s for s in (store, dst_store)}.values()
+        retries_before = sum(s.retries for s in stores)
         cuts_before = self._pace(msg.job_id, job)
         # A batch's key lines (at most batch_size of them) spool to disk past 1 MiB.
         with tempfile.SpooledTemporaryFile(1024 * 1024, "w+", encoding="utf-8") as spool:
             keylog = JsonlKeyLog(spool, msg.job_id, job.operation)
             try:
-                store = self.store.scoped(request_options(job))
-                runner = BatchRunner(job, store, self.pool, self.parts, keylog=keylog, processor=self._processor(msg.job_id, job, store))
+                runner = BatchRunner(
+                    job,
+                    store,
+                    self.pool,
+                    self.parts,
+                    keylog=keylog,
+                    processor=self._processor(msg.job_id, job, store, dst_store),
+                    dst_store=dst_store,
+                    budget=self.budget,
+                )
                 run = runner.start(items, tally, keep_going=lambda: time_left() > self.margin)
                 run.wait()
                 if not run.complete:
                     raise BatchIncomplete(f"batch {msg.batch_id} of {len(items)} objects: time ran out; it will be redone whole")
                 self.reports.put_failures(msg.job_id, msg.batch_id, tally.failures())
                 self.reports.put_keys(msg.job_id, msg.batch_id, spool)
-                retries = self.store.retries - retries_before
+                retries = sum(s.retries for s in stores) - retries_before
                 counts = BatchCounts(tally.succeeded, tally.skipped, tally.failed, tally.bytes, retries, tally.retried)
             finally:
                 tally.close()
@@ -486,7 +528,7 @@ class WorkerService:
             self.ledger.publish_rate(msg.job_id, self.rate.send_rate, cut=self.rate.cuts > cuts_before)
         return WorkOutcome(counts, counted)
 
-    def _processor(self, job_id: str, job: Job, store: ObjectStore) -> Processor | None:
+    def _processor(self, job_id: str, job: Job, store: ObjectStore, dst_store: ObjectStore) -> Processor | None:
         """A process job's code, loaded once per container and job."""
         if job.process is None:
             return None
@@ -494,7 +536,7 @@ class WorkerService:
             if self.load_code is None:
                 raise JobError("job.process: this worker cannot load process code; deploy it with -c process_code=DIR")
             self._code[job_id] = self.load_code(job.process)
-        return make_processor(job, job_id, self._code[job_id], store, self.parts.submit, self.budget)
+        return make_processor(job, job_id, self._code[job_id], store, self.parts.submit, self.budget, dst_store)
 
     def _pace(self, job_id: str, job: Job) -> int:
         """Start the batch at the rate all of the job's workers share, so a fresh worker does not storm a throttled prefix."""

@@ -202,7 +202,7 @@ class Engine:
             budget = MemoryBudget(LOCAL_BODY_BUDGET)
             processor = None
             if self.code is not None:
-                processor = make_processor(self.job, self.job_id, self.code, self.store, parts.submit, budget)
+                processor = make_processor(self.job, self.job_id, self.code, self.store, parts.submit, budget, self.dst_store)
             runner = BatchRunner(
                 self.job, self.store, pool, parts, keylog=self.keylog, processor=processor, dst_store=self.dst_store, budget=budget
             )

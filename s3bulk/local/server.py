@@ -7,6 +7,7 @@ is removed on stop.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -56,7 +57,11 @@ def find_weed() -> str:
 class SeaweedServer:
     """Use as a context manager; `endpoint_url` is ready once __enter__ returns."""
 
-    def __init__(self, *, start_timeout: float = 60.0, volume_size_mb: int = 64, log: Path | None = None) -> None:
+    def __init__(
+        self, *, start_timeout: float = 60.0, volume_size_mb: int = 64, log: Path | None = None, keys: dict[str, str] | None = None
+    ) -> None:
+        """`keys` (access key -> secret key): only these may sign requests; without it, any signature is accepted."""
+        self.keys = dict(keys or {})
         self.start_timeout = start_timeout
         self.volume_size_mb = volume_size_mb
         self._log_path = log
@@ -98,6 +103,17 @@ class SeaweedServer:
             f"-s3.localSocket={d}/s3.sock",
             f"-filer.localSocket={d}/filer.sock",
         ]
+        if self.keys:
+            identities = [
+                {
+                    "name": f"user{i}",
+                    "credentials": [{"accessKey": a, "secretKey": k}],
+                    "actions": ["Admin", "Read", "Write", "List", "Tagging"],
+                }
+                for i, (a, k) in enumerate(sorted(self.keys.items()))
+            ]
+            (Path(d) / "s3.json").write_text(json.dumps({"identities": identities}))
+            args.append(f"-s3.config={d}/s3.json")
         log_path = self._log_path or Path(d) / "weed.log"
         log = open(log_path, "wb")  # noqa: SIM115 - lives as long as the server
         env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}

@@ -68,9 +68,11 @@ class ProcessedObject:
         destination: Destination | None,
         submit: Callable[..., Any] | None = None,
         budget: MemoryBudget | None = None,
+        dst_store: ObjectStore | None = None,
     ) -> None:
         self.bucket = bucket
         self._budget = budget
+        self._dst_store = dst_store or store  # outputs go to the destination's endpoint and keys
         self.key = info.key
         self.arguments = arguments
         self._store = store
@@ -135,7 +137,14 @@ class ProcessedObject:
         head = ObjectHead(0, "", content_type or "binary/octet-stream", dict(metadata or {}))
         self.outputs.append(key)
         return ObjectWriter(
-            self._store, dst.bucket, key, head=head, tags=tags, storage_class=dst.storage_class, submit=self._submit, budget=self._budget
+            self._dst_store,
+            dst.bucket,
+            key,
+            head=head,
+            tags=tags,
+            storage_class=dst.storage_class,
+            submit=self._submit,
+            budget=self._budget,
         )
 
     def write(
@@ -172,13 +181,14 @@ class FunctionProcessor:
     destination: Destination | None
     submit: Callable[..., Any] | None = None
     budget: MemoryBudget | None = None
+    dst_store: ObjectStore | None = None
     per_call: int = 1
 
     def run(self, objects: Sequence[ObjectInfo]) -> list[TaskResult]:
         return [self._one(info) for info in objects]
 
     def _one(self, info: ObjectInfo) -> TaskResult:
-        obj = ProcessedObject(self.store, self.bucket, info, self.arguments, self.destination, self.submit, self.budget)
+        obj = ProcessedObject(self.store, self.bucket, info, self.arguments, self.destination, self.submit, self.budget, self.dst_store)
         try:
             return TaskResult("Succeeded", _cut(self.function(obj)))
         except Exception as exc:  # noqa: BLE001 - the user's code: every exception is this object's outcome
@@ -337,10 +347,12 @@ def make_processor(
     store: ObjectStore,
     submit: Callable[..., Any] | None,
     budget: MemoryBudget | None = None,
+    dst_store: ObjectStore | None = None,
 ) -> Processor:
-    """`submit` runs prefetches and parts (the runner's part pool); `budget` caps the body bytes all objects hold together."""
+    """`submit` runs prefetches and parts (the runner's part pool); `budget` caps the body bytes all objects hold together;
+    `dst_store` writes the outputs when the destination is another endpoint or account."""
     assert job.process is not None
     if code.function is not None:
-        return FunctionProcessor(code.function, store, job.source.bucket, job.process.arguments, job.destination, submit, budget)
+        return FunctionProcessor(code.function, store, job.source.bucket, job.process.arguments, job.destination, submit, budget, dst_store)
     assert code.invoke is not None
     return BatchOpsProcessor(code.invoke, job.source.bucket, job_id, dict(job.process.arguments), job.process.tasks_per_invocation)

@@ -6,11 +6,14 @@ Nothing here runs at import time: callers build a client and pass it in.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import boto3
+import botocore.session
 from botocore.config import Config
+
+from s3bulk.s3.credentials import SecretCredentials, secret_region
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +23,9 @@ class ClientSettings:
     profile: str | None = None
     access_key: str | None = None  # explicit keys for local servers; otherwise the standard chain
     secret_key: str | None = None
+    # A Secrets Manager secret ARN holding the keys (s3/credentials.py); read with the profile's, or the default, chain.
+    credentials_secret: str | None = None
+    secret_field: str = "source.credentials_secret"  # the job field named in its errors
     # botocore >= 1.44 defaults to "standard" and older versions to "legacy": say which.
     retry_mode: Literal["legacy", "standard", "adaptive"] = "standard"
     # Bulk jobs meet throttling; 8 attempts with standard's capped exponential backoff ride out ~20 s of SlowDown.
@@ -45,12 +51,33 @@ def make_config(settings: ClientSettings, max_pool_connections: int) -> Config:
 
 
 def _session(settings: ClientSettings) -> boto3.session.Session:
+    if settings.credentials_secret is not None:
+        return _secret_session(settings, settings.credentials_secret)
     return boto3.session.Session(
         aws_access_key_id=settings.access_key,
         aws_secret_access_key=settings.secret_key,
         profile_name=settings.profile,
         region_name=settings.region,
     )
+
+
+def _secret_session(settings: ClientSettings, arn: str) -> boto3.session.Session:
+    """A session whose keys come from the secret, read through the runner's own chain (its profile, env or role).
+
+    The Secrets Manager client ignores the S3 endpoint (that is the other provider's) and
+    talks to the secret's own Region.
+    """
+    reader = replace(settings, credentials_secret=None, endpoint_url=None, access_key=None, secret_key=None, region=secret_region(arn))
+    secrets: list[Any] = []
+
+    def client() -> Any:
+        if not secrets:
+            secrets.append(make_client("secretsmanager", reader))
+        return secrets[0]
+
+    core = botocore.session.Session()
+    core.get_component("credential_provider").insert_before("env", SecretCredentials(client, arn, settings.secret_field))
+    return boto3.session.Session(botocore_session=core, region_name=settings.region)
 
 
 def make_s3_client(settings: ClientSettings, max_pool_connections: int) -> Any:

@@ -464,3 +464,26 @@ def test_process_lambdas_are_the_only_functions_the_worker_may_invoke_and_only_w
 def test_bad_process_context_is_refused_naming_the_flag(context: dict[str, str], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         DeployConfig.from_context({**CONTEXT, **context}.get)
+
+
+def test_credentials_secrets_may_be_read_by_the_lister_and_worker_only_and_only_when_given() -> None:
+    def readers(context: dict[str, str]) -> dict[str, list[str]]:
+        app = build_app({**CONTEXT, **context})
+        stack = app.node.find_child("S3Bulk")
+        assert isinstance(stack, S3BulkStack)
+        out: dict[str, list[str]] = {}
+        for policy in resources(Template.from_stack(stack), "AWS::IAM::Policy").values():
+            for st in policy["Properties"]["PolicyDocument"]["Statement"]:
+                if "secretsmanager:GetSecretValue" in as_list(st["Action"]):
+                    for role in policy["Properties"]["Roles"]:
+                        out[role["Ref"].split("ServiceRole")[0]] = as_list(st["Resource"])
+        return out
+
+    assert readers({}) == {}
+    arn = "arn:aws:secretsmanager:eu-west-1:111122223333:secret:legacy-keys"
+    assert readers({"credentials_secrets": arn}) == {"Lister": [arn, f"{arn}-??????"], "Worker": [arn, f"{arn}-??????"]}
+
+
+def test_a_credentials_secret_that_is_not_a_secret_arn_is_refused_naming_the_flag() -> None:
+    with pytest.raises(ValueError, match=r"^context credentials_secrets: 'legacy-keys' is not a Secrets Manager secret ARN; pass -c"):
+        DeployConfig.from_context({**CONTEXT, "credentials_secrets": "legacy-keys"}.get)

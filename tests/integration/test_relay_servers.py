@@ -11,7 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.integration.conftest import S3BULK, cli_env, client_for
+import boto3
+
+from s3bulk.local.server import SeaweedServer
+from s3bulk.s3.clients import ClientSettings, make_s3_client
+from tests.integration.conftest import S3BULK, cli_env, client_for, run_cli
 from tests.integration.helpers import list_keys, seed_small, write_job
 
 MiB = 1024 * 1024
@@ -162,3 +166,40 @@ def test_verify_across_endpoints_compares_each_copy_with_its_source_and_names_th
     r = json.loads(report.read_text())
     assert (r["succeeded"], r["failed"]) == (60, 1)
     assert [(f["key"], f["error"]) for f in r["failures"]] == [(victim, "SizeMismatch" if not body else "ContentMismatch")]
+
+
+def test_a_source_whose_keys_sit_in_a_secret_is_relayed_and_a_secret_without_keys_fails_naming_the_field(
+    moto_endpoint: str, bucket_factory: Callable[[Any, str], str], tmp_path: Path
+) -> None:
+    """The legacy server accepts only its own keys; the CLI reads them from Secrets Manager with its own credentials."""
+    with SeaweedServer(keys={"legacy-ak": "legacy-sk"}) as legacy:
+        theirs = make_s3_client(ClientSettings(endpoint_url=legacy.endpoint_url, access_key="legacy-ak", secret_key="legacy-sk"), 8)
+        theirs.create_bucket(Bucket="legacy-keys")
+        expected = seed_small(theirs, "legacy-keys", "data/", 60)
+        moto = client_for(moto_endpoint)
+        dst = bucket_factory(moto, "home")
+        secrets = boto3.client(
+            "secretsmanager", endpoint_url=moto_endpoint, region_name="us-east-1", aws_access_key_id="a", aws_secret_access_key="b"
+        )
+        good = secrets.create_secret(
+            Name=f"legacy-{dst}", SecretString=json.dumps({"aws_access_key_id": "legacy-ak", "aws_secret_access_key": "legacy-sk"})
+        )["ARN"]
+        keyless = secrets.create_secret(Name=f"keyless-{dst}", SecretString=json.dumps({"aws_secret_access_key": "legacy-sk"}))["ARN"]
+        env = cli_env(tmp_path) | {"AWS_ENDPOINT_URL_SECRETS_MANAGER": moto_endpoint}
+
+        def job(secret: str) -> dict[str, Any]:
+            src = {"bucket": "legacy-keys", "prefix": "data/", "endpoint_url": legacy.endpoint_url, "credentials_secret": secret}
+            return {"operation": "copy", "source": src, "destination": {"bucket": dst, "prefix": "in/"}}
+
+        done = run_cli(
+            "run", str(write_job(tmp_path / "good.json", job(good))), "--endpoint-url", moto_endpoint, "-q", "--no-ledger", env=env
+        )
+        assert done.returncode == 0, done.stderr
+        assert md5s(moto, dst, "in/") == {k.removeprefix("data/"): v for k, v in expected.items()}
+
+        refused = run_cli(
+            "run", str(write_job(tmp_path / "keyless.json", job(keyless))), "--endpoint-url", moto_endpoint, "-q", "--no-ledger", env=env
+        )
+        assert refused.returncode == 2
+        [line] = refused.stderr.strip().splitlines()
+        assert "job.source.credentials_secret" in line and "aws_access_key_id" in line and "legacy-sk" not in line

@@ -10,11 +10,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote_plus
 
+import boto3
 import pytest
 from moto.core.models import DEFAULT_ACCOUNT_ID
 from moto.s3.models import s3_backends
 
 from s3bulk.aws.ledger import DynamoLedger
+from s3bulk.local.server import SeaweedServer
+from s3bulk.s3.clients import ClientSettings, make_s3_client
 from tests.integration.aws_harness import REGION
 from tests.integration.helpers import md5
 from tests.integration.stack_harness import DynamoConflicts, Execution, Faults, StackOnMoto, synthesize
@@ -23,11 +26,15 @@ SRC, DST = "src-bucket", "dst-bucket"
 # The deployer's process code, bundled with the functions; in-process it is imported from where it lies.
 PROCESS_CODE = Path(__file__).parent / "process_code"
 BATCHOPS_ARN = f"arn:aws:lambda:{REGION}:{DEFAULT_ACCOUNT_ID}:function:UserBatchOps"
+LEGACY = "legacy-data"  # a bucket on another endpoint (a SeaweedFS that checks signatures), relayed into DST
+# A partial ARN (no random suffix), as a deployer who knows only the secret's name writes it.
+LEGACY_SECRET = f"arn:aws:secretsmanager:{REGION}:{DEFAULT_ACCOUNT_ID}:secret:legacy-keys"
 CONTEXT: dict[str, object] = {
-    "read_buckets": f"{SRC},{DST}",
+    "read_buckets": f"{SRC},{DST},{LEGACY}",
     "write_buckets": DST,
     "process_code": str(PROCESS_CODE),
     "process_lambdas": BATCHOPS_ARN,
+    "credentials_secrets": LEGACY_SECRET,
 }
 # Validate hands the functions' S3BULK_POLL_SECONDS to the state machine as $.poll_seconds (its wait period):
 # 1 s instead of the deployed value, which deploy context may not lower.
@@ -255,3 +262,73 @@ def test_a_batch_operations_lambda_outside_the_allow_list_fails_the_job_at_valid
     assert ex.status == "FAILED" and ex.description.get("error") == "InvalidJob"
     cause = str(ex.description.get("cause"))
     assert "job.process.batchops_lambda" in cause and "-c process_lambdas=" in cause
+
+
+def test_a_relay_job_streams_objects_from_another_endpoint_with_keys_from_an_allow_listed_secret(clean: StackOnMoto) -> None:
+    """The source is another provider that only accepts its own keys; the functions read them from Secrets Manager."""
+    keys = {"legacy-access": "legacy-secret-key"}
+    with SeaweedServer(keys=keys) as legacy:
+        theirs = make_s3_client(
+            ClientSettings(endpoint_url=legacy.endpoint_url, access_key="legacy-access", secret_key="legacy-secret-key"), 8
+        )
+        theirs.create_bucket(Bucket=LEGACY)
+        expected = {}
+        for i in range(120):
+            body = f"legacy {i} ".encode() * (1 + i % 50)
+            theirs.put_object(Bucket=LEGACY, Key=f"data/{i % 4}/obj-{i:03d}", Body=body, ContentType="text/plain", Metadata={"n": str(i)})
+            expected[f"from-legacy/{i % 4}/obj-{i:03d}"] = md5(body)
+        big = bytes(range(256)) * (12 * 4096)  # 12 MiB: a multipart upload of 8 MiB parts at the destination
+        theirs.put_object(Bucket=LEGACY, Key="data/big.bin", Body=big, Tagging="tier=cold")
+        secrets = boto3.client("secretsmanager", region_name=REGION)
+        secrets.create_secret(
+            Name="legacy-keys",
+            SecretString=json.dumps({"aws_access_key_id": "legacy-access", "aws_secret_access_key": "legacy-secret-key"}),
+        )
+        job = {
+            "operation": "copy",
+            "source": {"bucket": LEGACY, "prefix": "data/", "endpoint_url": legacy.endpoint_url, "credentials_secret": LEGACY_SECRET},
+            "destination": {"bucket": DST, "prefix": "from-legacy/"},
+            "options": {"batch_size": 25},
+        }
+        ex = clean.run(job, timeout=120)
+        assert ex.status == "SUCCEEDED", f"{ex.description.get('error')}: {str(ex.description.get('cause'))[:1500]}"
+        r = report(clean, ex.description.get("output"))
+        assert (r["listed"], r["succeeded"], r["failed"], r["bytes"]) == (
+            121,
+            121,
+            0,
+            sum(len(f"legacy {i} ".encode()) * (1 + i % 50) for i in range(120)) + len(big),
+        )
+    got = {}
+    for page in clean.s3.get_paginator("list_objects_v2").paginate(Bucket=DST, Prefix="from-legacy/"):
+        for o in page.get("Contents", ()):
+            got[o["Key"]] = o["ETag"].strip('"')
+    big_etag = got.pop("from-legacy/big.bin")
+    assert got == expected  # every small object byte-exact (single-part ETag = MD5)
+    assert big_etag.endswith("-2")  # relayed as a 2-part upload
+    assert clean.s3.get_object(Bucket=DST, Key="from-legacy/big.bin")["Body"].read() == big
+    head = clean.s3.head_object(Bucket=DST, Key="from-legacy/1/obj-005")
+    assert (head["ContentType"], head["Metadata"]) == ("text/plain", {"n": "5"})
+    assert clean.s3.get_object_tagging(Bucket=DST, Key="from-legacy/big.bin")["TagSet"] == [{"Key": "tier", "Value": "cold"}]
+
+
+@pytest.mark.parametrize(
+    ("source", "field", "fix"),
+    [
+        ({"endpoint_url": "http://127.0.0.1:9"}, "job.source.endpoint_url", "credentials_secret"),
+        ({"profile": "legacy"}, "job.source.profile", "credentials_secret"),
+        (
+            {"credentials_secret": f"arn:aws:secretsmanager:{REGION}:{DEFAULT_ACCOUNT_ID}:secret:other"},
+            "job.source.credentials_secret",
+            "-c credentials_secrets=",
+        ),
+    ],
+)
+def test_a_relay_job_the_deployment_cannot_reach_fails_at_validate_naming_the_field_and_the_fix(
+    clean: StackOnMoto, source: dict[str, str], field: str, fix: str
+) -> None:
+    job = {"operation": "copy", "source": {"bucket": LEGACY, **source}, "destination": {"bucket": DST}}
+    ex = clean.run(job, timeout=30)
+    assert ex.status == "FAILED" and ex.description.get("error") == "InvalidJob"
+    cause = str(ex.description.get("cause"))
+    assert field in cause and fix in cause

@@ -113,10 +113,34 @@ def test_a_bad_transfer_setting_is_refused_naming_the_field(doc: dict[str, Any],
     assert str(info.value).startswith(field)
 
 
-def test_the_stack_refuses_another_endpoint_with_a_pointer_to_the_cli() -> None:
+SECRET = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:legacy-keys"
+
+
+def test_the_stack_refuses_another_endpoint_without_a_secret_and_a_secret_it_has_not_allow_listed() -> None:
     from s3bulk.aws.allowlist import AllowList
     from s3bulk.aws.pipeline import validate
 
-    doc = {"operation": "copy", "source": {"bucket": "a-b", "endpoint_url": OTHER}, "destination": {"bucket": "c-d"}}
-    with pytest.raises(JobError, match=r"^job\.source\.endpoint_url: the stack reaches S3 with its own role only"):
-        validate(doc, AllowList(frozenset({"a-b"}), frozenset({"c-d"}), frozenset()))
+    allow = AllowList(frozenset({"a-b"}), frozenset({"c-d"}), frozenset(), secrets=frozenset({SECRET}))
+    doc: dict[str, Any] = {"operation": "copy", "source": {"bucket": "a-b", "endpoint_url": OTHER}, "destination": {"bucket": "c-d"}}
+    with pytest.raises(JobError, match=r"^job\.source\.endpoint_url: another endpoint needs its own keys.*credentials_secret$"):
+        validate(doc, allow)
+    doc["source"]["credentials_secret"] = SECRET
+    assert validate(doc, allow)["job_id"]
+    other = SECRET.replace("legacy-keys", "someone-elses")
+    doc["source"]["credentials_secret"] = other
+    with pytest.raises(JobError, match=r"^job\.source\.credentials_secret: .* -c credentials_secrets=.*someone-elses"):
+        validate(doc, allow)
+    doc["source"] = {"bucket": "a-b", "profile": "legacy"}
+    with pytest.raises(JobError, match=r"^job\.source\.profile: functions have no AWS profiles"):
+        validate(doc, allow)
+
+
+def test_a_side_with_a_secret_relays_and_a_secret_with_a_profile_is_refused() -> None:
+    same = {"operation": "copy", "source": {"bucket": "a-b"}, "destination": {"bucket": "c-d"}}
+    assert not relays(parse_job(json.dumps(same)))
+    keyed = {**same, "source": {"bucket": "a-b", "credentials_secret": SECRET}}
+    assert relays(parse_job(json.dumps(keyed)))  # same endpoint, another account's keys: no server-side copy can cross that
+    with pytest.raises(JobError, match=r"^job\.source\.credentials_secret: .*profile or a secret, not both"):
+        parse_job(json.dumps({**same, "source": {"bucket": "a-b", "credentials_secret": SECRET, "profile": "x"}}))
+    with pytest.raises(JobError, match=r"^job\.destination\.credentials_secret"):
+        parse_job(json.dumps({**same, "destination": {"bucket": "c-d", "credentials_secret": "legacy-keys"}}))
