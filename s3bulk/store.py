@@ -7,6 +7,7 @@ fake (memstore.py) serves unit tests with no sockets.
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +37,11 @@ class ListPage:
     objects: list[ObjectInfo]
     next_token: str | None
     prefixes: list[str] = field(default_factory=list)  # CommonPrefixes, when listed with a delimiter
+
+
+def crc32_header(value: int) -> str:
+    """A CRC32 as S3's checksum headers carry it: base64 of its 4 big-endian bytes."""
+    return base64.b64encode(value.to_bytes(4, "big")).decode("ascii")
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,17 +154,28 @@ class ObjectStore(Protocol):
         ...
 
     def write_object(
-        self, bucket: str, key: str, body: Body, head: ObjectHead, tags: Mapping[str, str], *, storage_class: str | None = None
+        self,
+        bucket: str,
+        key: str,
+        body: Body,
+        head: ObjectHead,
+        tags: Mapping[str, str],
+        *,
+        storage_class: str | None = None,
+        crc32: int | None = None,
     ) -> str:
-        """PutObject with the head's Content-Type, metadata and headers, and `tags`; the server checks its MD5. Returns the ETag."""
+        """PutObject with the head's Content-Type, metadata and headers, and `tags`; the server checks its MD5 (and `crc32`,
+        stored as the object's CRC32 checksum). Returns the ETag."""
         ...
 
     def create_multipart_upload(
-        self, bucket: str, key: str, head: ObjectHead, tags: dict[str, str], *, storage_class: str | None = None
-    ) -> str: ...
+        self, bucket: str, key: str, head: ObjectHead, tags: dict[str, str], *, storage_class: str | None = None, crc32: bool = False
+    ) -> str:
+        """CreateMultipartUpload; with `crc32`, of an object whose full-object CRC32 the parts and the completion carry."""
+        ...
 
-    def upload_part(self, bucket: str, key: str, upload_id: str, part_number: int, body: Body) -> str:
-        """UploadPart; the server checks its MD5. Returns the part's ETag."""
+    def upload_part(self, bucket: str, key: str, upload_id: str, part_number: int, body: Body, *, crc32: int | None = None) -> str:
+        """UploadPart; the server checks its MD5 (and `crc32`). Returns the part's ETag."""
         ...
 
     def upload_part_copy(
@@ -174,7 +191,11 @@ class ObjectStore(Protocol):
         if_match: str,
     ) -> str: ...
 
-    def complete_multipart_upload(self, bucket: str, key: str, upload_id: str, part_etags: Sequence[str]) -> str: ...
+    def complete_multipart_upload(
+        self, bucket: str, key: str, upload_id: str, part_etags: Sequence[str], *, part_crc32s: Sequence[int] = (), crc32: int | None = None
+    ) -> str:
+        """CompleteMultipartUpload; with `crc32`, the server checks the whole object's CRC32 against it (FULL_OBJECT)."""
+        ...
 
     def abort_multipart_upload(self, bucket: str, key: str, upload_id: str) -> None: ...
 

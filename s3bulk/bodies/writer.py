@@ -4,7 +4,9 @@ Up to `threshold` bytes become one PutObject. Past it, the writer starts a
 multipart upload and sends `part_size` parts while the caller keeps writing, at
 most `in_flight` at a time, so memory stays near `part_size * (in_flight + 1)`
 however much is written. Every body carries Content-MD5, so the server refuses
-bytes that changed on the way. Any failure, or leaving the `with` block by an
+bytes that changed on the way, and a CRC32 (zlib, while streaming): each part its
+own, and the object a FULL_OBJECT CRC32 of everything written, which the server
+checks at completion and keeps for later verification. Any failure, or leaving the `with` block by an
 exception, aborts the upload: no orphaned parts keep costing storage. A shared
 `MemoryBudget` (budget.py) caps the parts on the wire of all writers together.
 
@@ -16,7 +18,9 @@ picks a single part size that fits, as the copy path does.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
+import zlib
 from collections import deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -62,6 +66,7 @@ class ObjectWriter:
         in_flight: int = IN_FLIGHT,
         submit: Submit | None = None,
         budget: MemoryBudget | None = None,
+        checksum: bool = True,
     ) -> None:
         if part_size < MIN_PART:
             raise ValueError(f"part_size must be at least {MIN_PART} bytes (S3's minimum part)")
@@ -75,6 +80,9 @@ class ObjectWriter:
         self.base_part = part_size
         self.written = 0
         self.etag = ""
+        self.checksum = checksum
+        self.crc32 = 0  # of every byte written, in order: the object's full-object CRC32, checked by the server at the end
+        self._part_crcs: list[int] = []
         self._buffer = bytearray()
         self._upload_id: str | None = None
         self._parts: list[Future[str]] = []
@@ -96,9 +104,11 @@ class ObjectWriter:
         try:
             self._buffer += view
             self.written += len(view)
+            if self.checksum:
+                self.crc32 = zlib.crc32(view, self.crc32)
             if self._upload_id is None and len(self._buffer) > self.threshold:
                 self._upload_id = self.store.create_multipart_upload(
-                    self.bucket, self.key, self.head, self.tags, storage_class=self.storage_class
+                    self.bucket, self.key, self.head, self.tags, storage_class=self.storage_class, crc32=self.checksum
                 )
             if self._upload_id is not None:
                 while len(self._buffer) >= self._next_part_size():
@@ -120,13 +130,26 @@ class ObjectWriter:
         try:
             if self._upload_id is None:
                 self.etag = self.store.write_object(
-                    self.bucket, self.key, bytes(self._buffer), self.head, self.tags, storage_class=self.storage_class
+                    self.bucket,
+                    self.key,
+                    bytes(self._buffer),
+                    self.head,
+                    self.tags,
+                    storage_class=self.storage_class,
+                    crc32=self.crc32 if self.checksum else None,
                 )
             else:
                 if self._buffer or not self._parts:
                     self._send(len(self._buffer))
                 etags = [f.result() for f in self._parts]
-                self.etag = self.store.complete_multipart_upload(self.bucket, self.key, self._upload_id, etags)
+                self.etag = self.store.complete_multipart_upload(
+                    self.bucket,
+                    self.key,
+                    self._upload_id,
+                    etags,
+                    part_crc32s=self._part_crcs,
+                    crc32=self.crc32 if self.checksum else None,
+                )
         except BaseException:
             self.abort()
             raise
@@ -181,12 +204,15 @@ class ObjectWriter:
         if self._budget is not None:
             # Wait only while a part of ours is on the wire (it will finish and give back); with none, go at once.
             self._budget.take(size, holding=lambda: any(not f.done() for f in self._pending), wait=True)
+        crc = zlib.crc32(body) if self.checksum else None
         try:
-            future = self._start(self._upload_id, number, body)
+            future = self._start(self._upload_id, number, body, crc)
         except BaseException:
             self._give(size)
             raise
         future.add_done_callback(lambda _f: self._give(size))
+        if crc is not None:
+            self._part_crcs.append(crc)
         self._parts.append(future)
         self._pending.append(future)
 
@@ -194,12 +220,13 @@ class ObjectWriter:
         if self._budget is not None:
             self._budget.give(size)
 
-    def _start(self, upload_id: str, number: int, body: Body) -> Future[str]:
+    def _start(self, upload_id: str, number: int, body: Body, crc: int | None) -> Future[str]:
+        upload = functools.partial(self.store.upload_part, crc32=crc)  # the runner's part pool passes positional arguments only
         if self._submit is not None:
-            return self._submit(self.store.upload_part, self.bucket, self.key, upload_id, number, body)
+            return self._submit(upload, self.bucket, self.key, upload_id, number, body)
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=self.in_flight, thread_name_prefix="s3bulk-write")
-        return self._pool.submit(self.store.upload_part, self.bucket, self.key, upload_id, number, body)
+        return self._pool.submit(upload, self.bucket, self.key, upload_id, number, body)
 
     def _close_pool(self) -> None:
         if self._pool is not None:

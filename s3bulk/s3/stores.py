@@ -17,7 +17,7 @@ from s3bulk.s3.clients import S3Clients
 from s3bulk.s3.fastpath import FastS3
 from s3bulk.s3.ratecontrol import RateControl
 from s3bulk.s3.regions import BucketRegions
-from s3bulk.store import Body, KeyFailure, ListPage, ObjectHead, ObjectInfo, RequestOptions, StoreError, quoted_etag
+from s3bulk.store import Body, KeyFailure, ListPage, ObjectHead, ObjectInfo, RequestOptions, StoreError, crc32_header, quoted_etag
 
 T = TypeVar("T")
 
@@ -257,19 +257,32 @@ class S3Store:
         return kwargs
 
     def write_object(
-        self, bucket: str, key: str, body: Body, head: ObjectHead, tags: Mapping[str, str], *, storage_class: str | None = None
+        self,
+        bucket: str,
+        key: str,
+        body: Body,
+        head: ObjectHead,
+        tags: Mapping[str, str],
+        *,
+        storage_class: str | None = None,
+        crc32: int | None = None,
     ) -> str:
         kwargs = self._new_object(bucket, key, head, tags, storage_class)
+        if crc32 is not None:  # the algorithm too: servers that check the value without it may not store it
+            kwargs.update(ChecksumAlgorithm="CRC32", ChecksumCRC32=crc32_header(crc32))
         r = self._call(self._s3(bucket).put_object, Body=body, ContentMD5=content_md5(body), **kwargs)
         return quoted_etag(r.get("ETag"))
 
     def create_multipart_upload(
-        self, bucket: str, key: str, head: ObjectHead, tags: dict[str, str], *, storage_class: str | None = None
+        self, bucket: str, key: str, head: ObjectHead, tags: dict[str, str], *, storage_class: str | None = None, crc32: bool = False
     ) -> str:
         kwargs = self._new_object(bucket, key, head, tags, storage_class)
+        if crc32:
+            kwargs.update(ChecksumAlgorithm="CRC32", ChecksumType="FULL_OBJECT")
         return str(self._call(self._s3(bucket).create_multipart_upload, **kwargs)["UploadId"])
 
-    def upload_part(self, bucket: str, key: str, upload_id: str, part_number: int, body: Body) -> str:
+    def upload_part(self, bucket: str, key: str, upload_id: str, part_number: int, body: Body, *, crc32: int | None = None) -> str:
+        checksum = {} if crc32 is None else {"ChecksumCRC32": crc32_header(crc32)}
         r = self._call(
             self._s3(bucket).upload_part,
             Bucket=bucket,
@@ -278,6 +291,7 @@ class S3Store:
             PartNumber=part_number,
             Body=body,
             ContentMD5=content_md5(body),
+            **checksum,
             **self._params(bucket),  # encryption was set when the upload was created
         )
         return quoted_etag(r.get("ETag"))
@@ -307,14 +321,20 @@ class S3Store:
         )
         return quoted_etag(r["CopyPartResult"]["ETag"])
 
-    def complete_multipart_upload(self, bucket: str, key: str, upload_id: str, part_etags: Sequence[str]) -> str:
-        parts = [{"PartNumber": n, "ETag": etag} for n, etag in enumerate(part_etags, start=1)]
+    def complete_multipart_upload(
+        self, bucket: str, key: str, upload_id: str, part_etags: Sequence[str], *, part_crc32s: Sequence[int] = (), crc32: int | None = None
+    ) -> str:
+        parts: list[dict[str, Any]] = [{"PartNumber": n, "ETag": etag} for n, etag in enumerate(part_etags, start=1)]
+        for part, crc in zip(parts, part_crc32s, strict=False):
+            part["ChecksumCRC32"] = crc32_header(crc)
+        checksum = {} if crc32 is None else {"ChecksumCRC32": crc32_header(crc32), "ChecksumType": "FULL_OBJECT"}
         r = self._call(
             self._s3(bucket).complete_multipart_upload,
             Bucket=bucket,
             Key=key,
             UploadId=upload_id,
             MultipartUpload={"Parts": parts},
+            **checksum,
             **self._params(bucket),
         )
         return quoted_etag(r.get("ETag"))

@@ -11,12 +11,13 @@ import copy
 import hashlib
 import itertools
 import threading
+import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from s3bulk.job import MAX_KEY_BYTES
-from s3bulk.store import Body, KeyFailure, ListPage, ObjectHead, ObjectInfo, RequestOptions, StoreError, xml_safe
+from s3bulk.store import Body, KeyFailure, ListPage, ObjectHead, ObjectInfo, RequestOptions, StoreError, crc32_header, xml_safe
 
 Fault = Callable[[str, str, str], StoreError | None]
 """Called as fault(operation, bucket, key); a returned error is raised (or reported per key)."""
@@ -37,6 +38,12 @@ class _Obj:
 
 
 ARCHIVED = frozenset({"GLACIER", "DEEP_ARCHIVE"})
+
+
+def _check_crc32(body: Body | None, crc32: int | None) -> None:
+    """Refuse a body whose CRC32 is not the one sent, as S3 does (BadDigest)."""
+    if body is not None and crc32 is not None and zlib.crc32(body) != crc32:
+        raise StoreError("BadDigest", "The CRC32 you specified did not match the calculated checksum.", 400)
 
 
 @dataclass(slots=True)
@@ -245,11 +252,20 @@ class MemoryStore:
         return obj.body[first : last + 1]
 
     def write_object(
-        self, bucket: str, key: str, body: Body, head: ObjectHead, tags: Mapping[str, str], *, storage_class: str | None = None
+        self,
+        bucket: str,
+        key: str,
+        body: Body,
+        head: ObjectHead,
+        tags: Mapping[str, str],
+        *,
+        storage_class: str | None = None,
+        crc32: int | None = None,
     ) -> str:
         self._count("PutObject")
         self._fault("PutObject", bucket, key)
         self._check_key(key)
+        _check_crc32(body, crc32)
         with self._lock:
             self._bucket(bucket)[key] = _Obj(
                 bytes(body),
@@ -260,13 +276,15 @@ class MemoryStore:
                 dict(head.metadata),
                 dict(tags),
                 storage_class or "STANDARD",
+                checksum="" if crc32 is None else f"CRC32:{crc32_header(crc32)}",
             )
             self._sorted[bucket] = None
             return _md5(body)
 
-    def upload_part(self, bucket: str, key: str, upload_id: str, part_number: int, body: Body) -> str:
+    def upload_part(self, bucket: str, key: str, upload_id: str, part_number: int, body: Body, *, crc32: int | None = None) -> str:
         self._count("UploadPart")
         self._fault("UploadPart", bucket, key)
+        _check_crc32(body, crc32)
         with self._lock:
             upload = self._uploads.get(upload_id)
             if upload is None:
@@ -276,7 +294,7 @@ class MemoryStore:
             return etag
 
     def create_multipart_upload(
-        self, bucket: str, key: str, head: ObjectHead, tags: dict[str, str], *, storage_class: str | None = None
+        self, bucket: str, key: str, head: ObjectHead, tags: dict[str, str], *, storage_class: str | None = None, crc32: bool = False
     ) -> str:
         self._count("CreateMultipartUpload")
         self._fault("PutObject", bucket, key)
@@ -314,16 +332,21 @@ class MemoryStore:
             upload.parts[part_number] = (chunk, last_byte - first_byte + 1, etag)
             return etag
 
-    def complete_multipart_upload(self, bucket: str, key: str, upload_id: str, part_etags: Sequence[str]) -> str:
+    def complete_multipart_upload(
+        self, bucket: str, key: str, upload_id: str, part_etags: Sequence[str], *, part_crc32s: Sequence[int] = (), crc32: int | None = None
+    ) -> str:
         self._count("CompleteMultipartUpload")
         self._fault("CompleteMultipartUpload", bucket, key)
         with self._lock:
-            upload = self._uploads.pop(upload_id)
+            upload = self._uploads[upload_id]
             parts = [upload.parts[n] for n in range(1, len(part_etags) + 1)]
             if [p[2] for p in parts] != list(part_etags):
                 raise StoreError("InvalidPart", "One or more of the specified parts could not be found", 400)
             synthetic = any(p[0] is None for p in parts)
             body = None if synthetic else b"".join(p[0] or b"" for p in parts)
+            if body is not None:
+                _check_crc32(body, crc32)  # FULL_OBJECT: the server checks the whole object's CRC32; the upload stays open
+            del self._uploads[upload_id]
             digest = hashlib.md5(b"".join(bytes.fromhex(e.strip('"')) for e in part_etags), usedforsecurity=False)
             etag = f'"{digest.hexdigest()}-{len(parts)}"'
             head = upload.head
@@ -336,6 +359,7 @@ class MemoryStore:
                 dict(head.metadata),
                 upload.tags,
                 upload.storage_class,
+                checksum="" if crc32 is None else f"CRC32:{crc32_header(crc32)}",
             )
             self._sorted[bucket] = None
             return etag

@@ -5,11 +5,12 @@ from __future__ import annotations
 import io
 import os
 import threading
+import zlib
 
 import pytest
 
 from s3bulk.bodies.writer import MAX_PART, ObjectWriter, part_size_for, write_stream
-from s3bulk.store import Body, ObjectHead, StoreError
+from s3bulk.store import Body, ObjectHead, StoreError, crc32_header
 from s3bulk.testing.memstore import MemoryStore
 
 MiB = 1024 * 1024
@@ -58,7 +59,7 @@ class _Gauge(MemoryStore):
         self._gate = threading.Lock()
         self.release = threading.Event()
 
-    def upload_part(self, bucket: str, key: str, upload_id: str, part_number: int, body: Body) -> str:
+    def upload_part(self, bucket: str, key: str, upload_id: str, part_number: int, body: Body, *, crc32: int | None = None) -> str:
         with self._gate:
             self.active += 1
             self.peak = max(self.peak, self.active)
@@ -66,7 +67,7 @@ class _Gauge(MemoryStore):
             self.release.wait(0.02)
             if part_number == self.fail_part:
                 raise StoreError("InternalError", "part lost", 500)
-            return super().upload_part(bucket, key, upload_id, part_number, body)
+            return super().upload_part(bucket, key, upload_id, part_number, body, crc32=crc32)
         finally:
             with self._gate:
                 self.active -= 1
@@ -115,3 +116,28 @@ def test_an_empty_body_is_one_empty_put() -> None:
     store = _store()
     write_stream(ObjectWriter(store, "out", "empty"), b"")
     assert store.get_body("out", "empty") == b""
+
+
+class _FlipsAByte(MemoryStore):
+    """Corrupts part 2 on the way (after the writer computed its CRC32), as a bad NIC or proxy would."""
+
+    def upload_part(self, bucket: str, key: str, upload_id: str, part_number: int, body: Body, *, crc32: int | None = None) -> str:
+        if part_number == 2:
+            body = bytes([body[0] ^ 0xFF]) + bytes(body[1:])
+        return super().upload_part(bucket, key, upload_id, part_number, body, crc32=crc32)
+
+
+def test_each_part_and_the_whole_object_carry_a_crc32_and_a_corrupted_part_aborts_the_upload() -> None:
+    body = bytes(range(256)) * (48 * 1024)  # 12 MiB: 3 parts of 5 MiB at most
+    store = MemoryStore()
+    store.create_bucket("b")
+    writer = ObjectWriter(store, "b", "ok", part_size=5 * MiB, threshold=5 * MiB)
+    write_stream(writer, body)
+    assert writer.crc32 == zlib.crc32(body)
+    assert store.head_object("b", "ok").checksum == f"CRC32:{crc32_header(zlib.crc32(body))}"
+
+    bad = _FlipsAByte()
+    bad.create_bucket("b")
+    with pytest.raises(StoreError, match="BadDigest"):
+        write_stream(ObjectWriter(bad, "b", "broken", part_size=5 * MiB, threshold=5 * MiB), body)
+    assert bad.list_page("b", "").objects == [] and bad.calls.get("AbortMultipartUpload") == 1
