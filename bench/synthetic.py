@@ -76,6 +76,15 @@ class GeneratedStore:
     def read_range(self, bucket: str, key: str, first: int, last: int, if_match: str = "") -> Body:
         return bytes(max(0, min(last, 1023) - first + 1))
 
+    def put_retention(self, *a: object, **k: object) -> None:
+        raise NotImplementedError
+
+    def put_legal_hold(self, *a: object, **k: object) -> None:
+        raise NotImplementedError
+
+    def put_acl(self, *a: object, **k: object) -> None:
+        raise NotImplementedError
+
     def write_object(self, *a: object, **k: object) -> str:
         raise NotImplementedError
 

@@ -44,6 +44,7 @@ class DeployConfig:
     process_code: Path | None = None  # a directory of the deployer's process functions, bundled with the worker
     process_lambdas: tuple[str, ...] = ()  # S3 Batch Operations functions process jobs may invoke
     credentials_secrets: tuple[str, ...] = ()  # Secrets Manager secrets a relay job's foreign side takes its keys from
+    allow_bypass_governance: bool = False  # set-retention jobs may shorten or lift GOVERNANCE retention
 
     @staticmethod
     def _buckets(value: Any) -> tuple[str, ...]:
@@ -73,6 +74,7 @@ class DeployConfig:
             process_code=(ROOT / str(get("process_code"))).resolve() if get("process_code") else None,
             process_lambdas=cls._buckets(get("process_lambdas")),
             credentials_secrets=cls._buckets(get("credentials_secrets")),
+            allow_bypass_governance=str(get("allow_bypass_governance") or "").strip().lower() == "true",
         )
         cfg.check()
         return cfg
@@ -113,6 +115,7 @@ class DeployConfig:
             frozenset(self.delete_buckets),
             frozenset(self.process_lambdas),
             frozenset(self.credentials_secrets),
+            self.allow_bypass_governance,
         )
         for s in self.schedules:
             try:  # the same rule the functions apply to every job at run time

@@ -156,6 +156,7 @@ class S3BulkStack(cdk.Stack):
             "S3BULK_PROCESS_CODE": f"{TASK_ROOT}/{PROCESS_DIR}" if config.process_code is not None else "",
             "S3BULK_PROCESS_LAMBDAS": ",".join(config.process_lambdas),
             "S3BULK_CREDENTIALS_SECRETS": ",".join(config.credentials_secrets),
+            "S3BULK_ALLOW_BYPASS_GOVERNANCE": "true" if config.allow_bypass_governance else "false",
             "POWERTOOLS_SERVICE_NAME": SERVICE,
             "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
         }
@@ -273,10 +274,23 @@ class S3BulkStack(cdk.Stack):
         if config.write_buckets:
             worker.add_to_role_policy(
                 iam.PolicyStatement(
-                    actions=["s3:PutObject", "s3:PutObjectTagging", "s3:AbortMultipartUpload", "s3:GetObject", "s3:RestoreObject"],
+                    actions=[
+                        "s3:PutObject",
+                        "s3:PutObjectTagging",
+                        "s3:AbortMultipartUpload",
+                        "s3:GetObject",
+                        "s3:RestoreObject",
+                        "s3:PutObjectRetention",
+                        "s3:PutObjectLegalHold",
+                        "s3:PutObjectAcl",
+                    ],
                     resources=_object_arns(config.write_buckets),
                 )
             )
+            if config.allow_bypass_governance:
+                worker.add_to_role_policy(
+                    iam.PolicyStatement(actions=["s3:BypassGovernanceRetention"], resources=_object_arns(config.write_buckets))
+                )
         if config.delete_buckets:
             worker.add_to_role_policy(iam.PolicyStatement(actions=["s3:DeleteObject"], resources=_object_arns(config.delete_buckets)))
         if config.process_lambdas:

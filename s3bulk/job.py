@@ -26,11 +26,16 @@ MIN_PART_SIZE = 5 * MiB
 MAX_PART_SIZE = 5 * GiB
 MAX_COPY_OBJECT_SIZE = 5 * GiB
 
-Operation = Literal["copy", "move", "delete", "tag", "set-storage-class", "restore", "verify", "process"]
+Operation = Literal[
+    "copy", "move", "delete", "tag", "set-storage-class", "restore", "verify", "process", "set-retention", "set-legal-hold", "set-acl"
+]
 # Operations that act on the source objects themselves: they take no destination.
-IN_PLACE = frozenset({"delete", "tag", "set-storage-class", "restore"})
+IN_PLACE = frozenset({"delete", "tag", "set-storage-class", "restore", "set-retention", "set-legal-hold", "set-acl"})
 # Operations that write to (or delete from) the source bucket.
-WRITES_SOURCE = frozenset({"move", "delete", "tag", "set-storage-class", "restore"})
+WRITES_SOURCE = frozenset({"move", "delete", "tag", "set-storage-class", "restore", "set-retention", "set-legal-hold", "set-acl"})
+CannedAcl = Literal[
+    "private", "public-read", "public-read-write", "authenticated-read", "aws-exec-read", "bucket-owner-read", "bucket-owner-full-control"
+]
 ARCHIVED = frozenset({"GLACIER", "DEEP_ARCHIVE"})
 MAX_TAGS = 10
 StorageClass = Literal[
@@ -210,12 +215,32 @@ class Destination(_Endpoint):
 
 
 class Tagging(_Strict):
-    """What operation 'tag' writes: the whole tag set, or these tags merged over each object's own."""
+    """What operation 'tag' writes: the whole tag set, these tags merged over each object's own, or named tags removed."""
 
-    mode: Literal["replace", "merge"] = Field(
-        "replace", description="replace: the object's tags become exactly `tags`; merge: `tags` are added to (and override) its own."
+    mode: Literal["replace", "merge", "remove"] = Field(
+        "replace",
+        description=(
+            "replace: the object's tags become exactly `tags`; merge: `tags` are added to (and override) its own; "
+            "remove: the tags named in `keys` are taken off, the others kept."
+        ),
     )
-    tags: dict[str, str] = Field(description="Tag keys (1-128 characters) and values (0-256 characters); at most 10 per object.")
+    tags: dict[str, str] = Field(
+        default_factory=dict, description="Tag keys (1-128 characters) and values (0-256 characters); at most 10 per object."
+    )
+    keys: list[str] = Field(default_factory=list, description="For mode remove: the tag keys to take off each object.")
+
+    @model_validator(mode="after")
+    def _mode_fields(self) -> Tagging:
+        if self.mode == "remove":
+            if not self.keys:
+                raise _FieldProblem("keys", 'mode remove needs keys, the tag keys to take off, like ["temp"]; add them')
+            if self.tags:
+                raise _FieldProblem("tags", "mode remove takes keys, not tags; move the tag names into keys")
+        elif self.keys:
+            raise _FieldProblem("keys", f'keys is for mode "remove", not {self.mode!r}; remove it or set mode "remove"')
+        elif self.mode == "merge" and not self.tags:
+            raise _FieldProblem("tags", 'mode merge needs at least one tag, like {"team": "data"}; add it')
+        return self
 
     @field_validator("tags")
     @classmethod
@@ -228,6 +253,26 @@ class Tagging(_Strict):
             if len(v) > 256:
                 raise ValueError(f"tag {k!r} has a {len(v)}-character value; S3 allows 256, so shorten it")
         return tags
+
+
+class Retention(_Strict):
+    """What operation 'set-retention' puts on each object (the bucket must have Object Lock enabled)."""
+
+    mode: Literal["GOVERNANCE", "COMPLIANCE"] = Field(
+        description="GOVERNANCE: users with s3:BypassGovernanceRetention may lift it; COMPLIANCE: no one can, until the date."
+    )
+    until: datetime = Field(description="ISO 8601 with a timezone: the object cannot be deleted or overwritten before this.")
+    bypass_governance: bool = Field(
+        False,
+        description="Send x-amz-bypass-governance-retention, to shorten or lift a GOVERNANCE retention (on the stack, allow-listed at deploy).",
+    )
+
+    @field_validator("until")
+    @classmethod
+    def _aware(cls, value: datetime) -> datetime:
+        if value.tzinfo is None:
+            raise ValueError("timestamp has no timezone; write it like 2027-01-01T00:00:00Z")
+        return value
 
 
 class Restore(_Strict):
@@ -356,6 +401,18 @@ class Options(_Strict):
     )
 
 
+# Each operation-specific field, and the operation it belongs to.
+OPERATION_FIELDS = (
+    ("tagging", "tag"),
+    ("storage_class", "set-storage-class"),
+    ("restore", "restore"),
+    ("process", "process"),
+    ("retention", "set-retention"),
+    ("legal_hold", "set-legal-hold"),
+    ("acl", "set-acl"),
+)
+
+
 class Job(_Strict):
     """A bulk operation over every object a listing selects."""
 
@@ -363,27 +420,38 @@ class Job(_Strict):
         description=(
             "copy, move, delete; tag (tagging), set-storage-class (storage_class: an in-place copy keeping metadata and tags), "
             "restore (restore: GLACIER and DEEP_ARCHIVE objects), verify (compare each object with its destination copy), "
-            "process (process: your code on each object, writing to an optional destination)."
+            "process (process: your code on each object, writing to an optional destination), "
+            "set-retention (retention: Object Lock mode and date), set-legal-hold (legal_hold), set-acl (acl: a canned ACL)."
         )
     )
     source: Source
     destination: Destination | None = Field(
         None,
-        description="Required for copy, move and verify; optional for process (where obj.write() puts outputs); forbidden for the in-place operations (delete, tag, set-storage-class, restore).",
+        description="Required for copy, move and verify; optional for process (where obj.write() puts outputs); forbidden for the in-place operations (delete, tag, set-storage-class, restore, set-retention, set-legal-hold, set-acl).",
     )
     tagging: Tagging | None = Field(None, description="Required for operation 'tag'.")
     storage_class: StorageClass | None = Field(None, description="Required for operation 'set-storage-class': the class objects move to.")
     restore: Restore | None = Field(None, description="For operation 'restore'; defaults to 7 days, Standard tier.")
     process: Process | None = Field(None, description="Required for operation 'process': the code to run on each object.")
+    retention: Retention | None = Field(None, description="Required for operation 'set-retention': mode and retain-until date.")
+    legal_hold: Literal["ON", "OFF"] | None = Field(None, description="Required for operation 'set-legal-hold': put it on or take it off.")
+    acl: CannedAcl | None = Field(None, description="Required for operation 'set-acl': the canned ACL each object gets.")
     options: Options = Field(default_factory=Options)
     job_id: str | None = Field(None, pattern=r"^[A-Za-z0-9._-]{1,80}$", description="Optional id; one is generated when absent.")
 
     @model_validator(mode="after")
     def _shape(self) -> Job:
         op = self.operation
-        for name, wanted in (("tagging", "tag"), ("storage_class", "set-storage-class"), ("restore", "restore"), ("process", "process")):
+        for name, wanted in OPERATION_FIELDS:
             if getattr(self, name) is not None and op != wanted:
                 raise _FieldProblem(name, f"{name} is for operation {wanted!r}, not {op!r}; remove it")
+        for name, wanted, example in (
+            ("retention", "set-retention", '{"mode": "GOVERNANCE", "until": "2027-01-01T00:00:00Z"}'),
+            ("legal_hold", "set-legal-hold", '"ON"'),
+            ("acl", "set-acl", '"bucket-owner-full-control"'),
+        ):
+            if op == wanted and getattr(self, name) is None:
+                raise _FieldProblem(name, f"operation {wanted!r} needs {name}, like {example}; add it")
         if op == "tag" and self.tagging is None:
             raise _FieldProblem("tagging", 'operation \'tag\' needs tagging, like {"mode": "merge", "tags": {"team": "data"}}; add it')
         if op == "set-storage-class" and self.storage_class is None:

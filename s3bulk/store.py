@@ -141,6 +141,18 @@ class ObjectStore(Protocol):
         """PutObjectTagging: the object's whole tag set becomes `tags`."""
         ...
 
+    def put_retention(self, bucket: str, key: str, mode: str, until: datetime, *, bypass_governance: bool = False) -> None:
+        """PutObjectRetention (Object Lock): `mode` until `until`; bypass_governance may shorten a GOVERNANCE one."""
+        ...
+
+    def put_legal_hold(self, bucket: str, key: str, status: str) -> None:
+        """PutObjectLegalHold: ON or OFF."""
+        ...
+
+    def put_acl(self, bucket: str, key: str, acl: str) -> None:
+        """PutObjectAcl with a canned ACL."""
+        ...
+
     def restore_object(self, bucket: str, key: str, days: int, tier: str) -> bool:
         """RestoreObject; False when a restore is already running or done (nothing new started)."""
         ...

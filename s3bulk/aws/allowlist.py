@@ -19,6 +19,7 @@ class AllowList:
     delete: frozenset[str]
     lambdas: frozenset[str] = frozenset()  # Batch Operations functions a process job may invoke
     secrets: frozenset[str] = frozenset()  # Secrets Manager secrets a side's keys may come from (relay jobs)
+    bypass_governance: bool = False  # set-retention jobs may send x-amz-bypass-governance-retention
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> AllowList:
@@ -28,6 +29,7 @@ class AllowList:
             _split(env.get("S3BULK_DELETE_BUCKETS")),
             _split(env.get("S3BULK_PROCESS_LAMBDAS")),
             _split(env.get("S3BULK_CREDENTIALS_SECRETS")),
+            env.get("S3BULK_ALLOW_BYPASS_GOVERNANCE", "").lower() == "true",
         )
 
     def check(self, job: Job) -> None:
@@ -42,6 +44,11 @@ class AllowList:
             raise JobError(_denied("job.source.bucket", src, "delete", self.delete))
         if job.operation in WRITES_SOURCE - {"move", "delete"} and src not in self.write:
             raise JobError(_denied("job.source.bucket", src, "write", self.write))
+        if job.retention is not None and job.retention.bypass_governance and not self.bypass_governance:
+            raise JobError(
+                "job.retention.bypass_governance: this deployment may not bypass governance retention; "
+                "redeploy with -c allow_bypass_governance=true, or drop bypass_governance"
+            )
         arn = job.process.batchops_lambda if job.process is not None else None
         if arn is not None and arn not in self.lambdas:
             shown = ", ".join(sorted(self.lambdas)) or "none"

@@ -85,6 +85,10 @@ def load_prices(path: str | Path | None = None) -> dict[str, Any]:
     return prices
 
 
+# In-place operations that are one PUT-class call per object.
+IN_PLACE_CALL = {"set-retention": "PutObjectRetention", "set-legal-hold": "PutObjectLegalHold", "set-acl": "PutObjectAcl"}
+
+
 def count_object(job: Job, plan: Plan, obj: ObjectInfo) -> None:
     """The S3 requests one object needs, by API call, as the engine makes them (upper bounds where it depends on the object)."""
     op, size = job.operation, obj.size
@@ -98,9 +102,12 @@ def count_object(job: Job, plan: Plan, obj: ObjectInfo) -> None:
     if op in {"copy", "move"} and job.source.manifest is not None and job.options.if_exists != "overwrite":
         plan.count("HeadObject")  # is the destination there (and unchanged)?
     if op == "tag":
-        if job.tagging is not None and job.tagging.mode == "merge":
+        if job.tagging is not None and job.tagging.mode in {"merge", "remove"}:
             plan.count("GetObjectTagging")
-        plan.count("PutObjectTagging")  # a merge that changes nothing skips it
+        plan.count("PutObjectTagging")  # a merge or remove that changes nothing skips it
+        return
+    if op in IN_PLACE_CALL:
+        plan.count(IN_PLACE_CALL[op])
         return
     if op == "restore":
         if size == UNKNOWN_SIZE or (obj.storage_class or "STANDARD") in ARCHIVED:

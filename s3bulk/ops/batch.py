@@ -18,9 +18,11 @@ from s3bulk.bodies.budget import MemoryBudget
 from s3bulk.errors import ErrorKind, classify, error_code, error_message
 from s3bulk.job import MAX_KEY_BYTES, Job, Restore, relays
 from s3bulk.keys import KeyLog, KeyRecord
+from s3bulk.ops.acl import set_acl
 from s3bulk.ops.copies import CopySettings, copy_object
 from s3bulk.ops.delete import delete_keys
 from s3bulk.ops.executor import BoundedExecutor
+from s3bulk.ops.lock import set_legal_hold, set_retention
 from s3bulk.ops.move import confirm_copy, destination_already_moved
 from s3bulk.ops.process import Processor, failure
 from s3bulk.ops.relay import relay_object
@@ -357,6 +359,15 @@ class BatchRunner:
             return Done(tag_object(self.store, bucket, obj.key, job.tagging))
         if job.operation == "restore":
             return Done(restore_object(self.store, bucket, obj, job.restore or Restore()), obj=found)
+        if job.operation == "set-retention":
+            assert job.retention is not None
+            return Done(set_retention(self.store, bucket, obj.key, job.retention))
+        if job.operation == "set-legal-hold":
+            assert job.legal_hold is not None
+            return Done(set_legal_hold(self.store, bucket, obj.key, job.legal_hold))
+        if job.operation == "set-acl":
+            assert job.acl is not None
+            return Done(set_acl(self.store, bucket, obj.key, job.acl))
         if job.operation == "set-storage-class":
             if (obj.storage_class or "STANDARD") == job.storage_class:
                 return Done(False, obj=found)

@@ -7,6 +7,7 @@ import copy
 import hashlib
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -194,6 +195,17 @@ class S3Store:
     def put_tags(self, bucket: str, key: str, tags: Mapping[str, str]) -> None:
         tag_set = [{"Key": k, "Value": v} for k, v in tags.items()]
         self._call(self._s3(bucket).put_object_tagging, Bucket=bucket, Key=key, Tagging={"TagSet": tag_set}, **self._params(bucket))
+
+    def put_retention(self, bucket: str, key: str, mode: str, until: datetime, *, bypass_governance: bool = False) -> None:
+        extra = {"BypassGovernanceRetention": True} if bypass_governance else {}
+        retention = {"Mode": mode, "RetainUntilDate": until}
+        self._call(self._s3(bucket).put_object_retention, Bucket=bucket, Key=key, Retention=retention, **extra, **self._params(bucket))
+
+    def put_legal_hold(self, bucket: str, key: str, status: str) -> None:
+        self._call(self._s3(bucket).put_object_legal_hold, Bucket=bucket, Key=key, LegalHold={"Status": status}, **self._params(bucket))
+
+    def put_acl(self, bucket: str, key: str, acl: str) -> None:
+        self._call(self._s3(bucket).put_object_acl, Bucket=bucket, Key=key, ACL=acl, **self._params(bucket))
 
     def restore_object(self, bucket: str, key: str, days: int, tier: str) -> bool:
         request = {"Days": days, "GlacierJobParameters": {"Tier": tier}}

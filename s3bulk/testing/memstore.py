@@ -35,6 +35,9 @@ class _Obj:
     storage_class: str = "STANDARD"
     restore: tuple[int, str] | None = None  # (days, tier) of a requested restore
     checksum: str = ""  # "ALGORITHM:value"; a copy keeps it, as S3 does for a full-object checksum of the same bytes
+    retention: tuple[str, datetime] | None = None  # Object Lock (mode, retain until)
+    legal_hold: str = "OFF"
+    acl: str = "private"
 
 
 ARCHIVED = frozenset({"GLACIER", "DEEP_ARCHIVE"})
@@ -219,6 +222,29 @@ class MemoryStore:
         self._fault("PutObjectTagging", bucket, key)
         with self._lock:
             self._get(bucket, key).tags = dict(tags)
+
+    def put_retention(self, bucket: str, key: str, mode: str, until: datetime, *, bypass_governance: bool = False) -> None:
+        self._count("PutObjectRetention")
+        self._fault("PutObjectRetention", bucket, key)
+        with self._lock:
+            obj = self._get(bucket, key)
+            if obj.retention is not None and until < obj.retention[1]:  # shortening, as S3 rules it
+                held, _ = obj.retention
+                if held == "COMPLIANCE" or not bypass_governance:
+                    raise StoreError("AccessDenied", "Access Denied because object protected by object lock.", 403)
+            obj.retention = (mode, until)
+
+    def put_legal_hold(self, bucket: str, key: str, status: str) -> None:
+        self._count("PutObjectLegalHold")
+        self._fault("PutObjectLegalHold", bucket, key)
+        with self._lock:
+            self._get(bucket, key).legal_hold = status
+
+    def put_acl(self, bucket: str, key: str, acl: str) -> None:
+        self._count("PutObjectAcl")
+        self._fault("PutObjectAcl", bucket, key)
+        with self._lock:
+            self._get(bucket, key).acl = acl
 
     def restore_object(self, bucket: str, key: str, days: int, tier: str) -> bool:
         self._count("RestoreObject")

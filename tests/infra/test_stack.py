@@ -487,3 +487,27 @@ def test_credentials_secrets_may_be_read_by_the_lister_and_worker_only_and_only_
 def test_a_credentials_secret_that_is_not_a_secret_arn_is_refused_naming_the_flag() -> None:
     with pytest.raises(ValueError, match=r"^context credentials_secrets: 'legacy-keys' is not a Secrets Manager secret ARN; pass -c"):
         DeployConfig.from_context({**CONTEXT, "credentials_secrets": "legacy-keys"}.get)
+
+
+def test_the_worker_may_bypass_governance_retention_only_when_the_deployer_allows_it() -> None:
+    def bypass(context: dict[str, str]) -> tuple[list[list[str]], str]:
+        app = build_app({**CONTEXT, **context})
+        stack = app.node.find_child("S3Bulk")
+        assert isinstance(stack, S3BulkStack)
+        template = Template.from_stack(stack)
+        grants = [
+            as_list(st["Resource"])
+            for policy in resources(template, "AWS::IAM::Policy").values()
+            for st in policy["Properties"]["PolicyDocument"]["Statement"]
+            if "s3:BypassGovernanceRetention" in as_list(st["Action"])
+        ]
+        env = next(
+            p["Properties"]["Environment"]["Variables"]
+            for k, p in resources(template, "AWS::Lambda::Function").items()
+            if k.startswith("Worker")
+        )
+        return grants, env["S3BULK_ALLOW_BYPASS_GOVERNANCE"]
+
+    assert bypass({}) == ([], "false")
+    grants, allowed = bypass({"allow_bypass_governance": "true"})
+    assert allowed == "true" and len(grants) == 1 and grants[0]  # on the write buckets' objects only

@@ -1,8 +1,11 @@
-"""set-storage-class and restore through the CLI on moto server (SeaweedFS refuses in-place copies and has no archive tiers)."""
+"""In-place operations through the CLI on moto server: set-storage-class, restore, Object Lock, ACLs and tag removal
+(SeaweedFS refuses in-place copies and has no archive tiers or Object Lock)."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -60,3 +63,80 @@ def test_restore_requests_archived_objects_only_and_a_rerun_is_harmless(
     assert {line["key"]: line["outcome"] for line in lines}["cold/warm"] == "skipped"
     code, report, _ = run_job(moto_endpoint, tmp_path, "restore-again", job)
     assert code == 0 and report["failed"] == 0 and report["succeeded"] + report["skipped"] == 8
+
+
+def test_retention_and_legal_hold_are_applied_to_every_selected_object_and_read_back(moto_endpoint: str, tmp_path: Path) -> None:
+    """moto answers GetObjectRetention with a 500, so retention is read back from HEAD (x-amz-object-lock-*), as S3 sends it too."""
+    direct = client_for(moto_endpoint)
+    bucket = f"locked-{uuid.uuid4().hex[:10]}"
+    direct.create_bucket(Bucket=bucket, ObjectLockEnabledForBucket=True)
+    keys = [f"records/{i:03d} é+%" for i in range(25)]
+    for key in keys:
+        direct.put_object(Bucket=bucket, Key=key, Body=key.encode())
+    until = "2035-06-30T00:00:00Z"
+    job = {
+        "operation": "set-retention",
+        "source": {"bucket": bucket, "prefix": "records/"},
+        "retention": {"mode": "GOVERNANCE", "until": until},
+    }
+    code, report, _ = run_job(moto_endpoint, tmp_path, "retention", job)
+    # moto does not refuse shortening a COMPLIANCE retention (S3 does: AccessDenied); that per-key refusal is
+    # proven on the in-memory store (tests/unit/test_object_lock_operations.py).
+    assert (code, report["succeeded"], report["failed"]) == (0, 25, 0), report
+    for key in keys:
+        head = direct.head_object(Bucket=bucket, Key=key)
+        assert (head["ObjectLockMode"], head["ObjectLockRetainUntilDate"].astimezone(UTC)) == (
+            "GOVERNANCE",
+            datetime(2035, 6, 30, tzinfo=UTC),
+        )
+
+    hold = {"operation": "set-legal-hold", "source": {"bucket": bucket, "prefix": "records/00"}, "legal_hold": "ON"}
+    code, report, _ = run_job(moto_endpoint, tmp_path, "hold", hold)
+    assert (code, report["succeeded"]) == (0, 10)
+    statuses = {k: direct.get_object_legal_hold(Bucket=bucket, Key=k)["LegalHold"].get("Status", "OFF") for k in keys}
+    assert statuses == {k: "ON" if k.startswith("records/00") else "OFF" for k in keys}
+
+
+def test_retention_on_a_bucket_without_object_lock_fails_each_key_saying_why(
+    moto_endpoint: str, bucket_factory: Callable[[Any, str], str], tmp_path: Path
+) -> None:
+    direct = client_for(moto_endpoint)
+    bucket = bucket_factory(direct, "plain")
+    direct.put_object(Bucket=bucket, Key="r/a", Body=b"a")
+    job = {
+        "operation": "set-retention",
+        "source": {"bucket": bucket, "prefix": "r/"},
+        "retention": {"mode": "GOVERNANCE", "until": "2030-01-01T00:00:00Z"},
+    }
+    code, report, _ = run_job(moto_endpoint, tmp_path, "no-lock", job)
+    assert (code, report["failed"]) == (1, 1)
+    [failure] = report["failures"]
+    assert failure["key"] == "r/a" and "needs a bucket with Object Lock enabled" in failure["message"]
+
+
+def test_set_acl_applies_a_canned_acl_and_tag_remove_takes_off_only_the_named_tags(
+    moto_endpoint: str, bucket_factory: Callable[[Any, str], str], tmp_path: Path
+) -> None:
+    direct = client_for(moto_endpoint)
+    bucket = bucket_factory(direct, "acl")
+    for i in range(12):
+        direct.put_object(Bucket=bucket, Key=f"shared/{i:02d}", Body=b"x", Tagging="temporary=yes&team=data&review=1")
+    direct.put_object(Bucket=bucket, Key="shared/untagged", Body=b"x")
+    code, report, _ = run_job(
+        moto_endpoint, tmp_path, "acl", {"operation": "set-acl", "source": {"bucket": bucket, "prefix": "shared/"}, "acl": "public-read"}
+    )
+    assert (code, report["succeeded"]) == (0, 13)
+    grants = direct.get_object_acl(Bucket=bucket, Key="shared/05")["Grants"]
+    assert any(g["Permission"] == "READ" and g["Grantee"].get("URI", "").endswith("/global/AllUsers") for g in grants)
+
+    remove = {
+        "operation": "tag",
+        "source": {"bucket": bucket, "prefix": "shared/"},
+        "tagging": {"mode": "remove", "keys": ["temporary", "review"]},
+    }
+    code, report, _ = run_job(moto_endpoint, tmp_path, "untag", remove)
+    assert (code, report["succeeded"], report["skipped"]) == (0, 12, 1)  # the untagged object needs no write
+    for i in range(12):
+        assert direct.get_object_tagging(Bucket=bucket, Key=f"shared/{i:02d}")["TagSet"] == [{"Key": "team", "Value": "data"}]
+    code, report, _ = run_job(moto_endpoint, tmp_path, "untag-again", remove)
+    assert (code, report["succeeded"], report["skipped"]) == (0, 0, 13)  # a rerun reads and writes nothing

@@ -215,6 +215,9 @@ def test_schema_is_generated_from_the_model_and_forbids_unknown_fields() -> None
         "storage_class",
         "restore",
         "process",
+        "retention",
+        "legal_hold",
+        "acl",
     }
 
 
