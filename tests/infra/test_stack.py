@@ -425,12 +425,17 @@ def test_every_failed_timed_out_or_aborted_execution_reaches_the_execution_ended
     assert target["RetryPolicy"]["MaximumRetryAttempts"] >= 10
 
 
-def _worker_invokes(context: dict[str, str]) -> tuple[list[Any], dict[str, str]]:
-    """What the worker role may invoke, and the worker's environment."""
+def _template(context: dict[str, str]) -> Template:
+    """The stack's template with these context values over the defaults."""
     app = build_app({**CONTEXT, **context})
     stack = app.node.find_child("S3Bulk")
     assert isinstance(stack, S3BulkStack)
-    template = Template.from_stack(stack)
+    return Template.from_stack(stack)
+
+
+def _worker_invokes(context: dict[str, str]) -> tuple[list[Any], dict[str, str]]:
+    """What the worker role may invoke, and the worker's environment."""
+    template = _template(context)
     invokes = [
         as_list(st["Resource"])
         for policy in resources(template, "AWS::IAM::Policy").values()
@@ -468,11 +473,8 @@ def test_bad_process_context_is_refused_naming_the_flag(context: dict[str, str],
 
 def test_credentials_secrets_may_be_read_by_the_lister_and_worker_only_and_only_when_given() -> None:
     def readers(context: dict[str, str]) -> dict[str, list[str]]:
-        app = build_app({**CONTEXT, **context})
-        stack = app.node.find_child("S3Bulk")
-        assert isinstance(stack, S3BulkStack)
         out: dict[str, list[str]] = {}
-        for policy in resources(Template.from_stack(stack), "AWS::IAM::Policy").values():
+        for policy in resources(_template(context), "AWS::IAM::Policy").values():
             for st in policy["Properties"]["PolicyDocument"]["Statement"]:
                 if "secretsmanager:GetSecretValue" in as_list(st["Action"]):
                     for role in policy["Properties"]["Roles"]:
@@ -491,10 +493,7 @@ def test_a_credentials_secret_that_is_not_a_secret_arn_is_refused_naming_the_fla
 
 def test_the_worker_may_bypass_governance_retention_only_when_the_deployer_allows_it() -> None:
     def bypass(context: dict[str, str]) -> tuple[list[list[str]], str]:
-        app = build_app({**CONTEXT, **context})
-        stack = app.node.find_child("S3Bulk")
-        assert isinstance(stack, S3BulkStack)
-        template = Template.from_stack(stack)
+        template = _template(context)
         grants = [
             as_list(st["Resource"])
             for policy in resources(template, "AWS::IAM::Policy").values()
