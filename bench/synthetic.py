@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from s3bulk.job import parse_job
 from s3bulk.local.engine import Engine
+from s3bulk.outage import OutageBreaker
 from s3bulk.store import Body, KeyFailure, ListPage, ObjectHead, ObjectInfo
 
 
@@ -26,6 +27,7 @@ class GeneratedStore:
         self.n = keys
         self.page = page
         self.retries = 0
+        self.breaker = OutageBreaker()  # every request answers
 
     def list_page(
         self,

@@ -2,7 +2,8 @@
 
 Exit codes: 0 every selected object succeeded (or a dry run), 1 some objects or
 the listing failed (the report names each), 2 the job or arguments are invalid
-(nothing was touched), 130 interrupted.
+(nothing was touched), 3 stopped: an endpoint unreachable for options.outage_seconds
+(resumable; docs/outage.md), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -31,12 +32,13 @@ from s3bulk.local.run import execute
 from s3bulk.manifest import ManifestError
 from s3bulk.ops.batch import connections_needed
 from s3bulk.ops.process import ProcessCode, load_code
+from s3bulk.outage import EndpointUnreachable
 from s3bulk.s3.clients import ClientSettings, S3Clients, has_credentials
 from s3bulk.s3.ratecontrol import RateControl
 from s3bulk.s3.stores import S3Store, open_store
 from s3bulk.store import StoreError
 
-EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_STOPPED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
 class UsageError(Exception):
@@ -375,6 +377,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (JobError, UsageError) as exc:
         errors.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
         return EXIT_INVALID
+    except EndpointUnreachable as exc:  # outside a run (plan, a destination check): nothing was changed
+        errors.print(f"stopped: {exc}", markup=False, highlight=False, soft_wrap=True)
+        return EXIT_STOPPED
     except KeyboardInterrupt:
         errors.print("interrupted")
         return EXIT_INTERRUPTED

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from s3bulk.outage import Outage
+
 SHOWN_FAILURES = 20
 
 
@@ -182,8 +184,11 @@ class Counts:
         return cls(**{name: int(c.get(name, 0)) for name in cls.__slots__})
 
 
-def job_status(*, dry_run: bool, failed: int, error: str | None = None) -> str:
-    """The one status rule: a job error fails the job; a dry run is a dry run; otherwise any failed object fails it."""
+def job_status(*, dry_run: bool, failed: int, error: str | None = None, stopped: bool = False) -> str:
+    """The one status rule: an endpoint that stopped answering stops the job (resumable); a job error fails it;
+    a dry run is a dry run; otherwise any failed object fails it."""
+    if stopped:
+        return "stopped"
     if error is not None:
         return "failed"
     if dry_run:
@@ -215,11 +220,16 @@ def summarize(
         out["would_delete_extraneous" if dry else "deleted_extraneous"] = counts.extraneous
     if dry:
         out["would_process"] = counts.listed - counts.skipped
+    unfinished = counts.listed - counts.succeeded - counts.skipped - counts.failed
+    if status == "stopped":
+        # Stopped by the outage breaker: what is done, what failed on its own, and what a resume still has to do
+        # (listed objects only: a listing cut short names no more).
+        out["done"] = counts.succeeded + counts.skipped
+        out["not_done"] = max(0, unfinished)
     if error:
         out["error"] = error
         # A job stopped early: objects listed but neither done nor failed when the report was written.
-        unfinished = counts.listed - counts.succeeded - counts.skipped - counts.failed
-        if unfinished > 0 and not dry:
+        if unfinished > 0 and not dry and status != "stopped":
             out["unfinished"] = unfinished
     return out
 
@@ -246,6 +256,7 @@ class Report:
     error: str | None = None
     interrupted: bool = False
     tolerated_failures: int = 0
+    outage: Outage | None = None  # why an endpoint stopped the job (status "stopped")
 
     def summary(self) -> dict[str, Any]:
         counts = Counts.of_tally(self.tally, self.retries)
@@ -259,6 +270,9 @@ class Report:
 
     @property
     def exit_code(self) -> int:
+        """The CLI's: 0 succeeded or dry run, 1 failed, 3 stopped (an endpoint unreachable; resumable), 130 interrupted."""
         if self.interrupted:
             return 130
+        if self.status == "stopped":
+            return 3
         return 0 if self.status in {"succeeded", "dry-run"} else 1

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
+from s3bulk.outage import OutageBreaker
+
 # Object bytes as the port passes them: a filled bytearray is handed on as it is, never copied to bytes.
 Body = bytes | bytearray
 
@@ -226,4 +228,9 @@ class ObjectStore(Protocol):
     @property
     def retries(self) -> int:
         """Retries the adapter has made so far (for the report)."""
+        ...
+
+    @property
+    def breaker(self) -> OutageBreaker:
+        """The circuit breaker its requests report to (s3bulk/outage.py), shared with its scoped views."""
         ...

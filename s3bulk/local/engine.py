@@ -25,6 +25,7 @@ from s3bulk.ops.batch import DEFAULT_CONCURRENCY, BatchRunner, Item, part_pool
 from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.ops.extraneous import Extraneous
 from s3bulk.ops.process import ProcessCode, make_processor
+from s3bulk.outage import EndpointUnreachable
 from s3bulk.report import BatchTally, Report, Tally, job_status
 from s3bulk.selection import Selector, key_mapper
 from s3bulk.store import UNKNOWN_SIZE, ObjectInfo, ObjectStore, StoreError
@@ -68,7 +69,16 @@ class Engine:
         # A resumed job lists again from its watermark and skips the finished ranges beyond it.
         self._start_after, self._finished = self.ledger.resume_point() if self.ledger is not None else (None, [])
         self.concurrency = resolve_concurrency(job, concurrency)
+        # One outage breaker per store (the same one when both sides share it), with the job's window.
+        self._breakers = [self.store.breaker]
+        if self.dst_store.breaker is not self.store.breaker:
+            self._breakers.append(self.dst_store.breaker)
+        for breaker in self._breakers:
+            breaker.configure(job.options.outage_seconds)
         self.tally = Tally()
+        self._committed_lock = threading.Lock()
+        self._committed = (0, 0, 0)  # (scanned, listed, listed bytes) of the batches this run committed to the ledger
+        self._tail = 0  # keys scanned after the last selected one, recorded with the listing's end
         self._stop = threading.Event()
         self._listing_error: BaseException | None = None
         self._selector = Selector(job.source)
@@ -174,7 +184,8 @@ class Engine:
                     return
             self.flush_extraneous()
             if self.ledger is not None:
-                self.ledger.record_tail(self.tally.snapshot().scanned - scanned)
+                self._tail = self.tally.snapshot().scanned - scanned
+                self.ledger.record_tail(self._tail)
             self.tally.finish_listing()
         except BaseException as exc:  # noqa: BLE001 - reported as the job's error
             self._listing_error = exc
@@ -186,6 +197,9 @@ class Engine:
         o = outcomes
         done = replace(rec, succeeded=o.succeeded, skipped=o.skipped, failed=o.failed, bytes=o.bytes, retried=o.retried)
         self.ledger.finish_batch(done, o.failures)
+        with self._committed_lock:
+            scanned, listed, listed_bytes = self._committed
+            self._committed = (scanned + rec.scanned, listed + rec.listed, listed_bytes + rec.listed_bytes)
 
     # -- running -----------------------------------------------------------------------------
     def run(self) -> Report:
@@ -215,7 +229,17 @@ class Engine:
                     else:
                         outcomes = BatchTally(self.tally)
                         runner.start(batch, outcomes, on_complete=functools.partial(self._commit, rec, outcomes))
-                listed_all = True
+                    if runner.outage is not None:
+                        break
+                else:
+                    listed_all = True
+                if runner.outage is not None:
+                    # The outage breaker tripped: queued tasks are dropped (not done), running ones end at once.
+                    self._stop.set()
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    while not listed_all and batches.get() is not None:  # let the lister reach its end marker
+                        pass
+                    listed_all = True
                 pool.shutdown(wait=True)  # in the try: a Ctrl-C while the last tasks finish still ends in a report
             except BaseException as exc:
                 self._stop.set()
@@ -228,12 +252,18 @@ class Engine:
         lister.join()
         if self.keylog is not None:
             self.keylog.flush()
-        return self._report(time.monotonic() - started, interrupted)
+        outage = runner.outage
+        if outage is None and isinstance(self._listing_error, EndpointUnreachable):
+            outage = self._listing_error
+        return self._report(time.monotonic() - started, interrupted, outage)
 
-    def _report(self, seconds: float, interrupted: bool) -> Report:
+    def _report(self, seconds: float, interrupted: bool, outage: EndpointUnreachable | None = None) -> Report:
         error = None
+        stopped = outage is not None and not interrupted
         if interrupted:
             error = "interrupted before the job finished; counts cover the work done"
+        elif outage is not None:
+            error = f"stopped: {outage}"
         elif self._listing_error is not None:
             exc = self._listing_error
             error = (
@@ -244,9 +274,9 @@ class Engine:
         tally = self.tally
         if self.ledger is not None:
             tally = self._ledger_tally()
-            self.ledger.finish("interrupted" if interrupted else ("finished" if error is None else "failed"))
+            self.ledger.finish("interrupted" if interrupted else "stopped" if stopped else ("finished" if error is None else "failed"))
         opts = self.job.options
-        status = job_status(dry_run=opts.dry_run, failed=tally.snapshot().failed, error=error)
+        status = job_status(dry_run=opts.dry_run, failed=tally.snapshot().failed, error=error, stopped=stopped)
         return Report(
             self.job_id,
             self.job.operation,
@@ -257,6 +287,7 @@ class Engine:
             error,
             interrupted,
             tolerated_failures=opts.tolerated_failures,
+            outage=outage.outage if stopped and outage is not None else None,
         )
 
     def _ledger_tally(self) -> Tally:
@@ -266,7 +297,13 @@ class Engine:
         for key, code, message in self.ledger.failures():
             t.fail(key, code, message)
         totals = self.ledger.totals()
-        t.scanned, t.listed, t.listed_bytes = totals.scanned, totals.listed, totals.listed_bytes
+        # Listed by this run but in no committed batch (an interrupted or stopped run): not done, and counted as listed.
+        now = self.tally.snapshot()
+        with self._committed_lock:
+            scanned, listed, listed_bytes = self._committed
+        t.scanned = totals.scanned + max(0, now.scanned - scanned - self._tail)
+        t.listed = totals.listed + max(0, now.listed - listed)
+        t.listed_bytes = totals.listed_bytes + max(0, now.listed_bytes - listed_bytes)
         t.succeeded, t.skipped, t.failed, t.bytes, t.retried = totals.succeeded, totals.skipped, totals.failed, totals.bytes, totals.retried
         t.listing_done = self.tally.listing_done
         t.extraneous_deleted = self.tally.extraneous_deleted  # this run's deletes; the ledger records batches only

@@ -181,8 +181,10 @@ class LocalLedger:
             self._db.execute("INSERT OR REPLACE INTO tail VALUES (1, ?)", (scanned,))
 
     def finish(self, status: str) -> None:
+        """interrupted and stopped (an endpoint unreachable) stay resumable; anything else is finished."""
+        kept = status if status in {"interrupted", "stopped"} else "finished"
         with self._lock:
-            self._db.execute("UPDATE job SET status = ?, updated = ?", ("finished" if status != "interrupted" else status, time.time()))
+            self._db.execute("UPDATE job SET status = ?, updated = ?", (kept, time.time()))
 
     # -- reading -----------------------------------------------------------------------------
     def resume_point(self) -> tuple[str | None, list[tuple[str, str]]]:

@@ -5,6 +5,7 @@ The CLI and the demo both call `execute`, so the demo runs exactly what `s3bulk 
 
 from __future__ import annotations
 
+import sys
 from typing import IO
 
 from rich.console import Console
@@ -16,6 +17,17 @@ from s3bulk.local.progress import ProgressDisplay, failures_table, summary_table
 from s3bulk.ops.process import ProcessCode
 from s3bulk.report import Report
 from s3bulk.store import ObjectStore
+
+
+def stop_message(report: Report, resume_id: str | None) -> str:
+    """The one line a run stopped by the outage breaker prints: which endpoint, what error, since when, and how to go on."""
+    assert report.outage is not None
+    s = report.summary()
+    how = f"s3bulk run --resume {resume_id}" if resume_id else "run the job again (no ledger was kept, so it starts over)"
+    return (
+        f"stopped: {report.outage}; {s['done']:,} done, {s['failed']:,} failed, {s['not_done']:,} not done; "
+        f"once the endpoint answers again: {how}"
+    )
 
 
 def execute(
@@ -45,12 +57,14 @@ def execute(
         report = engine.run()
     if report_path:
         report.write(report_path)
+    if report.outage is not None:  # on stderr even with --quiet: it says why the run stopped and how to finish it
+        print(stop_message(report, engine.job_id if engine.ledger is not None else None), file=sys.stderr, flush=True)
     if not quiet:
         console.print(summary_table(report))
         failures = failures_table(report)
         if failures is not None:
             console.print(failures)
-        if report.error:
+        if report.error and report.outage is None:
             console.print(f"[red]error:[/] {report.error}")
         elif report.tally.snapshot().listed == 0:
             where = f"s3://{job.source.bucket}/{job.source.prefix}"

@@ -1,7 +1,8 @@
 """An embedded S3 server (SeaweedFS `weed mini`) for the demo, the tests and the benchmark.
 
 Loopback only, telemetry off, every port free-picked, data in a temp dir that
-is removed on stop.
+is removed on stop. `halt()` ends the process but keeps its data and ports, so
+`start()` brings the same server back (an outage, then recovery).
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ class SeaweedServer:
         self.volume_size_mb = volume_size_mb
         self._log_path = log
         self._dir: str | None = None
+        self._ports: list[int] = []
         self._proc: subprocess.Popen[bytes] | None = None
         self.port = 0
 
@@ -74,9 +76,12 @@ class SeaweedServer:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> SeaweedServer:
-        self._dir = tempfile.mkdtemp(prefix="s3bulk-weed-")
+        """Start a new server, or after halt() the same one again: same data, same ports."""
+        if self._dir is None:
+            self._dir = tempfile.mkdtemp(prefix="s3bulk-weed-")
+            self._ports = free_ports(10)
         d = self._dir
-        (s3, s3g, master, masterg, volume, volumeg, filer, filerg, admin, adming) = free_ports(10)
+        (s3, s3g, master, masterg, volume, volumeg, filer, filerg, admin, adming) = self._ports
         self.port = s3
         args = [
             find_weed(),
@@ -115,7 +120,7 @@ class SeaweedServer:
             (Path(d) / "s3.json").write_text(json.dumps({"identities": identities}))
             args.append(f"-s3.config={d}/s3.json")
         log_path = self._log_path or Path(d) / "weed.log"
-        log = open(log_path, "wb")  # noqa: SIM115 - lives as long as the server
+        log = open(log_path, "ab")  # noqa: SIM115 - lives as long as the server; appended to by a restart
         env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
         self._proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=d, env=env, start_new_session=True)
         log.close()
@@ -142,16 +147,23 @@ class SeaweedServer:
                 time.sleep(0.2)
         raise LocalServerError(f"weed mini did not answer on {self.endpoint_url} within {self.start_timeout:.0f}s")
 
-    def stop(self) -> None:
+    def halt(self, sig: signal.Signals = signal.SIGKILL) -> None:
+        """End the server's processes at once (as a crash or a lost host would), keeping its data and ports for start().
+
+        From the first moment every connection to it is refused. SIGTERM instead lets it shut down in order.
+        """
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
             try:
-                os.killpg(proc.pid, signal.SIGTERM)
+                os.killpg(proc.pid, sig)
                 proc.wait(timeout=15)
             except (subprocess.TimeoutExpired, ProcessLookupError):
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        self.halt(signal.SIGTERM)
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None

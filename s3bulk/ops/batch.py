@@ -4,6 +4,10 @@ A batch completes only when every object in it has a final outcome. A caller
 with a deadline (the Lambda worker) can stop submitting; the batch is then
 incomplete, nothing of it is counted by the ledger, and the whole batch is
 redone later. Every task is idempotent, so a redo is safe.
+
+The same holds when the job's outage breaker trips (s3bulk/outage.py): an object whose
+request raised EndpointUnreachable is left not done (no outcome, no key-log line), its
+batch does not complete, the runner submits nothing more, and `outage` says why.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from s3bulk.ops.relay import relay_object
 from s3bulk.ops.restore import restore_object
 from s3bulk.ops.tagging import tag_object
 from s3bulk.ops.verify import verify_object
+from s3bulk.outage import EndpointUnreachable
 from s3bulk.report import Outcomes
 from s3bulk.store import UNKNOWN_SIZE, KeyFailure, ObjectHead, ObjectInfo, ObjectStore, StoreError
 from s3bulk.sync import Decision, checksums_match, decide
@@ -134,6 +139,7 @@ class BatchRun:
         self._sealed = False
         self._all_submitted = False
         self._closed = False
+        self._abandoned = False
         self._confirmed: list[Item] = []
         self._done = threading.Event()
 
@@ -150,6 +156,11 @@ class BatchRun:
         if last:
             self._close()
 
+    def abandon(self) -> None:
+        """A task left its objects not done (their endpoint is unreachable): the batch will not complete."""
+        with self._lock:
+            self._abandoned = True
+
     def finish(self, confirmed: Item | None = None) -> None:
         with self._lock:
             if confirmed is not None:
@@ -165,9 +176,9 @@ class BatchRun:
                 return
             self._closed = True
         try:
-            if self._closing is not None and self._all_submitted and self._confirmed:
+            if self._closing is not None and self._all_submitted and self._confirmed and not self._abandoned:
                 self._closing(self._confirmed)
-            if self._on_complete is not None and self._all_submitted:
+            if self._on_complete is not None and self._all_submitted and not self._abandoned:  # the closing may abandon it
                 self._on_complete()
         finally:
             self._done.set()
@@ -178,7 +189,7 @@ class BatchRun:
     @property
     def complete(self) -> bool:
         """Every item of the batch has its final outcome in the tally."""
-        return self._done.is_set() and self._all_submitted
+        return self._done.is_set() and self._all_submitted and not self._abandoned
 
 
 class BatchRunner:
@@ -213,6 +224,14 @@ class BatchRunner:
         self._in_place = CopySettings(job.options.multipart_threshold, job.options.part_size, job.storage_class)
         # A manifest is not a sorted listing to merge-join, so its skip modes ask the destination per object.
         self._head_destination = job.source.manifest is not None and job.options.if_exists != "overwrite"
+        # Set once a request raised EndpointUnreachable (the outage breaker tripped): nothing more is submitted.
+        self.outage: EndpointUnreachable | None = None
+
+    def _left(self, exc: EndpointUnreachable, run: BatchRun) -> None:
+        """Objects left not done because their endpoint is unreachable: nothing counted, and the batch cannot complete."""
+        if self.outage is None:
+            self.outage = exc
+        run.abandon()
 
     def start(
         self,
@@ -223,7 +242,8 @@ class BatchRunner:
     ) -> BatchRun:
         """Submit the batch's tasks (blocking while the pool is full) and return at once.
 
-        on_complete runs once every item has its final outcome (not if keep_going stopped it early).
+        on_complete runs once every item has its final outcome (not if keep_going stopped it early, nor
+        after an outage left an object not done).
         """
         todo = []
         for item in batch:
@@ -240,13 +260,19 @@ class BatchRunner:
         closing = None
         if op == "move":
             bucket = self.job.source.bucket
-            closing = lambda confirmed: delete_batch(self.store, bucket, confirmed, tally, moved=True, keylog=self.keylog)  # noqa: E731
+
+            def closing(confirmed: list[Item]) -> None:
+                try:
+                    delete_batch(self.store, bucket, confirmed, tally, moved=True, keylog=self.keylog)
+                except EndpointUnreachable as exc:
+                    self._left(exc, run)
+
         run = BatchRun(closing, on_complete)
         if self.job.options.dry_run or not todo:
             run.seal(all_submitted=True)
             return run
         if op == "delete":
-            if keep_going():
+            if keep_going() and self.outage is None:
                 run.add()
                 self.pool.submit(self._delete_task, todo, tally, run)
                 run.seal(all_submitted=True)
@@ -258,7 +284,7 @@ class BatchRunner:
             groups = [todo[at : at + size] for at in range(0, len(todo), size)]
             started = 0
             for group in groups:
-                if not keep_going():
+                if not keep_going() or self.outage is not None:
                     break
                 run.add()
                 self.pool.submit(self._process_task, group, tally, run)
@@ -267,7 +293,7 @@ class BatchRunner:
             return run
         submitted = 0
         for item in todo:
-            if not keep_going():
+            if not keep_going() or self.outage is not None:
                 break
             run.add()
             self.pool.submit(self._object_task, item, tally, run)
@@ -278,6 +304,8 @@ class BatchRunner:
     def _delete_task(self, items: list[Item], tally: Outcomes, run: BatchRun) -> None:
         try:
             delete_batch(self.store, self.job.source.bucket, items, tally, keylog=self.keylog)
+        except EndpointUnreachable as exc:
+            self._left(exc, run)
         finally:
             run.finish()
 
@@ -401,6 +429,8 @@ class BatchRunner:
             else:
                 tally.skip()
                 _log(self.keylog, item, "skipped", done, attempts)
+        except EndpointUnreachable as exc:
+            self._left(exc, run)  # not done, not failed: a resume or a redelivery does it
         except Exception as exc:  # noqa: BLE001 - every per-object error is reported, never raised
             tally.fail(item.obj.key, error_code(exc), error_message(exc))
             _log(self.keylog, item, "failed", attempts=attempts, error=error_code(exc), message=error_message(exc))
@@ -415,6 +445,9 @@ class BatchRunner:
             for round_ in range(self.job.options.object_retries + 1):
                 try:
                     results = self.processor.run([item.obj for item in pending])
+                except EndpointUnreachable as exc:
+                    self._left(exc, run)
+                    return
                 except Exception as exc:  # noqa: BLE001 - a processor's own fault fails its objects, never the batch
                     results = [failure(exc)] * len(pending)
                 last_round = round_ == self.job.options.object_retries

@@ -30,6 +30,7 @@ from s3bulk.bodies.reader import PREFETCH, RANGE_SIZE, open_object
 from s3bulk.bodies.writer import ObjectWriter, write_stream
 from s3bulk.errors import ErrorKind, PermanentFailure, classify, error_code, error_message
 from s3bulk.job import MAX_KEY_BYTES, Destination, Job, JobError, Process
+from s3bulk.outage import EndpointUnreachable
 from s3bulk.store import UNKNOWN_SIZE, ObjectHead, ObjectInfo, ObjectStore
 
 RESULT_LIMIT = 1024  # characters of a result string kept in the per-key log
@@ -191,6 +192,8 @@ class FunctionProcessor:
         obj = ProcessedObject(self.store, self.bucket, info, self.arguments, self.destination, self.submit, self.budget, self.dst_store)
         try:
             return TaskResult("Succeeded", _cut(self.function(obj)))
+        except EndpointUnreachable:
+            raise  # the job's outage, not this object's: the runner leaves the group not done
         except Exception as exc:  # noqa: BLE001 - the user's code: every exception is this object's outcome
             return failure(exc)
         finally:

@@ -20,7 +20,6 @@ import hmac
 import ipaddress
 import random
 import threading
-import time
 from base64 import b64encode
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ import urllib3
 from botocore.httpsession import get_cert_path
 
 from s3bulk.errors import ErrorKind, classify
+from s3bulk.outage import OutageBreaker
 from s3bulk.s3.ratecontrol import THROTTLE_CODES, RateControl
 from s3bulk.s3.regions import BucketRegions, region_from_answer
 from s3bulk.store import KeyFailure, ListPage, ObjectInfo, StoreError, quoted_etag
@@ -43,6 +43,23 @@ UNSIGNED = "UNSIGNED-PAYLOAD"
 S3NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
 _CR = {"\r": "&#13;"}
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
+# What urllib3 raises when a request got no HTTP answer: refused, reset, DNS, TLS, proxy, connect or read timeout.
+NO_ANSWER = (
+    urllib3.exceptions.TimeoutError,
+    urllib3.exceptions.ProtocolError,
+    urllib3.exceptions.NewConnectionError,
+    urllib3.exceptions.SSLError,
+    urllib3.exceptions.ProxyError,
+)
+
+
+def no_answer_code(exc: Exception) -> str:
+    """The StoreError code for a request that got no answer (a refused connection is not a timeout, whatever urllib3's classes say)."""
+    if isinstance(exc, urllib3.exceptions.NewConnectionError):
+        return "ConnectionError"  # a subclass of ConnectTimeoutError in urllib3, but refused or unresolvable, not slow
+    if isinstance(exc, urllib3.exceptions.ConnectTimeoutError):
+        return "ConnectTimeout"
+    return "ReadTimeout" if isinstance(exc, urllib3.exceptions.TimeoutError) else "ConnectionError"
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +151,7 @@ class Route:
     endpoint_host: str
     path_style: bool
     signer: SigV4Signer
+    endpoint: str  # the client's endpoint_url: the outage breaker's name for it on both request paths
 
     @classmethod
     def of(cls, client: Any) -> Route:
@@ -148,7 +166,7 @@ class Route:
             return Credentials(f.access_key, f.secret_key, f.token)
 
         region = client.meta.region_name or "us-east-1"
-        return cls(region, endpoint.scheme, endpoint.netloc, path_style, SigV4Signer(frozen, region))
+        return cls(region, endpoint.scheme, endpoint.netloc, path_style, SigV4Signer(frozen, region), client.meta.endpoint_url)
 
 
 class _WrongRegion(Exception):
@@ -167,6 +185,9 @@ class FastS3:
     the addressed bucket's, so a CopyObject goes to the destination's Region. An
     answer naming another Region updates the cache and is resent once, never more.
     Without `regions`, everything goes to the client's own Region, as before.
+
+    Every attempt tells `breaker` whether its endpoint answered; once it trips, no attempt is sent
+    and a backoff pause ends at once (s3bulk/outage.py).
     """
 
     def __init__(
@@ -176,6 +197,7 @@ class FastS3:
         *,
         rate: RateControl | None = None,
         regions: BucketRegions | None = None,
+        breaker: OutageBreaker | None = None,
     ) -> None:
         """Attempts and timeouts come from the client's Config, so both request paths behave alike."""
         config = client.meta.config
@@ -200,6 +222,7 @@ class FastS3:
         )
         self.retries = 0
         self.rate = rate or RateControl()
+        self.breaker = breaker or OutageBreaker()
         self._lock = threading.Lock()
 
     def _route(self, bucket: str) -> Route:
@@ -233,7 +256,9 @@ class FastS3:
         """Send to the bucket's Region; an answer naming another Region is learned and resent once, never more."""
         route = self._route(bucket)
         try:
-            return self._send_via(route, method, bucket, key, query, headers, body, payload_hash)
+            return self.breaker.guard(
+                route.endpoint, lambda: self._send_via(route, method, bucket, key, query, headers, body, payload_hash)
+            )
         except _WrongRegion as moved:
             if self.regions is None or moved.region == route.region:
                 raise moved.error from None
@@ -242,7 +267,9 @@ class FastS3:
                 self.redirects += 1
             route = self._route_in(moved.region)
         try:
-            return self._send_via(route, method, bucket, key, query, headers, body, payload_hash)
+            return self.breaker.guard(
+                route.endpoint, lambda: self._send_via(route, method, bucket, key, query, headers, body, payload_hash)
+            )
         except _WrongRegion as again:
             raise again.error from None
 
@@ -268,12 +295,15 @@ class FastS3:
         target = path + (f"?{query}" if query else "")
         hostname, _, port = host.partition(":")
         pool = self.pool.connection_from_host(hostname, int(port) if port else None, scheme=route.scheme)
+        breaker, endpoint = self.breaker, route.endpoint
         for attempt in range(1, self.max_attempts + 1):
+            breaker.check()
             self.rate.before_send()
             signed = route.signer.sign(method, host, path, query, headers, payload_hash, datetime.now(UTC))
             try:
                 r = pool.urlopen(method, target, body=body, headers=signed, preload_content=True, redirect=False, assert_same_host=False)
                 data = r.data
+                breaker.ok(endpoint)  # any HTTP answer, even an error, means the endpoint is there
                 err = _error_of(data) if (r.status >= 300 or method == "PUT") else None
                 if err is None and r.status < 300:
                     self.rate.after_response(throttled=False)
@@ -289,13 +319,14 @@ class FastS3:
                 self.rate.after_response(throttled=code in THROTTLE_CODES)
             except ElementTree.ParseError as e:
                 exc = StoreError("IncompleteResponse", f"the response body was cut off: {e}", 500)
-            except (urllib3.exceptions.TimeoutError, urllib3.exceptions.ProtocolError, urllib3.exceptions.NewConnectionError) as e:
-                exc = StoreError("ReadTimeout" if isinstance(e, urllib3.exceptions.TimeoutError) else "ConnectionError", str(e))
+            except NO_ANSWER as e:
+                exc = StoreError(no_answer_code(e), str(e))
+                breaker.failed(endpoint, exc)
             if classify(exc) is ErrorKind.PERMANENT or attempt == self.max_attempts:
                 raise exc
             with self._lock:
                 self.retries += 1
-            time.sleep(random.uniform(0, min(20.0, 0.05 * 2**attempt)))  # full jitter, as botocore's standard mode
+            breaker.pause(random.uniform(0, min(20.0, 0.05 * 2**attempt)))  # full jitter, as botocore's standard mode
         raise AssertionError("unreachable")
 
     def list_page(

@@ -11,9 +11,10 @@ from datetime import datetime
 from typing import Any, TypeVar
 from urllib.parse import quote
 
-from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, ReadTimeoutError, ResponseStreamingError
+from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, HTTPClientError, ReadTimeoutError, ResponseStreamingError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
+from s3bulk.outage import OutageBreaker
 from s3bulk.s3.clients import S3Clients
 from s3bulk.s3.fastpath import FastS3
 from s3bulk.s3.ratecontrol import RateControl
@@ -26,6 +27,36 @@ T = TypeVar("T")
 _CHECKSUMS = ("CRC64NVME", "CRC32C", "CRC32", "SHA256", "SHA1")
 READ_CHUNK = 1024 * 1024
 _HEAD_HEADERS = ("CacheControl", "ContentDisposition", "ContentEncoding", "ContentLanguage", "Expires", "WebsiteRedirectLocation")
+# What botocore raises when a request got no HTTP answer: EndpointConnectionError (refused, DNS), ConnectTimeoutError,
+# SSLError, ProxyConnectionError (ConnectionError's), ConnectionClosedError and ReadTimeoutError (HTTPClientError's).
+NO_ANSWER = (BotoConnectionError, HTTPClientError)
+
+
+def _endpoint_of(client: Any) -> str:
+    """The client's endpoint_url: the breaker's name for the endpoint on both request paths."""
+    return str(getattr(client.meta, "endpoint_url", ""))
+
+
+def watch_outages(client: Any, breaker: OutageBreaker) -> None:
+    """Tell the breaker how every attempt of a botocore client went; once it has tripped, send nothing more.
+
+    Raised from `needs-retry`, EndpointUnreachable also skips the backoff botocore would sleep
+    (up to 20 s) before its next attempt.
+    """
+    endpoint = _endpoint_of(client)
+
+    def sending(**kwargs: Any) -> None:
+        breaker.check()
+
+    def answered(response: Any = None, caught_exception: BaseException | None = None, **kwargs: Any) -> None:
+        if response is not None:
+            breaker.ok(endpoint)
+        elif isinstance(caught_exception, NO_ANSWER):
+            breaker.failed(endpoint, caught_exception)
+            breaker.check()
+
+    client.meta.events.register("before-send", sending, unique_id=f"s3bulk-outage-send-{id(breaker)}")
+    client.meta.events.register("needs-retry", answered, unique_id=f"s3bulk-outage-answer-{id(breaker)}")
 
 
 def content_md5(body: Body) -> str:
@@ -80,16 +111,31 @@ class S3Store:
     S3RegionRedirectorv2, which resends once (also with a custom endpoint), and
     BucketRegions copies what it learned into the shared cache. Without `regions`,
     every call uses `client`, as before.
+
+    `breaker` (s3bulk/outage.py) hears how every attempt went, on both request paths, and
+    keeps a call going while its endpoint does not answer, until the endpoint answers or the
+    breaker trips; scoped views share it.
     """
 
-    def __init__(self, client: Any, *, max_keys: int = 1000, rate: RateControl | None = None, regions: BucketRegions | None = None) -> None:
+    def __init__(
+        self,
+        client: Any,
+        *,
+        max_keys: int = 1000,
+        rate: RateControl | None = None,
+        regions: BucketRegions | None = None,
+        breaker: OutageBreaker | None = None,
+    ) -> None:
         self.client = client
         self.max_keys = max_keys
         self.rate = rate or RateControl()
         self.rate.attach(client)
+        self.breaker = breaker or OutageBreaker()
+        watch_outages(client, self.breaker)
         self.regions = regions
         if regions is not None:
             regions.prepare_clients(self.rate.attach)
+            regions.prepare_clients(lambda other: watch_outages(other, self.breaker))
         self.opts = RequestOptions()
         self._count_retries = _Count()
 
@@ -113,6 +159,12 @@ class S3Store:
         return {_PARAMS[k]: v for k, v in request_headers(self.opts, bucket, source=source, write=write).items()}
 
     def _call(self, fn: Callable[..., dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
+        """One API call (a bound method of a client), kept going through an outage shorter than the breaker's window."""
+        client = getattr(fn, "__self__", None)
+        endpoint = _endpoint_of(client) if client is not None else ""
+        return self.breaker.guard(endpoint, lambda: self._call_once(fn, **kwargs))
+
+    def _call_once(self, fn: Callable[..., dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
         try:
             response = fn(**kwargs)
         except ClientError as exc:
@@ -123,7 +175,7 @@ class S3Store:
             raise StoreError(code, str(err.get("Message") or code), meta.get("HTTPStatusCode")) from exc
         except (ReadTimeoutError, ConnectTimeoutError) as exc:
             raise StoreError("ReadTimeout" if isinstance(exc, ReadTimeoutError) else "ConnectTimeout", str(exc)) from exc
-        except BotoConnectionError as exc:
+        except NO_ANSWER as exc:  # refused, reset, DNS, TLS: retryable, and no answer for the breaker
             raise StoreError("ConnectionError", str(exc)) from exc
         except BotoCoreError as exc:
             raise StoreError(type(exc).__name__, str(exc)) from exc
@@ -378,9 +430,10 @@ class FastS3Store(S3Store):
         max_keys: int = 1000,
         rate: RateControl | None = None,
         regions: BucketRegions | None = None,
+        breaker: OutageBreaker | None = None,
     ) -> None:
-        super().__init__(client, max_keys=max_keys, rate=rate, regions=regions)
-        self.fast = FastS3(client, max_connections, rate=self.rate, regions=regions)
+        super().__init__(client, max_keys=max_keys, rate=rate, regions=regions, breaker=breaker)
+        self.fast = FastS3(client, max_connections, rate=self.rate, regions=regions, breaker=self.breaker)
 
     @property
     def retries(self) -> int:
@@ -410,10 +463,12 @@ class FastS3Store(S3Store):
         self.fast.delete_object(bucket, key, request_headers(self.opts, bucket))
 
 
-def open_store(clients: S3Clients, *, fast: bool = True, max_keys: int = 1000, rate: RateControl | None = None) -> S3Store:
+def open_store(
+    clients: S3Clients, *, fast: bool = True, max_keys: int = 1000, rate: RateControl | None = None, breaker: OutageBreaker | None = None
+) -> S3Store:
     """The store a job runs on: the home client, and each bucket's requests sent to its own Region."""
     client = clients.client()
     regions = BucketRegions(client, clients.client)
     if fast:
-        return FastS3Store(client, clients.max_pool_connections, max_keys=max_keys, rate=rate, regions=regions)
-    return S3Store(client, max_keys=max_keys, rate=rate, regions=regions)
+        return FastS3Store(client, clients.max_pool_connections, max_keys=max_keys, rate=rate, regions=regions, breaker=breaker)
+    return S3Store(client, max_keys=max_keys, rate=rate, regions=regions, breaker=breaker)

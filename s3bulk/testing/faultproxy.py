@@ -6,14 +6,18 @@ share of requests, CopyObject answered with HTTP 200 and an <Error> body, and a
 per-prefix request-rate limit enforced with SlowDown (S3 scales request rates per
 prefix). The tests and `bench/ratecontrol.py` use it; a user can put it in front of
 a staging server to rehearse a job under throttling. It counts every request by
-operation, so a test can prove what was (and was not) redone.
+operation, so a test can prove what was (and was not) redone. It can also deny
+chosen keys (403 AccessDenied) and go away altogether for a while: `go_down()`
+refuses new connections and drops open ones until `go_up()` (or `down_for`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import random
 import re
+import socket
 import threading
 import time
 from collections import Counter
@@ -40,6 +44,8 @@ class FaultPlan:
     seed: int = 0
     bucket_regions: Mapping[str, str] = field(default_factory=dict)  # bucket -> Region, enforced as S3 does
     wrong_region: Literal["redirect", "malformed"] = "redirect"  # 301 PermanentRedirect, or 400 AuthorizationHeaderMalformed
+    denied_keys: frozenset[str] = frozenset()  # object keys whose requests (of `ops`) are answered 403 AccessDenied
+    deny_delay: float = 0.0  # seconds before a denial is answered (a slow authorizer)
 
 
 @dataclass
@@ -100,6 +106,12 @@ def signing_region(headers: Mapping[str, str]) -> str | None:
     return found.group(1) if found else None
 
 
+def object_key(target: str) -> str:
+    """The object key a path-style request names ("" for a request on a bucket)."""
+    parts = unquote(urlsplit(target).path).lstrip("/").split("/", 1)
+    return parts[1] if len(parts) > 1 else ""
+
+
 def addressed_bucket(target: str, host: str, known: Mapping[str, str]) -> str | None:
     """The bucket a request names: virtual-hosted (a known bucket as the host's first label) or path-style."""
     label = host.split(".", 1)[0]
@@ -119,6 +131,8 @@ class FaultProxy:
         self._rng = random.Random(self.plan.seed)
         self._buckets: dict[str, _Bucket] = {}
         self._local = threading.local()
+        self._open: set[socket.socket] = set()  # client connections, dropped by go_down()
+        self._state = threading.Lock()
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -127,18 +141,37 @@ class FaultProxy:
             def log_message(self, format: str, *args: object) -> None:
                 return
 
+            def setup(self) -> None:
+                super().setup()
+                with proxy._state:
+                    proxy._open.add(self.connection)
+
+            def finish(self) -> None:
+                with proxy._state:
+                    proxy._open.discard(self.connection)
+                super().finish()
+
             def _handle(self) -> None:
                 proxy._serve(self)
 
             do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _handle
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="s3bulk-faultproxy", daemon=True)
+        self._handler = Handler
+        self._server: ThreadingHTTPServer | None = None
+        self._port = 0
+        self._listen()
+
+    def _listen(self) -> None:
+        """Serve on the proxy's port (a free one the first time)."""
+        server = ThreadingHTTPServer(("127.0.0.1", self._port), self._handler)
+        server.daemon_threads = True
+        self._port = int(server.server_address[1])
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever, name="s3bulk-faultproxy", daemon=True)
 
     @property
     def port(self) -> int:
-        return int(self._server.server_address[1])
+        return self._port
 
     @property
     def endpoint_url(self) -> str:
@@ -149,8 +182,37 @@ class FaultProxy:
         return self
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    # -- an endpoint that goes away -------------------------------------------------------------
+    def go_down(self) -> None:
+        """From now on connections are refused (the port has no listener), and every open one is cut."""
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.shutdown()
+        server.server_close()
+        with self._state:
+            cut, self._open = list(self._open), set()
+        for conn in cut:
+            with contextlib.suppress(OSError):  # already closed by its client
+                conn.shutdown(socket.SHUT_RDWR)
+
+    def go_up(self) -> None:
+        """Listen again on the same port."""
+        if self._server is None:
+            self._listen()
+            self._thread.start()
+
+    def down_for(self, seconds: float) -> threading.Thread:
+        """go_down() now and go_up() after `seconds`, without blocking; join the thread to wait for the recovery."""
+        self.go_down()
+        timer = threading.Timer(seconds, self.go_up)
+        timer.daemon = True
+        timer.start()
+        return timer
 
     # -- decisions ----------------------------------------------------------------------------
     def _over_rate(self, target: str) -> bool:
@@ -173,6 +235,8 @@ class FaultProxy:
     def _fault(self, op: str, target: str) -> str | None:
         if op not in self.plan.ops:
             return None
+        if self.plan.denied_keys and object_key(target) in self.plan.denied_keys:
+            return "AccessDenied"
         if self._over_rate(target):
             return "RateLimited"
         with self.stats.lock:
@@ -202,6 +266,10 @@ class FaultProxy:
                 self.stats.injected[fault] += 1
         if fault in {"SlowDown", "RateLimited"}:
             self._reply(h, 503, _error("SlowDown", "Please reduce your request rate."))
+            return
+        if fault == "AccessDenied":
+            time.sleep(self.plan.deny_delay)
+            self._reply(h, 403, _error("AccessDenied", "Access Denied"))
             return
         if fault == "InternalError":
             self._reply(h, 500, _error("InternalError", "We encountered an internal error. Please try again."))

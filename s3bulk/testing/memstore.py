@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from s3bulk.job import MAX_KEY_BYTES
+from s3bulk.outage import OutageBreaker
 from s3bulk.store import Body, KeyFailure, ListPage, ObjectHead, ObjectInfo, RequestOptions, StoreError, crc32_header, xml_safe
 
 Fault = Callable[[str, str, str], StoreError | None]
@@ -70,6 +71,8 @@ class MemoryStore:
         self.page_size = page_size
         self.read_chunk = 1024 * 1024  # GetObject body chunk size (small in tests of chunk boundaries)
         self.faults: list[Fault] = []
+        # Nothing here fails to answer; a fault may raise outage.EndpointUnreachable to act out a tripped breaker.
+        self.breaker = OutageBreaker()
         self.owners: dict[str, str] = {}  # bucket -> owning account, checked against ExpectedBucketOwner
         self.requester_pays: set[str] = set()  # buckets that refuse requests without RequestPayer
         self.opts = RequestOptions()
