@@ -14,7 +14,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from s3bulk.aws import env
 from s3bulk.aws.messages import BatchMessage
-from s3bulk.aws.pipeline import BatchReturned, WorkerService
+from s3bulk.aws.pipeline import BatchReturned, EndpointDown, WorkerService
 from s3bulk.metrics import (
     BATCHES_RETURNED,
     BYTES,
@@ -55,6 +55,8 @@ def record_handler(record: SqsBatchRecord, lambda_context: LambdaContext) -> Non
         outcome = service().handle(msg, attempts, record.receiptHandle, lambda: lambda_context.get_remaining_time_in_millis() / 1000)
     except BatchReturned as returned:
         metrics.add_metric(name=BATCHES_RETURNED, unit="Count", value=1)
+        if isinstance(returned.cause, EndpointDown):
+            logger.warning("endpoint unreachable: batch returned uncounted", extra={"cause": str(returned.cause)})
         if returned.dead_lettered is not None:
             metrics.add_metric(name=OBJECTS_FAILED, unit="Count", value=returned.dead_lettered.failed)
             metrics.add_metric(name=DEAD_LETTERED_BATCHES, unit="Count", value=1)

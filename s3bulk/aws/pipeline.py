@@ -379,6 +379,13 @@ class BatchIncomplete(RuntimeError):
     """Time ran out mid-batch; nothing of it is counted, and the whole batch comes back."""
 
 
+class EndpointDown(RuntimeError):
+    """The job's outage breaker tripped (s3bulk/outage.py): nothing of the batch is counted, and it comes back later.
+
+    Like NotStarted, never a reason to dead-letter: on its last delivery it is sent again as a new message.
+    """
+
+
 class BatchReturned(RuntimeError):
     """The record goes back to the queue (a partial batch failure): it could not start, or it raised `cause`.
 
@@ -458,18 +465,20 @@ class WorkerService:
 
         A record that could not start comes back in seconds (another container has time)
         and is never dead-lettered for it: on its last delivery it is sent again as a new
-        message. One that raised comes back with backoff; on its last delivery its objects
-        are reported failed and counted, so the job can finish, and SQS dead-letters it.
+        message. One whose endpoint was unreachable (the breaker tripped) comes back with
+        backoff, uncounted, and is never dead-lettered for it either. One that raised comes
+        back with backoff; on its last delivery its objects are reported failed and counted,
+        so the job can finish, and SQS dead-letters it.
         Raises BatchReturned whenever the record must go back to the queue.
         """
         try:
             return self.work(msg, time_left)
-        except NotStarted as exc:
+        except (NotStarted, EndpointDown) as exc:
             if attempts >= self.max_receives and self.returns is not None:
                 self.returns.requeue(msg.encode())
                 return WorkOutcome(BatchCounts(), counted=False, requeued=True)
-            if self.returns is not None:
-                self.returns.later(receipt, return_delay(attempts, not_started=True))
+            if self.returns is not None:  # an outage backs off as an error does; a batch short of time comes back at once
+                self.returns.later(receipt, return_delay(attempts, not_started=isinstance(exc, NotStarted)))
             raise BatchReturned(exc) from exc
         except Exception as exc:
             if attempts < self.max_receives:
@@ -495,6 +504,9 @@ class WorkerService:
         tally = Tally()
         store, dst_store = job_stores(job, self.store, self.open_side)
         stores = {id(s): s for s in (store, dst_store)}.values()
+        for s in stores:  # this job's outage window; a trip seen by an earlier batch stops this one at its first failure
+            s.breaker.configure(job.options.outage_seconds)
+            s.breaker.rearm()
         retries_before = sum(s.retries for s in stores)
         cuts_before = self._pace(msg.job_id, job)
         # A batch's key lines (at most batch_size of them) spool to disk past 1 MiB.
@@ -513,6 +525,8 @@ class WorkerService:
                 )
                 run = runner.start(items, tally, keep_going=lambda: time_left() > self.margin)
                 run.wait()
+                if runner.outage is not None:
+                    raise EndpointDown(f"batch {msg.batch_id}: {runner.outage}; it comes back uncounted") from runner.outage
                 if not run.complete:
                     raise BatchIncomplete(f"batch {msg.batch_id} of {len(items)} objects: time ran out; it will be redone whole")
                 self.reports.put_failures(msg.job_id, msg.batch_id, tally.failures())

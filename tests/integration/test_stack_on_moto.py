@@ -3,8 +3,12 @@ its SQS event source emulated, and faults injected where AWS would produce them.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
+import threading
+import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,11 +20,14 @@ from moto.core.models import DEFAULT_ACCOUNT_ID
 from moto.s3.models import s3_backends
 
 from s3bulk.aws.ledger import DynamoLedger
-from s3bulk.local.server import SeaweedServer
+from s3bulk.local.server import ACCESS_KEY, SECRET_KEY, SeaweedServer
 from s3bulk.s3.clients import ClientSettings, make_s3_client
+from s3bulk.testing.faultproxy import FaultProxy
 from tests.integration.aws_harness import REGION
+from tests.integration.conftest import client_for
 from tests.integration.helpers import md5
 from tests.integration.stack_harness import DynamoConflicts, Execution, Faults, StackOnMoto, synthesize
+from tests.integration.test_faults import port_of
 
 SRC, DST = "src-bucket", "dst-bucket"
 # The deployer's process code, bundled with the functions; in-process it is imported from where it lies.
@@ -332,3 +339,61 @@ def test_a_relay_job_the_deployment_cannot_reach_fails_at_validate_naming_the_fi
     assert ex.status == "FAILED" and ex.description.get("error") == "InvalidJob"
     cause = str(ex.description.get("cause"))
     assert field in cause and fix in cause
+
+
+def test_an_endpoint_outage_returns_batches_uncounted_and_the_job_completes_exactly_once_it_is_back(
+    clean: StackOnMoto, seaweed: str
+) -> None:
+    """The source (a SeaweedFS behind a proxy) refuses every connection for longer than the job's outage window.
+
+    Workers whose breaker trips hand their batch back whole (no failure recorded, nothing counted);
+    the batches come back after their backoff, the endpoint is up again, and the job ends exact.
+    """
+    theirs = client_for(seaweed)
+    with contextlib.suppress(theirs.exceptions.BucketAlreadyOwnedByYou, theirs.exceptions.BucketAlreadyExists):
+        theirs.create_bucket(Bucket=LEGACY)
+    expected = {}
+    prefix = f"outage-{uuid.uuid4().hex[:8]}/"
+    for i in range(400):
+        body = f"outage {i} ".encode() * (1 + i % 7)
+        theirs.put_object(Bucket=LEGACY, Key=f"{prefix}{i:04d}", Body=body)
+        expected[f"after-outage/{i:04d}"] = md5(body)
+    secrets = boto3.client("secretsmanager", region_name=REGION)
+    secrets.create_secret(
+        Name="legacy-keys", SecretString=json.dumps({"aws_access_key_id": ACCESS_KEY, "aws_secret_access_key": SECRET_KEY})
+    )
+    with FaultProxy(port_of(seaweed)) as proxy:
+        job = {
+            "operation": "copy",
+            "source": {"bucket": LEGACY, "prefix": prefix, "endpoint_url": proxy.endpoint_url, "credentials_secret": LEGACY_SECRET},
+            "destination": {"bucket": DST, "prefix": "after-outage/"},
+            "options": {"batch_size": 10, "outage_seconds": 2},
+        }
+        cut: list[float] = []
+
+        def outage() -> None:
+            """Once the first copies land, refuse connections for 3 windows: every worker that needs the source trips."""
+            watcher = boto3.client("s3", region_name=REGION)
+            deadline = time.monotonic() + 60
+            while not watcher.list_objects_v2(Bucket=DST, Prefix="after-outage/", MaxKeys=1).get("KeyCount"):
+                if time.monotonic() > deadline:
+                    return
+                time.sleep(0.02)
+            cut.append(time.monotonic())
+            proxy.down_for(6).join()
+
+        cutter = threading.Thread(target=outage, daemon=True)
+        cutter.start()
+        ex = clean.run(job, timeout=180)
+        cutter.join()
+    assert cut, "no object was copied within 60 s, so no outage was cut into the work"
+    assert ex.status == "SUCCEEDED", f"{ex.description.get('error')}: {str(ex.description.get('cause'))[:1500]}"
+    r = report(clean, ex.description.get("output"))
+    assert (r["listed"], r["succeeded"], r["failed"], r["failures"]) == (400, 400, 0, [])
+    got = {}
+    for page in clean.s3.get_paginator("list_objects_v2").paginate(Bucket=DST, Prefix="after-outage/"):
+        got.update({o["Key"]: o["ETag"].strip('"') for o in page.get("Contents", ())})
+    assert got == expected
+    [source] = clean.sources
+    assert source.stats.returned >= 1  # the outage really cut into the work: at least one batch went back
+    assert dead_lettered(clean) == 0
