@@ -350,7 +350,8 @@ def _remote(args: argparse.Namespace, console: Console) -> int:
         Path(args.output).write_text(text + "\n", encoding="utf-8")
     else:
         print(text)
-    return EXIT_OK if doc.get("status") in {"succeeded", "dry-run"} else EXIT_FAILED
+    outcome = doc.get("status")
+    return EXIT_OK if outcome in {"succeeded", "dry-run"} else EXIT_STOPPED if outcome == "stopped" else EXIT_FAILED
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -18,6 +18,7 @@ import http.client
 import random
 import re
 import socket
+import sys
 import threading
 import time
 from collections import Counter
@@ -121,6 +122,15 @@ def addressed_bucket(target: str, host: str, known: Mapping[str, str]) -> str | 
     return first or None
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        if isinstance(sys.exc_info()[1], OSError):
+            return  # a connection cut by go_down() or by its client: nothing to report
+        super().handle_error(request, client_address)  # type: ignore[arg-type]
+
+
 class FaultProxy:
     """A threaded proxy on a free 127.0.0.1 port; `with FaultProxy(upstream_port, plan) as p: p.endpoint_url`."""
 
@@ -163,8 +173,7 @@ class FaultProxy:
 
     def _listen(self) -> None:
         """Serve on the proxy's port (a free one the first time)."""
-        server = ThreadingHTTPServer(("127.0.0.1", self._port), self._handler)
-        server.daemon_threads = True
+        server = _Server(("127.0.0.1", self._port), self._handler)
         self._port = int(server.server_address[1])
         self._server = server
         self._thread = threading.Thread(target=server.serve_forever, name="s3bulk-faultproxy", daemon=True)
