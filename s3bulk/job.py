@@ -390,6 +390,14 @@ class Options(_Strict):
             "through this process (GET, then PUT) with bounded memory; auto picks relay only when the sides differ."
         ),
     )
+    max_delete: int | None = Field(
+        None,
+        ge=0,
+        description=(
+            "Delete guard for delete, move and sync (delete_extraneous): the selection is counted first, and a job that "
+            "would delete more objects than this stops before its first delete (exit 2), saying how many it found."
+        ),
+    )
     outage_seconds: float = Field(
         60.0,
         ge=1,
@@ -456,6 +464,10 @@ class Job(_Strict):
             raise _FieldProblem("tagging", 'operation \'tag\' needs tagging, like {"mode": "merge", "tags": {"team": "data"}}; add it')
         if op == "set-storage-class" and self.storage_class is None:
             raise _FieldProblem("storage_class", "operation 'set-storage-class' needs storage_class, like \"STANDARD_IA\"; add it")
+        if self.options.max_delete is not None and op not in {"delete", "move"} and not self.options.delete_extraneous:
+            raise _FieldProblem(
+                "options.max_delete", f"max_delete guards deletes (delete, move, or copy with delete_extraneous), not {op!r}; remove it"
+            )
         if self.options.transfer != "auto" and op not in {"copy", "move"}:
             raise _FieldProblem("options.transfer", f"transfer chooses how copy and move write, not {op!r}; remove it")
         if op == "process" and self.process is None:

@@ -79,6 +79,11 @@ def validate(
     here too, so a function the deployment does not hold fails the job before any listing.
     """
     job = parse_job(json.dumps(event))
+    if job.options.max_delete is not None:
+        raise JobError(
+            "job.options.max_delete: the stack does not count a job's deletes before it starts them yet; "
+            "run it with s3bulk run (or check the count with s3bulk plan), or drop max_delete"
+        )
     for side, name in ((job.source, "source"), (job.destination, "destination")):
         if side is not None and side.profile:
             raise JobError(

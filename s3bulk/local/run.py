@@ -10,9 +10,10 @@ from typing import IO
 
 from rich.console import Console
 
-from s3bulk.job import Job
+from s3bulk.job import Job, JobError
 from s3bulk.local.engine import Engine
 from s3bulk.local.ledger import LocalLedger
+from s3bulk.local.plan import make_plan
 from s3bulk.local.progress import ProgressDisplay, failures_table, summary_table
 from s3bulk.ops.process import ProcessCode
 from s3bulk.report import Report
@@ -30,6 +31,26 @@ def stop_message(report: Report, resume_id: str | None) -> str:
     )
 
 
+def guard_deletes(job: Job, store: ObjectStore, dst_store: ObjectStore | None = None) -> int:
+    """Count first, then act: the deletes the job would make, from a complete listing; JobError over options.max_delete.
+
+    The count is the plan's (the engine's own item stream, in a dry run), so it selects exactly
+    what the run selects. On a resume, what is already deleted is no longer listed.
+    """
+    limit = job.options.max_delete
+    if limit is None or job.options.dry_run:
+        return 0
+    plan = make_plan(job, store, dst_store)
+    found = plan.objects if job.operation in {"delete", "move"} else plan.extraneous
+    if found > limit:
+        what = "objects" if job.operation in {"delete", "move"} else "extraneous destination objects"
+        raise JobError(
+            f"job.options.max_delete: the job would delete {found:,} {what}, over max_delete {limit:,}; nothing was deleted. "
+            "Narrow the selection, or raise max_delete if that many is right"
+        )
+    return found
+
+
 def execute(
     job: Job,
     store: ObjectStore,
@@ -45,6 +66,7 @@ def execute(
     dst_store: ObjectStore | None = None,
 ) -> Report:
     """Run the engine with a progress display, then print the summary and write the report."""
+    guard_deletes(job, store, dst_store)
     engine = Engine(job, store, concurrency=concurrency, ledger=ledger, key_log=key_log, code=code, dst_store=dst_store)
     if ledger is not None and not quiet:
         verb = "resuming" if ledger.run_number > 1 else "job"

@@ -1,0 +1,59 @@
+"""The delete guard on the fake store: the count is the run's own selection, and over the limit nothing is deleted."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from s3bulk.aws.allowlist import AllowList
+from s3bulk.aws.pipeline import validate
+from s3bulk.job import JobError, parse_job
+from s3bulk.local.engine import Engine
+from s3bulk.local.run import guard_deletes
+from s3bulk.testing.memstore import MemoryStore
+
+
+def store() -> MemoryStore:
+    s = MemoryStore(page_size=7)
+    for b in ("src-b", "dst-b"):
+        s.create_bucket(b)
+    for i in range(50):
+        s.put_object("src-b", f"in/{i:03d}.{'log' if i % 5 else 'keep'}", b"x")
+    return s
+
+
+def job(op: str = "delete", **options: Any) -> Any:
+    doc: dict[str, Any] = {"operation": op, "source": {"bucket": "src-b", "prefix": "in/", "exclude": ["*.keep"]}, "options": options}
+    if op == "move":
+        doc["destination"] = {"bucket": "dst-b", "prefix": "moved/"}
+    return parse_job(json.dumps(doc))
+
+
+@pytest.mark.parametrize("op", ["delete", "move"])
+def test_the_guard_counts_what_the_run_selects_and_over_the_limit_deletes_nothing(op: str) -> None:
+    s = store()
+    with pytest.raises(JobError, match=r"^job\.options\.max_delete: the job would delete 40 objects, over max_delete 39"):
+        guard_deletes(job(op, max_delete=39), s)
+    assert s.calls.get("DeleteObjects", 0) == s.calls.get("CopyObject", 0) == 0
+    assert guard_deletes(job(op, max_delete=40), s) == 40  # the filter's 10 *.keep objects are not counted
+    assert Engine(job(op, max_delete=40), s, concurrency=4).run().summary()["succeeded"] == 40
+
+
+def test_max_delete_is_refused_where_nothing_is_deleted_and_on_the_stack_until_it_counts_first() -> None:
+    with pytest.raises(JobError, match=r"^job\.options\.max_delete: max_delete guards deletes .* not 'tag'"):
+        parse_job(
+            json.dumps(
+                {
+                    "operation": "tag",
+                    "source": {"bucket": "src-b", "prefix": "in/"},
+                    "tagging": {"tags": {"a": "b"}},
+                    "options": {"max_delete": 1},
+                }
+            )
+        )
+    doc = {"operation": "delete", "source": {"bucket": "src-b", "prefix": "in/"}, "options": {"max_delete": 10}}
+    allow = AllowList(frozenset({"src-b"}), frozenset(), frozenset({"src-b"}))
+    with pytest.raises(JobError, match=r"^job\.options\.max_delete: the stack does not count .* s3bulk run"):
+        validate(doc, allow)
