@@ -84,6 +84,9 @@ class GeneratedStore:
     def put_legal_hold(self, *a: object, **k: object) -> None:
         raise NotImplementedError
 
+    def get_legal_hold(self, *a: object, **k: object) -> str:
+        raise NotImplementedError
+
     def put_acl(self, *a: object, **k: object) -> None:
         raise NotImplementedError
 

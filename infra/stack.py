@@ -277,6 +277,7 @@ class S3BulkStack(cdk.Stack):
                     actions=[
                         "s3:PutObject",
                         "s3:PutObjectTagging",
+                        "s3:DeleteObjectTagging",
                         "s3:AbortMultipartUpload",
                         "s3:GetObject",
                         "s3:RestoreObject",

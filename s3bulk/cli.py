@@ -29,6 +29,7 @@ from s3bulk.local.engine import JobAbort, resolve_concurrency
 from s3bulk.local.ledger import LedgerError, LocalLedger, spec_hash, state_dir
 from s3bulk.local.plan import STACK_THREADS, STACK_WORKERS, cost, eta_seconds, load_prices, make_plan
 from s3bulk.local.run import execute
+from s3bulk.local.undo import undo_log
 from s3bulk.manifest import ManifestError
 from s3bulk.ops.batch import connections_needed
 from s3bulk.ops.process import ProcessCode, load_code
@@ -113,6 +114,14 @@ def _parser() -> argparse.ArgumentParser:
     report_cmd = deployed("report", "fetch a finished deployed job's JSON report")
     report_cmd.add_argument("job_id")
     report_cmd.add_argument("--output", "-o", metavar="PATH", help="write the report here instead of printing it")
+
+    undo = sub.add_parser("undo", help="put back what a job changed (tags, storage class, legal hold), from its --key-log")
+    undo.add_argument("log", metavar="LOG.jsonl", help="the job's per-key log (s3bulk run --key-log)")
+    undo.add_argument("--dry-run", action="store_true", help="count what would be restored; change nothing")
+    undo.add_argument("--endpoint-url", help="an S3-compatible endpoint instead of AWS")
+    undo.add_argument("--region", help="AWS region")
+    undo.add_argument("--profile", help="AWS profile name")
+    undo.add_argument("--concurrency", type=int, default=16, metavar="N", help="objects undone at once (default 16)")
 
     demo = sub.add_parser("demo", help="run a copy job end to end on an embedded local S3 server")
     demo.add_argument("--objects", type=int, default=3000, metavar="N", help="objects to seed (default 3000)")
@@ -354,6 +363,32 @@ def _remote(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK if outcome in {"succeeded", "dry-run"} else EXIT_STOPPED if outcome == "stopped" else EXIT_FAILED
 
 
+def _undo(args: argparse.Namespace, console: Console) -> int:
+    if args.concurrency < 1:
+        raise UsageError("--concurrency: must be at least 1")
+    settings = ClientSettings(endpoint_url=args.endpoint_url, region=args.region, profile=args.profile)
+    if not has_credentials(settings):
+        raise UsageError("no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or pass --profile")
+    try:
+        log = open(args.log, "rb")  # noqa: SIM115 - closed below, after the store is built
+    except OSError as exc:
+        raise UsageError(f"{args.log}: {exc.strerror}; pass the --key-log file of the job to undo") from None
+    with log:
+        store = open_store(S3Clients(settings, connections_needed(args.concurrency)))
+        try:
+            result = undo_log(log, store, concurrency=args.concurrency, dry_run=args.dry_run)
+        except (ValueError, KeyError) as exc:
+            raise UsageError(f"{args.log}: not a per-key log ({exc}); pass the --key-log file of the job to undo") from None
+    verb = "would restore" if args.dry_run else "restored"
+    console.print(
+        f"{verb} {result.restored:,}; left alone (changed since the job) {result.changed_since:,}; failed {result.failed:,}",
+        markup=False,
+    )
+    for line in result.examples:
+        console.print(f"  {line}", markup=False, highlight=False)
+    return EXIT_FAILED if result.failed else EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     pin_mmap_threshold()  # relayed and processed bodies go back to the OS when freed (bodies/malloc.py)
@@ -374,6 +409,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _plan(args, console)
         if args.command in {"submit", "status", "report"}:
             return _remote(args, console)
+        if args.command == "undo":
+            return _undo(args, console)
         return _run(args, console)
     except (JobError, UsageError) as exc:
         errors.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)

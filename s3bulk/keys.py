@@ -14,7 +14,7 @@ import json
 import threading
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import IO, Protocol
+from typing import IO, Any, Protocol
 
 FORMAT_VERSION = 1
 
@@ -36,6 +36,8 @@ class KeyRecord:
     message: str = ""
     version_id: str = ""  # jobs act on current versions: empty unless S3 reported one
     result: str = ""  # process: what the function returned (or its resultString), at most 1 KiB
+    # The undo journal of a change `s3bulk undo` can reverse: {"bucket", "what", "before", "after"} (docs/undo.md).
+    undo: dict[str, Any] | None = None
 
     def line(self, job_id: str, operation: str, at: datetime | None = None) -> str:
         doc = {"v": FORMAT_VERSION, "job_id": job_id, "operation": operation, **asdict(self)}

@@ -151,6 +151,10 @@ class ObjectStore(Protocol):
         """PutObjectLegalHold: ON or OFF."""
         ...
 
+    def get_legal_hold(self, bucket: str, key: str) -> str:
+        """GetObjectLegalHold: ON or OFF (OFF when none was ever set)."""
+        ...
+
     def put_acl(self, bucket: str, key: str, acl: str) -> None:
         """PutObjectAcl with a canned ACL."""
         ...

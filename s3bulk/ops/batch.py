@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from s3bulk.bodies.budget import MemoryBudget
 from s3bulk.errors import ErrorKind, classify, error_code, error_message
@@ -91,6 +92,7 @@ class Done:
     src_checksum: str = ""
     dst_checksum: str = ""
     obj: ObjectInfo | None = None  # the object as a HEAD found it, when its manifest row gave no size
+    undo: dict[str, Any] | None = None  # the undo journal: the state it replaced, and the state it set (keys.py)
 
 
 def _log(
@@ -120,8 +122,14 @@ def _log(
             error,
             message,
             result=result,
+            undo=d.undo if outcome == "succeeded" else None,
         )
     )
+
+
+def _undo(bucket: str, what: str, before: Any, after: Any) -> dict[str, Any]:
+    """One undo journal entry: `s3bulk undo` puts `before` back where the object still has `after`."""
+    return {"bucket": bucket, "what": what, "before": before, "after": after}
 
 
 def _always() -> bool:
@@ -382,9 +390,11 @@ class BatchRunner:
             return self._copy(item)
         obj = self._resolve(item.obj)
         found = obj if obj is not item.obj else None
+        journal = self.keylog is not None  # what a change replaced is read only for the per-key log (s3bulk undo)
         if job.operation == "tag":
             assert job.tagging is not None
-            return Done(tag_object(self.store, bucket, obj.key, job.tagging))
+            t = tag_object(self.store, bucket, obj.key, job.tagging, journal=journal)
+            return Done(t.changed, undo=_undo(bucket, "tags", t.before, t.after) if t.changed and t.before is not None else None)
         if job.operation == "restore":
             return Done(restore_object(self.store, bucket, obj, job.restore or Restore()), obj=found)
         if job.operation == "set-retention":
@@ -392,14 +402,18 @@ class BatchRunner:
             return Done(set_retention(self.store, bucket, obj.key, job.retention))
         if job.operation == "set-legal-hold":
             assert job.legal_hold is not None
-            return Done(set_legal_hold(self.store, bucket, obj.key, job.legal_hold))
+            before = self.store.get_legal_hold(bucket, obj.key) if journal else None
+            set_legal_hold(self.store, bucket, obj.key, job.legal_hold)
+            return Done(True, undo=_undo(bucket, "legal_hold", before, job.legal_hold) if before is not None else None)
         if job.operation == "set-acl":
             assert job.acl is not None
             return Done(set_acl(self.store, bucket, obj.key, job.acl))
         if job.operation == "set-storage-class":
-            if (obj.storage_class or "STANDARD") == job.storage_class:
+            before = obj.storage_class or "STANDARD"  # from the listing (or the HEAD a manifest row needed): no extra request
+            if before == job.storage_class:
                 return Done(False, obj=found)
-            return Done(True, copy_object(self.store, self.parts, bucket, obj, bucket, obj.key, self._in_place).etag, obj=found)
+            etag = copy_object(self.store, self.parts, bucket, obj, bucket, obj.key, self._in_place).etag
+            return Done(True, etag, obj=found, undo=_undo(bucket, "storage_class", before, job.storage_class))
         assert job.operation == "verify" and job.destination is not None
         v = verify_object(self.store, bucket, obj, job.destination.bucket, item.dst_key, self.dst)
         return Done(True, "", v.src_checksum, v.dst_checksum)

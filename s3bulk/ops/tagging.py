@@ -2,29 +2,40 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from s3bulk.job import MAX_TAGS, Tagging
 from s3bulk.store import ObjectStore, StoreError
 
 
-def tag_object(store: ObjectStore, bucket: str, key: str, tagging: Tagging) -> bool:
-    """Returns False (nothing written) when a merge or remove would not change the tags, so a rerun costs reads only."""
+@dataclass(frozen=True, slots=True)
+class Tagged:
+    """What tag_object did: `changed` False wrote nothing; `before` is the tag set it replaced (None when not read)."""
+
+    changed: bool
+    before: dict[str, str] | None
+    after: dict[str, str]
+
+
+def tag_object(store: ObjectStore, bucket: str, key: str, tagging: Tagging, *, journal: bool = False) -> Tagged:
+    """A merge or remove that would not change the tags writes nothing, so a rerun costs reads only.
+
+    `journal` reads the tags a replace overwrites too (one GetObjectTagging), so the per-key
+    log can say what `s3bulk undo` restores; merge and remove read them anyway.
+    """
     tags = dict(tagging.tags)
+    current = store.get_tags(bucket, key) if journal or tagging.mode != "replace" else None
     if tagging.mode == "remove":
-        current = store.get_tags(bucket, key)
-        kept = {k: v for k, v in current.items() if k not in set(tagging.keys)}
-        if kept == current:
-            return False
-        store.put_tags(bucket, key, kept)
-        return True
-    if tagging.mode == "merge":
-        current = store.get_tags(bucket, key)
-        merged = {**current, **tags}
-        if merged == current:
-            return False
-        if len(merged) > MAX_TAGS:
+        assert current is not None
+        tags = {k: v for k, v in current.items() if k not in set(tagging.keys)}
+    elif tagging.mode == "merge":
+        assert current is not None
+        tags = {**current, **tags}
+        if len(tags) > MAX_TAGS and tags != current:
             raise StoreError(
-                "BadRequest", f"merging gives {len(merged)} tags; S3 allows {MAX_TAGS} per object (use mode replace or fewer tags)", 400
+                "BadRequest", f"merging gives {len(tags)} tags; S3 allows {MAX_TAGS} per object (use mode replace or fewer tags)", 400
             )
-        tags = merged
+    if tags == current:  # nothing to change (a rerun, or a redo after a crash): no write, and nothing for undo
+        return Tagged(False, current, tags)
     store.put_tags(bucket, key, tags)
-    return True
+    return Tagged(True, current, tags)

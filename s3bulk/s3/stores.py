@@ -245,6 +245,9 @@ class S3Store:
         return {t["Key"]: t["Value"] for t in r.get("TagSet", ())}
 
     def put_tags(self, bucket: str, key: str, tags: Mapping[str, str]) -> None:
+        if not tags:  # no tags at all: DeleteObjectTagging, which every S3 implementation takes (an empty TagSet is not)
+            self._call(self._s3(bucket).delete_object_tagging, Bucket=bucket, Key=key, **self._params(bucket))
+            return
         tag_set = [{"Key": k, "Value": v} for k, v in tags.items()]
         self._call(self._s3(bucket).put_object_tagging, Bucket=bucket, Key=key, Tagging={"TagSet": tag_set}, **self._params(bucket))
 
@@ -255,6 +258,15 @@ class S3Store:
 
     def put_legal_hold(self, bucket: str, key: str, status: str) -> None:
         self._call(self._s3(bucket).put_object_legal_hold, Bucket=bucket, Key=key, LegalHold={"Status": status}, **self._params(bucket))
+
+    def get_legal_hold(self, bucket: str, key: str) -> str:
+        try:
+            r = self._call(self._s3(bucket).get_object_legal_hold, Bucket=bucket, Key=key, **self._params(bucket))
+        except StoreError as exc:
+            if exc.code == "NoSuchObjectLockConfiguration":  # no hold was ever set on it
+                return "OFF"
+            raise
+        return str(r.get("LegalHold", {}).get("Status", "OFF"))
 
     def put_acl(self, bucket: str, key: str, acl: str) -> None:
         self._call(self._s3(bucket).put_object_acl, Bucket=bucket, Key=key, ACL=acl, **self._params(bucket))

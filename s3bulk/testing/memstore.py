@@ -243,6 +243,11 @@ class MemoryStore:
         with self._lock:
             self._get(bucket, key).legal_hold = status
 
+    def get_legal_hold(self, bucket: str, key: str) -> str:
+        self._count("GetObjectLegalHold")
+        self._fault("GetObjectLegalHold", bucket, key)
+        return self._get(bucket, key).legal_hold
+
     def put_acl(self, bucket: str, key: str, acl: str) -> None:
         self._count("PutObjectAcl")
         self._fault("PutObjectAcl", bucket, key)

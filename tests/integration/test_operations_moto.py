@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import client_for
+from tests.integration.conftest import cli_env, client_for, run_cli
 from tests.integration.test_operations_seaweed import run_job
 
 pytestmark = pytest.mark.moto
@@ -140,3 +140,35 @@ def test_set_acl_applies_a_canned_acl_and_tag_remove_takes_off_only_the_named_ta
         assert direct.get_object_tagging(Bucket=bucket, Key=f"shared/{i:02d}")["TagSet"] == [{"Key": "team", "Value": "data"}]
     code, report, _ = run_job(moto_endpoint, tmp_path, "untag-again", remove)
     assert (code, report["succeeded"], report["skipped"]) == (0, 0, 13)  # a rerun reads and writes nothing
+
+
+def test_undo_after_a_tag_replace_restores_the_exact_previous_tag_sets_and_skips_an_object_retagged_after_the_job(
+    moto_endpoint: str, bucket_factory: Callable[[Any, str], str], tmp_path: Path
+) -> None:
+    direct = client_for(moto_endpoint)
+    bucket = bucket_factory(direct, "undo")
+    keys = [f"docs/{i:02d} ü+%" for i in range(24)]
+    for i, key in enumerate(keys):
+        direct.put_object(Bucket=bucket, Key=key, Body=b"x", **({"Tagging": f"owner=team{i % 3}&n={i}"} if i % 4 else {}))
+
+    def tag_sets() -> dict[str, list[dict[str, str]]]:
+        return {k: sorted(direct.get_object_tagging(Bucket=bucket, Key=k)["TagSet"], key=lambda t: t["Key"]) for k in keys}
+
+    before = tag_sets()
+    job = {
+        "operation": "tag",
+        "source": {"bucket": bucket, "prefix": "docs/"},
+        "tagging": {"mode": "replace", "tags": {"owner": "migrated"}},
+    }
+    code, report, _ = run_job(moto_endpoint, tmp_path, "retag", job)
+    assert (code, report["succeeded"]) == (0, 24)
+    direct.put_object_tagging(Bucket=bucket, Key=keys[7], Tagging={"TagSet": [{"Key": "owner", "Value": "late-change"}]})
+    log = str(tmp_path / "retag-keys.jsonl")
+    env = cli_env(tmp_path)
+
+    dry = run_cli("undo", log, "--endpoint-url", moto_endpoint, "--dry-run", env=env)
+    assert dry.returncode == 0 and dry.stdout.startswith("would restore 23; left alone (changed since the job) 1; failed 0"), dry
+    done = run_cli("undo", log, "--endpoint-url", moto_endpoint, env=env)
+    assert done.returncode == 0 and done.stdout.startswith("restored 23; left alone (changed since the job) 1; failed 0"), done
+    assert keys[7] in done.stdout
+    assert tag_sets() == {**before, keys[7]: [{"Key": "owner", "Value": "late-change"}]}

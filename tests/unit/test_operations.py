@@ -43,8 +43,17 @@ def test_tag_replace_sets_exactly_the_given_tags(store: MemoryStore) -> None:
     assert (s["succeeded"], s["failed"], s["skipped"]) == (N, 0, 0)
     assert all(store.get("src-b", f"in/{i:03d}").tags == {"team": "data"} for i in range(N))
     assert store.get("src-b", "elsewhere").tags == {"team": "old"}
-    assert store.calls["PutObjectTagging"] == N and "GetObjectTagging" not in store.calls
+    # With a per-key log, each replaced tag set is read first: the undo journal of the change.
+    assert store.calls["PutObjectTagging"] == store.calls["GetObjectTagging"] == N
     assert sorted(line["key"] for line in lines) == [f"in/{i:03d}" for i in range(N)]
+    assert {json.dumps(line["undo"], sort_keys=True) for line in lines} == {
+        json.dumps({"bucket": "src-b", "what": "tags", "before": {"keep": "yes", "team": "old"}, "after": {"team": "data"}}, sort_keys=True)
+    }
+
+
+def test_tag_replace_without_a_key_log_reads_no_tags(store: MemoryStore) -> None:
+    Engine(job("tag", tagging={"mode": "replace", "tags": {"team": "data"}}), store, concurrency=8).run()
+    assert store.calls["PutObjectTagging"] == N and "GetObjectTagging" not in store.calls
 
 
 def test_tag_merge_keeps_other_tags_and_a_rerun_writes_nothing(store: MemoryStore) -> None:

@@ -1,0 +1,129 @@
+"""`s3bulk undo LOG.jsonl`: put back what a job changed, from the undo journal in its per-key log.
+
+A line whose `undo` entry says {"bucket", "what", "before", "after"} is reversed only
+where the object still has `after`: an object changed again since the job is skipped and
+reported, never clobbered. Lines are read from the end of the log backwards, and all of a
+key's entries go to one thread, so when a log holds several jobs' changes to a key, the
+latest is undone first and each undo finds the state the next one expects. Memory stays
+bounded: the log is streamed, and at most `4 x concurrency` entries wait for a thread.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import threading
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from s3bulk.errors import error_code, error_message
+from s3bulk.job import Options
+from s3bulk.ops.batch import part_pool
+from s3bulk.ops.copies import CopySettings, copy_object
+from s3bulk.store import ObjectStore
+
+UNDOABLE = ("tags", "storage_class", "legal_hold")
+SHOWN = 20  # skipped and failed keys listed by name; the rest are counted
+_COPY = Options()  # a class change is undone with the job defaults' multipart threshold and part size
+
+
+@dataclass
+class UndoResult:
+    restored: int = 0
+    changed_since: int = 0  # the object no longer has what the job set: left alone
+    failed: int = 0
+    examples: list[str] = field(default_factory=list)  # "key: why", for the first SHOWN skips and failures
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def note(self, kind: str, line: str = "") -> None:
+        with self._lock:
+            setattr(self, kind, getattr(self, kind) + 1)
+            if line and len(self.examples) < SHOWN:
+                self.examples.append(line)
+
+
+def lines_backwards(f: IO[bytes], block: int = 1 << 16) -> Iterator[str]:
+    """The file's lines, last first, reading `block` bytes at a time from the end."""
+    f.seek(0, os.SEEK_END)
+    at, tail = f.tell(), b""
+    while at > 0:
+        step = min(block, at)
+        at -= step
+        f.seek(at)
+        chunk = f.read(step) + tail
+        parts = chunk.split(b"\n")
+        tail = parts[0]
+        for raw in reversed(parts[1:]):
+            if raw.strip():
+                yield raw.decode("utf-8")
+    if tail.strip():
+        yield tail.decode("utf-8")
+
+
+def entries(f: IO[bytes]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(key, undo entry) of each succeeded change the journal can reverse, latest first."""
+    for text in lines_backwards(f):
+        doc = json.loads(text)
+        undo = doc.get("undo")
+        if doc.get("outcome") == "succeeded" and isinstance(undo, dict) and undo.get("what") in UNDOABLE:
+            yield str(doc["key"]), undo
+
+
+def current(store: ObjectStore, bucket: str, key: str, what: str) -> Any:
+    if what == "tags":
+        return store.get_tags(bucket, key)
+    if what == "legal_hold":
+        return store.get_legal_hold(bucket, key)
+    return store.head_object(bucket, key).storage_class or "STANDARD"
+
+
+def restore(store: ObjectStore, parts: Any, bucket: str, key: str, what: str, before: Any) -> None:
+    if what == "tags":
+        store.put_tags(bucket, key, before)
+    elif what == "legal_hold":
+        store.put_legal_hold(bucket, key, before)
+    else:  # an in-place copy back to the class it had, keeping body, metadata and tags
+        obj = store.head_object(bucket, key).info(key)
+        copy_object(store, parts, bucket, obj, bucket, key, CopySettings(_COPY.multipart_threshold, _COPY.part_size, before))
+
+
+def undo_one(store: ObjectStore, parts: Any, key: str, entry: dict[str, Any], result: UndoResult, dry_run: bool) -> None:
+    bucket, what = str(entry["bucket"]), str(entry["what"])
+    try:
+        now = current(store, bucket, key, what)
+        if now != entry["after"]:
+            result.note("changed_since", f"{key}: {what} is {json.dumps(now)}, not what the job set; left alone")
+            return
+        if not dry_run:
+            restore(store, parts, bucket, key, what, entry["before"])
+        result.note("restored")
+    except Exception as exc:  # noqa: BLE001 - each key's failure is reported, the others go on
+        result.note("failed", f"{key}: {error_code(exc)}: {error_message(exc)}")
+
+
+def undo_log(log: IO[bytes], store: ObjectStore, *, concurrency: int = 16, dry_run: bool = False) -> UndoResult:
+    """Reverse every journaled change in `log` where the object still has what the job set."""
+    result = UndoResult()
+    queues: list[queue.Queue[tuple[str, dict[str, Any]] | None]] = [queue.Queue(maxsize=4) for _ in range(concurrency)]
+    parts = part_pool()
+
+    def drain(q: queue.Queue[tuple[str, dict[str, Any]] | None]) -> None:
+        while (got := q.get()) is not None:
+            undo_one(store, parts, got[0], got[1], result, dry_run)
+
+    threads = [threading.Thread(target=drain, args=(q,), name=f"s3bulk-undo-{i}", daemon=True) for i, q in enumerate(queues)]
+    for t in threads:
+        t.start()
+    try:
+        for key, entry in entries(log):
+            queues[zlib.crc32(key.encode("utf-8", "surrogatepass")) % concurrency].put((key, entry))  # one key, one thread
+    finally:
+        for q in queues:
+            q.put(None)
+        for t in threads:
+            t.join()
+        parts.shutdown()
+    return result
