@@ -46,14 +46,14 @@ def build_state_machine(
         "sk": tasks.DynamoAttributeValue.from_string("job"),
     }
 
-    def set_status(name: str, status: str) -> tasks.DynamoUpdateItem:
-        """A direct DynamoDB update of the job's status, retried on the errors a write can meet."""
+    def set_status(name: str, status: str, remove: str = "") -> tasks.DynamoUpdateItem:
+        """A direct DynamoDB update of the job's status (and attributes to remove), retried on the errors a write can meet."""
         task = tasks.DynamoUpdateItem(
             scope,
             name,
             table=table,
             key=job_key,
-            update_expression="SET #s = :status",
+            update_expression="SET #s = :status" + (f" REMOVE {remove}" if remove else ""),
             expression_attribute_names={"#s": "status"},
             expression_attribute_values={":status": tasks.DynamoAttributeValue.from_string(status)},
             result_path=sfn.JsonPath.DISCARD,
@@ -116,7 +116,8 @@ def build_state_machine(
         parameters={"job_id.$": "$.job_id", "poll_seconds.$": "$.poll_seconds"},
     )
     # A job id submitted again resumes that job rather than starting over: RUNNING again, so workers work its batches.
-    reopen = set_status("ReopenJob", "RUNNING")
+    # A job an outage stopped loses its stop reason, and its batches (handed back all along) are worked again.
+    reopen = set_status("ReopenJob", "RUNNING", remove="stop_reason")
     reopen.add_catch(failed, errors=["States.ALL"], result_path="$.error")
     reopen.next(slim)
     create.add_catch(reopen, errors=["DynamoDb.ConditionalCheckFailedException"], result_path=sfn.JsonPath.DISCARD)
@@ -134,7 +135,18 @@ def build_state_machine(
     )
     _retry(report_failure, [*LAMBDA_TRANSIENT, "States.Timeout"])
     report_failure.add_catch(mark_failed, errors=["States.ALL"], result_path="$.report_error")
-    report_failure.next(failed)
+    # An endpoint that stopped answering stops the job, resumable: the same job submitted again goes on from its checkpoints.
+    job_stopped = sfn.Fail(
+        scope,
+        "JobStopped",
+        error="JobStopped",
+        cause="An endpoint stopped answering (see the report); submit the same job again to resume it once it answers.",
+    )
+    report_failure.next(
+        sfn.Choice(scope, "StoppedByOutage?")
+        .when(sfn.Condition.string_equals("$.failure_report.status", "stopped"), job_stopped)
+        .otherwise(failed)
+    )
 
     def job_task(name: str, fn: lambda_.IFunction, result_path: str) -> tasks.LambdaInvoke:
         """A Lambda step that takes the job id and whose errors mark the job failed."""
@@ -212,6 +224,7 @@ def build_state_machine(
     )
     verdict = (
         sfn.Choice(scope, "WithinTolerance?")
+        .when(sfn.Condition.string_equals("$.result.status", "stopped"), job_stopped)
         .when(sfn.Condition.boolean_equals("$.result.over_threshold", True), too_many)
         .otherwise(succeeded)
     )

@@ -16,7 +16,7 @@ from s3bulk.aws.allowlist import AllowList
 from s3bulk.aws.completion import Completion
 from s3bulk.aws.invoke import lambda_invoker
 from s3bulk.aws.ledger import DynamoLedger
-from s3bulk.aws.pipeline import DEFAULT_LIST_SHARDS, DEFAULT_POLL_SECONDS, WORK_MARGIN_S, WorkerService
+from s3bulk.aws.pipeline import DEFAULT_LIST_SHARDS, DEFAULT_POLL_SECONDS, OUTAGE_STOP_S, WORK_MARGIN_S, WorkerService
 from s3bulk.aws.queue import QueueSender, Returns
 from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.bodies.malloc import pin_mmap_threshold
@@ -44,6 +44,7 @@ class AwsConfig:
     request_path: str = "fast"  # fast: CopyObject/DeleteObjects on the lighter path; botocore: everything via botocore
     process_code: str = ""  # the directory the deployer's process code was bundled into (-c process_code=DIR)
     memory_mb: int = 1024  # the function's memory (Lambda sets AWS_LAMBDA_FUNCTION_MEMORY_SIZE)
+    outage_stop: float = OUTAGE_STOP_S  # how long batches are handed back for an unreachable endpoint before the job stops
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> AwsConfig:
@@ -63,6 +64,7 @@ class AwsConfig:
             request_path=env.get("S3BULK_REQUEST_PATH", "fast"),
             process_code=env.get("S3BULK_PROCESS_CODE", ""),
             memory_mb=int(env.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", 1024)),
+            outage_stop=float(env.get("S3BULK_OUTAGE_STOP_S", OUTAGE_STOP_S)),
         )
 
 
@@ -152,4 +154,5 @@ def worker_service(cfg: AwsConfig) -> WorkerService:
         # A quarter of the function's memory for object bodies beyond one range and one part per thread.
         body_budget=cfg.memory_mb * 1024 * 1024 // 4,
         open_side=SideStores(cfg, s3),
+        outage_stop=cfg.outage_stop,
     )

@@ -78,6 +78,7 @@ class JobRecord:
     created_at: float
     shards: int | None = None  # listing shards, once planned
     report: str | None = None  # report.json's URI, once written
+    stop_reason: str | None = None  # set when an endpoint outage outlasted the stack's bound (the job stops, resumable)
 
     def summary(self) -> dict[str, Any]:
         c = self.counters
@@ -262,6 +263,7 @@ class DynamoLedger:
             float(item["created_at"]["N"]),
             int(item["shards"]["N"]) if "shards" in item else None,
             item.get("report", {}).get("S"),
+            item.get("stop_reason", {}).get("S"),
         )
 
     def status(self, job_id: str) -> str:
@@ -499,6 +501,29 @@ class DynamoLedger:
             ConditionExpression=f"attribute_exists(pk) AND ({condition})",
             ExpressionAttributeValues=values,
         )
+
+    def stop_for_outage(self, job_id: str, reason: str) -> bool:
+        """Mark a RUNNING job STOPPING (its endpoint is gone for good); True for the one call that did.
+
+        Workers then hand its batches back uncounted, and its execution finalizes it as stopped.
+        Submitting the job again (ReopenJob) makes it RUNNING and removes the reason.
+        """
+        try:
+            self._write(
+                lambda: self.client.update_item(
+                    TableName=self.table,
+                    Key=job_key(job_id),
+                    UpdateExpression="SET #s = :stopping, stop_reason = :r",
+                    ConditionExpression="#s = :running",
+                    ExpressionAttributeNames={"#s": "status"},
+                    ExpressionAttributeValues={":stopping": {"S": "STOPPING"}, ":running": {"S": "RUNNING"}, ":r": {"S": reason[:1000]}},
+                )
+            )
+        except ClientError as exc:
+            if not _conditional_failed(exc):
+                raise
+            return False
+        return True
 
     def set_status(self, job_id: str, status: str, **extra: str) -> None:
         names = {"#s": "status"}

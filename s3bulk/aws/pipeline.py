@@ -31,6 +31,7 @@ from s3bulk.ops.batch import BatchRunner, Item, part_pool
 from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.ops.extraneous import Extraneous
 from s3bulk.ops.process import ProcessCode, Processor, make_processor
+from s3bulk.outage import EndpointUnreachable
 from s3bulk.report import Counts, Tally, job_status, summarize
 from s3bulk.s3.ratecontrol import RateControl
 from s3bulk.selection import KeyMapper, Selector, key_mapper
@@ -55,6 +56,10 @@ MANIFEST_PAGE = 1000
 RETURN_NOT_STARTED_S = 2
 RETURN_BASE_S = 10
 RETURN_CAP_S = 300
+# A stopped job's batches wait for it to be submitted again, coming back this often (not every few seconds for days).
+RETURN_STOPPED_S = 900
+# How long workers hand batches back for an endpoint that gives no answer before the job is stopped (resumable).
+OUTAGE_STOP_S = 900.0
 
 
 def return_delay(attempts: int, *, not_started: bool) -> int:
@@ -120,7 +125,11 @@ def job_stores(job: Job, store: ObjectStore, open_side: OpenSide | None) -> tupl
     if (foreign(job.source) or foreign(job.destination)) and open_side is None:
         raise JobError("job.source.credentials_secret: this function cannot open another side's store; redeploy the stack")
     scoped = src.scoped(opts)
-    return scoped, scoped if dst is src else dst.scoped(opts)
+    stores = (scoped, scoped if dst is src else dst.scoped(opts))
+    for s in stores:  # this job's outage window; a trip an earlier step saw stops this one at its first failure
+        s.breaker.configure(job.options.outage_seconds)
+        s.breaker.rearm()
+    return stores
 
 
 # -- plan and list --------------------------------------------------------------------------------
@@ -374,6 +383,8 @@ def _list_manifest(
 STATUS_TTL_S = 30.0
 # The error code a stopped job's unworked objects are reported with.
 JOB_STOPPED = "JobStopped"
+# Statuses of a job stopped by an endpoint outage: its batches are kept (handed back uncounted), not cancelled.
+PAUSED = frozenset({"STOPPING", "STOPPED"})
 
 
 class NotStarted(RuntimeError):
@@ -385,10 +396,15 @@ class BatchIncomplete(RuntimeError):
 
 
 class EndpointDown(RuntimeError):
-    """The job's outage breaker tripped (s3bulk/outage.py): nothing of the batch is counted, and it comes back later.
+    """The job's outage breaker tripped (s3bulk/outage.py), or the job was stopped by one: nothing of the batch is
+    counted, and it comes back later (`stopped`: once the job is submitted again).
 
     Like NotStarted, never a reason to dead-letter: on its last delivery it is sent again as a new message.
     """
+
+    def __init__(self, message: str, *, stopped: bool = False) -> None:
+        super().__init__(message)
+        self.stopped = stopped
 
 
 class BatchReturned(RuntimeError):
@@ -432,9 +448,13 @@ class WorkerService:
         load_code: Callable[[Process], ProcessCode] | None = None,
         body_budget: int = 256 * 1024 * 1024,
         open_side: OpenSide | None = None,
+        outage_stop: float = OUTAGE_STOP_S,
+        wall: Callable[[], float] = time.time,
     ) -> None:
         self.ledger = ledger
         self.open_side = open_side
+        self.outage_stop = outage_stop
+        self.wall = wall
         self.load_code = load_code
         self.budget = MemoryBudget(body_budget)  # one per container: every batch's readers and writers share it
         self._code: dict[str, ProcessCode] = {}
@@ -483,7 +503,11 @@ class WorkerService:
                 self.returns.requeue(msg.encode())
                 return WorkOutcome(BatchCounts(), counted=False, requeued=True)
             if self.returns is not None:  # an outage backs off as an error does; a batch short of time comes back at once
-                self.returns.later(receipt, return_delay(attempts, not_started=isinstance(exc, NotStarted)))
+                if isinstance(exc, EndpointDown) and exc.stopped:  # as often as the outage bound, at most every 15 minutes
+                    delay = max(1, min(RETURN_STOPPED_S, int(self.outage_stop)))
+                else:
+                    delay = return_delay(attempts, not_started=isinstance(exc, NotStarted))
+                self.returns.later(receipt, delay)
             raise BatchReturned(exc) from exc
         except Exception as exc:
             if attempts < self.max_receives:
@@ -501,6 +525,8 @@ class WorkerService:
         if self.ledger.is_batch_done(msg.job_id, msg.batch_id):
             return WorkOutcome(BatchCounts(), counted=False)
         status = self.status(msg.job_id)
+        if status in PAUSED:
+            raise EndpointDown(f"job {msg.job_id} is stopped (an endpoint stopped answering); submit it again to resume", stopped=True)
         if status != "RUNNING":
             return self._cancel(msg, status)
         mapper = key_mapper(job)
@@ -509,9 +535,6 @@ class WorkerService:
         tally = Tally()
         store, dst_store = job_stores(job, self.store, self.open_side)
         stores = {id(s): s for s in (store, dst_store)}.values()
-        for s in stores:  # this job's outage window; a trip seen by an earlier batch stops this one at its first failure
-            s.breaker.configure(job.options.outage_seconds)
-            s.breaker.rearm()
         retries_before = sum(s.retries for s in stores)
         cuts_before = self._pace(msg.job_id, job)
         # A batch's key lines (at most batch_size of them) spool to disk past 1 MiB.
@@ -531,6 +554,7 @@ class WorkerService:
                 run = runner.start(items, tally, keep_going=lambda: time_left() > self.margin)
                 run.wait()
                 if runner.outage is not None:
+                    self._stop_if_lasting(msg.job_id, runner.outage)
                     raise EndpointDown(f"batch {msg.batch_id}: {runner.outage}; it comes back uncounted") from runner.outage
                 if not run.complete:
                     raise BatchIncomplete(f"batch {msg.batch_id} of {len(items)} objects: time ran out; it will be redone whole")
@@ -546,6 +570,21 @@ class WorkerService:
         if self.rate is not None and self.rate.enabled and self.rate.send_rate is not None:
             self.ledger.publish_rate(msg.job_id, self.rate.send_rate, cut=self.rate.cuts > cuts_before)
         return WorkOutcome(counts, counted)
+
+    def _stop_if_lasting(self, job_id: str, outage: EndpointUnreachable) -> None:
+        """An endpoint gone for longer than `outage_stop` (this container's breaker remembers since when): stop the job.
+
+        The one worker whose write stops it resumes the execution, which finalizes the job as stopped.
+        """
+        lasted = self.wall() - outage.since
+        if lasted < self.outage_stop:
+            return
+        reason = f"{outage.outage.endpoint} gave no answer for {lasted:.0f} s: {outage.error}"
+        if self.ledger.stop_for_outage(job_id, reason):
+            self._status.pop(job_id, None)
+            token = self.ledger.progress(job_id).token
+            if token is not None and self.completion is not None:
+                self.completion.send(token, job_id)
 
     def _processor(self, job_id: str, job: Job, store: ObjectStore, dst_store: ObjectStore) -> Processor | None:
         """A process job's code, loaded once per container and job."""
@@ -612,7 +651,9 @@ def await_step(job_id: str, token: str, *, ledger: DynamoLedger, completion: Com
 def progress_step(job_id: str, *, ledger: DynamoLedger) -> dict[str, Any]:
     """The safety net when no one sent the token in time: is the job complete?"""
     p = ledger.progress(job_id)
-    return {"job_id": job_id, "complete": p.complete, "pending": p.pending, "listing_done": p.listing_done}
+    # A job an outage stopped is finalized now (as stopped), whatever is pending.
+    complete = p.complete or p.status == "STOPPING"
+    return {"job_id": job_id, "complete": complete, "pending": p.pending, "listing_done": p.listing_done}
 
 
 # -- finalize -------------------------------------------------------------------------------------
@@ -628,13 +669,16 @@ def finalize(
     rec = ledger.load(job_id)
     counts = Counts.of_counters(rec.counters)
     opts = rec.job.options
-    status = job_status(dry_run=opts.dry_run, failed=counts.failed, error=error)
+    # Stopped, not failed: workers found an endpoint gone past the bound, or the listing did (its step's error).
+    stopped = rec.stop_reason is not None or (error is not None and error.startswith(f"{EndpointUnreachable.__name__}:"))
+    reason = rec.stop_reason or error if stopped else error
+    status = job_status(dry_run=opts.dry_run, failed=counts.failed, error=error, stopped=stopped)
     summary = summarize(
-        job_id, rec.job.operation, status, counts, now() - rec.created_at, tolerated_failures=opts.tolerated_failures, error=error
+        job_id, rec.job.operation, status, counts, now() - rec.created_at, tolerated_failures=opts.tolerated_failures, error=reason
     )
     uri = reports.write_report(job_id, summary)
-    over = error is not None or counts.failed > opts.tolerated_failures
-    ledger.set_status(job_id, "FAILED" if over else "SUCCEEDED", report=uri)
+    over = not stopped and (error is not None or counts.failed > opts.tolerated_failures)
+    ledger.set_status(job_id, "STOPPED" if stopped else "FAILED" if over else "SUCCEEDED", report=uri)
     return {
         "job_id": job_id,
         "status": status,

@@ -271,7 +271,7 @@ def test_a_copy_only_deployment_grants_no_delete_or_governance_bypass() -> None:
     sts = _statements_for({"delete_buckets": "", "schedules_file": ""})
     actions = _actions(sts)
     # DeleteObjectTagging takes an object's last tags off (a tag write, like PutObjectTagging); it deletes no object.
-    assert not {a for a in actions if a.startswith("s3:Delete") and a != "s3:DeleteObjectTagging" or a == "s3:BypassGovernanceRetention"}
+    assert not {a for a in actions if (a.startswith("s3:Delete") and a != "s3:DeleteObjectTagging") or a == "s3:BypassGovernanceRetention"}
     assert "s3:PutObject" in actions  # the deployment still copies
 
 

@@ -397,3 +397,63 @@ def test_an_endpoint_outage_returns_batches_uncounted_and_the_job_completes_exac
     [source] = clean.sources
     assert source.stats.returned >= 1  # the outage really cut into the work: at least one batch went back
     assert dead_lettered(clean) == 0
+
+
+def test_an_outage_past_the_stacks_bound_stops_the_job_with_a_report_and_submitting_it_again_finishes_it_exactly(
+    template: dict[str, Any], seaweed: str
+) -> None:
+    """Workers hand batches back while the endpoint is gone; past S3BULK_OUTAGE_STOP_S one stops the job (resumable).
+
+    The execution ends JobStopped with a report that says stopped and counts no failure; the same job
+    submitted again once the endpoint answers is reopened and finishes with exact counts.
+    """
+    env = {**ENV, "S3BULK_OUTAGE_STOP_S": "3"}
+    theirs = client_for(seaweed)
+    with contextlib.suppress(theirs.exceptions.BucketAlreadyOwnedByYou, theirs.exceptions.BucketAlreadyExists):
+        theirs.create_bucket(Bucket=LEGACY)
+    prefix = f"stopped-{uuid.uuid4().hex[:8]}/"
+    expected = {}
+    for i in range(300):
+        body = f"stop {i} ".encode() * (1 + i % 5)
+        theirs.put_object(Bucket=LEGACY, Key=f"{prefix}{i:04d}", Body=body)
+        expected[f"resumed/{i:04d}"] = md5(body)
+    with StackOnMoto(template, buckets=(SRC, DST), env=env) as stack, FaultProxy(port_of(seaweed)) as proxy:
+        boto3.client("secretsmanager", region_name=REGION).create_secret(
+            Name="legacy-keys", SecretString=json.dumps({"aws_access_key_id": ACCESS_KEY, "aws_secret_access_key": SECRET_KEY})
+        )
+        job = {
+            "job_id": "legacy-migration",
+            "operation": "copy",
+            "source": {"bucket": LEGACY, "prefix": prefix, "endpoint_url": proxy.endpoint_url, "credentials_secret": LEGACY_SECRET},
+            "destination": {"bucket": DST, "prefix": "resumed/"},
+            "options": {"batch_size": 10, "outage_seconds": 1},
+        }
+        watcher = boto3.client("s3", region_name=REGION)
+
+        def cut_when_copying() -> None:
+            deadline = time.monotonic() + 60
+            while not watcher.list_objects_v2(Bucket=DST, Prefix="resumed/", MaxKeys=1).get("KeyCount"):
+                if time.monotonic() > deadline:
+                    return
+                time.sleep(0.02)
+            proxy.go_down()  # and it stays down until the job has stopped
+
+        cutter = threading.Thread(target=cut_when_copying, daemon=True)
+        cutter.start()
+        first = stack.run(job, timeout=120)
+        cutter.join()
+        assert first.status == "FAILED" and first.description.get("error") == "JobStopped", first.description
+        stopped = report(stack, json.dumps({"job_id": "legacy-migration"}))
+        assert (stopped["status"], stopped["failed"], stopped["failures"]) == ("stopped", 0, [])
+        assert 0 < stopped["succeeded"] < 300 and "gave no answer" in str(stopped.get("error"))
+        assert DynamoLedger(stack.ddb, stack.bucket_of("Ledger")).status("legacy-migration") == "STOPPED"  # the table, by logical id
+
+        proxy.go_up()
+        second = stack.run(job, timeout=120)
+        assert second.status == "SUCCEEDED", f"{second.description.get('error')}: {str(second.description.get('cause'))[:1500]}"
+        r = report(stack, second.description.get("output"))
+        assert (r["status"], r["succeeded"], r["failed"]) == ("succeeded", 300, 0)
+        got = {}
+        for page in stack.s3.get_paginator("list_objects_v2").paginate(Bucket=DST, Prefix="resumed/"):
+            got.update({o["Key"]: o["ETag"].strip('"') for o in page.get("Contents", ())})
+        assert got == expected
