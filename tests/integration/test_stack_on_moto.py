@@ -457,3 +457,24 @@ def test_an_outage_past_the_stacks_bound_stops_the_job_with_a_report_and_submitt
         for page in stack.s3.get_paginator("list_objects_v2").paginate(Bucket=DST, Prefix="resumed/"):
             got.update({o["Key"]: o["ETag"].strip('"') for o in page.get("Contents", ())})
         assert got == expected
+
+
+def test_a_listing_whose_endpoint_gives_no_answer_stops_the_job_instead_of_failing_or_spinning(clean: StackOnMoto) -> None:
+    with FaultProxy(port_of("http://127.0.0.1:9")) as proxy:  # nothing behind it, and it is down from the start
+        proxy.go_down()
+        boto3.client("secretsmanager", region_name=REGION).create_secret(
+            Name="legacy-keys", SecretString=json.dumps({"aws_access_key_id": ACCESS_KEY, "aws_secret_access_key": SECRET_KEY})
+        )
+        job = {
+            "job_id": "listing-down",
+            "operation": "copy",
+            "source": {"bucket": LEGACY, "prefix": "x/", "endpoint_url": proxy.endpoint_url, "credentials_secret": LEGACY_SECRET},
+            "destination": {"bucket": DST, "prefix": "never/"},
+            "options": {"outage_seconds": 1},
+        }
+        ex = clean.run(job, timeout=60)
+    assert ex.status == "FAILED" and ex.description.get("error") == "JobStopped", ex.description
+    assert "ListShards" not in ex.entered()  # stopped at PlanListing, the first request to the source
+    r = report(clean, json.dumps({"job_id": "listing-down"}))
+    assert (r["status"], r["listed"], r["failed"]) == ("stopped", 0, 0)
+    assert "EndpointUnreachable" in str(r.get("error"))
