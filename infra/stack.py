@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import aws_cdk as cdk
 from aws_cdk import (
@@ -268,7 +269,9 @@ class S3BulkStack(cdk.Stack):
         worker.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=_bucket_arns(listable)))
         worker.add_to_role_policy(
             iam.PolicyStatement(
-                actions=["s3:GetObject", "s3:GetObjectTagging", "s3:GetObjectVersion"], resources=_object_arns(config.read_buckets)
+                # GetObjectLegalHold: set-legal-hold's undo journal reads the hold it replaces.
+                actions=["s3:GetObject", "s3:GetObjectTagging", "s3:GetObjectVersion", "s3:GetObjectLegalHold"],
+                resources=_object_arns(config.read_buckets),
             )
         )
         if config.write_buckets:
@@ -298,15 +301,23 @@ class S3BulkStack(cdk.Stack):
             # process jobs with batchops_lambda: only the deployer's allow-listed functions.
             worker.add_to_role_policy(iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=list(config.process_lambdas)))
         if config.credentials_secrets:
-            # Relay jobs: a foreign side's keys. A full ARN matches itself; a partial one (no random suffix) its -XXXXXX form.
-            secrets = sorted({a for arn in config.credentials_secrets for a in (arn, f"{arn}-??????")})
+            # Relay jobs: a foreign side's keys. A full ARN (ending in Secrets Manager's -XXXXXX suffix) matches itself only;
+            # a partial one (the name alone) also its -XXXXXX form.
+            full = re.compile(r"-[A-Za-z0-9]{6}$")
+            secrets = sorted({a for arn in config.credentials_secrets for a in ((arn,) if full.search(arn) else (arn, f"{arn}-??????"))})
             read_secret = iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=secrets)
             worker.add_to_role_policy(read_secret)
             self.lister_fn.add_to_role_policy(read_secret)
-        # Keys may decrypt through S3 only, and through Secrets Manager too when a relay's secret uses one of them.
-        via: str | list[str] = (
-            ["s3.*.amazonaws.com", "secretsmanager.*.amazonaws.com"] if config.credentials_secrets else "s3.*.amazonaws.com"
-        )
+        via = "s3.*.amazonaws.com"
+        if config.kms_keys and config.credentials_secrets:
+            # A relay's secret encrypted with one of these keys: decrypt only, only through Secrets Manager.
+            decrypt_secret = iam.PolicyStatement(
+                actions=["kms:Decrypt"],
+                resources=list(config.kms_keys),
+                conditions={"StringLike": {"kms:ViaService": "secretsmanager.*.amazonaws.com"}},
+            )
+            worker.add_to_role_policy(decrypt_secret)
+            self.lister_fn.add_to_role_policy(decrypt_secret)
         if config.kms_keys:
             # SSE-KMS: decrypt to read a source, generate a data key to write a destination; only these keys, only via S3.
             worker.add_to_role_policy(

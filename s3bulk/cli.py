@@ -375,13 +375,11 @@ def _undo(args: argparse.Namespace, console: Console) -> int:
         raise UsageError(f"{args.log}: {exc.strerror}; pass the --key-log file of the job to undo") from None
     with log:
         store = open_store(S3Clients(settings, connections_needed(args.concurrency)))
-        try:
-            result = undo_log(log, store, concurrency=args.concurrency, dry_run=args.dry_run)
-        except (ValueError, KeyError) as exc:
-            raise UsageError(f"{args.log}: not a per-key log ({exc}); pass the --key-log file of the job to undo") from None
+        result = undo_log(log, store, concurrency=args.concurrency, dry_run=args.dry_run)
     verb = "would restore" if args.dry_run else "restored"
+    unreadable = f"; unreadable lines skipped {result.unreadable:,}" if result.unreadable else ""
     console.print(
-        f"{verb} {result.restored:,}; left alone (changed since the job) {result.changed_since:,}; failed {result.failed:,}",
+        f"{verb} {result.restored:,}; left alone (changed since the job) {result.changed_since:,}; failed {result.failed:,}{unreadable}",
         markup=False,
     )
     for line in result.examples:

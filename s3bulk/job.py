@@ -240,6 +240,8 @@ class Tagging(_Strict):
             raise _FieldProblem("keys", f'keys is for mode "remove", not {self.mode!r}; remove it or set mode "remove"')
         elif self.mode == "merge" and not self.tags:
             raise _FieldProblem("tags", 'mode merge needs at least one tag, like {"team": "data"}; add it')
+        elif self.mode == "replace" and "tags" not in self.model_fields_set:
+            raise _FieldProblem("tags", "mode replace needs tags, the whole new tag set (write {} to remove every tag); add it")
         return self
 
     @field_validator("tags")

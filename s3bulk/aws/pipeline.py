@@ -60,6 +60,10 @@ RETURN_CAP_S = 300
 RETURN_STOPPED_S = 900
 # How long workers hand batches back for an endpoint that gives no answer before the job is stopped (resumable).
 OUTAGE_STOP_S = 900.0
+# The worker function's timeout (infra/config.py worker_timeout_s), and the longest outage window a job may ask of
+# the stack: a call kept going through an outage must give up with time to hand its batch back.
+WORKER_TIME_S = 600
+STACK_MAX_OUTAGE_WINDOW = 300.0
 
 
 def return_delay(attempts: int, *, not_started: bool) -> int:
@@ -84,6 +88,12 @@ def validate(
     here too, so a function the deployment does not hold fails the job before any listing.
     """
     job = parse_job(json.dumps(event))
+    if job.options.outage_seconds > STACK_MAX_OUTAGE_WINDOW:
+        raise JobError(
+            f"job.options.outage_seconds: a worker must learn of an outage well within its {WORKER_TIME_S} s, so the stack "
+            f"takes at most {STACK_MAX_OUTAGE_WINDOW:.0f}; lower it (the stack rides out longer outages by handing batches back, "
+            "up to its S3BULK_OUTAGE_STOP_S)"
+        )
     if job.options.max_delete is not None:
         raise JobError(
             "job.options.max_delete: the stack does not count a job's deletes before it starts them yet; "

@@ -11,13 +11,14 @@ from typing import IO
 from rich.console import Console
 
 from s3bulk.job import Job, JobError
-from s3bulk.local.engine import Engine
+from s3bulk.local.engine import Engine, JobAbort
 from s3bulk.local.ledger import LocalLedger
 from s3bulk.local.plan import make_plan
 from s3bulk.local.progress import ProgressDisplay, failures_table, summary_table
+from s3bulk.manifest import ManifestError
 from s3bulk.ops.process import ProcessCode
 from s3bulk.report import Report
-from s3bulk.store import ObjectStore
+from s3bulk.store import ObjectStore, StoreError
 
 
 def stop_message(report: Report, resume_id: str | None) -> str:
@@ -40,7 +41,12 @@ def guard_deletes(job: Job, store: ObjectStore, dst_store: ObjectStore | None = 
     limit = job.options.max_delete
     if limit is None or job.options.dry_run:
         return 0
-    plan = make_plan(job, store, dst_store)
+    try:
+        plan = make_plan(job, store, dst_store)
+    except StoreError as exc:
+        raise JobError(f"job.options.max_delete: counting the deletes failed ({exc.code}: {exc.message}); nothing was deleted") from None
+    except (JobAbort, ManifestError) as exc:
+        raise JobError(f"job.options.max_delete: counting the deletes failed ({exc}); nothing was deleted") from None
     found = plan.objects if job.operation in {"delete", "move"} else plan.extraneous
     if found > limit:
         what = "objects" if job.operation in {"delete", "move"} else "extraneous destination objects"

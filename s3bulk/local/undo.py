@@ -35,6 +35,7 @@ class UndoResult:
     restored: int = 0
     changed_since: int = 0  # the object no longer has what the job set: left alone
     failed: int = 0
+    unreadable: int = 0  # lines that are not JSON (a run killed mid-write leaves one cut off): skipped
     examples: list[str] = field(default_factory=list)  # "key: why", for the first SHOWN skips and failures
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -63,10 +64,17 @@ def lines_backwards(f: IO[bytes], block: int = 1 << 16) -> Iterator[str]:
         yield tail.decode("utf-8")
 
 
-def entries(f: IO[bytes]) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(key, undo entry) of each succeeded change the journal can reverse, latest first."""
+def entries(f: IO[bytes], result: UndoResult) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(key, undo entry) of each succeeded change the journal can reverse, latest first; unreadable lines are counted."""
     for text in lines_backwards(f):
-        doc = json.loads(text)
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            result.note("unreadable", f"a line that is not JSON: {text[:60]!r}")
+            continue
+        if not isinstance(doc, dict) or "key" not in doc:
+            result.note("unreadable", f"a line that is not a key-log record: {text[:60]!r}")
+            continue
         undo = doc.get("undo")
         if doc.get("outcome") == "succeeded" and isinstance(undo, dict) and undo.get("what") in UNDOABLE:
             yield str(doc["key"]), undo
@@ -118,7 +126,7 @@ def undo_log(log: IO[bytes], store: ObjectStore, *, concurrency: int = 16, dry_r
     for t in threads:
         t.start()
     try:
-        for key, entry in entries(log):
+        for key, entry in entries(log, result):
             queues[zlib.crc32(key.encode("utf-8", "surrogatepass")) % concurrency].put((key, entry))  # one key, one thread
     finally:
         for q in queues:

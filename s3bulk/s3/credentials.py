@@ -17,6 +17,7 @@ from botocore.credentials import CredentialProvider, RefreshableCredentials
 from botocore.exceptions import BotoCoreError, ClientError
 
 from s3bulk.job import JobError
+from s3bulk.store import StoreError
 
 # How long keys read from a secret are used before they are read again (botocore refreshes 15 minutes before this).
 REFRESH_AFTER = timedelta(hours=1)
@@ -35,19 +36,25 @@ def read_keys(client: Any, arn: str, field: str = "credentials_secret") -> dict[
         raw = client.get_secret_value(SecretId=arn)
     except ClientError as exc:
         code = exc.response.get("Error", {}).get("Code", "Error")
+        status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 400))
+        if status >= 500 or code in {"ThrottlingException", "InternalServiceError"}:
+            # A refresh mid-job that meets a throttle or a fault: the object's request is retried, not failed for good.
+            raise StoreError(code, f"Secrets Manager could not give the keys of {arn} just now", 503) from None
         raise JobError(
             f"job.{field}: cannot read secret {arn}: {code}; grant secretsmanager:GetSecretValue on it "
             "(on the stack: redeploy with -c credentials_secrets=ARN, and its KMS key in -c kms_keys)"
         ) from None
     except BotoCoreError as exc:
-        raise JobError(f"job.{field}: cannot reach Secrets Manager for {arn}: {type(exc).__name__}") from None
+        raise StoreError("ServiceUnavailable", f"cannot reach Secrets Manager for {arn}: {type(exc).__name__}", 503) from None
     try:
         doc = json.loads(raw.get("SecretString") or "")
     except ValueError:
         doc = None
-    if not isinstance(doc, dict) or any(not isinstance(doc.get(k), str) or not doc.get(k) for k in FIELDS):
-        missing = [k for k in FIELDS if not isinstance(doc, dict) or not doc.get(k)]
-        raise JobError(f"job.{field}: secret {arn} lacks {', '.join(missing) or 'a JSON object'}; store its value as {SHAPE}")
+    if not isinstance(doc, dict):
+        raise JobError(f"job.{field}: secret {arn} is not a JSON object; store its value as {SHAPE}")
+    missing = [k for k in FIELDS if not isinstance(doc.get(k), str) or not doc.get(k)]
+    if missing:
+        raise JobError(f"job.{field}: secret {arn} lacks {', '.join(missing)} (as non-empty strings); store its value as {SHAPE}")
     token = doc.get("aws_session_token")
     return {
         "access_key": doc["aws_access_key_id"],

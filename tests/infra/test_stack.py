@@ -485,6 +485,21 @@ def test_credentials_secrets_may_be_read_by_the_lister_and_worker_only_and_only_
     assert readers({}) == {}
     arn = "arn:aws:secretsmanager:eu-west-1:111122223333:secret:legacy-keys"
     assert readers({"credentials_secrets": arn}) == {"Lister": [arn, f"{arn}-??????"], "Worker": [arn, f"{arn}-??????"]}
+    full = f"{arn}-Ab12Cd"  # a full ARN already has its suffix: no wildcard that could reach another secret
+    assert readers({"credentials_secrets": full}) == {"Lister": [full], "Worker": [full]}
+
+
+def test_the_worker_may_make_every_call_the_in_place_operations_and_their_undo_journal_make() -> None:
+    """Each S3 call an in-place operation makes on the stack (the worker always keeps the per-key log, so the journal reads too)."""
+    actions = set(_actions(_statements_for({})))
+    calls = {
+        "tag": {"s3:GetObjectTagging", "s3:PutObjectTagging", "s3:DeleteObjectTagging"},
+        "set-legal-hold": {"s3:GetObjectLegalHold", "s3:PutObjectLegalHold"},
+        "set-retention": {"s3:PutObjectRetention"},
+        "set-acl": {"s3:PutObjectAcl"},
+        "set-storage-class": {"s3:GetObject", "s3:PutObject", "s3:GetObjectTagging"},
+    }
+    assert {op: needed - actions for op, needed in calls.items()} == {op: set() for op in calls}
 
 
 def test_a_credentials_secret_that_is_not_a_secret_arn_is_refused_naming_the_flag() -> None:
@@ -510,4 +525,7 @@ def test_the_worker_may_bypass_governance_retention_only_when_the_deployer_allow
 
     assert bypass({}) == ([], "false")
     grants, allowed = bypass({"allow_bypass_governance": "true"})
-    assert allowed == "true" and len(grants) == 1 and grants[0]  # on the write buckets' objects only
+    write = DeployConfig.from_context({**CONTEXT, "allow_bypass_governance": "true"}.get).write_buckets
+    [arns] = grants
+    rendered = json.dumps(arns)  # ARNs joined with the partition
+    assert allowed == "true" and len(arns) == len(write) and all(f":s3:::{b}/*" in rendered for b in write)  # write buckets only

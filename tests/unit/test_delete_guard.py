@@ -57,3 +57,22 @@ def test_max_delete_is_refused_where_nothing_is_deleted_and_on_the_stack_until_i
     allow = AllowList(frozenset({"src-b"}), frozenset(), frozenset({"src-b"}))
     with pytest.raises(JobError, match=r"^job\.options\.max_delete: the stack does not count .* s3bulk run"):
         validate(doc, allow)
+
+
+def test_a_count_that_fails_is_one_line_naming_the_guard_and_nothing_is_deleted() -> None:
+    from s3bulk.store import StoreError
+
+    s = store()
+    s.faults.append(lambda op, b, k: StoreError("AccessDenied", "no listing for you", 403) if op == "ListObjectsV2" else None)
+    with pytest.raises(JobError, match=r"^job\.options\.max_delete: counting the deletes failed \(AccessDenied: no listing for you\)"):
+        guard_deletes(job("delete", max_delete=5), s)
+    assert s.calls.get("DeleteObjects", 0) == 0
+
+
+def test_the_stack_refuses_an_outage_window_its_workers_could_not_sit_out() -> None:
+    doc = {"operation": "delete", "source": {"bucket": "src-b", "prefix": "in/"}, "options": {"outage_seconds": 301}}
+    allow = AllowList(frozenset({"src-b"}), frozenset(), frozenset({"src-b"}))
+    with pytest.raises(JobError, match=r"^job\.options\.outage_seconds: .* at most 300"):
+        validate(doc, allow)
+    doc["options"] = {"outage_seconds": 300}
+    assert validate(doc, allow)["job_id"]

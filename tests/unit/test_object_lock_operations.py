@@ -102,6 +102,7 @@ def test_tag_remove_takes_off_only_the_named_tags_and_skips_objects_without_them
             r"^job\.tagging\.tags: mode remove takes keys",
         ),
         ({"operation": "tag", "tagging": {"mode": "merge", "keys": ["a"]}}, r"^job\.tagging\.keys: keys is for mode \"remove\""),
+        ({"operation": "tag", "tagging": {"mode": "replace"}}, r"^job\.tagging\.tags: mode replace needs tags, .*write \{\} to remove"),
     ],
 )
 def test_a_bad_object_lock_acl_or_tag_removal_job_names_the_field(fields: dict[str, Any], message: str) -> None:

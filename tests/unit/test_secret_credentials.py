@@ -46,7 +46,7 @@ def test_the_keys_and_an_optional_session_token_are_read_from_the_secret_json() 
     [
         (json.dumps({"aws_secret_access_key": "very-secret"}), "lacks aws_access_key_id"),
         (json.dumps({"aws_access_key_id": "AK", "aws_secret_access_key": ""}), "lacks aws_secret_access_key"),
-        ("very-secret plain text", "lacks aws_access_key_id, aws_secret_access_key"),
+        ("very-secret plain text", "is not a JSON object"),
         ("!AccessDeniedException", "AccessDeniedException; grant secretsmanager:GetSecretValue"),
         ("!ResourceNotFoundException", "cannot read secret"),
     ],
@@ -69,3 +69,13 @@ def test_rotated_keys_are_picked_up_when_the_hour_is_nearly_up() -> None:
     assert creds.get_frozen_credentials().access_key == "OLD" and fake.calls == 1  # no read per request
     clock[0] += timedelta(minutes=20)  # within botocore's 15-minute advisory window of the 1-hour expiry
     assert creds.get_frozen_credentials().access_key == "NEW" and fake.calls == 2
+
+
+def test_a_throttled_or_failing_read_is_a_retryable_store_error_not_a_bad_job() -> None:
+    from s3bulk.errors import ErrorKind, classify
+    from s3bulk.store import StoreError
+
+    for code in ("!ThrottlingException", "!InternalServiceError"):
+        with pytest.raises(StoreError) as info:
+            read_keys(FakeSecrets(code), ARN)
+        assert classify(info.value) is ErrorKind.RETRYABLE and "very-secret" not in str(info.value)

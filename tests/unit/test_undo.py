@@ -96,3 +96,14 @@ def test_lines_that_changed_nothing_are_not_undone(outcome: str) -> None:
     s.put_tags("src-b", "in/000", {"a": "b"})
     result = undo_log(io.BytesIO((json.dumps(line) + "\n").encode()), s)
     assert result.restored == 0 and s.get("src-b", "in/000").tags == {"a": "b"}
+
+
+def test_a_line_cut_off_by_a_killed_run_is_skipped_and_counted_and_the_rest_is_undone() -> None:
+    s, log = store(), io.StringIO()
+    before = tags(s)
+    run(s, log, "tag", tagging={"mode": "replace", "tags": {"owner": "migration"}})
+    text = log.getvalue()
+    cut = text + text.splitlines()[0][:37]  # a run killed mid-write leaves half a line at the end
+    result = undo_log(io.BytesIO(("not json\n" + cut).encode()), s)
+    assert (result.restored, result.unreadable, result.failed) == (N, 2, 0)
+    assert tags(s) == before
