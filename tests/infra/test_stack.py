@@ -434,22 +434,31 @@ def _template(context: dict[str, str]) -> Template:
     return Template.from_stack(stack)
 
 
+def _grants(template: Template, action: str, role: str = "") -> list[list[Any]]:
+    """The resources of every statement granting `action` (to roles whose logical id starts with `role`)."""
+    return [
+        as_list(st["Resource"])
+        for policy in resources(template, "AWS::IAM::Policy").values()
+        if any(r["Ref"].startswith(role) for r in policy["Properties"]["Roles"])
+        for st in policy["Properties"]["PolicyDocument"]["Statement"]
+        if action in as_list(st["Action"])
+    ]
+
+
+def _worker_env(template: Template) -> dict[str, str]:
+    return dict(
+        next(
+            p["Properties"]["Environment"]["Variables"]
+            for k, p in resources(template, "AWS::Lambda::Function").items()
+            if k.startswith("Worker")
+        )
+    )
+
+
 def _worker_invokes(context: dict[str, str]) -> tuple[list[Any], dict[str, str]]:
     """What the worker role may invoke, and the worker's environment."""
     template = _template(context)
-    invokes = [
-        as_list(st["Resource"])
-        for policy in resources(template, "AWS::IAM::Policy").values()
-        if any(r["Ref"].startswith("WorkerServiceRole") for r in policy["Properties"]["Roles"])
-        for st in policy["Properties"]["PolicyDocument"]["Statement"]
-        if "lambda:InvokeFunction" in as_list(st["Action"])
-    ]
-    env = next(
-        p["Properties"]["Environment"]["Variables"]
-        for k, p in resources(template, "AWS::Lambda::Function").items()
-        if k.startswith("Worker")
-    )
-    return invokes, env
+    return _grants(template, "lambda:InvokeFunction", "WorkerServiceRole"), _worker_env(template)
 
 
 def test_process_lambdas_are_the_only_functions_the_worker_may_invoke_and_only_when_given() -> None:
@@ -510,18 +519,7 @@ def test_a_credentials_secret_that_is_not_a_secret_arn_is_refused_naming_the_fla
 def test_the_worker_may_bypass_governance_retention_only_when_the_deployer_allows_it() -> None:
     def bypass(context: dict[str, str]) -> tuple[list[list[str]], str]:
         template = _template(context)
-        grants = [
-            as_list(st["Resource"])
-            for policy in resources(template, "AWS::IAM::Policy").values()
-            for st in policy["Properties"]["PolicyDocument"]["Statement"]
-            if "s3:BypassGovernanceRetention" in as_list(st["Action"])
-        ]
-        env = next(
-            p["Properties"]["Environment"]["Variables"]
-            for k, p in resources(template, "AWS::Lambda::Function").items()
-            if k.startswith("Worker")
-        )
-        return grants, env["S3BULK_ALLOW_BYPASS_GOVERNANCE"]
+        return _grants(template, "s3:BypassGovernanceRetention"), _worker_env(template)["S3BULK_ALLOW_BYPASS_GOVERNANCE"]
 
     assert bypass({}) == ([], "false")
     grants, allowed = bypass({"allow_bypass_governance": "true"})
