@@ -117,7 +117,7 @@ def build_state_machine(
     )
     # A job id submitted again resumes that job rather than starting over: RUNNING again, so workers work its batches.
     # A job an outage stopped loses its stop reason, and its batches (handed back all along) are worked again.
-    reopen = set_status("ReopenJob", "RUNNING", remove="stop_reason")
+    reopen = set_status("ReopenJob", "RUNNING", remove="stop_reason, stopped_at")
     reopen.add_catch(failed, errors=["States.ALL"], result_path="$.error")
     reopen.next(slim)
     create.add_catch(reopen, errors=["DynamoDb.ConditionalCheckFailedException"], result_path=sfn.JsonPath.DISCARD)

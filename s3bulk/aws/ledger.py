@@ -276,6 +276,11 @@ class DynamoLedger:
             raise KeyError(f"job {job_id!r} is not in the ledger")
         return str(item["status"]["S"])
 
+    def stopped_at(self, job_id: str) -> float | None:
+        """When an outage stopped the job (epoch seconds), or None."""
+        item = self._job_item(job_id, "stopped_at")
+        return float(item["stopped_at"]["N"]) if "stopped_at" in item else None
+
     def spec(self, job_id: str) -> Job:
         """The job alone (what a worker needs): one small GetItem, no counters."""
         return parse_job(self._job_item(job_id, "spec")["spec"]["S"])
@@ -513,10 +518,15 @@ class DynamoLedger:
                 lambda: self.client.update_item(
                     TableName=self.table,
                     Key=job_key(job_id),
-                    UpdateExpression="SET #s = :stopping, stop_reason = :r",
+                    UpdateExpression="SET #s = :stopping, stop_reason = :r, stopped_at = :t",
                     ConditionExpression="#s = :running",
                     ExpressionAttributeNames={"#s": "status"},
-                    ExpressionAttributeValues={":stopping": {"S": "STOPPING"}, ":running": {"S": "RUNNING"}, ":r": {"S": reason[:1000]}},
+                    ExpressionAttributeValues={
+                        ":stopping": {"S": "STOPPING"},
+                        ":running": {"S": "RUNNING"},
+                        ":r": {"S": reason[:1000]},
+                        ":t": {"N": str(int(time.time()))},
+                    },
                 )
             )
         except ClientError as exc:

@@ -56,8 +56,10 @@ MANIFEST_PAGE = 1000
 RETURN_NOT_STARTED_S = 2
 RETURN_BASE_S = 10
 RETURN_CAP_S = 300
-# A stopped job's batches wait for it to be submitted again, coming back this often (not every few seconds for days).
+# A stopped job's batches wait for it to be submitted again, coming back this often (not every few seconds for days),
+# for at most STOPPED_KEEP_S: after that they are cancelled (reported JobStopped) so a forgotten job costs nothing more.
 RETURN_STOPPED_S = 900
+STOPPED_KEEP_S = 7 * 86400
 # How long workers hand batches back for an endpoint that gives no answer before the job is stopped (resumable).
 OUTAGE_STOP_S = 900.0
 # The worker function's timeout (infra/config.py worker_timeout_s), and the longest outage window a job may ask of
@@ -536,7 +538,10 @@ class WorkerService:
             return WorkOutcome(BatchCounts(), counted=False)
         status = self.status(msg.job_id)
         if status in PAUSED:
-            raise EndpointDown(f"job {msg.job_id} is stopped (an endpoint stopped answering); submit it again to resume", stopped=True)
+            since = self.ledger.stopped_at(msg.job_id)
+            if since is None or self.wall() - since < STOPPED_KEEP_S:
+                raise EndpointDown(f"job {msg.job_id} is stopped (an endpoint stopped answering); submit it again to resume", stopped=True)
+            return self._cancel(msg, status)  # never submitted again: its batches drain, reported JobStopped
         if status != "RUNNING":
             return self._cancel(msg, status)
         mapper = key_mapper(job)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from typing import cast
+import json
+from typing import Any, cast
+
+import pytest
 
 from s3bulk.aws.allowlist import AllowList
-from s3bulk.aws.ledger import DynamoLedger
-from s3bulk.aws.pipeline import STATUS_TTL_S, WorkerService
+from s3bulk.aws.ledger import BatchCounts, DynamoLedger, Progress
+from s3bulk.aws.messages import BatchMessage
+from s3bulk.aws.pipeline import STATUS_TTL_S, STOPPED_KEEP_S, EndpointDown, WorkerService
 from s3bulk.aws.reportbucket import ReportBucket
+from s3bulk.job import parse_job
 from s3bulk.testing.memstore import MemoryStore
 
 
@@ -53,3 +58,57 @@ def test_a_stopped_status_is_read_afresh_so_a_reopened_job_is_worked_again_at_on
     ledger.value = "RUNNING"  # ReopenJob: the job was submitted again
     assert worker.status("j") == "RUNNING"
     assert ledger.reads == 2
+
+
+class StoppedLedger(StatusLedger):
+    """A job an outage stopped at `at`; records what the worker reports and counts."""
+
+    def __init__(self, at: float) -> None:
+        super().__init__()
+        self.value = "STOPPED"
+        self.at = at
+        self.finished: list[tuple[str, int]] = []
+
+    def spec(self, job_id: str) -> Any:
+        return parse_job(json.dumps({"operation": "delete", "source": {"bucket": "b-b", "prefix": "p/"}}))
+
+    def is_batch_done(self, job_id: str, batch_id: str) -> bool:
+        return False
+
+    def stopped_at(self, job_id: str) -> float:
+        return self.at
+
+    def finish_batch(self, job_id: str, batch_id: str, counts: BatchCounts) -> bool:
+        self.finished.append((batch_id, counts.failed))
+        return True
+
+    def progress(self, job_id: str) -> Progress:
+        return Progress(True, 1, "STOPPED", None)
+
+
+class Failures:
+    def __init__(self) -> None:
+        self.put: list[dict[str, str]] = []
+
+    def put_failures(self, job_id: str, part: str, failures: Any) -> None:
+        self.put.extend(failures)
+
+
+def test_a_stopped_jobs_batch_waits_uncounted_and_is_cancelled_only_once_the_job_was_left_stopped_for_a_week() -> None:
+    msg = BatchMessage(job_id="j", batch_id="0000-000000001-000", items=[("p/a", 1, '"e"'), ("p/b", 2, '"f"')])
+    ledger, reports, now = StoppedLedger(at=1_000.0), Failures(), [1_000.0 + STOPPED_KEEP_S - 60]
+    worker = WorkerService(
+        ledger=cast(DynamoLedger, ledger),
+        store=MemoryStore(),
+        reports=cast(ReportBucket, reports),
+        allow=AllowList(frozenset({"b-b"}), frozenset(), frozenset({"b-b"})),
+        concurrency=1,
+        wall=lambda: now[0],
+    )
+    with pytest.raises(EndpointDown) as info:
+        worker.work(msg, lambda: 900.0)
+    assert info.value.stopped and ledger.finished == [] and reports.put == []  # handed back, nothing counted
+    now[0] += 120
+    outcome = worker.work(msg, lambda: 900.0)
+    assert outcome.cancelled and ledger.finished == [("0000-000000001-000", 2)]
+    assert {f["error"] for f in reports.put} == {"JobStopped"}
