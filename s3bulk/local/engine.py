@@ -80,6 +80,7 @@ class Engine:
         self._committed = (0, 0, 0)  # (scanned, listed, listed bytes) of the batches this run committed to the ledger
         self._tail = 0  # keys scanned after the last selected one, recorded with the listing's end
         self._stop = threading.Event()
+        self._over_cap: str | None = None  # set when a delete or move would pass options.max_delete
         self._listing_error: BaseException | None = None
         self._selector = Selector(job.source)
         self._map = key_mapper(job)
@@ -221,9 +222,20 @@ class Engine:
                 self.job, self.store, pool, parts, keylog=self.keylog, processor=processor, dst_store=self.dst_store, budget=budget
             )
             listed_all = False
+            # The delete guard's second half: the count came first (local/run.py), and the run never goes past it
+            # even when the selection grew in between.
+            cap = self.job.options.max_delete if self.job.operation in {"delete", "move"} and not self.job.options.dry_run else None
+            sent = 0
             try:
                 while (entry := batches.get()) is not None:
                     batch, rec = entry
+                    sent += len(batch)
+                    if cap is not None and sent > cap:
+                        self._over_cap = (
+                            f"job.options.max_delete: the selection grew past {cap:,} after it was counted; "
+                            f"the run stopped before the batch that would pass the limit"
+                        )
+                        break
                     if self.ledger is None:
                         runner.start(batch, self.tally)
                     else:
@@ -232,6 +244,11 @@ class Engine:
                     if runner.outage is not None:
                         break
                 else:
+                    listed_all = True
+                if self._over_cap is not None:  # batches already sent finish; the lister stops
+                    self._stop.set()
+                    while not listed_all and batches.get() is not None:
+                        pass
                     listed_all = True
                 if runner.outage is not None:
                     # The outage breaker tripped: queued tasks are dropped (not done), running ones end at once.
@@ -264,6 +281,8 @@ class Engine:
             error = "interrupted before the job finished; counts cover the work done"
         elif outage is not None:
             error = f"stopped: {outage}"
+        elif self._over_cap is not None:
+            error = self._over_cap
         elif self._listing_error is not None:
             exc = self._listing_error
             error = (

@@ -10,6 +10,7 @@ import pytest
 from s3bulk.aws.allowlist import AllowList
 from s3bulk.aws.pipeline import validate
 from s3bulk.job import JobError, parse_job
+from s3bulk.listing import iter_objects
 from s3bulk.local.engine import Engine
 from s3bulk.local.run import guard_deletes
 from s3bulk.testing.memstore import MemoryStore
@@ -76,3 +77,17 @@ def test_the_stack_refuses_an_outage_window_its_workers_could_not_sit_out() -> N
         validate(doc, allow)
     doc["options"] = {"outage_seconds": 300}
     assert validate(doc, allow)["job_id"]
+
+
+def test_a_selection_that_grew_after_the_count_is_still_never_deleted_past_the_limit() -> None:
+    s = store()
+    j = job("delete", max_delete=40, batch_size=7)
+    assert guard_deletes(j, s) == 40
+    for i in range(50, 70):  # new objects land between the count and the run
+        s.put_object("src-b", f"in/{i:03d}.log", b"x")
+    report = Engine(j, s, concurrency=4).run()
+    summary = report.summary()
+    assert summary["succeeded"] <= 40 and summary["status"] == "failed"
+    assert report.error is not None and report.error.startswith("job.options.max_delete: the selection grew past 40")
+    remaining = [o.key for o in iter_objects(s, "src-b", "in/") if o.key.endswith(".log")]
+    assert len(remaining) == 60 - summary["succeeded"] >= 20
