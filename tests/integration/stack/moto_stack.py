@@ -16,6 +16,7 @@ from unittest import mock
 import boto3
 from moto import mock_aws
 from moto.awslambda_simple.models import LambdaSimpleBackend
+from moto.core.botocore_stubber import BotocoreStubber
 from moto.core.models import DEFAULT_ACCOUNT_ID
 from moto.events.models import EventPattern
 
@@ -78,6 +79,18 @@ class Execution:
         return [e["stateEnteredEventDetails"]["name"] for e in self.events if "stateEnteredEventDetails" in e]
 
 
+def _bytes_bodies(stub: Callable[..., Any]) -> Callable[..., Any]:
+    """botocore sends a bytearray body (the writer's parts) as is over HTTP; in-process moto hands the body to werkzeug,
+    which takes bytes only. The copy is made here, in the harness, not in the code under test."""
+
+    def call(self: BotocoreStubber, event_name: str, request: Any, **kwargs: Any) -> Any:
+        if isinstance(request.body, bytearray | memoryview):
+            request.body = bytes(request.body)
+        return stub(self, event_name, request, **kwargs)
+
+    return call
+
+
 class StackOnMoto:
     """Provision a synthesized template in moto and run it; a context manager (moto, env vars and pollers live inside it).
 
@@ -137,6 +150,7 @@ class StackOnMoto:
             self._stack.enter_context(mock.patch.dict(os.environ, RUNTIME_ENV))
             os.environ.pop("AWS_PROFILE", None)
             self._stack.enter_context(mock_aws(config={"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}))
+            self._stack.enter_context(mock.patch.object(BotocoreStubber, "__call__", _bytes_bodies(BotocoreStubber.__call__)))
             self.s3 = boto3.client("s3", region_name=REGION)
             self.sqs = boto3.client("sqs", region_name=REGION)
             self.ddb = boto3.client("dynamodb", region_name=REGION)
