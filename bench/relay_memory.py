@@ -15,15 +15,14 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 from pathlib import Path
 from typing import Any
 
 from moto.server import ThreadedMotoServer
 
+from bench.tools import run_with_peak_rss
 from s3bulk.local.demo import Seed, put_seeds
 from s3bulk.local.server import ACCESS_KEY, SECRET_KEY, SeaweedServer
 from s3bulk.s3.clients import ClientSettings, make_s3_client
@@ -31,35 +30,11 @@ from s3bulk.s3.clients import ClientSettings, make_s3_client
 MiB = 1024 * 1024
 
 
-def high_water(pid: int) -> int:
-    """A live process's peak RSS so far (VmHWM), in bytes; 0 once it has gone."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return 0
-    return next((int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmHWM:")), 0)
-
-
 def run_cli(args: list[str], env: dict[str, str]) -> int:
-    """Run `s3bulk` and return its peak RSS, sampled every 20 ms; raises if it fails."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "s3bulk.cli", *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
-    peak, stop = 0, threading.Event()
-
-    def sample() -> None:
-        nonlocal peak
-        while not stop.is_set():
-            peak = max(peak, high_water(proc.pid))
-            stop.wait(0.02)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    _, err = proc.communicate(timeout=900)
-    stop.set()
-    sampler.join()
-    if proc.returncode != 0:
-        raise SystemExit(f"s3bulk exited {proc.returncode}: {err[-500:]}")
+    """Run `s3bulk` and return its peak RSS; raises if it fails."""
+    done, peak = run_with_peak_rss([sys.executable, "-m", "s3bulk.cli", *args], env)
+    if done.returncode != 0:
+        raise SystemExit(f"s3bulk exited {done.returncode}: {done.stderr[-500:]}")
     return peak
 
 

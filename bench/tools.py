@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -71,6 +72,38 @@ def measure(argv: list[str], env: dict[str, str], *, timeout: float = 1800) -> M
             err.seek(0)
             raise RuntimeError(f"{' '.join(argv[:4])} exited {proc.returncode}: {err.read()[-1500:].decode(errors='replace')}")
     return Measure(seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
+
+
+def high_water(pid: int) -> int:
+    """A live process's peak RSS so far (VmHWM), in bytes; 0 once it has gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    return next((int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmHWM:")), 0)
+
+
+def run_with_peak_rss(argv: list[str], env: dict[str, str], *, timeout: float = 900) -> tuple[subprocess.CompletedProcess[str], int]:
+    """Run a child and return it with the peak RSS it reached: its own high-water mark, read every 20 ms.
+
+    Unlike `measure` (RUSAGE_CHILDREN, which floors at the largest child this process ever had), this is
+    the child's own figure.
+    """
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak, stop = 0, threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not stop.is_set():
+            peak = max(peak, high_water(proc.pid))
+            stop.wait(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, err = proc.communicate(timeout=timeout)
+    stop.set()
+    sampler.join()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), peak
 
 
 def s3bulk_job(tmp: Path, doc: dict[str, object]) -> Path:

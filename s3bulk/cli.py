@@ -12,7 +12,6 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -23,7 +22,7 @@ from s3bulk import __version__
 from s3bulk.aws.invoke import lambda_invoker
 from s3bulk.aws.remote import DEFAULT_STACK, Deployment, DeploymentError, fetch_report, status, submit
 from s3bulk.bodies.malloc import pin_mmap_threshold
-from s3bulk.job import Destination, Job, JobError, Source, differ, json_schema, load_job, new_job_id, parse_job
+from s3bulk.job import Job, JobError, differ, json_schema, load_job, new_job_id, parse_job
 from s3bulk.local.demo import run_demo
 from s3bulk.local.engine import JobAbort, resolve_concurrency
 from s3bulk.local.ledger import LedgerError, LocalLedger, spec_hash, state_dir
@@ -34,7 +33,7 @@ from s3bulk.manifest import ManifestError
 from s3bulk.ops.batch import connections_needed
 from s3bulk.ops.process import ProcessCode, load_code
 from s3bulk.outage import EndpointUnreachable
-from s3bulk.s3.clients import ClientSettings, S3Clients, has_credentials
+from s3bulk.s3.clients import ClientSettings, S3Clients, for_side, has_credentials
 from s3bulk.s3.ratecontrol import RateControl
 from s3bulk.s3.stores import S3Store, open_store
 from s3bulk.store import StoreError
@@ -187,29 +186,17 @@ def _process_code(job: Job, job_file: str | None, settings: ClientSettings, conc
     return load_code(job.process, search, lambda_invoker(settings, concurrency))
 
 
-def _side(settings: ClientSettings, side: Source | Destination) -> ClientSettings:
-    """One side's client settings: the job's endpoint, Region and profile (or secret) for it, else the command line's."""
-    return replace(
-        settings,
-        endpoint_url=side.endpoint_url or settings.endpoint_url,
-        region=side.region or settings.region,
-        profile=side.profile or settings.profile,
-        credentials_secret=side.credentials_secret,
-        secret_field=f"{'source' if isinstance(side, Source) else 'destination'}.credentials_secret",
-    )
-
-
 def _stores(
     job: Job, settings: ClientSettings, connections: int, *, fast: bool = True, rate: RateControl | None = None
 ) -> tuple[S3Store, S3Store | None]:
     """The source's store, and the destination's when it is another endpoint or profile (None: the same one)."""
-    src = _side(settings, job.source)
+    src = for_side(settings, job.source)
     if not has_credentials(src):
         raise UsageError("no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or pass --profile")
     store = open_store(S3Clients(src, connections), fast=fast, rate=rate)
     if job.destination is None or not differ(job.source, job.destination):
         return store, None
-    dst = _side(settings, job.destination)
+    dst = for_side(settings, job.destination)
     if not has_credentials(dst):
         raise UsageError(f"job.destination.profile: no credentials for profile {dst.profile!r}; configure it or drop the field")
     return store, open_store(S3Clients(dst, connections), fast=fast, rate=rate)
@@ -221,7 +208,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     if args.job:
         early = _with_overrides(load_job(args.job), args)  # a bad job fails first, before credentials or ledgers
         code = _process_code(early, args.job, settings, resolve_concurrency(early, args.concurrency))
-    if not has_credentials(_side(settings, early.source) if early is not None else settings):
+    if not has_credentials(for_side(settings, early.source) if early is not None else settings):
         raise UsageError("no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or pass --profile")
     if args.key_log_deprecated is not None:
         if args.key_log is not None:

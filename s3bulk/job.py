@@ -422,6 +422,16 @@ OPERATION_FIELDS = (
     ("acl", "set-acl"),
 )
 
+# The fields an operation cannot do without, with an example for the error that asks for one.
+REQUIRED_FIELDS = (
+    ("tagging", "tag", '{"mode": "merge", "tags": {"team": "data"}}'),
+    ("storage_class", "set-storage-class", '"STANDARD_IA"'),
+    ("process", "process", '{"function": "my_tools:run"}'),
+    ("retention", "set-retention", '{"mode": "GOVERNANCE", "until": "2027-01-01T00:00:00Z"}'),
+    ("legal_hold", "set-legal-hold", '"ON"'),
+    ("acl", "set-acl", '"bucket-owner-full-control"'),
+)
+
 
 class Job(_Strict):
     """A bulk operation over every object a listing selects."""
@@ -455,25 +465,15 @@ class Job(_Strict):
         for name, wanted in OPERATION_FIELDS:
             if getattr(self, name) is not None and op != wanted:
                 raise _FieldProblem(name, f"{name} is for operation {wanted!r}, not {op!r}; remove it")
-        for name, wanted, example in (
-            ("retention", "set-retention", '{"mode": "GOVERNANCE", "until": "2027-01-01T00:00:00Z"}'),
-            ("legal_hold", "set-legal-hold", '"ON"'),
-            ("acl", "set-acl", '"bucket-owner-full-control"'),
-        ):
+        for name, wanted, example in REQUIRED_FIELDS:
             if op == wanted and getattr(self, name) is None:
                 raise _FieldProblem(name, f"operation {wanted!r} needs {name}, like {example}; add it")
-        if op == "tag" and self.tagging is None:
-            raise _FieldProblem("tagging", 'operation \'tag\' needs tagging, like {"mode": "merge", "tags": {"team": "data"}}; add it')
-        if op == "set-storage-class" and self.storage_class is None:
-            raise _FieldProblem("storage_class", "operation 'set-storage-class' needs storage_class, like \"STANDARD_IA\"; add it")
         if self.options.max_delete is not None and op not in {"delete", "move"} and not self.options.delete_extraneous:
             raise _FieldProblem(
                 "options.max_delete", f"max_delete guards deletes (delete, move, or copy with delete_extraneous), not {op!r}; remove it"
             )
         if self.options.transfer != "auto" and op not in {"copy", "move"}:
             raise _FieldProblem("options.transfer", f"transfer chooses how copy and move write, not {op!r}; remove it")
-        if op == "process" and self.process is None:
-            raise _FieldProblem("process", 'operation \'process\' needs process, like {"function": "my_tools:run"}; add it')
         if op not in {"copy", "move"} and self.options.if_exists != "overwrite":
             raise _FieldProblem("options.if_exists", f"if_exists works with copy and move, not {op!r}; remove it")
         if op in IN_PLACE:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from s3bulk.aws.allowlist import AllowList
@@ -24,7 +24,7 @@ from s3bulk.job import Destination, Process, Source
 from s3bulk.manifest import MIN_CSV_SHARD_BYTES
 from s3bulk.ops.batch import DEFAULT_CONCURRENCY, connections_needed
 from s3bulk.ops.process import ProcessCode, load_code
-from s3bulk.s3.clients import ClientSettings, S3Clients, make_client, make_s3_client
+from s3bulk.s3.clients import ClientSettings, S3Clients, for_side, make_client, make_s3_client
 from s3bulk.s3.stores import S3Store, open_store
 
 
@@ -102,15 +102,7 @@ class SideStores:
         key = (side.endpoint_url, side.region, side.credentials_secret)
         with self._lock:
             if key not in self._stores:
-                field = f"{'source' if isinstance(side, Source) else 'destination'}.credentials_secret"
-                settings = replace(
-                    SETTINGS,
-                    endpoint_url=side.endpoint_url,
-                    region=side.region,
-                    credentials_secret=side.credentials_secret,
-                    secret_field=field,
-                )
-                clients = S3Clients(settings, connections_needed(self.cfg.concurrency))
+                clients = S3Clients(for_side(SETTINGS, side), connections_needed(self.cfg.concurrency))
                 self._stores[key] = open_store(
                     clients, fast=self.cfg.request_path != "botocore", max_keys=self.cfg.list_page_size, rate=self.home.rate
                 )

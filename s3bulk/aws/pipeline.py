@@ -134,8 +134,9 @@ def job_stores(job: Job, store: ObjectStore, open_side: OpenSide | None) -> tupl
     opts = request_options(job)
     src = open_side(job.source) if open_side is not None and foreign(job.source) else store
     dst = open_side(job.destination) if open_side is not None and job.destination is not None and foreign(job.destination) else store
-    if (foreign(job.source) or foreign(job.destination)) and open_side is None:
-        raise JobError("job.source.credentials_secret: this function cannot open another side's store; redeploy the stack")
+    if open_side is None and (foreign(job.source) or foreign(job.destination)):
+        name = "source" if foreign(job.source) else "destination"
+        raise JobError(f"job.{name}: this function cannot open another endpoint's or account's store; redeploy the stack")
     scoped = src.scoped(opts)
     stores = (scoped, scoped if dst is src else dst.scoped(opts))
     for s in stores:  # this job's outage window; a trip an earlier step saw stops this one at its first failure

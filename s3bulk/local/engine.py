@@ -222,6 +222,17 @@ class Engine:
                 self.job, self.store, pool, parts, keylog=self.keylog, processor=processor, dst_store=self.dst_store, budget=budget
             )
             listed_all = False
+
+            def halt(*, cancel: bool) -> None:
+                """Stop the lister and take batches until its end marker; `cancel` also drops tasks not yet started."""
+                nonlocal listed_all
+                self._stop.set()
+                if cancel:
+                    pool.shutdown(wait=True, cancel_futures=True)
+                while not listed_all and batches.get() is not None:
+                    pass
+                listed_all = True
+
             # The delete guard's second half: the count came first (local/run.py), and the run never goes past it
             # even when the selection grew in between.
             cap = self.job.options.max_delete if self.job.operation in {"delete", "move"} and not self.job.options.dry_run else None
@@ -246,23 +257,12 @@ class Engine:
                 else:
                     listed_all = True
                 if self._over_cap is not None:  # batches already sent finish; the lister stops
-                    self._stop.set()
-                    while not listed_all and batches.get() is not None:
-                        pass
-                    listed_all = True
-                if runner.outage is not None:
-                    # The outage breaker tripped: queued tasks are dropped (not done), running ones end at once.
-                    self._stop.set()
-                    pool.shutdown(wait=True, cancel_futures=True)
-                    while not listed_all and batches.get() is not None:  # let the lister reach its end marker
-                        pass
-                    listed_all = True
+                    halt(cancel=False)
+                if runner.outage is not None:  # the breaker tripped: queued tasks are dropped (not done), running ones end at once
+                    halt(cancel=True)
                 pool.shutdown(wait=True)  # in the try: a Ctrl-C while the last tasks finish still ends in a report
             except BaseException as exc:
-                self._stop.set()
-                pool.shutdown(wait=True, cancel_futures=True)
-                while not listed_all and batches.get() is not None:  # let the lister reach its end marker
-                    pass
+                halt(cancel=True)
                 if not isinstance(exc, KeyboardInterrupt):
                     raise
                 interrupted = True

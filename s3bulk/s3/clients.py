@@ -13,6 +13,7 @@ import boto3
 import botocore.session
 from botocore.config import Config
 
+from s3bulk.job import Destination, Source
 from s3bulk.s3.credentials import SecretCredentials, secret_region
 
 
@@ -47,6 +48,18 @@ def make_config(settings: ClientSettings, max_pool_connections: int) -> Config:
         # S3-compatible servers differ in checksum support; send checksums only where the API requires them.
         request_checksum_calculation="when_required" if local else "when_supported",
         response_checksum_validation="when_required" if local else "when_supported",
+    )
+
+
+def for_side(settings: ClientSettings, side: Source | Destination) -> ClientSettings:
+    """One side's settings: its endpoint, Region, profile or credentials secret, else those of `settings`."""
+    return replace(
+        settings,
+        endpoint_url=side.endpoint_url or settings.endpoint_url,
+        region=side.region or settings.region,
+        profile=side.profile or settings.profile,
+        credentials_secret=side.credentials_secret,
+        secret_field=f"{'source' if isinstance(side, Source) else 'destination'}.credentials_secret",
     )
 
 
