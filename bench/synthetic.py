@@ -48,28 +48,36 @@ class GeneratedStore:
         objs = [ObjectInfo(f"in/{i:09d}", 1024, '"0f343b0931126a20f133d67c2b018a3b"') for i in range(start, end)]
         return ListPage(objs, str(end) if end < self.n else None)
 
-    def copy_object(self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None) -> str:
+    def bucket_versioning(self, bucket: str) -> str:
+        return ""
+
+    def list_versions_page(self, *a: object, **k: object) -> ListPage:
+        raise NotImplementedError  # the bench lists current objects only
+
+    def copy_object(
+        self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None, src_version: str = ""
+    ) -> str:
         return '"0f343b0931126a20f133d67c2b018a3b"'
 
-    def delete_objects(self, bucket: str, keys: Sequence[str]) -> list[KeyFailure]:
+    def delete_objects(self, bucket: str, keys: Sequence[str], version_ids: Sequence[str] = ()) -> list[KeyFailure]:
         return []
 
-    def delete_object(self, bucket: str, key: str) -> None:
+    def delete_object(self, bucket: str, key: str, *, version_id: str = "") -> None:
         return None
 
     def scoped(self, options: object) -> GeneratedStore:
         return self
 
-    def head_object(self, bucket: str, key: str) -> ObjectHead:
+    def head_object(self, bucket: str, key: str, *, version_id: str = "") -> ObjectHead:
         return ObjectHead(1024, '"0f343b0931126a20f133d67c2b018a3b"')
 
-    def get_tags(self, bucket: str, key: str) -> dict[str, str]:
+    def get_tags(self, bucket: str, key: str, *, version_id: str = "") -> dict[str, str]:
         return {}
 
-    def put_tags(self, bucket: str, key: str, tags: Mapping[str, str]) -> None:
+    def put_tags(self, bucket: str, key: str, tags: Mapping[str, str], *, version_id: str = "") -> None:
         return None  # generated objects keep no tags
 
-    def restore_object(self, bucket: str, key: str, days: int, tier: str) -> bool:
+    def restore_object(self, bucket: str, key: str, days: int, tier: str, *, version_id: str = "") -> bool:
         return False  # generated objects are never archived
 
     def read_object(self, bucket: str, key: str, start: int = 0) -> Iterator[bytes]:

@@ -162,6 +162,15 @@ class Source(_Endpoint):
         pattern=_ACCOUNT,
         description="12-digit account that must own the source bucket; every request carries it (ExpectedBucketOwner / ExpectedSourceBucketOwner).",
     )
+    versions: Literal["current", "all", "noncurrent"] = Field(
+        "current",
+        description=(
+            "current: the objects a listing shows. all and noncurrent list every version with ListObjectVersions (delete "
+            "markers too): delete removes each listed version by its id (all empties a versioned prefix); copy with all "
+            "copies each key's whole history, oldest first, into a versioned destination; tag, set-retention, set-legal-hold, "
+            "set-acl and restore act on each listed version. noncurrent leaves every key's current version alone."
+        ),
+    )
 
     _bucket = field_validator("bucket")(classmethod(lambda cls, v: _check_bucket(v)))
     _prefix = field_validator("prefix")(classmethod(lambda cls, v: _check_prefix(v)))
@@ -411,6 +420,14 @@ class Options(_Strict):
     )
 
 
+# What each operation can do with source.versions other than "current" (docs/versions.md).
+VERSIONED_OPS = {
+    "all": frozenset({"delete", "copy", "tag", "set-retention", "set-legal-hold", "set-acl", "restore"}),
+    "noncurrent": frozenset({"delete", "tag", "set-retention", "set-legal-hold", "set-acl", "restore"}),
+}
+# The operations that act on the version a manifest row (or a listing) names; the others act on current objects only.
+ACTS_ON_VERSIONS = frozenset({"delete", "copy", "tag", "set-retention", "set-legal-hold", "set-acl", "restore"})
+
 # Each operation-specific field, and the operation it belongs to.
 OPERATION_FIELDS = (
     ("tagging", "tag"),
@@ -472,6 +489,7 @@ class Job(_Strict):
             raise _FieldProblem(
                 "options.max_delete", f"max_delete guards deletes (delete, move, or copy with delete_extraneous), not {op!r}; remove it"
             )
+        self._versions_fit()
         if self.options.transfer != "auto" and op not in {"copy", "move"}:
             raise _FieldProblem("options.transfer", f"transfer chooses how copy and move write, not {op!r}; remove it")
         if op not in {"copy", "move"} and self.options.if_exists != "overwrite":
@@ -528,6 +546,30 @@ class Job(_Strict):
                 "so the listing would chase its own output; use a destination prefix outside the source prefix",
             )
         return self
+
+    def _versions_fit(self) -> None:
+        """source.versions other than "current" works with the operations VERSIONED_OPS names, and only on a listing."""
+        versions, op = self.source.versions, self.operation
+        if versions == "current":
+            return
+        if op not in VERSIONED_OPS[versions]:
+            ops = ", ".join(sorted(VERSIONED_OPS[versions]))
+            raise _FieldProblem("source.versions", f'versions "{versions}" works with {ops}, not {op!r}; use "current"')
+        if self.source.manifest is not None:
+            raise _FieldProblem(
+                "source.versions", "a manifest names its own versions (a version_id column); drop source.versions or the manifest"
+            )
+        if op == "copy":
+            dst = self.destination
+            if self.options.if_exists != "overwrite" or self.options.delete_extraneous:
+                field = "options.if_exists" if self.options.if_exists != "overwrite" else "options.delete_extraneous"
+                raise _FieldProblem(
+                    field, "a copy of all versions compares each key's version history with the destination's itself; remove it"
+                )
+            if dst is not None and (self.options.transfer == "relay" or differ(self.source, dst)):
+                raise _FieldProblem(
+                    "source.versions", 'a copy of all versions is server-side, so both sides must share an endpoint; use "current"'
+                )
 
 
 def differ(source: Source, destination: Destination) -> bool:

@@ -7,17 +7,76 @@ import collections
 import itertools
 import queue
 import threading
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TypeVar, cast
+from typing import Protocol, TypeVar, cast
 
-from s3bulk.store import ListPage, ObjectInfo, ObjectStore
+from s3bulk.job import Source
+from s3bulk.store import ListPage, ObjectInfo, ObjectStore, version_token
 
 T = TypeVar("T")
 
 
-def iter_objects(store: ObjectStore, bucket: str, prefix: str, start_after: str | None = None) -> Iterator[ObjectInfo]:
+class Lister(Protocol):
+    """What the listing code needs of a store: pages of keys in order, resumable after a key."""
+
+    def list_page(
+        self,
+        bucket: str,
+        prefix: str,
+        token: str | None = None,
+        start_after: str | None = None,
+        delimiter: str | None = None,
+        max_keys: int | None = None,
+    ) -> ListPage: ...
+
+
+class VersionsView:
+    """A store's ListObjectVersions as a Lister: every version and delete marker, a key's newest first.
+
+    Every page ends at a key boundary (or ends the listing): the entries of a key a page cut
+    short are dropped and listed again from the next page's start, and a key with more versions
+    than a page holds is read whole into one page. So start_after (KeyMarker, which skips whole
+    keys), the shards and probes, and the engine's resume points work on versions unchanged.
+    """
+
+    def __init__(self, store: ObjectStore) -> None:
+        self.store = store
+
+    def list_page(
+        self,
+        bucket: str,
+        prefix: str,
+        token: str | None = None,
+        start_after: str | None = None,
+        delimiter: str | None = None,
+        max_keys: int | None = None,
+    ) -> ListPage:
+        page = self.store.list_versions_page(bucket, prefix, token, start_after, delimiter, max_keys)
+        objs = page.objects
+        if page.next_token is None or not objs:
+            return page
+        last = objs[-1].key
+        whole = [o for o in objs if o.key != last]
+        if whole:  # the last key may go on in the next page: list it again from there
+            return ListPage(whole, version_token(whole[-1].key, ""), [p for p in page.prefixes if p < last])
+        more = page  # one key filled the page: read the rest of it too
+        while more.next_token is not None:
+            more = self.store.list_versions_page(bucket, prefix, more.next_token, None, delimiter, max_keys)
+            rest = [o for o in more.objects if o.key == last]
+            objs = objs + rest
+            if len(rest) < len(more.objects):
+                return ListPage(objs, version_token(last, ""), page.prefixes)
+        return ListPage(objs, None, page.prefixes)
+
+
+def lister(store: ObjectStore, source: Source) -> Lister:
+    """The listing a job's source.versions asks for."""
+    return store if source.versions == "current" else VersionsView(store)
+
+
+def iter_objects(store: Lister, bucket: str, prefix: str, start_after: str | None = None) -> Iterator[ObjectInfo]:
     """Every object under prefix, in S3's (UTF-8 byte) order, one page in memory at a time."""
     token: str | None = None
     while True:
@@ -28,7 +87,7 @@ def iter_objects(store: ObjectStore, bucket: str, prefix: str, start_after: str 
         token = page.next_token
 
 
-def _tree_entries(store: ObjectStore, bucket: str, prefix: str, delimiter: str, first: ListPage) -> Iterator[ObjectInfo | str]:
+def _tree_entries(store: Lister, bucket: str, prefix: str, delimiter: str, first: ListPage) -> Iterator[ObjectInfo | str]:
     """One level of the tree in S3 order: direct objects and sub-prefixes (str), merged."""
     page = first
     while True:
@@ -104,7 +163,7 @@ class Sized:
 class _Prober:
     """Probes (LISTs of two keys at most) that split key ranges at the next character of their shared stem, a level at a time."""
 
-    def __init__(self, store: ObjectStore, bucket: str, prefix: str, pool: ThreadPoolExecutor, sample: Sequence[str]) -> None:
+    def __init__(self, store: Lister, bucket: str, prefix: str, pool: ThreadPoolExecutor, sample: Sequence[str]) -> None:
         self.store, self.bucket, self.prefix, self.pool = store, bucket, prefix, pool
         self.chars = sorted({c for key in sample for c in key[len(prefix) :]}) or _SPLIT_CHARS
         # Keys sharing as long a prefix as the first page's hold about a page; one character shorter, about
@@ -190,7 +249,7 @@ class _Prober:
 
 
 def plan_shards(
-    store: ObjectStore,
+    store: Lister,
     bucket: str,
     prefix: str,
     after: str,
@@ -309,7 +368,7 @@ _TOLERANCE = 0.02
 _REFINE_ROUNDS = 3
 
 
-def plan_ranges(store: ObjectStore, bucket: str, prefix: str, target: int, *, threads: int = 16) -> list[Shard]:
+def plan_ranges(store: Lister, bucket: str, prefix: str, target: int, *, threads: int = 16) -> list[Shard]:
     """At most `target` contiguous key ranges of about equal size covering every key under prefix, for parallel listers.
 
     The rest after the first page is cut by the probes of plan_shards from the first page's
@@ -352,7 +411,7 @@ class ShardPage:
     done: bool
 
 
-def list_shard_page(store: ObjectStore, bucket: str, prefix: str, shard: Shard, token: str | None) -> ShardPage:
+def list_shard_page(store: Lister, bucket: str, prefix: str, shard: Shard, token: str | None) -> ShardPage:
     """The next page of a shard (keys k with after < k <= upto): from its start, or from `token`.
 
     A page that runs past the shard's end keeps only the shard's keys and ends the shard,
@@ -405,7 +464,7 @@ class _Budget:
 
 
 def iter_objects_parallel(
-    store: ObjectStore,
+    store: Lister,
     bucket: str,
     prefix: str,
     workers: int,
@@ -508,11 +567,15 @@ def iter_objects_parallel(
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
+def batched(items: Iterable[T], size: int, group: Callable[[T], object] | None = None) -> Iterator[list[T]]:
+    """Lists of `size` items; with `group`, a batch grows past `size` rather than split a group (a key's versions)."""
     batch: list[T] = []
     for item in items:
+        if group is not None and len(batch) >= size and group(item) != group(batch[-1]):
+            yield batch
+            batch = []
         batch.append(item)
-        if len(batch) >= size:
+        if group is None and len(batch) >= size:
             yield batch
             batch = []
     if batch:

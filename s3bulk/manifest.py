@@ -364,18 +364,16 @@ class ManifestReader:
                 "ManifestBucketMismatch",
                 f"row is for bucket {bucket!r}, but source.bucket is {self.source.bucket!r}; a job acts on one bucket, so split the manifest",
             )
-        if version and (latest is None or latest.lower() != "true"):
-            raise _RowProblem(
-                key,
-                "VersionIdNotSupported",
-                f"row names version {version[:40]!r} of {key[:60]!r}; s3bulk acts on current versions only, so drop the version column",
-            )
+        # A row naming a version acts on that version; an inventory's current ones act on the current object, as a listing would.
+        current = latest is not None and latest.lower() == "true"
         info = ObjectInfo(
             key,
             _int(size, "Size") if size else UNKNOWN_SIZE,
             quoted_etag(etag),
             _time(modified) if modified else None,
             storage_class,
+            "" if current else version,
+            current or not version,
         )
         if info.size == UNKNOWN_SIZE and self._needs_size:
             raise ValueError("the row gives no Size, which source.min_size/max_size need; add Size to the inventory or drop the filter")

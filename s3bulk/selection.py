@@ -14,8 +14,10 @@ from s3bulk.store import UNKNOWN_SIZE, ObjectInfo
 class Selector:
     """Applies source filters; globs see the key relative to source.prefix, `*` crosses `/`."""
 
-    def __init__(self, source: Source) -> None:
+    def __init__(self, source: Source, operation: str = "") -> None:
         self.prefix = source.prefix
+        self._versions = source.versions if source.versions != "current" else None
+        self._operation = operation
         self._include = tuple(source.include)
         self._exclude = tuple(source.exclude)
         self._min = source.min_size
@@ -27,6 +29,8 @@ class Selector:
         return key[len(self.prefix) :]
 
     def matches(self, obj: ObjectInfo) -> bool:
+        if self._versions is not None and not version_selected(self._versions, self._operation, obj):
+            return False
         # An unknown size (a CSV manifest row) meets no size filter; jobs that set one cannot read such rows.
         if obj.size != UNKNOWN_SIZE and (obj.size < self._min or (self._max is not None and obj.size > self._max)):
             return False
@@ -49,6 +53,22 @@ class Selector:
             if any(fnmatchcase(rel, p) for p in self._exclude):
                 return False
         return True
+
+
+def version_selected(versions: str, operation: str, obj: ObjectInfo) -> bool:
+    """Which entries of a ListObjectVersions listing a job acts on (the filters then judge them like objects).
+
+    delete takes every version and delete marker listed (noncurrent: all but each key's current one);
+    copy takes each key once, at its newest entry, and copies the key's whole history from there
+    (ops/versions.py); the in-place operations take versions, never delete markers, which have no object.
+    """
+    if versions == "noncurrent" and obj.latest:
+        return False
+    if operation == "delete":
+        return True
+    if operation == "copy":
+        return obj.latest
+    return not obj.delete_marker
 
 
 class KeyMapper:

@@ -8,6 +8,7 @@ fake (memstore.py) serves unit tests with no sockets.
 from __future__ import annotations
 
 import base64
+import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,9 @@ class ObjectInfo:
     etag: str = ""
     last_modified: datetime | None = None
     storage_class: str | None = None
+    version_id: str = ""  # set when listed by ListObjectVersions or named by a manifest row; "" is the current version
+    latest: bool = True  # ListObjectVersions' IsLatest
+    delete_marker: bool = False  # a delete marker: a version with no content
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +76,7 @@ class KeyFailure:
     key: str
     code: str
     message: str
+    version_id: str = ""
 
 
 # XML 1.0 has no way to write these characters, not even as &#N; references.
@@ -81,6 +86,17 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 def xml_safe(key: str) -> bool:
     """Whether a key can travel in a DeleteObjects body; S3 keys may hold characters XML cannot."""
     return _NOT_XML.search(key) is None
+
+
+def version_token(key_marker: str, version_marker: str) -> str:
+    """ListObjectVersions pages with two markers, not one token; a ListPage's next_token carries both."""
+    return json.dumps([key_marker, version_marker])
+
+
+def version_markers(token: str) -> dict[str, str]:
+    """A version_token as ListObjectVersions' KeyMarker and VersionIdMarker parameters."""
+    key, version = json.loads(token)
+    return {"KeyMarker": key, **({"VersionIdMarker": version} if version else {})}
 
 
 def quoted_etag(value: object) -> str:
@@ -131,35 +147,60 @@ class ObjectStore(Protocol):
         """One ListObjectsV2 page; max_keys=1 makes a cheap probe for the sharded lister."""
         ...
 
-    def copy_object(self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None) -> str:
-        """Server-side copy of metadata and tags too; returns the new ETag."""
+    def list_versions_page(
+        self,
+        bucket: str,
+        prefix: str,
+        token: str | None = None,
+        key_marker: str | None = None,
+        delimiter: str | None = None,
+        max_keys: int | None = None,
+    ) -> ListPage:
+        """One ListObjectVersions page: every version and delete marker, in key order and newest first within a key.
+
+        `key_marker` starts after that key's last version (as start_after does for list_page); `token`
+        is the opaque next_token of the previous page.
+        """
         ...
 
-    def head_object(self, bucket: str, key: str) -> ObjectHead: ...
+    def bucket_versioning(self, bucket: str) -> str:
+        """GetBucketVersioning: "Enabled", "Suspended", or "" for a bucket that was never versioned."""
+        ...
 
-    def get_tags(self, bucket: str, key: str) -> dict[str, str]: ...
+    def copy_object(
+        self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None, src_version: str = ""
+    ) -> str:
+        """Server-side copy of metadata and tags too (of version `src_version`, when given); returns the new ETag."""
+        ...
 
-    def put_tags(self, bucket: str, key: str, tags: Mapping[str, str]) -> None:
+    # Each call below acts on the version `version_id` names, or on the current one when it is "".
+    def head_object(self, bucket: str, key: str, *, version_id: str = "") -> ObjectHead: ...
+
+    def get_tags(self, bucket: str, key: str, *, version_id: str = "") -> dict[str, str]: ...
+
+    def put_tags(self, bucket: str, key: str, tags: Mapping[str, str], *, version_id: str = "") -> None:
         """PutObjectTagging: the object's whole tag set becomes `tags`."""
         ...
 
-    def put_retention(self, bucket: str, key: str, mode: str, until: datetime, *, bypass_governance: bool = False) -> None:
+    def put_retention(
+        self, bucket: str, key: str, mode: str, until: datetime, *, bypass_governance: bool = False, version_id: str = ""
+    ) -> None:
         """PutObjectRetention (Object Lock): `mode` until `until`; bypass_governance may shorten a GOVERNANCE one."""
         ...
 
-    def put_legal_hold(self, bucket: str, key: str, status: str) -> None:
+    def put_legal_hold(self, bucket: str, key: str, status: str, *, version_id: str = "") -> None:
         """PutObjectLegalHold: ON or OFF."""
         ...
 
-    def get_legal_hold(self, bucket: str, key: str) -> str:
+    def get_legal_hold(self, bucket: str, key: str, *, version_id: str = "") -> str:
         """GetObjectLegalHold: ON or OFF (OFF when none was ever set)."""
         ...
 
-    def put_acl(self, bucket: str, key: str, acl: str) -> None:
+    def put_acl(self, bucket: str, key: str, acl: str, *, version_id: str = "") -> None:
         """PutObjectAcl with a canned ACL."""
         ...
 
-    def restore_object(self, bucket: str, key: str, days: int, tier: str) -> bool:
+    def restore_object(self, bucket: str, key: str, days: int, tier: str, *, version_id: str = "") -> bool:
         """RestoreObject; False when a restore is already running or done (nothing new started)."""
         ...
 
@@ -207,6 +248,8 @@ class ObjectStore(Protocol):
         first_byte: int,
         last_byte: int,
         if_match: str,
+        *,
+        src_version: str = "",
     ) -> str: ...
 
     def complete_multipart_upload(
@@ -217,11 +260,12 @@ class ObjectStore(Protocol):
 
     def abort_multipart_upload(self, bucket: str, key: str, upload_id: str) -> None: ...
 
-    def delete_objects(self, bucket: str, keys: Sequence[str]) -> list[KeyFailure]:
-        """Delete up to 1,000 keys; per-key errors come back, not raised. Every key must be xml_safe."""
+    def delete_objects(self, bucket: str, keys: Sequence[str], version_ids: Sequence[str] = ()) -> list[KeyFailure]:
+        """Delete up to 1,000 keys (each at its version, when `version_ids` gives them, "" for none); per-key errors come
+        back, not raised. Every key must be xml_safe."""
         ...
 
-    def delete_object(self, bucket: str, key: str) -> None:
+    def delete_object(self, bucket: str, key: str, *, version_id: str = "") -> None:
         """Delete one key; for keys a DeleteObjects XML body cannot carry."""
         ...
 

@@ -219,7 +219,7 @@ def list_step(
         return _list_manifest(
             job_id, job, state, ledger=ledger, store=store, sender=sender, reports=reports, time_left=time_left, margin=margin
         )
-    selector = Selector(src)
+    selector = Selector(src, job.operation)
     mapper = key_mapper(job)
     syncing = mapper is not None and (job.options.if_exists != "overwrite" or job.options.delete_extraneous)
     pages = 0
@@ -349,7 +349,7 @@ def _list_manifest(
     re-read page overwrites them) and counted as failed in the same checkpoint.
     The worker decides skip modes and unknown sizes per object, as the CLI does.
     """
-    selector, prefix = Selector(job.source), job.source.prefix
+    selector, prefix = Selector(job.source, job.operation), job.source.prefix
     pages = 0
     rows: Iterator[Row] | None = None
     cursor = state.cursor

@@ -18,13 +18,14 @@ from s3bulk.bodies.budget import MemoryBudget
 from s3bulk.errors import error_code, error_message
 from s3bulk.job import Job, new_job_id, request_options
 from s3bulk.keys import JsonlKeyLog
-from s3bulk.listing import batched, iter_objects, iter_objects_parallel
+from s3bulk.listing import batched, iter_objects, iter_objects_parallel, lister
 from s3bulk.local.ledger import BatchEntry, LocalLedger
 from s3bulk.manifest import ManifestError, ManifestReader
 from s3bulk.ops.batch import DEFAULT_CONCURRENCY, BatchRunner, Item, part_pool
 from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.ops.extraneous import Extraneous
 from s3bulk.ops.process import ProcessCode, make_processor
+from s3bulk.ops.versions import check_versioned
 from s3bulk.outage import EndpointUnreachable
 from s3bulk.report import BatchTally, Report, Tally, job_status
 from s3bulk.selection import Selector, key_mapper
@@ -40,6 +41,10 @@ LOCAL_BODY_BUDGET = 1024 * 1024 * 1024
 
 class JobAbort(Exception):
     """The job cannot start; str() is the whole message."""
+
+
+def _item_key(item: Item) -> str:
+    return item.obj.key
 
 
 def resolve_concurrency(job: Job, override: int | None = None) -> int:
@@ -82,7 +87,7 @@ class Engine:
         self._stop = threading.Event()
         self._over_cap: str | None = None  # set when a delete or move would pass options.max_delete
         self._listing_error: BaseException | None = None
-        self._selector = Selector(job.source)
+        self._selector = Selector(job.source, job.operation)
         self._map = key_mapper(job)
         self._extraneous = Extraneous(job, self.dst_store, self.tally, self._selector, self._map)
         # The per-key log (--key-log): a dry run changes nothing, so it has no outcomes to record.
@@ -97,7 +102,7 @@ class Engine:
         src = self.job.source
         if src.manifest is None:
             listing = iter_objects_parallel(
-                self.store, src.bucket, src.prefix, self.job.options.list_workers, start_after=self._start_after
+                lister(self.store, src), src.bucket, src.prefix, self.job.options.list_workers, start_after=self._start_after
             )
             return ((obj, obj.key, None) for obj in listing)
         rows = ManifestReader(self.store, src).rows(after=self._start_after)
@@ -162,6 +167,8 @@ class Engine:
             return
         try:
             self.dst_store.list_page(dst.bucket, dst.prefix, max_keys=1)
+            if self.job.operation == "copy" and self.job.source.versions == "all":
+                check_versioned(self.dst_store, dst.bucket)
         except StoreError as exc:
             raise JobAbort(f"destination s3://{dst.bucket}/{dst.prefix} is not usable: {error_code(exc)}: {error_message(exc)}") from exc
 
@@ -169,7 +176,9 @@ class Engine:
         try:
             self.check_destination()
             after, scanned = self._start_after, 0
-            for batch in batched(self.items(), self.job.options.batch_size):
+            # A batch ends between keys, never inside one key's versions: the ledger resumes after a whole key.
+            group = None if self.job.source.versions == "current" else _item_key
+            for batch in batched(self.items(), self.job.options.batch_size, group):
                 now = self.tally.snapshot().scanned
                 # The ledger's unit: the batch covers (after, last] of the listing, and the keys scanned to reach it.
                 last = batch[-1].pos or batch[-1].obj.key

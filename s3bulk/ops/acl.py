@@ -5,10 +5,10 @@ from __future__ import annotations
 from s3bulk.store import ObjectStore, StoreError
 
 
-def set_acl(store: ObjectStore, bucket: str, key: str, acl: str) -> bool:
+def set_acl(store: ObjectStore, bucket: str, key: str, acl: str, *, version_id: str = "") -> bool:
     """PutObjectAcl; a bucket whose Object Ownership is BucketOwnerEnforced (ACLs disabled) fails each key, saying so."""
     try:
-        store.put_acl(bucket, key, acl)
+        store.put_acl(bucket, key, acl, version_id=version_id)
     except StoreError as exc:
         if exc.code == "AccessControlListNotSupported":
             raise StoreError(

@@ -21,7 +21,7 @@ from typing import Any
 
 from s3bulk.bodies.budget import MemoryBudget
 from s3bulk.errors import ErrorKind, classify, error_code, error_message
-from s3bulk.job import MAX_KEY_BYTES, Job, Restore, relays
+from s3bulk.job import ACTS_ON_VERSIONS, MAX_KEY_BYTES, Job, Restore, relays
 from s3bulk.keys import KeyLog, KeyRecord
 from s3bulk.ops.acl import set_acl
 from s3bulk.ops.copies import CopySettings, copy_object
@@ -34,6 +34,7 @@ from s3bulk.ops.relay import relay_object
 from s3bulk.ops.restore import restore_object
 from s3bulk.ops.tagging import tag_object
 from s3bulk.ops.verify import verify_object
+from s3bulk.ops.versions import copy_history
 from s3bulk.outage import EndpointUnreachable
 from s3bulk.report import Outcomes
 from s3bulk.store import UNKNOWN_SIZE, KeyFailure, ObjectHead, ObjectInfo, ObjectStore, StoreError
@@ -93,6 +94,8 @@ class Done:
     dst_checksum: str = ""
     obj: ObjectInfo | None = None  # the object as a HEAD found it, when its manifest row gave no size
     undo: dict[str, Any] | None = None  # the undo journal: the state it replaced, and the state it set (keys.py)
+    bytes: int | None = None  # bytes written, when not the object's size (a copy of a key's versions)
+    result: str = ""  # for the per-key log, when there is more to say than the outcome
 
 
 def _log(
@@ -121,15 +124,22 @@ def _log(
             attempts,
             error,
             message,
-            result=result,
+            version_id=item.obj.version_id,
+            result=result or d.result,
             undo=d.undo if outcome == "succeeded" else None,
         )
     )
 
 
-def _undo(bucket: str, what: str, before: Any, after: Any) -> dict[str, Any]:
-    """One undo journal entry: `s3bulk undo` puts `before` back where the object still has `after`."""
-    return {"bucket": bucket, "what": what, "before": before, "after": after}
+def _undo(bucket: str, what: str, before: Any, after: Any, version_id: str = "") -> dict[str, Any]:
+    """One undo journal entry: `s3bulk undo` puts `before` back where the object (that version of it) still has `after`."""
+    entry = {"bucket": bucket, "what": what, "before": before, "after": after}
+    return {**entry, "version_id": version_id} if version_id else entry
+
+
+def _of(obj: ObjectInfo, message: str) -> str:
+    """A failure's message, naming the version it was about (the report's failures carry key, code and message)."""
+    return f"version {obj.version_id}: {message}" if obj.version_id else message
 
 
 def _always() -> bool:
@@ -255,6 +265,15 @@ class BatchRunner:
         """
         todo = []
         for item in batch:
+            if item.obj.version_id and self.job.operation not in ACTS_ON_VERSIONS:
+                item = replace(
+                    item,
+                    problem=(
+                        "VersionIdNotSupported",
+                        f"{self.job.operation} acts on current objects only, and this names version {item.obj.version_id[:40]}; "
+                        "drop the version id",
+                    ),
+                )
             if item.problem is not None:
                 code, message = item.problem
                 tally.fail(item.obj.key, code, message)
@@ -327,6 +346,11 @@ class BatchRunner:
             # Checked here, not left to the server: some S3-compatible servers cut or accept long keys.
             raise StoreError("KeyTooLongError", f"the destination key is {size} UTF-8 bytes; S3 allows {MAX_KEY_BYTES}", 400)
         obj = item.obj
+        if self.job.source.versions == "all":
+            h = copy_history(
+                self.store, self.dst, self.parts, self.job.source.bucket, obj.key, dst.bucket, item.dst_key, self._copy_settings
+            )
+            return Done(h.copied > 0, bytes=h.bytes, result=f"{h.copied} of {h.versions} versions copied")
         try:
             obj = self._resolve(obj)
             if self._head_destination:
@@ -365,7 +389,8 @@ class BatchRunner:
         """A manifest row without a size gets one (and its storage class) from a HEAD; listed objects cost nothing."""
         if obj.size != UNKNOWN_SIZE or self.job.operation not in NEEDS_HEAD:
             return obj
-        return self.store.head_object(self.job.source.bucket, obj.key).info(obj.key)
+        head = self.store.head_object(self.job.source.bucket, obj.key, version_id=obj.version_id)
+        return replace(head.info(obj.key), version_id=obj.version_id)
 
     def _destination_head(self, bucket: str, key: str) -> ObjectHead | None:
         """The destination object already there, or None; one HEAD."""
@@ -391,23 +416,25 @@ class BatchRunner:
         obj = self._resolve(item.obj)
         found = obj if obj is not item.obj else None
         journal = self.keylog is not None  # what a change replaced is read only for the per-key log (s3bulk undo)
+        version = obj.version_id
         if job.operation == "tag":
             assert job.tagging is not None
-            t = tag_object(self.store, bucket, obj.key, job.tagging, journal=journal)
-            return Done(t.changed, undo=_undo(bucket, "tags", t.before, t.after) if t.changed and t.before is not None else None)
+            t = tag_object(self.store, bucket, obj.key, job.tagging, journal=journal, version_id=version)
+            changed = t.changed and t.before is not None
+            return Done(t.changed, undo=_undo(bucket, "tags", t.before, t.after, version) if changed else None)
         if job.operation == "restore":
             return Done(restore_object(self.store, bucket, obj, job.restore or Restore()), obj=found)
         if job.operation == "set-retention":
             assert job.retention is not None
-            return Done(set_retention(self.store, bucket, obj.key, job.retention))
+            return Done(set_retention(self.store, bucket, obj.key, job.retention, version_id=version))
         if job.operation == "set-legal-hold":
             assert job.legal_hold is not None
-            before = self.store.get_legal_hold(bucket, obj.key) if journal else None
-            set_legal_hold(self.store, bucket, obj.key, job.legal_hold)
-            return Done(True, undo=_undo(bucket, "legal_hold", before, job.legal_hold) if before is not None else None)
+            before = self.store.get_legal_hold(bucket, obj.key, version_id=version) if journal else None
+            set_legal_hold(self.store, bucket, obj.key, job.legal_hold, version_id=version)
+            return Done(True, undo=_undo(bucket, "legal_hold", before, job.legal_hold, version) if before is not None else None)
         if job.operation == "set-acl":
             assert job.acl is not None
-            return Done(set_acl(self.store, bucket, obj.key, job.acl))
+            return Done(set_acl(self.store, bucket, obj.key, job.acl, version_id=version))
         if job.operation == "set-storage-class":
             before = obj.storage_class or "STANDARD"  # from the listing (or the HEAD a manifest row needed): no extra request
             if before == job.storage_class:
@@ -438,7 +465,7 @@ class BatchRunner:
             if self.job.operation == "move" and done.changed:
                 confirmed = replace(item, dst_etag=done.dst_etag, attempts=attempts)
             elif done.changed:
-                tally.succeed(max(item.obj.size, 0))
+                tally.succeed(done.bytes if done.bytes is not None else max(item.obj.size, 0))
                 _log(self.keylog, item, "succeeded", done, attempts)
             else:
                 tally.skip()
@@ -446,7 +473,7 @@ class BatchRunner:
         except EndpointUnreachable as exc:
             self._left(exc, run)  # not done, not failed: a resume or a redelivery does it
         except Exception as exc:  # noqa: BLE001 - every per-object error is reported, never raised
-            tally.fail(item.obj.key, error_code(exc), error_message(exc))
+            tally.fail(item.obj.key, error_code(exc), _of(item.obj, error_message(exc)))
             _log(self.keylog, item, "failed", attempts=attempts, error=error_code(exc), message=error_message(exc))
         finally:
             run.finish(confirmed)
@@ -489,17 +516,19 @@ def delete_batch(
     store: ObjectStore, bucket: str, items: Sequence[Item], tally: Outcomes, *, moved: bool = False, keylog: KeyLog | None = None
 ) -> None:
     """Delete a batch's keys; for a move, a key counts as done only once its source is gone."""
-    failed: dict[str, KeyFailure] = {}
+    failed: dict[tuple[str, str], KeyFailure] = {}
     for start in range(0, len(items), 1000):
-        chunk = [item.obj.key for item in items[start : start + 1000]]
-        for key_failure in delete_keys(store, bucket, chunk):
-            failed[key_failure.key] = key_failure
+        chunk = items[start : start + 1000]
+        keys, versions = [i.obj.key for i in chunk], [i.obj.version_id for i in chunk]
+        for key_failure in delete_keys(store, bucket, keys, version_ids=versions if any(versions) else ()):
+            failed[key_failure.key, key_failure.version_id] = key_failure
     for item in items:
-        failure = failed.get(item.obj.key)
+        # A server that does not echo a failed version's id fails every version of that key sent: never a false success.
+        failure = failed.get((item.obj.key, item.obj.version_id)) or failed.get((item.obj.key, ""))
         if failure is None:
             tally.succeed(max(item.obj.size, 0))
             _log(keylog, item, "succeeded", attempts=item.attempts or 1)
         else:
             note = "copied, but the source could not be deleted: " if moved else ""
-            tally.fail(item.obj.key, failure.code, note + failure.message)
+            tally.fail(item.obj.key, failure.code, _of(item.obj, note + failure.message))
             _log(keylog, item, "failed", attempts=item.attempts or 1, error=failure.code, message=note + failure.message)

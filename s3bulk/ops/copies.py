@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -48,7 +49,7 @@ def copy_object(
 ) -> CopyDone:
     """Use the listed size to choose the path, so a small object costs exactly one request."""
     if obj.size <= settings.multipart_threshold:
-        etag = store.copy_object(src_bucket, obj.key, dst_bucket, dst_key, storage_class=settings.storage_class)
+        etag = store.copy_object(src_bucket, obj.key, dst_bucket, dst_key, storage_class=settings.storage_class, src_version=obj.version_id)
         return CopyDone(etag, multipart=False)
     return CopyDone(multipart_copy(store, parts, src_bucket, obj, dst_bucket, dst_key, settings), multipart=True)
 
@@ -68,16 +69,28 @@ def multipart_copy(
     re-applied, because UploadPartCopy carries none of them. Any failure aborts
     the upload so no orphaned parts keep costing storage.
     """
-    head = store.head_object(src_bucket, obj.key)
+    version = obj.version_id
+    head = store.head_object(src_bucket, obj.key, version_id=version)
     if obj.etag and head.etag != obj.etag:
         raise StoreError("PreconditionFailed", "the source changed after it was listed", 412)
-    tags = store.get_tags(src_bucket, obj.key)
+    tags = store.get_tags(src_bucket, obj.key, version_id=version)
     upload_id = store.create_multipart_upload(dst_bucket, dst_key, head, tags, storage_class=settings.storage_class)
     futures: list[Future[str]] = []
     try:
         for number, (first, last) in enumerate(part_ranges(head.size, settings.part_size), start=1):
             futures.append(
-                parts.submit(store.upload_part_copy, src_bucket, obj.key, dst_bucket, dst_key, upload_id, number, first, last, head.etag)
+                parts.submit(
+                    functools.partial(store.upload_part_copy, src_version=version),
+                    src_bucket,
+                    obj.key,
+                    dst_bucket,
+                    dst_key,
+                    upload_id,
+                    number,
+                    first,
+                    last,
+                    head.etag,
+                )
             )
         etags = [f.result() for f in futures]
         return store.complete_multipart_upload(dst_bucket, dst_key, upload_id, etags)

@@ -18,10 +18,11 @@ def delete_keys(
     bucket: str,
     keys: Sequence[str],
     *,
+    version_ids: Sequence[str] = (),
     attempts: int = PER_KEY_ATTEMPTS,
     sleep: Callable[[float], None] = time.sleep,
 ) -> list[KeyFailure]:
-    """Return the keys that could not be deleted.
+    """Return the keys that could not be deleted (each at its version, when `version_ids` names them).
 
     A 200 response may still carry per-key SlowDown/InternalError entries that
     the HTTP client never retries, so those keys are retried here, bounded,
@@ -29,7 +30,7 @@ def delete_keys(
     """
     if len(keys) > MAX_KEYS:
         raise ValueError(f"at most {MAX_KEYS} keys per DeleteObjects request")
-    pending = list(keys)
+    pending = list(zip(keys, version_ids or [""] * len(keys), strict=True))
     permanent: list[KeyFailure] = []
     for attempt in range(1, attempts + 1):
         errors = _delete_once(store, bucket, pending)
@@ -37,24 +38,25 @@ def delete_keys(
         permanent += [e for e in errors if classify(StoreError(e.code)) is ErrorKind.PERMANENT]
         if not retry or attempt == attempts:
             return permanent + retry
-        pending = [e.key for e in retry]
+        pending = [(e.key, e.version_id) for e in retry]
         sleep(min(5.0, 0.1 * 2**attempt) * random.uniform(0.5, 1.0))
     return permanent
 
 
-def _delete_once(store: ObjectStore, bucket: str, keys: list[str]) -> list[KeyFailure]:
+def _delete_once(store: ObjectStore, bucket: str, targets: list[tuple[str, str]]) -> list[KeyFailure]:
     """One DeleteObjects for the keys XML can carry; one DeleteObject each for the rest."""
-    batch = [k for k in keys if xml_safe(k)]
+    batch = [(k, v) for k, v in targets if xml_safe(k)]
     errors: list[KeyFailure] = []
     if batch:
+        versions = [v for _, v in batch]
         try:
-            errors = store.delete_objects(bucket, batch)
+            errors = store.delete_objects(bucket, [k for k, _ in batch], versions if any(versions) else ())
         except StoreError as exc:
-            errors = [KeyFailure(k, exc.code, exc.message) for k in batch]
-    for key in keys:
+            errors = [KeyFailure(k, exc.code, exc.message, v) for k, v in batch]
+    for key, version in targets:
         if not xml_safe(key):
             try:
-                store.delete_object(bucket, key)
+                store.delete_object(bucket, key, version_id=version)
             except StoreError as exc:
-                errors.append(KeyFailure(key, exc.code, exc.message))
+                errors.append(KeyFailure(key, exc.code, exc.message, version))
     return errors

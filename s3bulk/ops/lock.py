@@ -13,18 +13,20 @@ def _explained(exc: StoreError, what: str) -> StoreError:
     return exc
 
 
-def set_retention(store: ObjectStore, bucket: str, key: str, retention: Retention) -> bool:
+def set_retention(store: ObjectStore, bucket: str, key: str, retention: Retention, *, version_id: str = "") -> bool:
     """PutObjectRetention; S3 refuses (AccessDenied) shortening COMPLIANCE, or GOVERNANCE without bypass_governance."""
     try:
-        store.put_retention(bucket, key, retention.mode, retention.until, bypass_governance=retention.bypass_governance)
+        store.put_retention(
+            bucket, key, retention.mode, retention.until, bypass_governance=retention.bypass_governance, version_id=version_id
+        )
     except StoreError as exc:
         raise _explained(exc, "set-retention") from exc
     return True
 
 
-def set_legal_hold(store: ObjectStore, bucket: str, key: str, status: str) -> bool:
+def set_legal_hold(store: ObjectStore, bucket: str, key: str, status: str, *, version_id: str = "") -> bool:
     try:
-        store.put_legal_hold(bucket, key, status)
+        store.put_legal_hold(bucket, key, status, version_id=version_id)
     except StoreError as exc:
         raise _explained(exc, "set-legal-hold") from exc
     return True

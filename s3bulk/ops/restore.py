@@ -14,4 +14,4 @@ def restore_object(store: ObjectStore, bucket: str, obj: ObjectInfo, spec: Resto
     """
     if (obj.storage_class or "STANDARD") not in ARCHIVED:
         return False
-    return store.restore_object(bucket, obj.key, spec.days, spec.tier)
+    return store.restore_object(bucket, obj.key, spec.days, spec.tier, version_id=obj.version_id)

@@ -17,14 +17,14 @@ class Tagged:
     after: dict[str, str]
 
 
-def tag_object(store: ObjectStore, bucket: str, key: str, tagging: Tagging, *, journal: bool = False) -> Tagged:
+def tag_object(store: ObjectStore, bucket: str, key: str, tagging: Tagging, *, journal: bool = False, version_id: str = "") -> Tagged:
     """A merge or remove that would not change the tags writes nothing, so a rerun costs reads only.
 
     `journal` reads the tags a replace overwrites too (one GetObjectTagging), so the per-key
     log can say what `s3bulk undo` restores; merge and remove read them anyway.
     """
     tags = dict(tagging.tags)
-    current = store.get_tags(bucket, key) if journal or tagging.mode != "replace" else None
+    current = store.get_tags(bucket, key, version_id=version_id) if journal or tagging.mode != "replace" else None
     if tagging.mode == "remove":
         assert current is not None
         tags = {k: v for k, v in current.items() if k not in set(tagging.keys)}
@@ -37,5 +37,5 @@ def tag_object(store: ObjectStore, bucket: str, key: str, tagging: Tagging, *, j
             )
     if tags == current:  # nothing to change (a rerun, or a redo after a crash): no write, and nothing for undo
         return Tagged(False, current, tags)
-    store.put_tags(bucket, key, tags)
+    store.put_tags(bucket, key, tags, version_id=version_id)
     return Tagged(True, current, tags)

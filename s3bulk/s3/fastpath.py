@@ -36,7 +36,7 @@ from s3bulk.errors import ErrorKind, classify
 from s3bulk.outage import OutageBreaker
 from s3bulk.s3.ratecontrol import THROTTLE_CODES, RateControl
 from s3bulk.s3.regions import BucketRegions, region_from_answer
-from s3bulk.store import KeyFailure, ListPage, ObjectInfo, StoreError, quoted_etag
+from s3bulk.store import KeyFailure, ListPage, ObjectInfo, StoreError, quoted_etag, version_token
 
 SAFE = "-._~/"
 UNSIGNED = "UNSIGNED-PAYLOAD"
@@ -383,9 +383,14 @@ class FastS3:
         assert root is not None
         return quoted_etag(_text(root, "ETag"))
 
-    def delete_objects(self, bucket: str, keys: Sequence[str], headers: Mapping[str, str] | None = None) -> list[KeyFailure]:
+    def delete_objects(
+        self, bucket: str, keys: Sequence[str], headers: Mapping[str, str] | None = None, version_ids: Sequence[str] = ()
+    ) -> list[KeyFailure]:
         # A raw CR would reach the server as LF (XML end-of-line handling), deleting the wrong key.
-        objects = "".join(f"<Object><Key>{escape(k, _CR)}</Key></Object>" for k in keys)
+        objects = "".join(
+            f"<Object><Key>{escape(k, _CR)}</Key>{f'<VersionId>{escape(v)}</VersionId>' if v else ''}</Object>"
+            for k, v in zip(keys, version_ids or [""] * len(keys), strict=True)
+        )
         body = f'<?xml version="1.0" encoding="UTF-8"?><Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Quiet>true</Quiet>{objects}</Delete>'.encode()
         sent = {
             "Content-MD5": b64encode(hashlib.md5(body, usedforsecurity=False).digest()).decode(),
@@ -395,7 +400,54 @@ class FastS3:
         root = self._send("POST", bucket, None, "delete=", sent, body, hashlib.sha256(body).hexdigest())
         assert root is not None
         errors = list(root.iter(f"{S3NS}Error")) + list(root.iter("Error"))
-        return [KeyFailure(_text(e, "Key"), _text(e, "Code") or "Unknown", _text(e, "Message")) for e in errors]
+        return [KeyFailure(_text(e, "Key"), _text(e, "Code") or "Unknown", _text(e, "Message"), _text(e, "VersionId")) for e in errors]
+
+    def list_versions_page(
+        self,
+        bucket: str,
+        prefix: str,
+        key_marker: str | None,
+        version_marker: str | None,
+        max_keys: int,
+        delimiter: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> ListPage:
+        """ListObjectVersions, its versions and delete markers in the response's own order (newest first within a key)."""
+        params = {"versions": "", "encoding-type": "url", "max-keys": str(max_keys), "prefix": prefix}
+        if delimiter:
+            params["delimiter"] = delimiter
+        if key_marker:
+            params["key-marker"] = key_marker
+            if version_marker:
+                params["version-id-marker"] = version_marker
+        query = "&".join(f"{quote(k, safe='-_.~')}={quote(v.encode(), safe='-_.~')}" for k, v in sorted(params.items()))
+        root = self._send("GET", bucket, None, query, dict(headers or {}), b"", EMPTY_SHA256)
+        assert root is not None
+        # Keys come url-encoded only when the server says so (botocore decodes on the same condition).
+        decode = unquote_plus if _text(root, "EncodingType") == "url" else str
+        objects = []
+        for c in root:
+            marker = c.tag in (f"{S3NS}DeleteMarker", "DeleteMarker")
+            if not marker and c.tag not in (f"{S3NS}Version", "Version"):
+                continue
+            modified = _text(c, "LastModified")
+            objects.append(
+                ObjectInfo(
+                    decode(_text(c, "Key")),
+                    int(_text(c, "Size") or 0),
+                    quoted_etag(_text(c, "ETag")),
+                    datetime.fromisoformat(modified) if modified else None,
+                    _text(c, "StorageClass") or None,
+                    _text(c, "VersionId") or "null",
+                    _text(c, "IsLatest") == "true",
+                    marker,
+                )
+            )
+        prefixes = [decode(_text(p, "Prefix")) for p in root.iter(f"{S3NS}CommonPrefixes")]
+        nxt = None
+        if _text(root, "IsTruncated") == "true" and _text(root, "NextKeyMarker"):
+            nxt = version_token(decode(_text(root, "NextKeyMarker")), _text(root, "NextVersionIdMarker"))
+        return ListPage(objects, nxt, prefixes)
 
     def delete_object(self, bucket: str, key: str, headers: Mapping[str, str] | None = None) -> None:
         self._send("DELETE", bucket, key, "", dict(headers or {}), b"", EMPTY_SHA256)

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 from urllib.parse import quote
+from xml.etree import ElementTree
 
 from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, HTTPClientError, ReadTimeoutError, ResponseStreamingError
 from botocore.exceptions import ConnectionError as BotoConnectionError
@@ -19,7 +20,19 @@ from s3bulk.s3.clients import S3Clients
 from s3bulk.s3.fastpath import FastS3
 from s3bulk.s3.ratecontrol import RateControl
 from s3bulk.s3.regions import BucketRegions
-from s3bulk.store import Body, KeyFailure, ListPage, ObjectHead, ObjectInfo, RequestOptions, StoreError, crc32_header, quoted_etag
+from s3bulk.store import (
+    Body,
+    KeyFailure,
+    ListPage,
+    ObjectHead,
+    ObjectInfo,
+    RequestOptions,
+    StoreError,
+    crc32_header,
+    quoted_etag,
+    version_markers,
+    version_token,
+)
 
 T = TypeVar("T")
 
@@ -132,10 +145,12 @@ class S3Store:
         self.rate.attach(client)
         self.breaker = breaker or OutageBreaker()
         watch_outages(client, self.breaker)
+        keep_version_order(client)
         self.regions = regions
         if regions is not None:
             regions.prepare_clients(self.rate.attach)
             regions.prepare_clients(lambda other: watch_outages(other, self.breaker))
+            regions.prepare_clients(keep_version_order)
         self.opts = RequestOptions()
         self._count_retries = _Count()
 
@@ -211,12 +226,59 @@ class S3Store:
         prefixes = [p["Prefix"] for p in r.get("CommonPrefixes", ())]
         return ListPage(objects, r.get("NextContinuationToken") if r.get("IsTruncated") else None, prefixes)
 
-    def copy_object(self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None) -> str:
+    def list_versions_page(
+        self,
+        bucket: str,
+        prefix: str,
+        token: str | None = None,
+        key_marker: str | None = None,
+        delimiter: str | None = None,
+        max_keys: int | None = None,
+    ) -> ListPage:
+        kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "MaxKeys": max_keys or self.max_keys, **self._params(bucket)}
+        if delimiter:
+            kwargs["Delimiter"] = delimiter
+        if token:
+            kwargs.update(version_markers(token))
+        elif key_marker:
+            kwargs["KeyMarker"] = key_marker
+        r = self._call(self._s3(bucket).list_object_versions, **kwargs)
+        versions = [
+            ObjectInfo(
+                v["Key"],
+                int(v.get("Size", 0)),
+                quoted_etag(v.get("ETag")),
+                v.get("LastModified"),
+                v.get("StorageClass"),
+                str(v.get("VersionId") or "null"),
+                bool(v.get("IsLatest")),
+            )
+            for v in r.get("Versions", ())
+        ]
+        markers = [
+            ObjectInfo(
+                m["Key"], 0, "", m.get("LastModified"), None, str(m.get("VersionId") or "null"), bool(m.get("IsLatest")), delete_marker=True
+            )
+            for m in r.get("DeleteMarkers", ())
+        ]
+        prefixes = [p["Prefix"] for p in r.get("CommonPrefixes", ())]
+        truncated = r.get("IsTruncated") and r.get("NextKeyMarker")
+        nxt = version_token(r["NextKeyMarker"], r.get("NextVersionIdMarker") or "") if truncated else None
+        return ListPage(merge_versions(versions, markers, r.get(_KINDS, "")), nxt, prefixes)
+
+    def bucket_versioning(self, bucket: str) -> str:
+        owner = {k: v for k, v in self._params(bucket).items() if k == "ExpectedBucketOwner"}  # it takes no RequestPayer
+        return str(self._call(self._s3(bucket).get_bucket_versioning, Bucket=bucket, **owner).get("Status", ""))
+
+    def copy_object(
+        self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None, src_version: str = ""
+    ) -> str:
+        source = {"Bucket": src_bucket, "Key": src_key, **({"VersionId": src_version} if src_version else {})}
         kwargs: dict[str, Any] = {
             "Bucket": dst_bucket,
             "Key": dst_key,
             # A dict, never "bucket/key": botocore quotes it exactly, so no key is normalised.
-            "CopySource": {"Bucket": src_bucket, "Key": src_key},
+            "CopySource": source,
             **self._params(dst_bucket, source=src_bucket, write=True),
         }
         if storage_class:
@@ -224,8 +286,10 @@ class S3Store:
         r = self._call(self._s3(dst_bucket).copy_object, **kwargs)
         return quoted_etag(r.get("CopyObjectResult", {}).get("ETag"))
 
-    def head_object(self, bucket: str, key: str) -> ObjectHead:
-        r = self._call(self._s3(bucket).head_object, Bucket=bucket, Key=key, ChecksumMode="ENABLED", **self._params(bucket))
+    def head_object(self, bucket: str, key: str, *, version_id: str = "") -> ObjectHead:
+        r = self._call(
+            self._s3(bucket).head_object, Bucket=bucket, Key=key, ChecksumMode="ENABLED", **_version(version_id), **self._params(bucket)
+        )
         headers = {h: r[h] for h in _HEAD_HEADERS if r.get(h) is not None}
         checksum = next((f"{alg}:{r[f'Checksum{alg}']}" for alg in _CHECKSUMS if r.get(f"Checksum{alg}")), "")
         return ObjectHead(
@@ -240,41 +304,66 @@ class S3Store:
             r.get("LastModified"),
         )
 
-    def get_tags(self, bucket: str, key: str) -> dict[str, str]:
-        r = self._call(self._s3(bucket).get_object_tagging, Bucket=bucket, Key=key, **self._params(bucket))
+    def get_tags(self, bucket: str, key: str, *, version_id: str = "") -> dict[str, str]:
+        r = self._call(self._s3(bucket).get_object_tagging, Bucket=bucket, Key=key, **_version(version_id), **self._params(bucket))
         return {t["Key"]: t["Value"] for t in r.get("TagSet", ())}
 
-    def put_tags(self, bucket: str, key: str, tags: Mapping[str, str]) -> None:
+    def put_tags(self, bucket: str, key: str, tags: Mapping[str, str], *, version_id: str = "") -> None:
+        v = _version(version_id)
         if not tags:  # no tags at all: DeleteObjectTagging, which every S3 implementation takes (an empty TagSet is not)
-            self._call(self._s3(bucket).delete_object_tagging, Bucket=bucket, Key=key, **self._params(bucket))
+            self._call(self._s3(bucket).delete_object_tagging, Bucket=bucket, Key=key, **v, **self._params(bucket))
             return
-        tag_set = [{"Key": k, "Value": v} for k, v in tags.items()]
-        self._call(self._s3(bucket).put_object_tagging, Bucket=bucket, Key=key, Tagging={"TagSet": tag_set}, **self._params(bucket))
+        tag_set = [{"Key": k, "Value": val} for k, val in tags.items()]
+        self._call(self._s3(bucket).put_object_tagging, Bucket=bucket, Key=key, Tagging={"TagSet": tag_set}, **v, **self._params(bucket))
 
-    def put_retention(self, bucket: str, key: str, mode: str, until: datetime, *, bypass_governance: bool = False) -> None:
+    def put_retention(
+        self, bucket: str, key: str, mode: str, until: datetime, *, bypass_governance: bool = False, version_id: str = ""
+    ) -> None:
         extra = {"BypassGovernanceRetention": True} if bypass_governance else {}
         retention = {"Mode": mode, "RetainUntilDate": until}
-        self._call(self._s3(bucket).put_object_retention, Bucket=bucket, Key=key, Retention=retention, **extra, **self._params(bucket))
+        self._call(
+            self._s3(bucket).put_object_retention,
+            Bucket=bucket,
+            Key=key,
+            Retention=retention,
+            **extra,
+            **_version(version_id),
+            **self._params(bucket),
+        )
 
-    def put_legal_hold(self, bucket: str, key: str, status: str) -> None:
-        self._call(self._s3(bucket).put_object_legal_hold, Bucket=bucket, Key=key, LegalHold={"Status": status}, **self._params(bucket))
+    def put_legal_hold(self, bucket: str, key: str, status: str, *, version_id: str = "") -> None:
+        self._call(
+            self._s3(bucket).put_object_legal_hold,
+            Bucket=bucket,
+            Key=key,
+            LegalHold={"Status": status},
+            **_version(version_id),
+            **self._params(bucket),
+        )
 
-    def get_legal_hold(self, bucket: str, key: str) -> str:
+    def get_legal_hold(self, bucket: str, key: str, *, version_id: str = "") -> str:
         try:
-            r = self._call(self._s3(bucket).get_object_legal_hold, Bucket=bucket, Key=key, **self._params(bucket))
+            r = self._call(self._s3(bucket).get_object_legal_hold, Bucket=bucket, Key=key, **_version(version_id), **self._params(bucket))
         except StoreError as exc:
             if exc.code == "NoSuchObjectLockConfiguration":  # no hold was ever set on it
                 return "OFF"
             raise
         return str(r.get("LegalHold", {}).get("Status", "OFF"))
 
-    def put_acl(self, bucket: str, key: str, acl: str) -> None:
-        self._call(self._s3(bucket).put_object_acl, Bucket=bucket, Key=key, ACL=acl, **self._params(bucket))
+    def put_acl(self, bucket: str, key: str, acl: str, *, version_id: str = "") -> None:
+        self._call(self._s3(bucket).put_object_acl, Bucket=bucket, Key=key, ACL=acl, **_version(version_id), **self._params(bucket))
 
-    def restore_object(self, bucket: str, key: str, days: int, tier: str) -> bool:
+    def restore_object(self, bucket: str, key: str, days: int, tier: str, *, version_id: str = "") -> bool:
         request = {"Days": days, "GlacierJobParameters": {"Tier": tier}}
         try:
-            r = self._call(self._s3(bucket).restore_object, Bucket=bucket, Key=key, RestoreRequest=request, **self._params(bucket))
+            r = self._call(
+                self._s3(bucket).restore_object,
+                Bucket=bucket,
+                Key=key,
+                RestoreRequest=request,
+                **_version(version_id),
+                **self._params(bucket),
+            )
         except StoreError as exc:
             if exc.code == "RestoreAlreadyInProgress":
                 return False
@@ -383,6 +472,8 @@ class S3Store:
         first_byte: int,
         last_byte: int,
         if_match: str,
+        *,
+        src_version: str = "",
     ) -> str:
         r = self._call(
             self._s3(dst_bucket).upload_part_copy,
@@ -390,7 +481,7 @@ class S3Store:
             Key=dst_key,
             UploadId=upload_id,
             PartNumber=part_number,
-            CopySource={"Bucket": src_bucket, "Key": src_key},
+            CopySource={"Bucket": src_bucket, "Key": src_key, **_version(src_version)},
             CopySourceRange=f"bytes={first_byte}-{last_byte}",
             CopySourceIfMatch=if_match,
             **self._params(dst_bucket, source=src_bucket),
@@ -418,17 +509,16 @@ class S3Store:
     def abort_multipart_upload(self, bucket: str, key: str, upload_id: str) -> None:
         self._call(self._s3(bucket).abort_multipart_upload, Bucket=bucket, Key=key, UploadId=upload_id, **self._params(bucket))
 
-    def delete_objects(self, bucket: str, keys: Sequence[str]) -> list[KeyFailure]:
-        r = self._call(
-            self._s3(bucket).delete_objects,
-            Bucket=bucket,
-            Delete={"Objects": [{"Key": k} for k in keys], "Quiet": True},
-            **self._params(bucket),
-        )
-        return [KeyFailure(e.get("Key", ""), e.get("Code", "Unknown"), e.get("Message", "")) for e in r.get("Errors", ())]
+    def delete_objects(self, bucket: str, keys: Sequence[str], version_ids: Sequence[str] = ()) -> list[KeyFailure]:
+        objects = [{"Key": k, **_version(v)} for k, v in zip(keys, version_ids or [""] * len(keys), strict=True)]
+        r = self._call(self._s3(bucket).delete_objects, Bucket=bucket, Delete={"Objects": objects, "Quiet": True}, **self._params(bucket))
+        return [
+            KeyFailure(e.get("Key", ""), e.get("Code", "Unknown"), e.get("Message", ""), e.get("VersionId") or "")
+            for e in r.get("Errors", ())
+        ]
 
-    def delete_object(self, bucket: str, key: str) -> None:
-        self._call(self._s3(bucket).delete_object, Bucket=bucket, Key=key, **self._params(bucket))
+    def delete_object(self, bucket: str, key: str, *, version_id: str = "") -> None:
+        self._call(self._s3(bucket).delete_object, Bucket=bucket, Key=key, **_version(version_id), **self._params(bucket))
 
 
 class FastS3Store(S3Store):
@@ -464,15 +554,79 @@ class FastS3Store(S3Store):
             bucket, prefix, token, start_after, max_keys or self.max_keys, delimiter, request_headers(self.opts, bucket)
         )
 
-    def copy_object(self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None) -> str:
+    def list_versions_page(
+        self,
+        bucket: str,
+        prefix: str,
+        token: str | None = None,
+        key_marker: str | None = None,
+        delimiter: str | None = None,
+        max_keys: int | None = None,
+    ) -> ListPage:
+        """On the fast path: it keeps the response's own order of versions and delete markers, which botocore's two lists lose."""
+        markers = version_markers(token) if token else ({"KeyMarker": key_marker} if key_marker else {})
+        return self.fast.list_versions_page(
+            bucket, prefix, markers.get("KeyMarker"), markers.get("VersionIdMarker"), max_keys or self.max_keys, delimiter,
+            request_headers(self.opts, bucket),
+        )  # fmt: skip
+
+    def copy_object(
+        self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None, src_version: str = ""
+    ) -> str:
+        if src_version:  # rare enough to take botocore's path
+            return super().copy_object(src_bucket, src_key, dst_bucket, dst_key, storage_class=storage_class, src_version=src_version)
         headers = request_headers(self.opts, dst_bucket, source=src_bucket, write=True)
         return self.fast.copy_object(src_bucket, src_key, dst_bucket, dst_key, storage_class=storage_class, headers=headers)
 
-    def delete_objects(self, bucket: str, keys: Sequence[str]) -> list[KeyFailure]:
-        return self.fast.delete_objects(bucket, keys, request_headers(self.opts, bucket))
+    def delete_objects(self, bucket: str, keys: Sequence[str], version_ids: Sequence[str] = ()) -> list[KeyFailure]:
+        return self.fast.delete_objects(bucket, keys, request_headers(self.opts, bucket), version_ids)
 
-    def delete_object(self, bucket: str, key: str) -> None:
+    def delete_object(self, bucket: str, key: str, *, version_id: str = "") -> None:
+        if version_id:
+            super().delete_object(bucket, key, version_id=version_id)
+            return
         self.fast.delete_object(bucket, key, request_headers(self.opts, bucket))
+
+
+def _version(version_id: str) -> dict[str, str]:
+    return {"VersionId": version_id} if version_id else {}
+
+
+_KINDS = "S3bulkEntryKinds"
+
+
+def _entry_kinds(response_dict: dict[str, Any], customized_response_dict: dict[str, Any], **kwargs: Any) -> None:
+    """Record the order of a ListObjectVersions page's entries ("V" version, "D" delete marker), which botocore's parse loses."""
+    if int(response_dict.get("status_code", 200)) >= 300:
+        return
+    try:
+        root = ElementTree.fromstring(response_dict.get("body") or b"")
+    except ElementTree.ParseError:
+        return
+    tags = (c.tag.rsplit("}", 1)[-1] for c in root)
+    customized_response_dict[_KINDS] = "".join("V" if t == "Version" else "D" for t in tags if t in ("Version", "DeleteMarker"))
+
+
+def keep_version_order(client: Any) -> None:
+    """Have the client's ListObjectVersions responses carry their entries' order (merge_versions puts them back in it)."""
+    client.meta.events.register("before-parse.s3.ListObjectVersions", _entry_kinds, unique_id="s3bulk-version-order")
+
+
+def merge_versions(versions: list[ObjectInfo], markers: list[ObjectInfo], kinds: str = "") -> list[ObjectInfo]:
+    """botocore parses a page's versions and delete markers into two lists; put them back in S3's order.
+
+    Each list is in the page's order, so the page's sequence of entry kinds (keep_version_order)
+    interleaves them exactly. Without it, they are sorted by key and LastModified, which cannot
+    order a version and a marker of one key written in the same second (some servers send whole seconds).
+    """
+    if not markers or not versions:
+        return versions or markers
+    if len(kinds) == len(versions) + len(markers) and kinds.count("D") == len(markers):
+        v, m = iter(versions), iter(markers)
+        return [next(v) if kind == "V" else next(m) for kind in kinds]
+    rank = {id(o): (o.key.encode("utf-8", "surrogatepass"), -(o.last_modified.timestamp() if o.last_modified else 0.0), not o.latest)
+            for o in versions + markers}  # fmt: skip
+    return sorted(versions + markers, key=lambda o: rank[id(o)])
 
 
 def open_store(

@@ -18,7 +18,19 @@ from datetime import UTC, datetime
 
 from s3bulk.job import MAX_KEY_BYTES
 from s3bulk.outage import OutageBreaker
-from s3bulk.store import Body, KeyFailure, ListPage, ObjectHead, ObjectInfo, RequestOptions, StoreError, crc32_header, xml_safe
+from s3bulk.store import (
+    Body,
+    KeyFailure,
+    ListPage,
+    ObjectHead,
+    ObjectInfo,
+    RequestOptions,
+    StoreError,
+    crc32_header,
+    version_markers,
+    version_token,
+    xml_safe,
+)
 
 Fault = Callable[[str, str, str], StoreError | None]
 """Called as fault(operation, bucket, key); a returned error is raised (or reported per key)."""
@@ -82,6 +94,8 @@ class MemoryStore:
         self._uploads: dict[str, _Upload] = {}
         self._ids = itertools.count(1)
         self._lock = threading.RLock()
+        # Versioned buckets (enable_versioning): every version of each key, oldest first; None is a delete marker.
+        self._history: dict[str, dict[str, list[tuple[str, _Obj | None]]]] = {}
 
     # -- seeding and inspection (test side) --------------------------------------------------
     def create_bucket(self, bucket: str) -> None:
@@ -119,8 +133,19 @@ class MemoryStore:
             checksum=checksum,
         )
         with self._lock:
-            self._bucket(bucket)[key] = obj
-            self._sorted[bucket] = None
+            self._set(bucket, key, obj)
+
+    def enable_versioning(self, bucket: str) -> None:
+        """From now on, writes add versions and a delete without a version id adds a delete marker."""
+        with self._lock:
+            history = self._history.setdefault(bucket, {})
+            for key, obj in self._bucket(bucket).items():
+                history.setdefault(key, [("null", obj)])
+
+    def versions(self, bucket: str, key: str) -> list[tuple[str, bytes | None]]:
+        """A key's versions, oldest first, as (version id, body); a delete marker's body is None."""
+        with self._lock:
+            return [(v, o.body if o is not None else None) for v, o in self._history.get(bucket, {}).get(key, [])]
 
     def get_body(self, bucket: str, key: str) -> bytes:
         obj = self._get(bucket, key)
@@ -183,27 +208,84 @@ class MemoryStore:
             more = i < len(keys) and keys[i].startswith(prefix)
             return ListPage(out, last if more and last else None, prefixes)
 
-    def copy_object(self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None) -> str:
+    def bucket_versioning(self, bucket: str) -> str:
+        self._count("GetBucketVersioning")
+        with self._lock:
+            self._bucket(bucket)
+            return "Enabled" if bucket in self._history else ""
+
+    def list_versions_page(
+        self,
+        bucket: str,
+        prefix: str,
+        token: str | None = None,
+        key_marker: str | None = None,
+        delimiter: str | None = None,
+        max_keys: int | None = None,
+    ) -> ListPage:
+        """Every version and delete marker, keys in order and newest first within a key, as S3 lists them."""
+        self._count("ListObjectVersions")
+        self._fault("ListObjectVersions", bucket, prefix)
+        with self._lock:
+            self._bucket(bucket)
+            history = self._history.get(bucket)
+            if history is None:  # never versioned: each object is its "null" version
+                history = {k: [("null", o)] for k, o in self._buckets[bucket].items()}
+            markers = version_markers(token) if token else {"KeyMarker": key_marker or ""}
+            after_key, after_version = markers.get("KeyMarker", ""), markers.get("VersionIdMarker", "")
+            limit = max_keys or self.page_size
+            entries: list[ObjectInfo | str] = []  # versions, and (str) the CommonPrefixes keys roll up into
+            for key in sorted(k for k in history if k.startswith(prefix) and k >= after_key):
+                if len(entries) > limit:
+                    break
+                if key == after_key and not after_version:
+                    continue
+                rest = key[len(prefix) :]
+                cut = rest.find(delimiter) if delimiter else -1
+                if cut >= 0:
+                    common = prefix + rest[: cut + len(delimiter or "")]
+                    if common not in entries:
+                        entries.append(common)
+                    continue
+                newest_first = list(reversed(history[key]))
+                if key == after_key:
+                    ids = [v for v, _ in newest_first]
+                    newest_first = newest_first[ids.index(after_version) + 1 :] if after_version in ids else []
+                newest = history[key][-1][0]
+                for version, o in newest_first:
+                    if o is None:
+                        entries.append(ObjectInfo(key, 0, "", None, None, version, version == newest, True))
+                    else:
+                        entries.append(ObjectInfo(key, o.size, o.etag, o.last_modified, o.storage_class, version, version == newest))
+            page, nxt = entries[:limit], None
+            if len(entries) > limit:
+                last = page[-1]
+                # The next page starts after the last version listed, or past every key a listed CommonPrefix holds.
+                nxt = version_token(last.key, last.version_id) if isinstance(last, ObjectInfo) else version_token(last + "\U0010ffff", "")
+            return ListPage([e for e in page if isinstance(e, ObjectInfo)], nxt, [e for e in page if isinstance(e, str)])
+
+    def copy_object(
+        self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None, src_version: str = ""
+    ) -> str:
         self._count("CopyObject")
         self._fault("CopyObject", src_bucket, src_key)
         self._fault("PutObject", dst_bucket, dst_key)
         self._check_key(dst_key)
         with self._lock:
-            src = self._get(src_bucket, src_key)
+            src = self._get(src_bucket, src_key, src_version)
             if src.storage_class in ARCHIVED and src.restore is None:
                 raise StoreError("InvalidObjectState", "The operation is not valid for the object's storage class", 403)
             etag = _md5(src.body) if src.body is not None else src.etag
             copy = replace(src, etag=etag, metadata=dict(src.metadata), tags=dict(src.tags), restore=None)
             copy.storage_class = storage_class or "STANDARD"
             copy.last_modified = datetime.now(UTC)
-            self._bucket(dst_bucket)[dst_key] = copy
-            self._sorted[dst_bucket] = None
+            self._set(dst_bucket, dst_key, copy)
             return etag
 
-    def head_object(self, bucket: str, key: str) -> ObjectHead:
+    def head_object(self, bucket: str, key: str, *, version_id: str = "") -> ObjectHead:
         self._count("HeadObject")
         self._fault("HeadObject", bucket, key)
-        o = self._get(bucket, key)
+        o = self._get(bucket, key, version_id)
         storage_class = None if o.storage_class == "STANDARD" else o.storage_class  # as S3 sends it: no header for STANDARD
         return ObjectHead(
             o.size,
@@ -215,50 +297,52 @@ class MemoryStore:
             last_modified=o.last_modified,
         )
 
-    def get_tags(self, bucket: str, key: str) -> dict[str, str]:
+    def get_tags(self, bucket: str, key: str, *, version_id: str = "") -> dict[str, str]:
         self._count("GetObjectTagging")
         self._fault("GetObjectTagging", bucket, key)
-        return dict(self._get(bucket, key).tags)
+        return dict(self._get(bucket, key, version_id).tags)
 
-    def put_tags(self, bucket: str, key: str, tags: Mapping[str, str]) -> None:
+    def put_tags(self, bucket: str, key: str, tags: Mapping[str, str], *, version_id: str = "") -> None:
         self._count("PutObjectTagging")
         self._fault("PutObjectTagging", bucket, key)
         with self._lock:
-            self._get(bucket, key).tags = dict(tags)
+            self._get(bucket, key, version_id).tags = dict(tags)
 
-    def put_retention(self, bucket: str, key: str, mode: str, until: datetime, *, bypass_governance: bool = False) -> None:
+    def put_retention(
+        self, bucket: str, key: str, mode: str, until: datetime, *, bypass_governance: bool = False, version_id: str = ""
+    ) -> None:
         self._count("PutObjectRetention")
         self._fault("PutObjectRetention", bucket, key)
         with self._lock:
-            obj = self._get(bucket, key)
+            obj = self._get(bucket, key, version_id)
             if obj.retention is not None and until < obj.retention[1]:  # shortening, as S3 rules it
                 held, _ = obj.retention
                 if held == "COMPLIANCE" or not bypass_governance:
                     raise StoreError("AccessDenied", "Access Denied because object protected by object lock.", 403)
             obj.retention = (mode, until)
 
-    def put_legal_hold(self, bucket: str, key: str, status: str) -> None:
+    def put_legal_hold(self, bucket: str, key: str, status: str, *, version_id: str = "") -> None:
         self._count("PutObjectLegalHold")
         self._fault("PutObjectLegalHold", bucket, key)
         with self._lock:
-            self._get(bucket, key).legal_hold = status
+            self._get(bucket, key, version_id).legal_hold = status
 
-    def get_legal_hold(self, bucket: str, key: str) -> str:
+    def get_legal_hold(self, bucket: str, key: str, *, version_id: str = "") -> str:
         self._count("GetObjectLegalHold")
         self._fault("GetObjectLegalHold", bucket, key)
-        return self._get(bucket, key).legal_hold
+        return self._get(bucket, key, version_id).legal_hold
 
-    def put_acl(self, bucket: str, key: str, acl: str) -> None:
+    def put_acl(self, bucket: str, key: str, acl: str, *, version_id: str = "") -> None:
         self._count("PutObjectAcl")
         self._fault("PutObjectAcl", bucket, key)
         with self._lock:
-            self._get(bucket, key).acl = acl
+            self._get(bucket, key, version_id).acl = acl
 
-    def restore_object(self, bucket: str, key: str, days: int, tier: str) -> bool:
+    def restore_object(self, bucket: str, key: str, days: int, tier: str, *, version_id: str = "") -> bool:
         self._count("RestoreObject")
         self._fault("RestoreObject", bucket, key)
         with self._lock:
-            obj = self._get(bucket, key)
+            obj = self._get(bucket, key, version_id)
             if obj.storage_class not in ARCHIVED:
                 raise StoreError("InvalidObjectState", "Restore is not allowed for the object's current storage class", 403)
             started = obj.restore is None
@@ -301,18 +385,21 @@ class MemoryStore:
         self._check_key(key)
         _check_crc32(body, crc32)
         with self._lock:
-            self._bucket(bucket)[key] = _Obj(
-                bytes(body),
-                len(body),
-                _md5(body),
-                datetime.now(UTC),
-                head.content_type or "binary/octet-stream",
-                dict(head.metadata),
-                dict(tags),
-                storage_class or "STANDARD",
-                checksum="" if crc32 is None else f"CRC32:{crc32_header(crc32)}",
+            self._set(
+                bucket,
+                key,
+                _Obj(
+                    bytes(body),
+                    len(body),
+                    _md5(body),
+                    datetime.now(UTC),
+                    head.content_type or "binary/octet-stream",
+                    dict(head.metadata),
+                    dict(tags),
+                    storage_class or "STANDARD",
+                    checksum="" if crc32 is None else f"CRC32:{crc32_header(crc32)}",
+                ),
             )
-            self._sorted[bucket] = None
             return _md5(body)
 
     def upload_part(self, bucket: str, key: str, upload_id: str, part_number: int, body: Body, *, crc32: int | None = None) -> str:
@@ -350,11 +437,13 @@ class MemoryStore:
         first_byte: int,
         last_byte: int,
         if_match: str,
+        *,
+        src_version: str = "",
     ) -> str:
         self._count("UploadPartCopy")
         self._fault("UploadPartCopy", src_bucket, src_key)
         self._fault("UploadPart", dst_bucket, dst_key)
-        src = self._get(src_bucket, src_key)
+        src = self._get(src_bucket, src_key, src_version)
         if src.etag != if_match:
             raise StoreError("PreconditionFailed", "At least one of the pre-conditions you specified did not hold", 412)
         with self._lock:
@@ -384,18 +473,21 @@ class MemoryStore:
             digest = hashlib.md5(b"".join(bytes.fromhex(e.strip('"')) for e in part_etags), usedforsecurity=False)
             etag = f'"{digest.hexdigest()}-{len(parts)}"'
             head = upload.head
-            self._bucket(bucket)[key] = _Obj(
-                body,
-                sum(p[1] for p in parts),
-                etag,
-                datetime.now(UTC),
-                head.content_type or "binary/octet-stream",
-                dict(head.metadata),
-                upload.tags,
-                upload.storage_class,
-                checksum="" if crc32 is None else f"CRC32:{crc32_header(crc32)}",
+            self._set(
+                bucket,
+                key,
+                _Obj(
+                    body,
+                    sum(p[1] for p in parts),
+                    etag,
+                    datetime.now(UTC),
+                    head.content_type or "binary/octet-stream",
+                    dict(head.metadata),
+                    upload.tags,
+                    upload.storage_class,
+                    checksum="" if crc32 is None else f"CRC32:{crc32_header(crc32)}",
+                ),
             )
-            self._sorted[bucket] = None
             return etag
 
     def abort_multipart_upload(self, bucket: str, key: str, upload_id: str) -> None:
@@ -404,7 +496,7 @@ class MemoryStore:
         with self._lock:
             self._uploads.pop(upload_id, None)
 
-    def delete_objects(self, bucket: str, keys: Sequence[str]) -> list[KeyFailure]:
+    def delete_objects(self, bucket: str, keys: Sequence[str], version_ids: Sequence[str] = ()) -> list[KeyFailure]:
         self._count("DeleteObjects")
         if len(keys) > 1000:
             raise StoreError("MalformedXML", "DeleteObjects takes at most 1000 keys", 400)
@@ -412,23 +504,22 @@ class MemoryStore:
             raise StoreError("MalformedXML", "a key holds a character XML cannot carry", 400)
         failures: list[KeyFailure] = []
         with self._lock:
-            objects = self._bucket(bucket)
-            for key in keys:
-                err = self._fault_for("DeleteObject", bucket, key)
+            for key, version in zip(keys, version_ids or [""] * len(keys), strict=True):
+                err = self._fault_for("DeleteObject", bucket, key) or self._locked(bucket, key, version)
                 if err is not None:
-                    failures.append(KeyFailure(key, err.code, err.message))
+                    failures.append(KeyFailure(key, err.code, err.message, version))
                 else:
-                    objects.pop(key, None)  # S3 reports deleting a missing key as success
-            self._sorted[bucket] = None
+                    self._remove(bucket, key, version)  # S3 reports deleting a missing key as success
         return failures
 
-    def delete_object(self, bucket: str, key: str) -> None:
+    def delete_object(self, bucket: str, key: str, *, version_id: str = "") -> None:
         self._count("DeleteObject")
         with self._lock:
-            objects = self._bucket(bucket)
             self._fault("DeleteObject", bucket, key)
-            objects.pop(key, None)
-            self._sorted[bucket] = None
+            err = self._locked(bucket, key, version_id)
+            if err is not None:
+                raise err
+            self._remove(bucket, key, version_id)
 
     @property
     def open_uploads(self) -> int:
@@ -477,12 +568,58 @@ class MemoryStore:
             self._sorted[bucket] = keys
         return keys
 
-    def _get(self, bucket: str, key: str) -> _Obj:
+    def _get(self, bucket: str, key: str, version_id: str = "") -> _Obj:
         with self._lock:
+            if version_id:
+                found = [o for v, o in self._history.get(bucket, {}).get(key, []) if v == version_id]
+                if not found:
+                    raise StoreError("NoSuchVersion", "The specified version does not exist.", 404)
+                if found[0] is None:
+                    raise StoreError("MethodNotAllowed", "The specified method is not allowed against this resource.", 405)
+                return found[0]
             obj = self._bucket(bucket).get(key)
         if obj is None:
             raise StoreError("NoSuchKey", "The specified key does not exist.", 404)
         return obj
+
+    def _set(self, bucket: str, key: str, obj: _Obj) -> None:
+        """A write: the key's current object, and in a versioned bucket its newest version."""
+        self._bucket(bucket)[key] = obj
+        self._sorted[bucket] = None
+        if bucket in self._history:
+            self._history[bucket].setdefault(key, []).append((f"v{next(self._ids):08d}", obj))
+
+    def _remove(self, bucket: str, key: str, version_id: str) -> None:
+        """A delete: of the current object (a delete marker in a versioned bucket), or of one version for good."""
+        objects = self._bucket(bucket)
+        self._sorted[bucket] = None
+        history = self._history.get(bucket)
+        if history is None:
+            objects.pop(key, None)
+            return
+        if not version_id:
+            objects.pop(key, None)
+            history.setdefault(key, []).append((f"v{next(self._ids):08d}", None))
+            return
+        versions = [(v, o) for v, o in history.get(key, []) if v != version_id]
+        if versions:
+            history[key] = versions
+        else:
+            history.pop(key, None)
+        newest = versions[-1][1] if versions else None
+        if newest is None:
+            objects.pop(key, None)
+        else:
+            objects[key] = newest
+
+    def _locked(self, bucket: str, key: str, version_id: str) -> StoreError | None:
+        """Object Lock refuses to delete a version under retention or legal hold (a delete marker is always allowed)."""
+        if not version_id:
+            return None
+        found = [o for v, o in self._history.get(bucket, {}).get(key, []) if v == version_id and o is not None]
+        if found and (found[0].legal_hold == "ON" or (found[0].retention is not None and found[0].retention[1] > datetime.now(UTC))):
+            return StoreError("AccessDenied", "Access Denied because object protected by object lock.", 403)
+        return None
 
     @staticmethod
     def _check_key(key: str) -> None:

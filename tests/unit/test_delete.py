@@ -66,7 +66,7 @@ def test_permanent_and_retryable_failures_are_both_kept(store: MemoryStore) -> N
 
 
 def test_a_whole_request_failure_fails_every_key_with_its_code(store: MemoryStore) -> None:
-    def boom(bucket: str, keys: Sequence[str]) -> list[KeyFailure]:
+    def boom(bucket: str, keys: Sequence[str], version_ids: Sequence[str] = ()) -> list[KeyFailure]:
         raise StoreError("AccessDenied", "denied", 403)
 
     store.delete_objects = boom  # type: ignore[method-assign]

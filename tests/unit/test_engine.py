@@ -202,10 +202,10 @@ def test_listing_never_runs_far_ahead_of_the_workers() -> None:
     real_delete = store.delete_objects
     ahead = []
 
-    def slow_delete(bucket: str, keys: Any) -> Any:
+    def slow_delete(bucket: str, keys: Any, version_ids: Any = ()) -> Any:
         snap = engine.tally.snapshot()
         ahead.append(snap.listed - snap.done)
-        return real_delete(bucket, keys)
+        return real_delete(bucket, keys, version_ids)
 
     store.delete_objects = slow_delete  # type: ignore[method-assign]
     assert engine.run().summary()["succeeded"] == 5000
