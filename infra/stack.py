@@ -252,7 +252,12 @@ class S3BulkStack(cdk.Stack):
     def _grant(self, config: DeployConfig) -> None:
         """Least privilege: reads on sources, writes on destinations, deletes only where allowed."""
         listable = tuple(sorted(set(config.read_buckets) | set(config.write_buckets)))
-        self.lister_fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=_bucket_arns(listable)))
+        # ListBucketVersions: source.versions all|noncurrent; GetBucketVersioning: a copy of all versions checks its destination.
+        self.lister_fn.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["s3:ListBucket", "s3:ListBucketVersions", "s3:GetBucketVersioning"], resources=_bucket_arns(listable)
+            )
+        )
         self.table.grant(self.lister_fn, "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query")
         self.queue.grant_send_messages(self.lister_fn)
         # Manifests (source.manifest) are read by the lister; their bad rows go to the report bucket.
@@ -266,11 +271,19 @@ class S3BulkStack(cdk.Stack):
 
         worker = self.worker_fn
         # ListBucket lets HEAD of a missing key answer 404 (not 403), which move confirmation relies on.
-        worker.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=_bucket_arns(listable)))
+        # ListBucketVersions: a copy of all versions lists each key's versions on both sides.
+        worker.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket", "s3:ListBucketVersions"], resources=_bucket_arns(listable)))
         worker.add_to_role_policy(
             iam.PolicyStatement(
-                # GetObjectLegalHold: set-legal-hold's undo journal reads the hold it replaces.
-                actions=["s3:GetObject", "s3:GetObjectTagging", "s3:GetObjectVersion", "s3:GetObjectLegalHold"],
+                # GetObjectLegalHold: set-legal-hold's undo journal reads the hold it replaces. The *Version* actions are
+                # the same calls on a version a listing or manifest row names (source.versions, version_id columns).
+                actions=[
+                    "s3:GetObject",
+                    "s3:GetObjectTagging",
+                    "s3:GetObjectVersion",
+                    "s3:GetObjectVersionTagging",
+                    "s3:GetObjectLegalHold",
+                ],
                 resources=_object_arns(config.read_buckets),
             )
         )
@@ -287,6 +300,9 @@ class S3BulkStack(cdk.Stack):
                         "s3:PutObjectRetention",
                         "s3:PutObjectLegalHold",
                         "s3:PutObjectAcl",
+                        "s3:PutObjectVersionTagging",
+                        "s3:DeleteObjectVersionTagging",
+                        "s3:PutObjectVersionAcl",
                     ],
                     resources=_object_arns(config.write_buckets),
                 )
@@ -296,7 +312,9 @@ class S3BulkStack(cdk.Stack):
                     iam.PolicyStatement(actions=["s3:BypassGovernanceRetention"], resources=_object_arns(config.write_buckets))
                 )
         if config.delete_buckets:
-            worker.add_to_role_policy(iam.PolicyStatement(actions=["s3:DeleteObject"], resources=_object_arns(config.delete_buckets)))
+            worker.add_to_role_policy(
+                iam.PolicyStatement(actions=["s3:DeleteObject", "s3:DeleteObjectVersion"], resources=_object_arns(config.delete_buckets))
+            )
         if config.process_lambdas:
             # process jobs with batchops_lambda: only the deployer's allow-listed functions.
             worker.add_to_role_policy(iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=list(config.process_lambdas)))

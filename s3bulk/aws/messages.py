@@ -9,6 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from s3bulk.store import ObjectInfo
 
+Entry = tuple[str, int, str] | tuple[str, int, str, str] | tuple[str, int, str, str, str]
+
 # SQS accepts 256 KiB per message; leave room for attributes and envelope.
 MAX_MESSAGE_BYTES = 200_000
 
@@ -20,13 +22,17 @@ class BatchMessage(BaseModel):
 
     job_id: str
     batch_id: str
-    # key, size, ETag (and the storage class unless STANDARD): the listing's facts, so the worker needs no HEAD
-    items: list[tuple[str, int, str] | tuple[str, int, str, str]]
+    # key, size, ETag (and the storage class unless STANDARD, and the version id when the job acts on versions):
+    # the listing's facts, so the worker needs no HEAD
+    items: list[Entry]
     # skip-unchanged pairs only checksums can decide (multipart ETags): item index, and the answer if they cannot
     check: list[tuple[int, bool]] = Field(default_factory=list)
 
     def objects(self) -> list[ObjectInfo]:
-        return [ObjectInfo(i[0], i[1], i[2], storage_class=i[3] if len(i) == 4 else None) for i in self.items]
+        return [
+            ObjectInfo(i[0], i[1], i[2], storage_class=(i[3] or None) if len(i) >= 4 else None, version_id=i[4] if len(i) == 5 else "")
+            for i in self.items
+        ]
 
     def rechecks(self) -> dict[int, bool]:
         return dict(self.check)
@@ -36,9 +42,12 @@ class BatchMessage(BaseModel):
         return json.dumps(self.model_dump(mode="json", exclude_defaults=True), ensure_ascii=True, separators=(",", ":"))
 
 
-def _item(obj: ObjectInfo) -> tuple[str, int, str] | tuple[str, int, str, str]:
-    if obj.storage_class and obj.storage_class != "STANDARD":
-        return (obj.key, obj.size, obj.etag, obj.storage_class)
+def _item(obj: ObjectInfo) -> Entry:
+    storage_class = obj.storage_class if obj.storage_class and obj.storage_class != "STANDARD" else ""
+    if obj.version_id:
+        return (obj.key, obj.size, obj.etag, storage_class, obj.version_id)
+    if storage_class:
+        return (obj.key, obj.size, obj.etag, storage_class)
     return (obj.key, obj.size, obj.etag)
 
 
@@ -57,7 +66,7 @@ def pack(
     """Split one listing page into messages; ids derive from the page (a number, or a shard-and-page id) so a re-sent page dedupes."""
     page_id = page if isinstance(page, str) else f"{page:09d}"
     overhead = len(BatchMessage(job_id=job_id, batch_id=f"{page_id}-000", items=[], check=[(0, True)]).encode())
-    batch: list[tuple[str, int, str] | tuple[str, int, str, str]] = []
+    batch: list[Entry] = []
     check: list[tuple[int, bool]] = []
     size = overhead
     n = 0

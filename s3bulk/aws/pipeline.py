@@ -25,12 +25,13 @@ from s3bulk.bodies.budget import MemoryBudget
 from s3bulk.errors import error_code, error_message
 from s3bulk.job import Destination, Job, JobError, Process, Source, new_job_id, parse_job, request_options
 from s3bulk.keys import JsonlKeyLog, KeyRecord
-from s3bulk.listing import Shard, iter_objects, list_shard_page, plan_ranges
+from s3bulk.listing import Shard, iter_objects, list_shard_page, lister, plan_ranges
 from s3bulk.manifest import MIN_CSV_SHARD_BYTES, ManifestReader, Row
 from s3bulk.ops.batch import BatchRunner, Item, part_pool
 from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.ops.extraneous import Extraneous
 from s3bulk.ops.process import ProcessCode, Processor, make_processor
+from s3bulk.ops.versions import check_versioned
 from s3bulk.outage import EndpointUnreachable
 from s3bulk.report import Counts, Tally, job_status, summarize
 from s3bulk.s3.ratecontrol import RateControl
@@ -173,13 +174,15 @@ def plan_step(
         return list(range(rec.shards))
     job = rec.job
     allow.check(job)
-    store = job_stores(job, store, open_side)[0]
+    store, dst_store = job_stores(job, store, open_side)
     src = job.source
+    if job.operation == "copy" and src.versions == "all" and job.destination is not None:
+        check_versioned(dst_store, job.destination.bucket)  # before any version is copied
     target = min(target, MAX_LIST_SHARDS)
     if src.manifest is not None:
         ranges = ManifestReader(store, src).plan_ranges(target, csv_shard_bytes)
     else:
-        ranges = [(sh.after, sh.upto) for sh in plan_ranges(store, src.bucket, src.prefix, target)]
+        ranges = [(sh.after, sh.upto) for sh in plan_ranges(lister(store, src), src.bucket, src.prefix, target)]
     return list(range(ledger.plan(job_id, ranges)))
 
 
@@ -225,7 +228,7 @@ def list_step(
     pages = 0
     while not state.done and time_left() > margin:
         page_no, last_key = state.page, state.last_key if state.page else (state.after or None)
-        page = list_shard_page(store, src.bucket, src.prefix, Shard(state.after, state.upto), state.cursor)
+        page = list_shard_page(lister(store, src), src.bucket, src.prefix, Shard(state.after, state.upto), state.cursor)
         objs, last = page.objects, page.done
         listed = [(o, selector.matches(o)) for o in objs]
         selected = [o for o, chosen in listed if chosen]

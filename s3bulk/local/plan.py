@@ -97,6 +97,9 @@ def count_object(job: Job, plan: Plan, obj: ObjectInfo) -> None:
     if op == "process":
         _count_process(job, plan, size)
         return
+    if op == "copy" and job.source.versions == "all":
+        plan.count("ListObjectVersions", 2)  # the key's versions on each side (the copies are counted per version, in make_plan)
+        return
     if size == UNKNOWN_SIZE and op in NEEDS_HEAD:
         plan.count("HeadObject")  # a CSV manifest row has no size or class: the worker asks (sizes below assume one CopyObject)
     if op in {"copy", "move"} and job.source.manifest is not None and job.options.if_exists != "overwrite":
@@ -229,6 +232,14 @@ class _CountingLists:
         self._plan.count("ListObjectsV2")
         return self._store.list_page(*args, **kwargs)
 
+    def list_versions_page(self, *args: Any, **kwargs: Any) -> ListPage:
+        self._plan.count("ListObjectVersions")
+        return self._store.list_versions_page(*args, **kwargs)
+
+    def bucket_versioning(self, bucket: str) -> str:
+        self._plan.count("GetBucketVersioning")
+        return self._store.bucket_versioning(bucket)
+
     def read_object(self, bucket: str, key: str, start: int = 0) -> Iterator[bytes]:
         self._plan.count("GetObject")  # a manifest (or one of its data files)
         return self._store.read_object(bucket, key, start)
@@ -267,6 +278,10 @@ def make_plan(job: Job, store: ObjectStore, dst_store: ObjectStore | None = None
     if job.operation in {"delete", "move"}:
         plan.count("DeleteObjects", math.ceil(plan.objects / DELETE_BATCH))
     plan.scanned = engine.tally.snapshot().scanned
+    if job.operation == "copy" and job.source.versions == "all":
+        # Every listed version is one request at most (a CopyObject, or a DeleteObject for a delete marker), when the
+        # destination has none yet; the listing's filters picked whole keys, so this counts the versions of all keys.
+        plan.count("CopyObject", plan.scanned)
     plan.extraneous = engine.tally.extraneous_deleted
     plan.count("DeleteObjects", math.ceil(plan.extraneous / DELETE_BATCH))
     return plan

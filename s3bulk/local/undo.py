@@ -80,33 +80,34 @@ def entries(f: IO[bytes], result: UndoResult) -> Iterator[tuple[str, dict[str, A
             yield str(doc["key"]), undo
 
 
-def current(store: ObjectStore, bucket: str, key: str, what: str) -> Any:
+def current(store: ObjectStore, bucket: str, key: str, what: str, version: str = "") -> Any:
+    """The state the journal entry is about now: of the version it names (a job on versions), else of the current object."""
     if what == "tags":
-        return store.get_tags(bucket, key)
+        return store.get_tags(bucket, key, version_id=version)
     if what == "legal_hold":
-        return store.get_legal_hold(bucket, key)
+        return store.get_legal_hold(bucket, key, version_id=version)
     return store.head_object(bucket, key).storage_class or "STANDARD"
 
 
-def restore(store: ObjectStore, parts: Any, bucket: str, key: str, what: str, before: Any) -> None:
+def restore(store: ObjectStore, parts: Any, bucket: str, key: str, what: str, before: Any, version: str = "") -> None:
     if what == "tags":
-        store.put_tags(bucket, key, before)
+        store.put_tags(bucket, key, before, version_id=version)
     elif what == "legal_hold":
-        store.put_legal_hold(bucket, key, before)
+        store.put_legal_hold(bucket, key, before, version_id=version)
     else:  # an in-place copy back to the class it had, keeping body, metadata and tags
         obj = store.head_object(bucket, key).info(key)
         copy_object(store, parts, bucket, obj, bucket, key, CopySettings(_COPY.multipart_threshold, _COPY.part_size, before))
 
 
 def undo_one(store: ObjectStore, parts: Any, key: str, entry: dict[str, Any], result: UndoResult, dry_run: bool) -> None:
-    bucket, what = str(entry["bucket"]), str(entry["what"])
+    bucket, what, version = str(entry["bucket"]), str(entry["what"]), str(entry.get("version_id", ""))
     try:
-        now = current(store, bucket, key, what)
+        now = current(store, bucket, key, what, version)
         if now != entry["after"]:
             result.note("changed_since", f"{key}: {what} is {json.dumps(now)}, not what the job set; left alone")
             return
         if not dry_run:
-            restore(store, parts, bucket, key, what, entry["before"])
+            restore(store, parts, bucket, key, what, entry["before"], version)
         result.note("restored")
     except Exception as exc:  # noqa: BLE001 - each key's failure is reported, the others go on
         result.note("failed", f"{key}: {error_code(exc)}: {error_message(exc)}")

@@ -270,8 +270,9 @@ def _actions(sts: list[dict[str, Any]]) -> set[str]:
 def test_a_copy_only_deployment_grants_no_delete_or_governance_bypass() -> None:
     sts = _statements_for({"delete_buckets": "", "schedules_file": ""})
     actions = _actions(sts)
-    # DeleteObjectTagging takes an object's last tags off (a tag write, like PutObjectTagging); it deletes no object.
-    assert not {a for a in actions if (a.startswith("s3:Delete") and a != "s3:DeleteObjectTagging") or a == "s3:BypassGovernanceRetention"}
+    # DeleteObject(Version)Tagging takes an object's last tags off (a tag write, like PutObjectTagging); it deletes no object.
+    tag_writes = {"s3:DeleteObjectTagging", "s3:DeleteObjectVersionTagging"}
+    assert not {a for a in actions if (a.startswith("s3:Delete") and a not in tag_writes) or a == "s3:BypassGovernanceRetention"}
     assert "s3:PutObject" in actions  # the deployment still copies
 
 
@@ -310,7 +311,8 @@ def test_a_first_deploy_with_any_bucket_names_synthesizes_and_deploys_no_schedul
     assert isinstance(stack, S3BulkStack)
     t = Template.from_stack(stack)
     assert resources(t, "AWS::Scheduler::Schedule") == {}
-    assert not [a for a in _actions(statements(t)) if a.startswith("s3:Delete") and a != "s3:DeleteObjectTagging"]  # a tag write
+    tag_writes = {"s3:DeleteObjectTagging", "s3:DeleteObjectVersionTagging"}
+    assert not [a for a in _actions(statements(t)) if a.startswith("s3:Delete") and a not in tag_writes]
     functions = resources(t, "AWS::Lambda::Function").values()
     assert {(f["Properties"]["Runtime"], f["Properties"]["Architectures"][0]) for f in functions} == {("python3.11", "arm64")}
     assert all("Layers" not in f["Properties"] for f in functions)  # every dependency is in the asset
@@ -509,6 +511,26 @@ def test_the_worker_may_make_every_call_the_in_place_operations_and_their_undo_j
         "set-storage-class": {"s3:GetObject", "s3:PutObject", "s3:GetObjectTagging"},
     }
     assert {op: needed - actions for op, needed in calls.items()} == {op: set() for op in calls}
+
+
+def test_the_stack_may_make_every_call_a_job_on_versions_makes() -> None:
+    """source.versions and version_id rows: the lister lists versions and checks the destination, the worker acts per version."""
+    template = _template({})
+
+    def granted(role: str, actions: set[str]) -> set[str]:
+        return {a for a in actions if _grants(template, a, role)}
+
+    assert granted("Lister", {"s3:ListBucketVersions", "s3:GetBucketVersioning"}) == {"s3:ListBucketVersions", "s3:GetBucketVersioning"}
+    worker = {
+        "s3:ListBucketVersions",
+        "s3:GetObjectVersion",
+        "s3:GetObjectVersionTagging",
+        "s3:PutObjectVersionTagging",
+        "s3:DeleteObjectVersionTagging",
+        "s3:PutObjectVersionAcl",
+        "s3:DeleteObjectVersion",
+    }
+    assert granted("Worker", worker) == worker
 
 
 def test_a_credentials_secret_that_is_not_a_secret_arn_is_refused_naming_the_flag() -> None:
