@@ -75,6 +75,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--ledger", metavar="PATH.jsonl", dest="key_log_deprecated", help="deprecated alias of --key-log")
     run.add_argument("--concurrency", type=int, metavar="N", help="worker threads, overriding options.concurrency")
     run.add_argument("--dry-run", action="store_true", help="list and count only; change nothing")
+    run.add_argument(
+        "--canary",
+        type=int,
+        metavar="N",
+        help="first run the job on N objects sampled across the selection, check them, and stop (options.canary); --resume does the rest",
+    )
     run.add_argument("--progress", choices=("auto", "on", "off"), default="auto", help="live progress (auto: on a terminal)")
     run.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
     run.add_argument(
@@ -132,6 +138,12 @@ def _parser() -> argparse.ArgumentParser:
 def _with_overrides(job: Job, args: argparse.Namespace) -> Job:
     if args.concurrency is not None and args.concurrency < 1:
         raise UsageError("--concurrency: must be at least 1; pass a positive number of threads")
+    canary = getattr(args, "canary", None)
+    if canary is not None:
+        doc = job.model_dump(mode="json", exclude_none=True)
+        doc["options"]["canary"] = canary
+        doc["options"]["dry_run"] = doc["options"].get("dry_run", False) or bool(args.dry_run)
+        job = parse_job(json.dumps(doc))  # the job's own rules: a canary in a dry run or a sync is refused in one line
     if args.dry_run:
         return job.model_copy(update={"options": job.options.model_copy(update={"dry_run": True})})
     return job
@@ -145,6 +157,8 @@ def _open_ledger(args: argparse.Namespace) -> tuple[Job, LocalLedger | None]:
             if not args.job:
                 raise UsageError("run: give a job file, or --resume JOB_ID to continue an interrupted run")
             job = _with_overrides(load_job(args.job), args)
+            if job.options.canary is not None and args.no_ledger:
+                raise UsageError("--no-ledger: a canary's rest runs with --resume, which needs the job ledger; drop --no-ledger")
             if job.options.dry_run or args.no_ledger:
                 return job, None
             return job, LocalLedger.create(state, new_job_id(job), job)

@@ -409,6 +409,16 @@ class Options(_Strict):
             "would delete more objects than this stops before its first delete (exit 2), saying how many it found."
         ),
     )
+    canary: int | None = Field(
+        None,
+        ge=1,
+        le=10_000,
+        description=(
+            "Run the job first on this many objects sampled across the key range, check each one (a verify for copy and "
+            "move, a read-back for in-place operations), and stop with the result; `s3bulk run --resume` then does the "
+            "rest without redoing them. CLI only."
+        ),
+    )
     outage_seconds: float = Field(
         60.0,
         ge=1,
@@ -490,6 +500,12 @@ class Job(_Strict):
                 "options.max_delete", f"max_delete guards deletes (delete, move, or copy with delete_extraneous), not {op!r}; remove it"
             )
         self._versions_fit()
+        if self.options.canary is not None and (self.options.dry_run or self.options.delete_extraneous):
+            which = "dry_run" if self.options.dry_run else "delete_extraneous"
+            raise _FieldProblem(
+                "options.canary",
+                f"a canary acts on a sample, and {which} needs the whole listing (a dry run acts on nothing); remove one of them",
+            )
         if self.options.transfer != "auto" and op not in {"copy", "move"}:
             raise _FieldProblem("options.transfer", f"transfer chooses how copy and move write, not {op!r}; remove it")
         if op not in {"copy", "move"} and self.options.if_exists != "overwrite":

@@ -63,6 +63,7 @@ class ObjectHead:
     encrypted_kms: bool = False  # SSE-KMS: the ETag is not the MD5 of the content
     storage_class: str | None = None  # None: STANDARD (S3 sends no header for it)
     last_modified: datetime | None = None
+    retention: tuple[str, datetime] | None = None  # Object Lock: (mode, retain until), read back by a canary
 
     def info(self, key: str) -> ObjectInfo:
         """The listing's view of the object, for rows (manifests) that came without one."""

@@ -97,6 +97,11 @@ def validate(
             f"takes at most {STACK_MAX_OUTAGE_WINDOW:.0f}; lower it (the stack rides out longer outages by handing batches back, "
             "up to its S3BULK_OUTAGE_STOP_S)"
         )
+    if job.options.canary is not None:
+        raise JobError(
+            "job.options.canary: the stack does not run a canary yet; run the canary with s3bulk run --canary N, "
+            "then submit the job without canary"
+        )
     if job.options.max_delete is not None:
         raise JobError(
             "job.options.max_delete: the stack does not count a job's deletes before it starts them yet; "

@@ -63,6 +63,7 @@ class Engine:
         key_log: IO[str] | None = None,
         code: ProcessCode | None = None,
         dst_store: ObjectStore | None = None,
+        sample: list[Item] | None = None,
     ) -> None:
         self.code = code  # a process job's, loaded by the caller (ops.process.load_code); BatchRunner refuses to run without it
         self.job = job
@@ -71,8 +72,11 @@ class Engine:
         self.dst_store = dst_store.scoped(request_options(job)) if dst_store is not None else self.store
         self.ledger = None if job.options.dry_run else ledger
         self.job_id = ledger.job_id if ledger is not None else (job_id or new_job_id(job))
-        # A resumed job lists again from its watermark and skips the finished ranges beyond it.
-        self._start_after, self._finished = self.ledger.resume_point() if self.ledger is not None else (None, [])
+        # A canary (local/canary.py) runs on its sample instead of the listing, and commits it apart from the listing's ranges.
+        self._sample = sample
+        # A resumed job lists again from its watermark and skips the finished ranges beyond it, and what its canary did.
+        self._start_after, self._finished = self.ledger.resume_point() if self.ledger is not None and sample is None else (None, [])
+        self._canary_done = self.ledger.canary_objects() if self.ledger is not None and sample is None else set()
         self.concurrency = resolve_concurrency(job, concurrency)
         # One outage breaker per store (the same one when both sides share it), with the job's window.
         self._breakers = [self.store.breaker]
@@ -137,6 +141,24 @@ class Engine:
 
     def items(self) -> Iterator[Item]:
         """What the job would touch, from the listing (and the destination listing for skip modes); changes nothing."""
+        if self._sample is not None:
+            for item in self._sample:
+                self.tally.seen(max(item.obj.size, 0), True)
+            return iter(self._sample)
+        items = self._items()
+        return self._past_canary(items) if self._canary_done else items
+
+    def _past_canary(self, items: Iterator[Item]) -> Iterator[Item]:
+        """Leave out what the job's canary did: listed again, but counted (and committed) by the canary."""
+        for item in items:
+            if (item.obj.key, item.obj.version_id) in self._canary_done:
+                with self._committed_lock:
+                    scanned, listed, listed_bytes = self._committed
+                    self._committed = (scanned, listed + 1, listed_bytes + max(item.obj.size, 0))
+                continue
+            yield item
+
+    def _items(self) -> Iterator[Item]:
         mapper, dst, opts = self._map, self.job.destination, self.job.options
         if self.job.source.manifest is not None:
             # Manifest order is not key order, so skip modes are decided per object by the worker (a HEAD).
@@ -193,7 +215,7 @@ class Engine:
                 if self._stop.is_set():
                     return
             self.flush_extraneous()
-            if self.ledger is not None:
+            if self.ledger is not None and self._sample is None:
                 self._tail = self.tally.snapshot().scanned - scanned
                 self.ledger.record_tail(self._tail)
             self.tally.finish_listing()
@@ -202,11 +224,15 @@ class Engine:
         finally:
             out.put(None)
 
-    def _commit(self, rec: BatchEntry, outcomes: BatchTally) -> None:
+    def _commit(self, rec: BatchEntry, outcomes: BatchTally, batch: list[Item]) -> None:
         assert self.ledger is not None
         o = outcomes
         done = replace(rec, succeeded=o.succeeded, skipped=o.skipped, failed=o.failed, bytes=o.bytes, retried=o.retried)
-        self.ledger.finish_batch(done, o.failures)
+        if self._sample is not None:  # its keys are scanned again by the listing that does the rest: not committed as scanned
+            self.ledger.finish_canary([(i.obj.key, i.obj.version_id, i.obj.size) for i in batch], done, o.failures)
+            rec = replace(rec, scanned=0)
+        else:
+            self.ledger.finish_batch(done, o.failures)
         with self._committed_lock:
             scanned, listed, listed_bytes = self._committed
             self._committed = (scanned + rec.scanned, listed + rec.listed, listed_bytes + rec.listed_bytes)
@@ -228,7 +254,15 @@ class Engine:
             if self.code is not None:
                 processor = make_processor(self.job, self.job_id, self.code, self.store, parts.submit, budget, self.dst_store)
             runner = BatchRunner(
-                self.job, self.store, pool, parts, keylog=self.keylog, processor=processor, dst_store=self.dst_store, budget=budget
+                self.job,
+                self.store,
+                pool,
+                parts,
+                keylog=self.keylog,
+                processor=processor,
+                dst_store=self.dst_store,
+                budget=budget,
+                head_destination=self._sample is not None,  # a sample has no destination listing to join with
             )
             listed_all = False
 
@@ -260,7 +294,7 @@ class Engine:
                         runner.start(batch, self.tally)
                     else:
                         outcomes = BatchTally(self.tally)
-                        runner.start(batch, outcomes, on_complete=functools.partial(self._commit, rec, outcomes))
+                        runner.start(batch, outcomes, on_complete=functools.partial(self._commit, rec, outcomes, batch))
                     if runner.outage is not None:
                         break
                 else:
@@ -302,7 +336,8 @@ class Engine:
         tally = self.tally
         if self.ledger is not None:
             tally = self._ledger_tally()
-            self.ledger.finish("interrupted" if interrupted else "stopped" if stopped else ("finished" if error is None else "failed"))
+            ended = "finished" if error is None else "failed"
+            self.ledger.finish("interrupted" if interrupted else "stopped" if stopped else "canary" if self._sample is not None else ended)
         opts = self.job.options
         status = job_status(dry_run=opts.dry_run, failed=tally.snapshot().failed, error=error, stopped=stopped)
         return Report(

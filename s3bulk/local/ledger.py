@@ -32,7 +32,12 @@ CREATE TABLE IF NOT EXISTS batch (after TEXT, last TEXT NOT NULL, scanned INTEGE
     bytes INTEGER NOT NULL, retried INTEGER NOT NULL, run INTEGER NOT NULL, PRIMARY KEY (last));
 CREATE TABLE IF NOT EXISTS failure (batch_last TEXT NOT NULL, key TEXT NOT NULL, error TEXT NOT NULL, message TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS tail (id INTEGER PRIMARY KEY CHECK (id = 1), scanned INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS canary (key TEXT NOT NULL, version TEXT NOT NULL, PRIMARY KEY (key, version));
+CREATE TABLE IF NOT EXISTS canary_totals (id INTEGER PRIMARY KEY CHECK (id = 1), listed INTEGER NOT NULL, listed_bytes INTEGER NOT NULL,
+    succeeded INTEGER NOT NULL, skipped INTEGER NOT NULL, failed INTEGER NOT NULL, bytes INTEGER NOT NULL, retried INTEGER NOT NULL);
 """
+# The failures of the canary's objects (options.canary) are kept under this batch name: no listing range is called that.
+CANARY_BATCH = ""  # no S3 key (nor a manifest position) is empty
 
 
 class LedgerError(Exception):
@@ -53,6 +58,7 @@ def spec_hash(job: Job) -> str:
     doc = job.model_dump(mode="json", exclude={"job_id"})
     doc["options"].pop("dry_run", None)
     doc["options"].pop("concurrency", None)
+    doc["options"].pop("canary", None)  # `--resume` after a canary runs the same job without it
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -175,6 +181,30 @@ class LocalLedger:
                 self._db.execute("ROLLBACK")
                 raise
 
+    def finish_canary(self, objects: list[tuple[str, str, int]], rec: BatchEntry, failures: list[tuple[str, str, str]]) -> None:
+        """One transaction: a canary batch's objects (key, version id, size), counted, and remembered so the rest of the
+        job skips them. Outside the listing's ranges, which the rest of the job lists as usual."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.executemany("INSERT OR IGNORE INTO canary VALUES (?, ?)", [(k, v) for k, v, _ in objects])
+                self._db.execute("INSERT OR IGNORE INTO canary_totals VALUES (1, 0, 0, 0, 0, 0, 0, 0)")
+                self._db.execute(
+                    "UPDATE canary_totals SET listed = listed + ?, listed_bytes = listed_bytes + ?, succeeded = succeeded + ?,"
+                    " skipped = skipped + ?, failed = failed + ?, bytes = bytes + ?, retried = retried + ?",
+                    (len(objects), sum(max(s, 0) for _, _, s in objects), rec.succeeded, rec.skipped, rec.failed, rec.bytes, rec.retried),
+                )
+                self._db.executemany("INSERT INTO failure VALUES (?, ?, ?, ?)", [(CANARY_BATCH, *f) for f in failures])
+                self._db.execute("UPDATE job SET updated = ?", (time.time(),))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def canary_objects(self) -> set[tuple[str, str]]:
+        """The (key, version id) pairs a canary did: the rest of the job lists them but does not act on them again."""
+        return {(str(k), str(v)) for k, v in self._db.execute("SELECT key, version FROM canary")}
+
     def record_tail(self, scanned: int) -> None:
         """Keys scanned after the last selected key (the filters dropped them): counted once, when listing ends."""
         with self._lock:
@@ -182,7 +212,7 @@ class LocalLedger:
 
     def finish(self, status: str) -> None:
         """interrupted and stopped (an endpoint unreachable) stay resumable; anything else is finished."""
-        kept = status if status in {"interrupted", "stopped"} else "finished"
+        kept = status if status in {"interrupted", "stopped", "canary"} else "finished"
         with self._lock:
             self._db.execute("UPDATE job SET status = ?, updated = ?", (kept, time.time()))
 
@@ -214,7 +244,9 @@ class LocalLedger:
             " COALESCE(SUM(skipped),0), COALESCE(SUM(failed),0), COALESCE(SUM(bytes),0), COALESCE(SUM(retried),0), COUNT(*) FROM batch"
         ).fetchone()
         tail = self._db.execute("SELECT scanned FROM tail").fetchone()
-        return Totals(row[0] + (tail[0] if tail else 0), *row[1:])
+        canary = self._db.execute("SELECT listed, listed_bytes, succeeded, skipped, failed, bytes, retried FROM canary_totals").fetchone()
+        extra = (0, *canary, 0) if canary else (0,) * 9
+        return Totals(*(a + b for a, b in zip((row[0] + (tail[0] if tail else 0), *row[1:]), extra, strict=True)))
 
     def failures(self) -> Iterator[tuple[str, str, str]]:
         """Streamed from disk, in key order."""

@@ -6,16 +6,19 @@ The CLI and the demo both call `execute`, so the demo runs exactly what `s3bulk 
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from typing import IO
 
 from rich.console import Console
 
 from s3bulk.job import Job, JobError
+from s3bulk.local import canary
 from s3bulk.local.engine import Engine, JobAbort
 from s3bulk.local.ledger import LocalLedger
 from s3bulk.local.plan import make_plan
 from s3bulk.local.progress import ProgressDisplay, failures_table, summary_table
 from s3bulk.manifest import ManifestError
+from s3bulk.ops.batch import Item
 from s3bulk.ops.process import ProcessCode
 from s3bulk.report import Report
 from s3bulk.store import ObjectStore, StoreError
@@ -73,7 +76,13 @@ def execute(
 ) -> Report:
     """Run the engine with a progress display, then print the summary and write the report."""
     guard_deletes(job, store, dst_store)
-    engine = Engine(job, store, concurrency=concurrency, ledger=ledger, key_log=key_log, code=code, dst_store=dst_store)
+    picked = None
+    if job.options.canary is not None and ledger is not None and ledger.run_number == 1:
+        try:
+            picked = canary.sample(job, store, job.options.canary)
+        except StoreError as exc:
+            raise JobError(f"job.options.canary: sampling the selection failed ({exc.code}: {exc.message}); nothing was changed") from None
+    engine = Engine(job, store, concurrency=concurrency, ledger=ledger, key_log=key_log, code=code, dst_store=dst_store, sample=picked)
     if ledger is not None and not quiet:
         verb = "resuming" if ledger.run_number > 1 else "job"
         console.print(f"{verb} {engine.job_id} (if interrupted: s3bulk run --resume {engine.job_id})", markup=False, highlight=False)
@@ -83,6 +92,8 @@ def execute(
             report = engine.run()
     else:
         report = engine.run()
+    if picked is not None:
+        report = _checked(job, report, picked, store, dst_store or store, engine.job_id, console, quiet)
     if report_path:
         report.write(report_path)
     if report.outage is not None:  # on stderr even with --quiet: it says why the run stopped and how to finish it
@@ -98,4 +109,28 @@ def execute(
             where = f"s3://{job.source.bucket}/{job.source.prefix}"
             console.print(f"[yellow]note:[/] {where} holds no object the job selects; check source.prefix and the filters")
     engine.tally.close()
+    return report
+
+
+def _checked(
+    job: Job, report: Report, picked: list[Item], store: ObjectStore, dst_store: ObjectStore, job_id: str, console: Console, quiet: bool
+) -> Report:
+    """A canary's report, after checking its objects: failed when any object failed or did not check out."""
+    failed = {f["key"] for f in report.tally.failures()}
+    found = canary.check(job, store, dst_store, picked, failed) if report.error is None and report.outage is None else None
+    lines = [f"canary: {len(picked)} objects sampled across the selection; {len(failed)} failed"]
+    if found is not None:
+        lines.append(f"checked {found.checked}: {len(found.problems)} not as the job meant")
+        lines += [f"  {p}" for p in found.problems[:20]]
+    good = not failed and found is not None and not found.problems
+    if good:
+        lines.append(f"all good. Run the rest (the canary's objects are not redone): s3bulk run --resume {job_id}")
+    elif report.error is None and report.outage is None:
+        lines.append(f"fix what it found first; then s3bulk run --resume {job_id} runs the rest, or start over")
+    if not quiet or not good:
+        print("\n".join(lines), file=sys.stderr if not good else sys.stdout, flush=True)
+    if found is not None and found.problems and report.error is None:
+        first = found.problems[0]
+        more = f" (and {len(found.problems) - 1} more)" if len(found.problems) > 1 else ""
+        return replace(report, error=f"canary: {first}{more}", status="failed")
     return report

@@ -224,6 +224,7 @@ class BatchRunner:
         processor: Processor | None = None,
         dst_store: ObjectStore | None = None,
         budget: MemoryBudget | None = None,
+        head_destination: bool = False,
     ) -> None:
         if (job.operation == "process") != (processor is not None):
             raise ValueError("a process job needs its processor (ops.process.make_processor), and only a process job takes one")
@@ -241,7 +242,8 @@ class BatchRunner:
         self._copy_settings = CopySettings(job.options.multipart_threshold, job.options.part_size, dst.storage_class if dst else None)
         self._in_place = CopySettings(job.options.multipart_threshold, job.options.part_size, job.storage_class)
         # A manifest is not a sorted listing to merge-join, so its skip modes ask the destination per object.
-        self._head_destination = job.source.manifest is not None and job.options.if_exists != "overwrite"
+        # So do objects given one by one (a canary's sample: head_destination).
+        self._head_destination = (head_destination or job.source.manifest is not None) and job.options.if_exists != "overwrite"
         # Set once a request raised EndpointUnreachable (the outage breaker tripped): nothing more is submitted.
         self.outage: EndpointUnreachable | None = None
 

@@ -302,6 +302,7 @@ class S3Store:
             str(r.get("ServerSideEncryption", "")).startswith("aws:kms"),
             r.get("StorageClass"),
             r.get("LastModified"),
+            (str(r["ObjectLockMode"]), r["ObjectLockRetainUntilDate"]) if r.get("ObjectLockMode") else None,
         )
 
     def get_tags(self, bucket: str, key: str, *, version_id: str = "") -> dict[str, str]:

@@ -295,6 +295,7 @@ class MemoryStore:
             checksum=o.checksum,
             storage_class=storage_class,
             last_modified=o.last_modified,
+            retention=o.retention,
         )
 
     def get_tags(self, bucket: str, key: str, *, version_id: str = "") -> dict[str, str]:
