@@ -115,6 +115,11 @@ class SigV4Signer:
         return out
 
 
+def _query(params: Mapping[str, str]) -> str:
+    """A canonical query string (sorted, RFC 3986 quoted): the request's and the signature's alike."""
+    return "&".join(f"{quote(k, safe='-_.~')}={quote(v.encode(), safe='-_.~')}" for k, v in sorted(params.items()))
+
+
 def _is_ip(host: str) -> bool:
     try:
         ipaddress.ip_address(host)
@@ -347,7 +352,7 @@ class FastS3:
             params["continuation-token"] = token
         elif start_after:
             params["start-after"] = start_after
-        query = "&".join(f"{quote(k, safe='-_.~')}={quote(v.encode(), safe='-_.~')}" for k, v in sorted(params.items()))
+        query = _query(params)
         root = self._send("GET", bucket, None, query, dict(headers or {}), b"", EMPTY_SHA256)
         assert root is not None
         objects = []
@@ -420,7 +425,7 @@ class FastS3:
             params["key-marker"] = key_marker
             if version_marker:
                 params["version-id-marker"] = version_marker
-        query = "&".join(f"{quote(k, safe='-_.~')}={quote(v.encode(), safe='-_.~')}" for k, v in sorted(params.items()))
+        query = _query(params)
         root = self._send("GET", bucket, None, query, dict(headers or {}), b"", EMPTY_SHA256)
         assert root is not None
         # Keys come url-encoded only when the server says so (botocore decodes on the same condition).
