@@ -55,7 +55,16 @@ class GeneratedStore:
         raise NotImplementedError  # the bench lists current objects only
 
     def copy_object(
-        self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None, src_version: str = ""
+        self,
+        src_bucket: str,
+        src_key: str,
+        dst_bucket: str,
+        dst_key: str,
+        *,
+        storage_class: str | None = None,
+        src_version: str = "",
+        checksum_algorithm: str = "",
+        metadata: ObjectHead | None = None,
     ) -> str:
         return '"0f343b0931126a20f133d67c2b018a3b"'
 

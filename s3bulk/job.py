@@ -27,12 +27,26 @@ MAX_PART_SIZE = 5 * GiB
 MAX_COPY_OBJECT_SIZE = 5 * GiB
 
 Operation = Literal[
-    "copy", "move", "delete", "tag", "set-storage-class", "restore", "verify", "process", "set-retention", "set-legal-hold", "set-acl"
+    "copy",
+    "move",
+    "delete",
+    "tag",
+    "set-storage-class",
+    "restore",
+    "verify",
+    "process",
+    "set-retention",
+    "set-legal-hold",
+    "set-acl",
+    "add-checksum",
 ]
+ChecksumAlgorithm = Literal["CRC64NVME", "CRC32", "CRC32C", "SHA1", "SHA256"]
 # Operations that act on the source objects themselves: they take no destination.
-IN_PLACE = frozenset({"delete", "tag", "set-storage-class", "restore", "set-retention", "set-legal-hold", "set-acl"})
+IN_PLACE = frozenset({"delete", "tag", "set-storage-class", "restore", "set-retention", "set-legal-hold", "set-acl", "add-checksum"})
 # Operations that write to (or delete from) the source bucket.
-WRITES_SOURCE = frozenset({"move", "delete", "tag", "set-storage-class", "restore", "set-retention", "set-legal-hold", "set-acl"})
+WRITES_SOURCE = frozenset(
+    {"move", "delete", "tag", "set-storage-class", "restore", "set-retention", "set-legal-hold", "set-acl", "add-checksum"}
+)
 CannedAcl = Literal[
     "private", "public-read", "public-read-write", "authenticated-read", "aws-exec-read", "bucket-owner-read", "bucket-owner-full-control"
 ]
@@ -447,6 +461,7 @@ OPERATION_FIELDS = (
     ("retention", "set-retention"),
     ("legal_hold", "set-legal-hold"),
     ("acl", "set-acl"),
+    ("checksum_algorithm", "add-checksum"),
 )
 
 # The fields an operation cannot do without, with an example for the error that asks for one.
@@ -468,7 +483,8 @@ class Job(_Strict):
             "copy, move, delete; tag (tagging), set-storage-class (storage_class: an in-place copy keeping metadata and tags), "
             "restore (restore: GLACIER and DEEP_ARCHIVE objects), verify (compare each object with its destination copy), "
             "process (process: your code on each object, writing to an optional destination), "
-            "set-retention (retention: Object Lock mode and date), set-legal-hold (legal_hold), set-acl (acl: a canned ACL)."
+            "set-retention (retention: Object Lock mode and date), set-legal-hold (legal_hold), set-acl (acl: a canned ACL), "
+            "add-checksum (checksum_algorithm: an in-place copy that has S3 compute and keep an additional checksum)."
         )
     )
     source: Source
@@ -483,6 +499,9 @@ class Job(_Strict):
     retention: Retention | None = Field(None, description="Required for operation 'set-retention': mode and retain-until date.")
     legal_hold: Literal["ON", "OFF"] | None = Field(None, description="Required for operation 'set-legal-hold': put it on or take it off.")
     acl: CannedAcl | None = Field(None, description="Required for operation 'set-acl': the canned ACL each object gets.")
+    checksum_algorithm: ChecksumAlgorithm | None = Field(
+        None, description="For operation 'add-checksum': the checksum S3 computes and keeps (default CRC64NVME)."
+    )
     options: Options = Field(default_factory=Options)
     job_id: str | None = Field(None, pattern=r"^[A-Za-z0-9._-]{1,80}$", description="Optional id; one is generated when absent.")
 

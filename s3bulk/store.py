@@ -169,9 +169,22 @@ class ObjectStore(Protocol):
         ...
 
     def copy_object(
-        self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None, src_version: str = ""
+        self,
+        src_bucket: str,
+        src_key: str,
+        dst_bucket: str,
+        dst_key: str,
+        *,
+        storage_class: str | None = None,
+        src_version: str = "",
+        checksum_algorithm: str = "",
+        metadata: ObjectHead | None = None,
     ) -> str:
-        """Server-side copy of metadata and tags too (of version `src_version`, when given); returns the new ETag."""
+        """Server-side copy of metadata and tags too (of version `src_version`, when given); returns the new ETag.
+
+        `checksum_algorithm` has S3 compute and keep that checksum of the copy. `metadata` replaces the copy's
+        metadata with the head's (MetadataDirective REPLACE), which lets an object be copied onto itself unchanged.
+        """
         ...
 
     # Each call below acts on the version `version_id` names, or on the current one when it is "".

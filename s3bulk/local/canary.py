@@ -109,6 +109,10 @@ def check_one(job: Job, store: ObjectStore, dst_store: ObjectStore, item: Item) 
             "remove": not set(t.keys) & set(tags),
         }[t.mode]
         return None if ok else f"its tags are {tags}"
+    if op == "add-checksum":
+        algorithm = job.checksum_algorithm or "CRC64NVME"
+        checksum = store.head_object(bucket, obj.key).checksum
+        return None if checksum.split(":", 1)[0] == algorithm else f"it has no {algorithm} checksum (it has {checksum or 'none'})"
     if op == "set-storage-class":
         now = store.head_object(bucket, obj.key).storage_class or "STANDARD"
         return None if now == job.storage_class else f"its storage class is {now}"

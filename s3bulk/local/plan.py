@@ -109,6 +109,10 @@ def count_object(job: Job, plan: Plan, obj: ObjectInfo) -> None:
             plan.count("GetObjectTagging")
         plan.count("PutObjectTagging")  # a merge or remove that changes nothing skips it
         return
+    if op == "add-checksum":
+        plan.count("HeadObject")
+        plan.count("CopyObject")  # none for an object that already has the checksum
+        return
     if op in IN_PLACE_CALL:
         plan.count(IN_PLACE_CALL[op])
         return

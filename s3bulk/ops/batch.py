@@ -24,6 +24,7 @@ from s3bulk.errors import ErrorKind, classify, error_code, error_message
 from s3bulk.job import ACTS_ON_VERSIONS, MAX_KEY_BYTES, Job, Restore, relays
 from s3bulk.keys import KeyLog, KeyRecord
 from s3bulk.ops.acl import set_acl
+from s3bulk.ops.checksum import add_checksum
 from s3bulk.ops.copies import CopySettings, copy_object
 from s3bulk.ops.delete import delete_keys
 from s3bulk.ops.executor import BoundedExecutor
@@ -437,6 +438,9 @@ class BatchRunner:
         if job.operation == "set-acl":
             assert job.acl is not None
             return Done(set_acl(self.store, bucket, obj.key, job.acl, version_id=version))
+        if job.operation == "add-checksum":
+            etag = add_checksum(self.store, bucket, obj, job.checksum_algorithm or "CRC64NVME")
+            return Done(etag is not None, etag or "", obj=found)
         if job.operation == "set-storage-class":
             before = obj.storage_class or "STANDARD"  # from the listing (or the HEAD a manifest row needed): no extra request
             if before == job.storage_class:

@@ -271,7 +271,16 @@ class S3Store:
         return str(self._call(self._s3(bucket).get_bucket_versioning, Bucket=bucket, **owner).get("Status", ""))
 
     def copy_object(
-        self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None, src_version: str = ""
+        self,
+        src_bucket: str,
+        src_key: str,
+        dst_bucket: str,
+        dst_key: str,
+        *,
+        storage_class: str | None = None,
+        src_version: str = "",
+        checksum_algorithm: str = "",
+        metadata: ObjectHead | None = None,
     ) -> str:
         source = {"Bucket": src_bucket, "Key": src_key, **({"VersionId": src_version} if src_version else {})}
         kwargs: dict[str, Any] = {
@@ -283,6 +292,12 @@ class S3Store:
         }
         if storage_class:
             kwargs["StorageClass"] = storage_class
+        if checksum_algorithm:
+            kwargs["ChecksumAlgorithm"] = checksum_algorithm
+        if metadata is not None:
+            kwargs.update(MetadataDirective="REPLACE", Metadata=metadata.metadata, **metadata.headers)
+            if metadata.content_type:
+                kwargs["ContentType"] = metadata.content_type
         r = self._call(self._s3(dst_bucket).copy_object, **kwargs)
         return quoted_etag(r.get("CopyObjectResult", {}).get("ETag"))
 
@@ -572,10 +587,28 @@ class FastS3Store(S3Store):
         )  # fmt: skip
 
     def copy_object(
-        self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None, src_version: str = ""
+        self,
+        src_bucket: str,
+        src_key: str,
+        dst_bucket: str,
+        dst_key: str,
+        *,
+        storage_class: str | None = None,
+        src_version: str = "",
+        checksum_algorithm: str = "",
+        metadata: ObjectHead | None = None,
     ) -> str:
-        if src_version:  # rare enough to take botocore's path
-            return super().copy_object(src_bucket, src_key, dst_bucket, dst_key, storage_class=storage_class, src_version=src_version)
+        if src_version or checksum_algorithm or metadata is not None:  # rare enough to take botocore's path
+            return super().copy_object(
+                src_bucket,
+                src_key,
+                dst_bucket,
+                dst_key,
+                storage_class=storage_class,
+                src_version=src_version,
+                checksum_algorithm=checksum_algorithm,
+                metadata=metadata,
+            )
         headers = request_headers(self.opts, dst_bucket, source=src_bucket, write=True)
         return self.fast.copy_object(src_bucket, src_key, dst_bucket, dst_key, storage_class=storage_class, headers=headers)
 

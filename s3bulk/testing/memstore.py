@@ -6,6 +6,7 @@ CopySourceIfMatch, per-key DeleteObjects errors) and lets tests inject faults.
 
 from __future__ import annotations
 
+import base64
 import bisect
 import copy
 import hashlib
@@ -70,6 +71,16 @@ class _Upload:
     tags: dict[str, str]
     storage_class: str
     parts: dict[int, tuple[bytes | None, int, str]] = field(default_factory=dict)
+
+
+def _checksum(algorithm: str, body: bytes) -> str:
+    """The "ALGORITHM:value" S3 keeps. CRC32 and the SHAs are the real values; this fake has no CRC32C or CRC64NVME,
+    so those are stand-ins derived from the bytes (equal bytes, equal value), never compared with S3's."""
+    if algorithm == "CRC32":
+        return f"CRC32:{crc32_header(zlib.crc32(body))}"
+    if algorithm in {"SHA1", "SHA256"}:
+        return f"{algorithm}:{base64.b64encode(hashlib.new(algorithm.lower(), body).digest()).decode()}"
+    return f"{algorithm}:{base64.b64encode(hashlib.sha256(body).digest()[:8]).decode()}"
 
 
 def _md5(body: Body) -> str:
@@ -265,7 +276,16 @@ class MemoryStore:
             return ListPage([e for e in page if isinstance(e, ObjectInfo)], nxt, [e for e in page if isinstance(e, str)])
 
     def copy_object(
-        self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None, src_version: str = ""
+        self,
+        src_bucket: str,
+        src_key: str,
+        dst_bucket: str,
+        dst_key: str,
+        *,
+        storage_class: str | None = None,
+        src_version: str = "",
+        checksum_algorithm: str = "",
+        metadata: ObjectHead | None = None,
     ) -> str:
         self._count("CopyObject")
         self._fault("CopyObject", src_bucket, src_key)
@@ -273,11 +293,22 @@ class MemoryStore:
         self._check_key(dst_key)
         with self._lock:
             src = self._get(src_bucket, src_key, src_version)
+            if (src_bucket, src_key) == (dst_bucket, dst_key) and metadata is None and (storage_class or "STANDARD") == src.storage_class:
+                raise StoreError(
+                    "InvalidRequest",
+                    "This copy request is illegal because it is trying to copy an object to itself without changing the object's "
+                    "metadata, storage class, website redirect location or encryption attributes.",
+                    400,
+                )
             if src.storage_class in ARCHIVED and src.restore is None:
                 raise StoreError("InvalidObjectState", "The operation is not valid for the object's storage class", 403)
             etag = _md5(src.body) if src.body is not None else src.etag
             copy = replace(src, etag=etag, metadata=dict(src.metadata), tags=dict(src.tags), restore=None)
             copy.storage_class = storage_class or "STANDARD"
+            if metadata is not None:
+                copy.metadata, copy.content_type = dict(metadata.metadata), metadata.content_type or copy.content_type
+            if checksum_algorithm:
+                copy.checksum = _checksum(checksum_algorithm, src.body if src.body is not None else etag.encode())
             copy.last_modified = datetime.now(UTC)
             self._set(dst_bucket, dst_key, copy)
             return etag

@@ -509,6 +509,7 @@ def test_the_worker_may_make_every_call_the_in_place_operations_and_their_undo_j
         "set-retention": {"s3:PutObjectRetention"},
         "set-acl": {"s3:PutObjectAcl"},
         "set-storage-class": {"s3:GetObject", "s3:PutObject", "s3:GetObjectTagging"},
+        "add-checksum": {"s3:GetObject", "s3:PutObject", "s3:GetObjectTagging", "s3:PutObjectTagging"},
     }
     assert {op: needed - actions for op, needed in calls.items()} == {op: set() for op in calls}
 

@@ -28,12 +28,10 @@ class VanishingSource(S3Store):
         super().__init__(client)
         self.vanish = vanish
 
-    def copy_object(
-        self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, *, storage_class: str | None = None, src_version: str = ""
-    ) -> str:
+    def copy_object(self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str, **kwargs: Any) -> str:
         if src_key in self.vanish:
             self.client.delete_object(Bucket=src_bucket, Key=src_key)
-        return super().copy_object(src_bucket, src_key, dst_bucket, dst_key, storage_class=storage_class, src_version=src_version)
+        return super().copy_object(src_bucket, src_key, dst_bucket, dst_key, **kwargs)
 
 
 def test_source_deleted_mid_job_is_a_reported_failure_and_the_rest_succeed(

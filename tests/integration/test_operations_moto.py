@@ -172,3 +172,44 @@ def test_undo_after_a_tag_replace_restores_the_exact_previous_tag_sets_and_skips
     assert done.returncode == 0 and done.stdout.startswith("restored 23; left alone (changed since the job) 1; failed 0"), done
     assert keys[7] in done.stdout
     assert tag_sets() == {**before, keys[7]: [{"Key": "owner", "Value": "late-change"}]}
+
+
+@pytest.mark.parametrize("algorithm", ["CRC32", "SHA256"])
+def test_add_checksum_has_s3_keep_the_checksum_of_each_object_unchanged_and_a_rerun_copies_nothing(
+    moto_endpoint: str, bucket_factory: Callable[[Any, str], str], tmp_path: Path, algorithm: str
+) -> None:
+    """moto computes CRC32 and SHA256 right (its CRC64NVME is a CRC32, and SeaweedFS keeps none: a canary says so)."""
+    import base64
+    import hashlib
+    import zlib
+
+    direct = client_for(moto_endpoint)
+    src = bucket_factory(direct, "src")
+    bodies = {f"in/{i:03d} ü+%": f"body {i}".encode() * (i + 1) for i in range(20)}
+    for i, (key, body) in enumerate(bodies.items()):
+        direct.put_object(
+            Bucket=src,
+            Key=key,
+            Body=body,
+            Metadata={"origin": str(i)},
+            Tagging="keep=yes",
+            ContentType="text/x-s3bulk",
+            CacheControl="max-age=7",
+        )
+    job = {"operation": "add-checksum", "source": {"bucket": src, "prefix": "in/"}, "checksum_algorithm": algorithm}
+    code, report, _ = run_job(moto_endpoint, tmp_path, "checksum", job)
+    assert code == 0, report
+    assert (report["succeeded"], report["skipped"], report["failed"]) == (20, 0, 0)
+    for i, (key, body) in enumerate(bodies.items()):
+        head = direct.head_object(Bucket=src, Key=key, ChecksumMode="ENABLED")
+        want = (
+            base64.b64encode(zlib.crc32(body).to_bytes(4, "big")).decode()
+            if algorithm == "CRC32"
+            else base64.b64encode(hashlib.sha256(body).digest()).decode()
+        )
+        assert head[f"Checksum{algorithm}"] == want
+        assert (head["Metadata"], head["ContentType"], head["CacheControl"]) == ({"origin": str(i)}, "text/x-s3bulk", "max-age=7")
+        assert direct.get_object(Bucket=src, Key=key)["Body"].read() == body
+        assert direct.get_object_tagging(Bucket=src, Key=key)["TagSet"] == [{"Key": "keep", "Value": "yes"}]
+    code, again, _ = run_job(moto_endpoint, tmp_path, "checksum-again", job)
+    assert (code, again["succeeded"], again["skipped"]) == (0, 0, 20)

@@ -213,6 +213,7 @@ def test_schema_is_generated_from_the_model_and_forbids_unknown_fields() -> None
         "job_id",
         "tagging",
         "storage_class",
+        "checksum_algorithm",
         "restore",
         "process",
         "retention",
