@@ -197,9 +197,11 @@ class ObjectStore(Protocol):
         ...
 
     def put_retention(
-        self, bucket: str, key: str, mode: str, until: datetime, *, bypass_governance: bool = False, version_id: str = ""
+        self, bucket: str, key: str, mode: str, until: datetime | None, *, bypass_governance: bool = False, version_id: str = ""
     ) -> None:
-        """PutObjectRetention (Object Lock): `mode` until `until`; bypass_governance may shorten a GOVERNANCE one."""
+        """PutObjectRetention (Object Lock): `mode` until `until`; bypass_governance may shorten a GOVERNANCE one.
+
+        `until` None takes the retention off (only a GOVERNANCE one, with bypass_governance; s3bulk undo does it)."""
         ...
 
     def put_legal_hold(self, bucket: str, key: str, status: str, *, version_id: str = "") -> None:

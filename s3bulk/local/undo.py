@@ -17,15 +17,17 @@ import threading
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import IO, Any
 
 from s3bulk.errors import error_code, error_message
 from s3bulk.job import Options
 from s3bulk.ops.batch import part_pool
 from s3bulk.ops.copies import CopySettings, copy_object
+from s3bulk.ops.lock import retention_doc
 from s3bulk.store import ObjectStore
 
-UNDOABLE = ("tags", "storage_class", "legal_hold")
+UNDOABLE = ("tags", "storage_class", "legal_hold", "retention")
 SHOWN = 20  # skipped and failed keys listed by name; the rest are counted
 _COPY = Options()  # a class change is undone with the job defaults' multipart threshold and part size
 
@@ -86,6 +88,8 @@ def current(store: ObjectStore, bucket: str, key: str, what: str, version: str =
         return store.get_tags(bucket, key, version_id=version)
     if what == "legal_hold":
         return store.get_legal_hold(bucket, key, version_id=version)
+    if what == "retention":
+        return retention_doc(store.head_object(bucket, key, version_id=version).retention)
     return store.head_object(bucket, key).storage_class or "STANDARD"
 
 
@@ -94,6 +98,10 @@ def restore(store: ObjectStore, parts: Any, bucket: str, key: str, what: str, be
         store.put_tags(bucket, key, before, version_id=version)
     elif what == "legal_hold":
         store.put_legal_hold(bucket, key, before, version_id=version)
+    elif what == "retention":
+        # Back to an earlier date, or to none: S3 allows it for GOVERNANCE with the bypass, never for COMPLIANCE (that key fails).
+        mode, until = (before["mode"], datetime.fromisoformat(before["until"])) if before else ("", None)
+        store.put_retention(bucket, key, mode, until, bypass_governance=True, version_id=version)
     else:  # an in-place copy back to the class it had, keeping body, metadata and tags
         obj = store.head_object(bucket, key).info(key)
         copy_object(store, parts, bucket, obj, bucket, key, CopySettings(_COPY.multipart_threshold, _COPY.part_size, before))

@@ -28,7 +28,7 @@ from s3bulk.ops.checksum import add_checksum
 from s3bulk.ops.copies import CopySettings, copy_object
 from s3bulk.ops.delete import delete_keys
 from s3bulk.ops.executor import BoundedExecutor
-from s3bulk.ops.lock import set_legal_hold, set_retention
+from s3bulk.ops.lock import retention_doc, set_legal_hold, set_retention
 from s3bulk.ops.move import confirm_copy, destination_already_moved
 from s3bulk.ops.process import Processor, failure
 from s3bulk.ops.relay import relay_object
@@ -429,7 +429,10 @@ class BatchRunner:
             return Done(restore_object(self.store, bucket, obj, job.restore or Restore()), obj=found)
         if job.operation == "set-retention":
             assert job.retention is not None
-            return Done(set_retention(self.store, bucket, obj.key, job.retention, version_id=version))
+            held = retention_doc(self.store.head_object(bucket, obj.key, version_id=version).retention) if journal else None
+            set_retention(self.store, bucket, obj.key, job.retention, version_id=version)
+            after = retention_doc((job.retention.mode, job.retention.until))
+            return Done(True, undo=_undo(bucket, "retention", held, after, version) if journal else None)
         if job.operation == "set-legal-hold":
             assert job.legal_hold is not None
             before = self.store.get_legal_hold(bucket, obj.key, version_id=version) if journal else None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from s3bulk.job import Retention
 from s3bulk.store import ObjectStore, StoreError
 
@@ -11,6 +13,14 @@ def _explained(exc: StoreError, what: str) -> StoreError:
     if exc.code == "InvalidRequest" and "ObjectLockConfiguration" in exc.message:
         return StoreError(exc.code, f"{what} needs a bucket with Object Lock enabled; this one has none", exc.status)
     return exc
+
+
+def retention_doc(retention: tuple[str, datetime] | None) -> dict[str, str] | None:
+    """A retention as the undo journal keeps it (docs/undo.md): mode, and the date to the second (as S3 keeps it), in UTC."""
+    if retention is None:
+        return None
+    mode, until = retention
+    return {"mode": mode, "until": until.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")}
 
 
 def set_retention(store: ObjectStore, bucket: str, key: str, retention: Retention, *, version_id: str = "") -> bool:

@@ -333,10 +333,10 @@ class S3Store:
         self._call(self._s3(bucket).put_object_tagging, Bucket=bucket, Key=key, Tagging={"TagSet": tag_set}, **v, **self._params(bucket))
 
     def put_retention(
-        self, bucket: str, key: str, mode: str, until: datetime, *, bypass_governance: bool = False, version_id: str = ""
+        self, bucket: str, key: str, mode: str, until: datetime | None, *, bypass_governance: bool = False, version_id: str = ""
     ) -> None:
         extra = {"BypassGovernanceRetention": True} if bypass_governance else {}
-        retention = {"Mode": mode, "RetainUntilDate": until}
+        retention = {"Mode": mode, "RetainUntilDate": until} if until is not None else {}
         self._call(
             self._s3(bucket).put_object_retention,
             Bucket=bucket,

@@ -341,17 +341,17 @@ class MemoryStore:
             self._get(bucket, key, version_id).tags = dict(tags)
 
     def put_retention(
-        self, bucket: str, key: str, mode: str, until: datetime, *, bypass_governance: bool = False, version_id: str = ""
+        self, bucket: str, key: str, mode: str, until: datetime | None, *, bypass_governance: bool = False, version_id: str = ""
     ) -> None:
         self._count("PutObjectRetention")
         self._fault("PutObjectRetention", bucket, key)
         with self._lock:
             obj = self._get(bucket, key, version_id)
-            if obj.retention is not None and until < obj.retention[1]:  # shortening, as S3 rules it
-                held, _ = obj.retention
+            if obj.retention is not None and (until is None or until < obj.retention[1] or mode != obj.retention[0]):
+                held, _ = obj.retention  # shortening, removing or changing the mode, as S3 rules it
                 if held == "COMPLIANCE" or not bypass_governance:
                     raise StoreError("AccessDenied", "Access Denied because object protected by object lock.", 403)
-            obj.retention = (mode, until)
+            obj.retention = None if until is None else (mode, until)
 
     def put_legal_hold(self, bucket: str, key: str, status: str, *, version_id: str = "") -> None:
         self._count("PutObjectLegalHold")

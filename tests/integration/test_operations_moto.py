@@ -213,3 +213,24 @@ def test_add_checksum_has_s3_keep_the_checksum_of_each_object_unchanged_and_a_re
         assert direct.get_object_tagging(Bucket=src, Key=key)["TagSet"] == [{"Key": "keep", "Value": "yes"}]
     code, again, _ = run_job(moto_endpoint, tmp_path, "checksum-again", job)
     assert (code, again["succeeded"], again["skipped"]) == (0, 0, 20)
+
+
+def test_undo_of_a_governance_retention_takes_it_off_again_through_the_cli(moto_endpoint: str, tmp_path: Path) -> None:
+    direct = client_for(moto_endpoint)
+    bucket = f"lock-{uuid.uuid4().hex[:10]}"
+    direct.create_bucket(Bucket=bucket, ObjectLockEnabledForBucket=True)
+    keys = [f"held/{i:02d}" for i in range(8)]
+    for key in keys:
+        direct.put_object(Bucket=bucket, Key=key, Body=b"x")
+    job = {
+        "operation": "set-retention",
+        "source": {"bucket": bucket, "prefix": "held/"},
+        "retention": {"mode": "GOVERNANCE", "until": "2031-01-01T00:00:00Z"},
+    }
+    code, report, lines = run_job(moto_endpoint, tmp_path, "hold", job)
+    assert (code, report["succeeded"]) == (0, 8)
+    assert {line["undo"]["before"] for line in lines} == {None}
+    assert {direct.head_object(Bucket=bucket, Key=k).get("ObjectLockMode") for k in keys} == {"GOVERNANCE"}
+    done = run_cli("undo", str(tmp_path / "hold-keys.jsonl"), "--endpoint-url", moto_endpoint, env=cli_env(tmp_path))
+    assert done.returncode == 0 and done.stdout.startswith("restored 8; left alone (changed since the job) 0; failed 0"), done
+    assert {direct.head_object(Bucket=bucket, Key=k).get("ObjectLockMode") for k in keys} == {None}

@@ -107,3 +107,27 @@ def test_a_line_cut_off_by_a_killed_run_is_skipped_and_counted_and_the_rest_is_u
     result = undo_log(io.BytesIO(("not json\n" + cut).encode()), s)
     assert (result.restored, result.unreadable, result.failed) == (N, 2, 0)
     assert tags(s) == before
+
+
+def test_governance_retention_is_undone_back_to_none_or_to_the_earlier_date() -> None:
+    from datetime import UTC, datetime
+
+    s, log = store(), io.StringIO()
+    earlier, later = datetime(2030, 1, 1, tzinfo=UTC), datetime(2032, 1, 1, tzinfo=UTC)
+    s.put_retention("src-b", "in/001", "GOVERNANCE", earlier)
+    run(s, log, "set-retention", retention={"mode": "GOVERNANCE", "until": "2031-06-01T00:00:00Z"})
+    s.put_retention("src-b", "in/003", "GOVERNANCE", later)  # extended since the job: left alone
+    result = undo_log(as_bytes(log), s)
+    assert (result.restored, result.changed_since, result.failed) == (N - 1, 1, 0)
+    assert s.get("src-b", "in/001").retention == ("GOVERNANCE", earlier)
+    assert s.get("src-b", "in/003").retention == ("GOVERNANCE", later)
+    assert {s.get("src-b", f"in/{i:03d}").retention for i in range(N) if i not in (1, 3)} == {None}
+
+
+def test_compliance_retention_cannot_be_undone_and_each_key_says_so() -> None:
+    s, log = store(), io.StringIO()
+    run(s, log, "set-retention", retention={"mode": "COMPLIANCE", "until": "2031-06-01T00:00:00Z"})
+    result = undo_log(as_bytes(log), s)
+    assert (result.restored, result.failed) == (0, N)
+    assert all("AccessDenied" in e for e in result.examples)
+    assert {s.get("src-b", f"in/{i:03d}").retention[0] for i in range(N)} == {"COMPLIANCE"}  # type: ignore[index]
