@@ -191,6 +191,47 @@ def build_state_machine(
     list_shards.item_processor(list_shard)
     list_shards.add_catch(report_failure, errors=["States.ALL"], result_path="$.error")
 
+    # The delete guard (options.max_delete on a delete or move): every shard counted, then the total checked, before ListShards.
+    count_shard = tasks.LambdaInvoke(
+        scope,
+        "CountShard",
+        lambda_function=lister,
+        payload=sfn.TaskInput.from_object({"job_id.$": "$.job_id", "shard.$": "$.shard", "phase": "count"}),
+        payload_response_only=True,
+        result_path="$.counting",
+        retry_on_service_exceptions=False,
+    )
+    _retry(count_shard, [*LAMBDA_TRANSIENT, *LAMBDA_CRASHED, "States.Timeout"])
+    count_shard.next(
+        sfn.Choice(scope, "ShardCounted?")
+        .when(sfn.Condition.boolean_equals("$.counting.done", True), sfn.Succeed(scope, "ShardCountDone"))
+        .otherwise(count_shard)
+    )
+    count_shards = sfn.Map(
+        scope,
+        "CountShards",
+        items_path="$.plan.shards",
+        item_selector={"job_id.$": "$.job_id", "shard.$": "$$.Map.Item.Value"},
+        max_concurrency=list_concurrency,
+        result_path=sfn.JsonPath.DISCARD,
+    )
+    count_shards.item_processor(count_shard)
+    count_shards.add_catch(report_failure, errors=["States.ALL"], result_path="$.error")
+    check_count = tasks.LambdaInvoke(
+        scope,
+        "CheckCount",
+        lambda_function=lister,
+        payload=sfn.TaskInput.from_object({"job_id.$": "$.job_id", "phase": "check"}),
+        payload_response_only=True,
+        result_path="$.guard",
+        retry_on_service_exceptions=False,
+    )
+    _retry(check_count, [*LAMBDA_TRANSIENT, *LAMBDA_CRASHED, "States.Timeout"])
+    check_count.add_catch(report_failure, errors=["States.ALL"], result_path="$.error")
+    # A missing field would be a runtime error in a Choice: a plan without "guard" lists at once.
+    wants_guard = sfn.Condition.and_(sfn.Condition.is_present("$.plan.guard"), sfn.Condition.boolean_equals("$.plan.guard", True))
+    guard = sfn.Choice(scope, "DeleteGuard?").when(wants_guard, count_shards).otherwise(list_shards)
+
     await_completion = tasks.LambdaInvoke(
         scope,
         "AwaitCompletion",
@@ -231,7 +272,9 @@ def build_state_machine(
 
     create.next(slim)
     slim.next(plan)
-    plan.next(list_shards)
+    plan.next(guard)
+    count_shards.next(check_count)
+    check_count.next(list_shards)
     list_shards.next(await_completion)
     await_completion.next(finalize_task)
     check.next(all_done)

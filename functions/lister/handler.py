@@ -1,15 +1,17 @@
-"""Step Functions tasks: plan a job's listing shards; list one shard from its cursor, send batches, return before time runs out."""
+"""Step Functions tasks: plan a job's listing shards; list one shard from its cursor, send batches, return before time runs out;
+for the delete guard, count one shard's deletes, then check the total."""
 
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
+from typing import Any, Literal
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.parser import BaseModel, event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from s3bulk.aws import env
+from s3bulk.aws.guard import check_step, count_step, guarded
 from s3bulk.aws.pipeline import list_step, plan_step
 from s3bulk.metrics import LISTED_PAGES, NAMESPACE, SERVICE
 
@@ -21,6 +23,7 @@ tracer = Tracer(service=SERVICE)
 class ListEvent(BaseModel):
     job_id: str
     shard: int | None = None  # absent: plan the shards
+    phase: Literal["list", "count", "check"] = "list"  # count and check: the delete guard (s3bulk/aws/guard.py)
 
 
 @cache
@@ -46,6 +49,19 @@ def deps() -> dict[str, Any]:
 def handler(event: ListEvent, context: LambdaContext) -> dict[str, Any]:
     logger.append_keys(job_id=event.job_id, shard=event.shard)
     d = deps()
+    if event.phase == "check":
+        return {"job_id": event.job_id, "would_delete": check_step(event.job_id, ledger=d["ledger"])}
+    if event.phase == "count" and event.shard is not None:
+        counted = count_step(
+            event.job_id,
+            event.shard,
+            ledger=d["ledger"],
+            store=d["store"],
+            allow=d["allow"],
+            time_left=lambda: context.get_remaining_time_in_millis() / 1000,
+            open_side=d["open_side"],
+        )
+        return {"job_id": counted.job_id, "shard": counted.shard, "done": counted.done, "pages": counted.pages}
     if event.shard is None:
         shards = plan_step(
             event.job_id,
@@ -56,7 +72,7 @@ def handler(event: ListEvent, context: LambdaContext) -> dict[str, Any]:
             csv_shard_bytes=d["csv_shard_bytes"],
             open_side=d["open_side"],
         )
-        return {"job_id": event.job_id, "shards": shards}
+        return {"job_id": event.job_id, "shards": shards, "guard": guarded(d["ledger"].spec(event.job_id))}
     out = list_step(
         event.job_id,
         event.shard,

@@ -102,6 +102,21 @@ class ListShard:
     cursor: str | None = None
     done: bool = False
     last_key: str | None = None  # the last source key this shard listed (a sync's destination range starts after it)
+    sent: int = 0  # objects sent to the workers so far (the delete guard holds it to `counted`)
+    counted: int | None = None  # the delete guard's count of this shard's deletes (aws/guard.py), once counted
+
+
+@dataclass(frozen=True, slots=True)
+class GuardShard:
+    """The delete guard's pass over one listing shard (aws/guard.py): its own cursor and page, and the deletes counted."""
+
+    index: int
+    after: str
+    upto: str | None
+    page: int = 0
+    cursor: str | None = None
+    done: bool = False
+    counted: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,7 +361,58 @@ class DynamoLedger:
             item.get("cursor", {}).get("S"),
             bool(item["done"]["BOOL"]),
             item.get("last_key", {}).get("S"),
+            int(item.get("sent", {}).get("N", "0")),
+            int(item["would_delete"]["N"]) if "would_delete" in item else None,
         )
+
+    # -- the delete guard's count (aws/guard.py): attributes of the listing shard's own item, apart from its listing --
+    def guard_shard(self, job_id: str, index: int) -> GuardShard:
+        r = self.client.get_item(TableName=self.table, Key=_key(job_id, list_shard_key(index)), ConsistentRead=True)
+        item = r.get("Item")
+        if item is None:
+            raise KeyError(f"job {job_id!r} has no listing shard {index}")
+        return GuardShard(
+            index,
+            item.get("after", {}).get("S", ""),
+            item.get("upto", {}).get("S"),
+            int(item.get("guard_page", {}).get("N", "0")),
+            item.get("guard_cursor", {}).get("S"),
+            bool(item.get("guard_done", {}).get("BOOL", False)),
+            int(item.get("would_delete", {}).get("N", "0")),
+        )
+
+    def guard_checkpoint(self, job_id: str, shard: int, page: int, cursor: str | None, done: bool, counted: int) -> bool:
+        """Record one counted page of a shard; False if another invocation already did."""
+        values: dict[str, Any] = {
+            ":page": {"N": str(page)},
+            ":next": {"N": str(page + 1)},
+            ":done": {"BOOL": done},
+            ":n": {"N": str(counted)},
+        }
+        update = "SET guard_page = :next, guard_done = :done"
+        if cursor is None:
+            update += " REMOVE guard_cursor"
+        else:
+            update = "SET guard_page = :next, guard_done = :done, guard_cursor = :cursor"
+            values[":cursor"] = {"S": cursor}
+        update += " ADD would_delete :n"
+        first = "attribute_not_exists(guard_page) AND :page = :zero" if page == 0 else "guard_page = :page"
+        if page == 0:
+            values[":zero"] = {"N": "0"}
+        return self._update_if(
+            _key(job_id, list_shard_key(shard)),
+            UpdateExpression=update,
+            ConditionExpression=first,
+            ExpressionAttributeValues=values,
+        )
+
+    def guard_total(self, job_id: str) -> tuple[int, bool]:
+        """The deletes every shard counted, and whether every planned shard is counted."""
+        item = self._job_item(job_id, "shards")
+        shards = [s for s in self._shard_items(job_id) if s["sk"]["S"].startswith("count#list#")]
+        total = sum(int(s.get("would_delete", {}).get("N", "0")) for s in shards)
+        done = sum(1 for s in shards if s.get("guard_done", {}).get("BOOL"))
+        return total, "shards" in item and done >= int(item["shards"]["N"])
 
     def await_completion(self, job_id: str, token: str) -> None:
         """Store the execution's task token; whoever sees the job complete next sends it (see pipeline.notify_if_complete)."""
@@ -376,6 +442,7 @@ class DynamoLedger:
         failed: int = 0,
         extraneous: int = 0,
         last_key: str | None = None,
+        sent: int = 0,
     ) -> bool:
         """Record one fully sent page of a listing shard; False if another invocation already recorded it.
 
@@ -393,11 +460,12 @@ class DynamoLedger:
             ":batches": {"N": str(batches)},
             ":failed": {"N": str(failed)},
             ":extraneous": {"N": str(extraneous)},
+            ":sent": {"N": str(sent)},
         }
         # Every name goes through a placeholder: several (cursor, page, bytes) are DynamoDB reserved words.
         names = {
             f"#{n}": n
-            for n in ("page", "done", "scanned", "listed", "listed_bytes", "skipped", "batches", "pending", "failed", "extraneous")
+            for n in ("page", "done", "scanned", "listed", "listed_bytes", "skipped", "batches", "pending", "failed", "extraneous", "sent")
         }
         names["#cursor"] = "cursor"
         update = "SET #page = :next, #done = :done"
@@ -414,7 +482,7 @@ class DynamoLedger:
         update += (
             remove
             + " ADD #scanned :scanned, #listed :listed, #listed_bytes :lbytes, #skipped :skipped, #batches :batches, #pending :batches,"
-            " #failed :failed, #extraneous :extraneous"
+            " #failed :failed, #extraneous :extraneous, #sent :sent"
         )
         return self._update_if(
             _key(job_id, list_shard_key(shard)),

@@ -102,10 +102,10 @@ def validate(
             "job.options.canary: the stack does not run a canary yet; run the canary with s3bulk run --canary N, "
             "then submit the job without canary"
         )
-    if job.options.max_delete is not None:
+    if job.options.max_delete is not None and job.options.delete_extraneous:
         raise JobError(
-            "job.options.max_delete: the stack does not count a job's deletes before it starts them yet; "
-            "run it with s3bulk run (or check the count with s3bulk plan), or drop max_delete"
+            "job.options.max_delete: on the stack a sync finds its extraneous objects while it copies, so they cannot be "
+            "counted first yet; run the sync with s3bulk run (or check the count with s3bulk plan), or drop max_delete"
         )
     for side, name in ((job.source, "source"), (job.destination, "destination")):
         if side is not None and side.profile:
@@ -247,6 +247,7 @@ def list_step(
                 _put_key_lines(reports, job_id, job, f"{part}-skipped", kept)
             if failures:
                 reports.put_failures(job_id, f"{part}-extraneous", failures)
+        _hold_to_count(state, len(todo))
         messages = [] if job.options.dry_run else list(pack(job_id, part, todo, job.options.batch_size, rechecks=rechecks))
         sender.send(messages)
         recorded = ledger.checkpoint(
@@ -263,13 +264,24 @@ def list_step(
             failed=failed,
             extraneous=extraneous,
             last_key=objs[-1].key if objs else last_key,
+            sent=len(todo),
         )
         pages += recorded
         if recorded:
-            state = replace(state, page=page_no + 1, cursor=page.next_token, done=last, last_key=objs[-1].key if objs else last_key)
+            new_last = objs[-1].key if objs else last_key
+            state = replace(state, page=page_no + 1, cursor=page.next_token, done=last, last_key=new_last, sent=state.sent + len(todo))
         else:  # another invocation recorded this page first: carry on from its checkpoint
             state = ledger.list_shard(job_id, shard)
     return ListOutcome(job_id, shard, state.done, pages)
+
+
+def _hold_to_count(state: ListShard, sending: int) -> None:
+    """The delete guard's second half: a shard never sends more than it counted (aws/guard.py), even if the selection grew."""
+    if state.counted is not None and state.sent + sending > state.counted:
+        raise JobError(
+            f"job.options.max_delete: listing shard {state.index} holds more than the {state.counted:,} objects it counted "
+            "(the selection grew after it was counted); the job stopped before the batch that would pass the limit"
+        )
 
 
 def _sync_page(
@@ -374,6 +386,7 @@ def _list_manifest(
             reports.put_failures(job_id, f"{part}-rows", ({"key": r.ref, "error": r.code, "message": r.problem} for r in bad))
             records = [KeyRecord(r.ref, "failed", UNKNOWN_SIZE, attempts=0, error=r.code, message=r.problem) for r in bad]
             _put_key_lines(reports, job_id, job, f"{part}-rows", records)
+        _hold_to_count(state, len(objects))
         messages = [] if job.options.dry_run else list(pack(job_id, part, objects, job.options.batch_size))
         sender.send(messages)
         cursor = page[-1].pos if page else state.cursor
@@ -389,10 +402,11 @@ def _list_manifest(
             skipped=0,
             batches=len(messages),
             failed=len(bad),
+            sent=len(objects),
         )
         pages += recorded
         if recorded:
-            state = replace(state, page=page_no + 1, cursor=None if last else cursor, done=last)
+            state = replace(state, page=page_no + 1, cursor=None if last else cursor, done=last, sent=state.sent + len(objects))
         else:  # another invocation got there first: resume from its cursor
             state, rows = ledger.list_shard(job_id, state.index), None
     return ListOutcome(job_id, state.index, state.done, pages)

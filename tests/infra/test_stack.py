@@ -199,6 +199,7 @@ def test_state_machine_is_standard_with_retry_and_catch_on_every_task(template: 
         "Validate",
         "CreateLedgerEntry",
         "PlanListing",
+        "CheckCount",
         "AwaitCompletion",
         "CheckProgress",
         "Finalize",
@@ -206,8 +207,10 @@ def test_state_machine_is_standard_with_retry_and_catch_on_every_task(template: 
         "MarkFailed",
         "ReopenJob",
     }
-    [shards] = [s for s in definition["States"].values() if s["Type"] == "Map"]
-    assert shards["Catch"] and shards["ItemProcessor"]["States"]["ListShard"]["Retry"]
+    maps = {name: s for name, s in definition["States"].items() if s["Type"] == "Map"}
+    assert set(maps) == {"ListShards", "CountShards"}
+    assert maps["ListShards"]["Catch"] and maps["ListShards"]["ItemProcessor"]["States"]["ListShard"]["Retry"]
+    assert maps["CountShards"]["Catch"] and maps["CountShards"]["ItemProcessor"]["States"]["CountShard"]["Retry"]
     for name, state in tasks.items():
         assert state.get("Retry"), name
         assert state.get("Catch"), name

@@ -89,7 +89,7 @@ def canned(aws: dict[str, Any], *responses: dict[str, Any], over_threshold: bool
     aws["canned"].extend(
         [
             json.dumps({"job_id": "job-1", "item": item, "poll_seconds": 1}),  # Validate
-            json.dumps({"job_id": "job-1", "shards": [0]}),  # PlanListing
+            json.dumps({"job_id": "job-1", "shards": [0], "guard": False}),  # PlanListing
             json.dumps({"job_id": "job-1", "shard": 0, "done": True, "pages": 3}),  # ListShard
             *(json.dumps(r) for r in responses),
             json.dumps(
@@ -148,6 +148,7 @@ def test_a_job_whose_last_batch_sends_the_token_finalizes_without_polling(aws: d
         "CreateLedgerEntry",
         "KeepIdsOnly",
         "PlanListing",
+        "DeleteGuard?",
         "ListShards",
         "ListShard",
         "ShardDone?",

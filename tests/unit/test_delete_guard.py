@@ -42,7 +42,7 @@ def test_the_guard_counts_what_the_run_selects_and_over_the_limit_deletes_nothin
     assert Engine(job(op, max_delete=40), s, concurrency=4).run().summary()["succeeded"] == 40
 
 
-def test_max_delete_is_refused_where_nothing_is_deleted_and_on_the_stack_until_it_counts_first() -> None:
+def test_max_delete_is_refused_where_nothing_is_deleted_and_for_a_sync_on_the_stack() -> None:
     with pytest.raises(JobError, match=r"^job\.options\.max_delete: max_delete guards deletes .* not 'tag'"):
         parse_job(
             json.dumps(
@@ -54,10 +54,16 @@ def test_max_delete_is_refused_where_nothing_is_deleted_and_on_the_stack_until_i
                 }
             )
         )
-    doc = {"operation": "delete", "source": {"bucket": "src-b", "prefix": "in/"}, "options": {"max_delete": 10}}
-    allow = AllowList(frozenset({"src-b"}), frozenset(), frozenset({"src-b"}))
-    with pytest.raises(JobError, match=r"^job\.options\.max_delete: the stack does not count .* s3bulk run"):
-        validate(doc, allow)
+    sync = {
+        "operation": "copy",
+        "source": {"bucket": "src-b", "prefix": "in/"},
+        "destination": {"bucket": "dst-b"},
+        "options": {"max_delete": 10, "delete_extraneous": True},
+    }
+    allow = AllowList(frozenset({"src-b", "dst-b"}), frozenset({"dst-b"}), frozenset({"src-b", "dst-b"}))
+    with pytest.raises(JobError, match=r"^job\.options\.max_delete: on the stack a sync finds its extraneous objects while it copies"):
+        validate(sync, allow)
+    validate({"operation": "delete", "source": {"bucket": "src-b", "prefix": "in/"}, "options": {"max_delete": 10}}, allow)
 
 
 def test_a_count_that_fails_is_one_line_naming_the_guard_and_nothing_is_deleted() -> None:
@@ -91,3 +97,13 @@ def test_a_selection_that_grew_after_the_count_is_still_never_deleted_past_the_l
     assert report.error is not None and report.error.startswith("job.options.max_delete: the selection grew past 40")
     remaining = [o.key for o in iter_objects(s, "src-b", "in/") if o.key.endswith(".log")]
     assert len(remaining) == 60 - summary["succeeded"] >= 20
+
+
+def test_a_shard_on_the_stack_never_sends_more_than_it_counted() -> None:
+    from s3bulk.aws.ledger import ListShard
+    from s3bulk.aws.pipeline import _hold_to_count
+
+    _hold_to_count(ListShard(3, "a", "b", sent=900), 10_000)  # no count: no guard
+    _hold_to_count(ListShard(3, "a", "b", sent=900, counted=1000), 100)  # exactly up to its count
+    with pytest.raises(JobError, match=r"^job\.options\.max_delete: listing shard 3 holds more than the 1,000 objects it counted"):
+        _hold_to_count(ListShard(3, "a", "b", sent=900, counted=1000), 101)

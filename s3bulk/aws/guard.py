@@ -1,0 +1,88 @@
+"""The delete guard on the stack (options.max_delete): count the whole selection first, then act.
+
+The state machine runs the guard between PlanListing and ListShards when a delete or move job
+sets max_delete. CountShards pages every listing shard once, as ListShards will (the same
+ranges, filters and manifest rows), sending nothing: each page's selected objects are added to
+the shard's count in the ledger, with the shard's own guard cursor, so a count may take many
+invocations. CheckCount then refuses the job, before the first delete, when the counts add up
+to more than max_delete.
+
+The listing that follows never sends a shard more objects than that shard counted (list_step
+checks its `sent` against `counted`), so a selection that grew after the count stops the job
+before the batch that would pass the limit, as the CLI's run does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from itertools import islice
+
+from s3bulk.aws.allowlist import AllowList
+from s3bulk.aws.ledger import DynamoLedger
+from s3bulk.aws.pipeline import LIST_MARGIN_S, MANIFEST_PAGE, ListOutcome, OpenSide, TimeLeft, job_stores
+from s3bulk.job import Job, JobError
+from s3bulk.listing import Shard, list_shard_page, lister
+from s3bulk.manifest import ManifestReader
+from s3bulk.selection import Selector
+from s3bulk.store import ObjectStore
+
+GUARDED = frozenset({"delete", "move"})
+
+
+def guarded(job: Job) -> bool:
+    """Whether the job's listing waits for the delete guard's count."""
+    return job.options.max_delete is not None and job.operation in GUARDED and not job.options.dry_run
+
+
+def count_step(
+    job_id: str,
+    shard: int,
+    *,
+    ledger: DynamoLedger,
+    store: ObjectStore,
+    allow: AllowList,
+    time_left: TimeLeft,
+    margin: float = LIST_MARGIN_S,
+    open_side: OpenSide | None = None,
+) -> ListOutcome:
+    """Count one shard's selected objects from its guard cursor until it is done or time is short."""
+    job = ledger.spec(job_id)
+    allow.check(job)
+    store = job_stores(job, store, open_side)[0]
+    src = job.source
+    selector = Selector(src, job.operation)
+    state = ledger.guard_shard(job_id, shard)
+    pages = 0
+    while not state.done and time_left() > margin:
+        if src.manifest is not None:
+            rows = list(islice(ManifestReader(store, src).rows(after=state.cursor or state.after or None, upto=state.upto), MANIFEST_PAGE))
+            done = len(rows) < MANIFEST_PAGE
+            counted = sum(
+                1 for r in rows if r.obj is not None and not r.failed and r.obj.key.startswith(src.prefix) and selector.matches(r.obj)
+            )
+            cursor = None if done or not rows else rows[-1].pos
+        else:
+            page = list_shard_page(lister(store, src), src.bucket, src.prefix, Shard(state.after, state.upto), state.cursor)
+            done, cursor = page.done, page.next_token
+            counted = sum(1 for o in page.objects if selector.matches(o))
+        if ledger.guard_checkpoint(job_id, shard, state.page, cursor, done, counted):
+            pages += 1
+            state = replace(state, page=state.page + 1, cursor=cursor, done=done, counted=state.counted + counted)
+        else:  # another invocation counted this page first: carry on from its checkpoint
+            state = ledger.guard_shard(job_id, shard)
+    return ListOutcome(job_id, shard, state.done, pages)
+
+
+def check_step(job_id: str, *, ledger: DynamoLedger) -> int:
+    """The count, once every shard is counted; over max_delete the job fails here, before any delete."""
+    job = ledger.spec(job_id)
+    limit = job.options.max_delete
+    total, complete = ledger.guard_total(job_id)
+    if not complete:
+        raise RuntimeError(f"job {job_id}: the delete guard's count is not finished")  # the state machine only asks after every shard
+    if limit is not None and total > limit:
+        raise JobError(
+            f"job.options.max_delete: the job would delete {total:,} objects, over max_delete {limit:,}; nothing was deleted. "
+            "Narrow the selection, or raise max_delete if that many is right"
+        )
+    return total

@@ -1,0 +1,74 @@
+"""The delete guard (options.max_delete) through the synthesized stack on moto: every shard counted first, then the check, then the deletes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from moto.core.models import DEFAULT_ACCOUNT_ID
+from moto.s3.models import s3_backends
+
+from s3bulk.aws.guard import guarded
+from s3bulk.job import parse_job
+from tests.integration.stack_harness import StackOnMoto, synthesize
+from tests.integration.test_stack_on_moto import ENV, report
+
+SRC = "src-bucket"
+CONTEXT: dict[str, object] = {"read_buckets": SRC, "write_buckets": "", "delete_buckets": SRC}
+N = 1000  # 17 listing pages of 60, cut into shards
+
+
+@pytest.fixture(scope="module")
+def template() -> dict[str, Any]:
+    return synthesize(CONTEXT)
+
+
+@pytest.fixture
+def stack(template: dict[str, Any]) -> Iterator[StackOnMoto]:
+    # Pages of 60 keys: the planner cuts the keys into several shards, each counted on its own.
+    with StackOnMoto(template, buckets=(SRC,), env={**ENV, "S3BULK_LIST_PAGE_SIZE": "60"}) as s:
+        backend = s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
+        for i in range(N):
+            backend.put_object(SRC, f"old/{i % 13:02d}/obj-{i:05d}.{'keep' if i % 10 == 0 else 'log'}", b"x")
+        yield s
+
+
+def keys(stack: StackOnMoto) -> int:
+    return sum(p.get("KeyCount", 0) for p in stack.s3.get_paginator("list_objects_v2").paginate(Bucket=SRC))
+
+
+def job(limit: int) -> dict[str, Any]:
+    return {"operation": "delete", "source": {"bucket": SRC, "prefix": "old/", "exclude": ["*.keep"]}, "options": {"max_delete": limit}}
+
+
+SELECTED = N - N // 10  # the *.keep objects are not selected
+
+
+def test_a_delete_over_max_delete_counts_every_shard_and_deletes_nothing(stack: StackOnMoto) -> None:
+    ex = stack.run(job(SELECTED - 1), timeout=120)
+    assert (ex.status, ex.description.get("error")) == ("FAILED", "JobFailed"), (ex.description.get("cause"), ex.entered()[-6:])
+    entered = ex.entered()
+    assert entered.count("CountShard") >= 2 and "CheckCount" in entered and "ListShards" not in entered
+    cause = str(ex.description.get("cause"))
+    assert f"the job would delete {SELECTED:,} objects, over max_delete {SELECTED - 1:,}; nothing was deleted" in cause
+    assert keys(stack) == N
+    assert sum(stack.queue_depths().values()) == 0  # no batch was sent
+
+
+def test_a_delete_at_max_delete_counts_then_deletes_exactly_the_selection(stack: StackOnMoto) -> None:
+    ex = stack.run(job(SELECTED), timeout=180)
+    assert ex.status == "SUCCEEDED", (ex.description.get("error"), str(ex.description.get("cause"))[:1500], ex.entered()[-6:])
+    entered = ex.entered()
+    assert entered.index("CheckCount") < entered.index("ListShards")
+    r = report(stack, ex.description.get("output"))
+    assert (r["listed"], r["succeeded"], r["failed"]) == (SELECTED, SELECTED, 0)
+    assert keys(stack) == N // 10
+
+
+def test_only_a_delete_or_move_with_max_delete_waits_for_the_count() -> None:
+    doc = job(5)
+    assert guarded(parse_job(json.dumps(doc)))
+    assert not guarded(parse_job(json.dumps({**doc, "options": {}})))
+    assert not guarded(parse_job(json.dumps({**doc, "options": {"max_delete": 5, "dry_run": True}})))
