@@ -21,7 +21,8 @@ from tests.integration.test_faults import port_of
 
 pytestmark = pytest.mark.slow
 
-N = 2000
+N = 1200
+LISTING_N = 2000  # the kill-while-listing case: three listing pages, so the listing is still going at the kill
 BATCH = 50
 
 
@@ -58,21 +59,21 @@ def kill_after_first_commits(cmd: list[str], env: dict[str, str], state: Path, a
 
 
 @pytest.mark.parametrize(
-    ("operation", "plan"),
+    ("operation", "plan", "n"),
     [
-        ("copy", FaultPlan()),
-        ("move", FaultPlan()),
+        ("copy", FaultPlan(), N),
+        ("move", FaultPlan(), N),
         # The lister killed mid-listing: slow pages keep it listing while early batches commit.
-        ("copy", FaultPlan(list_delay=0.4)),
+        ("copy", FaultPlan(list_delay=0.4), LISTING_N),
     ],
     ids=["copy", "move", "copy-killed-while-listing"],
 )
 def test_kill_9_then_resume_finishes_the_job_without_redoing_finished_batches(
-    seaweed: str, bucket_factory: Callable[[Any, str], str], tmp_path: Path, operation: str, plan: FaultPlan
+    seaweed: str, bucket_factory: Callable[[Any, str], str], tmp_path: Path, operation: str, plan: FaultPlan, n: int
 ) -> None:
     direct = client_for(seaweed)
     src, dst = bucket_factory(direct, "src"), bucket_factory(direct, "dst")
-    expected = seed_small(direct, src, "in/", N)
+    expected = seed_small(direct, src, "in/", n)
     state = tmp_path / "state"
     env = cli_env(tmp_path) | {"S3BULK_STATE_DIR": str(state)}
     options: dict[str, Any] = {"batch_size": BATCH, "concurrency": 4}
@@ -90,10 +91,10 @@ def test_kill_9_then_resume_finishes_the_job_without_redoing_finished_batches(
     with FaultProxy(port_of(seaweed), plan) as proxy:
         cmd = [*S3BULK, "run", str(job), "--endpoint-url", proxy.endpoint_url, "--progress", "off", "-q"]
         _, objects = kill_after_first_commits(cmd, env, state, at_least=3)
-        assert 0 < objects < N
+        assert 0 < objects < n
         if plan.list_delay:
             listed = proxy.stats.forwarded["ListObjectsV2"]
-            assert listed < N // 1000 + 1  # the listing had not finished when the process died
+            assert listed < n // 1000 + 1  # the listing had not finished when the process died
         copies_before = proxy.stats.forwarded["CopyObject"]
 
         done = run_cli("run", str(job), "--resume", "--endpoint-url", proxy.endpoint_url, "--report", str(tmp_path / "r.json"), env=env)
@@ -101,9 +102,9 @@ def test_kill_9_then_resume_finishes_the_job_without_redoing_finished_batches(
         copies_after = proxy.stats.forwarded["CopyObject"] - copies_before
 
     report = json.loads((tmp_path / "r.json").read_text())
-    assert (report["succeeded"], report["failed"], report["listed"]) == (N, 0, N)
+    assert (report["succeeded"], report["failed"], report["listed"]) == (n, 0, n)
     # The resumed run copied exactly what the ledger had not committed: finished batches were not redone.
-    assert copies_after == N - objects
+    assert copies_after == n - objects
     assert_exact_copy(direct, dst, "out/", {"out/" + k[3:]: v for k, v in expected.items()})
     if operation == "move":
         assert list_keys(direct, src, "in/") == []
