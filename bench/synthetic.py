@@ -107,6 +107,9 @@ class GeneratedStore:
     def put_acl(self, *a: object, **k: object) -> None:
         raise NotImplementedError
 
+    def get_acl(self, *a: object, **k: object) -> dict[str, object]:
+        raise NotImplementedError
+
     def write_object(self, *a: object, **k: object) -> str:
         raise NotImplementedError
 

@@ -283,6 +283,8 @@ class S3BulkStack(cdk.Stack):
                     "s3:GetObjectVersion",
                     "s3:GetObjectVersionTagging",
                     "s3:GetObjectLegalHold",
+                    "s3:GetObjectAcl",  # set-acl's undo journal reads the grants it replaces
+                    "s3:GetObjectVersionAcl",
                 ],
                 resources=_object_arns(config.read_buckets),
             )

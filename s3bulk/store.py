@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from s3bulk.outage import OutageBreaker
 
@@ -212,8 +212,12 @@ class ObjectStore(Protocol):
         """GetObjectLegalHold: ON or OFF (OFF when none was ever set)."""
         ...
 
-    def put_acl(self, bucket: str, key: str, acl: str, *, version_id: str = "") -> None:
-        """PutObjectAcl with a canned ACL."""
+    def put_acl(self, bucket: str, key: str, acl: str, *, version_id: str = "", policy: Mapping[str, Any] | None = None) -> None:
+        """PutObjectAcl with a canned ACL, or with `policy` (an AccessControlPolicy: Owner and Grants) when given."""
+        ...
+
+    def get_acl(self, bucket: str, key: str, *, version_id: str = "") -> dict[str, Any]:
+        """GetObjectAcl: the object's AccessControlPolicy, {"Owner": {...}, "Grants": [...]}, as S3's API names them."""
         ...
 
     def restore_object(self, bucket: str, key: str, days: int, tier: str, *, version_id: str = "") -> bool:

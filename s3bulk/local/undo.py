@@ -22,12 +22,13 @@ from typing import IO, Any
 
 from s3bulk.errors import error_code, error_message
 from s3bulk.job import Options
+from s3bulk.ops.acl import acl_doc
 from s3bulk.ops.batch import part_pool
 from s3bulk.ops.copies import CopySettings, copy_object
 from s3bulk.ops.lock import retention_doc
 from s3bulk.store import ObjectStore
 
-UNDOABLE = ("tags", "storage_class", "legal_hold", "retention")
+UNDOABLE = ("tags", "storage_class", "legal_hold", "retention", "acl")
 SHOWN = 20  # skipped and failed keys listed by name; the rest are counted
 _COPY = Options()  # a class change is undone with the job defaults' multipart threshold and part size
 
@@ -90,6 +91,8 @@ def current(store: ObjectStore, bucket: str, key: str, what: str, version: str =
         return store.get_legal_hold(bucket, key, version_id=version)
     if what == "retention":
         return retention_doc(store.head_object(bucket, key, version_id=version).retention)
+    if what == "acl":
+        return acl_doc(store.get_acl(bucket, key, version_id=version))
     return store.head_object(bucket, key).storage_class or "STANDARD"
 
 
@@ -98,6 +101,8 @@ def restore(store: ObjectStore, parts: Any, bucket: str, key: str, what: str, be
         store.put_tags(bucket, key, before, version_id=version)
     elif what == "legal_hold":
         store.put_legal_hold(bucket, key, before, version_id=version)
+    elif what == "acl":
+        store.put_acl(bucket, key, "", version_id=version, policy=before)
     elif what == "retention":
         # Back to an earlier date, or to none: S3 allows it for GOVERNANCE with the bypass, never for COMPLIANCE (that key fails).
         mode, until = (before["mode"], datetime.fromisoformat(before["until"])) if before else ("", None)

@@ -23,7 +23,7 @@ from s3bulk.bodies.budget import MemoryBudget
 from s3bulk.errors import ErrorKind, classify, error_code, error_message
 from s3bulk.job import ACTS_ON_VERSIONS, MAX_KEY_BYTES, Job, Restore, relays
 from s3bulk.keys import KeyLog, KeyRecord
-from s3bulk.ops.acl import set_acl
+from s3bulk.ops.acl import acl_doc, set_acl
 from s3bulk.ops.checksum import add_checksum
 from s3bulk.ops.copies import CopySettings, copy_object
 from s3bulk.ops.delete import delete_keys
@@ -440,7 +440,13 @@ class BatchRunner:
             return Done(True, undo=_undo(bucket, "legal_hold", before, job.legal_hold, version) if before is not None else None)
         if job.operation == "set-acl":
             assert job.acl is not None
-            return Done(set_acl(self.store, bucket, obj.key, job.acl, version_id=version))
+            # The journal keeps the grants before and after: a canned ACL does not read back as its name.
+            prior = acl_doc(self.store.get_acl(bucket, obj.key, version_id=version)) if journal else None
+            set_acl(self.store, bucket, obj.key, job.acl, version_id=version)
+            if prior is None:
+                return Done(True)
+            now = acl_doc(self.store.get_acl(bucket, obj.key, version_id=version))
+            return Done(True, undo=_undo(bucket, "acl", prior, now, version))
         if job.operation == "add-checksum":
             etag = add_checksum(self.store, bucket, obj, job.checksum_algorithm or "CRC64NVME")
             return Done(etag is not None, etag or "", obj=found)

@@ -366,8 +366,13 @@ class S3Store:
             raise
         return str(r.get("LegalHold", {}).get("Status", "OFF"))
 
-    def put_acl(self, bucket: str, key: str, acl: str, *, version_id: str = "") -> None:
-        self._call(self._s3(bucket).put_object_acl, Bucket=bucket, Key=key, ACL=acl, **_version(version_id), **self._params(bucket))
+    def put_acl(self, bucket: str, key: str, acl: str, *, version_id: str = "", policy: Mapping[str, Any] | None = None) -> None:
+        what: dict[str, Any] = (grant_headers(policy) or {"AccessControlPolicy": dict(policy)}) if policy is not None else {"ACL": acl}
+        self._call(self._s3(bucket).put_object_acl, Bucket=bucket, Key=key, **what, **_version(version_id), **self._params(bucket))
+
+    def get_acl(self, bucket: str, key: str, *, version_id: str = "") -> dict[str, Any]:
+        r = self._call(self._s3(bucket).get_object_acl, Bucket=bucket, Key=key, **_version(version_id), **self._params(bucket))
+        return {"Owner": r.get("Owner", {}), "Grants": r.get("Grants", [])}
 
     def restore_object(self, bucket: str, key: str, days: int, tier: str, *, version_id: str = "") -> bool:
         request = {"Days": days, "GlacierJobParameters": {"Tier": tier}}
@@ -620,6 +625,30 @@ class FastS3Store(S3Store):
             super().delete_object(bucket, key, version_id=version_id)
             return
         self.fast.delete_object(bucket, key, request_headers(self.opts, bucket))
+
+
+_GRANT_PARAMS = {
+    "FULL_CONTROL": "GrantFullControl",
+    "READ": "GrantRead",
+    "WRITE": "GrantWrite",
+    "READ_ACP": "GrantReadACP",
+    "WRITE_ACP": "GrantWriteACP",
+}
+_GRANTEE_FIELDS = (("ID", "id"), ("URI", "uri"), ("EmailAddress", "emailAddress"))
+
+
+def grant_headers(policy: Mapping[str, Any]) -> dict[str, str]:
+    """An ACL's grants as PutObjectAcl's x-amz-grant-* parameters, which replace the whole ACL as an AccessControlPolicy
+    body does (and which every S3-compatible server reads; some ignore the body). {} when a grant has no form here."""
+    out: dict[str, list[str]] = {}
+    for grant in policy.get("Grants", []):
+        param = _GRANT_PARAMS.get(str(grant.get("Permission", "")))
+        grantee = dict(grant.get("Grantee", {}))
+        named = next((f'{name}="{grantee[field]}"' for field, name in _GRANTEE_FIELDS if grantee.get(field)), None)
+        if param is None or named is None:
+            return {}
+        out.setdefault(param, []).append(named)
+    return {param: ", ".join(names) for param, names in out.items()}
 
 
 def _version(version_id: str) -> dict[str, str]:

@@ -11,11 +11,13 @@ import bisect
 import copy
 import hashlib
 import itertools
+import json
 import threading
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from typing import Any
 
 from s3bulk.job import MAX_KEY_BYTES
 from s3bulk.outage import OutageBreaker
@@ -55,6 +57,7 @@ class _Obj:
 
 
 ARCHIVED = frozenset({"GLACIER", "DEEP_ARCHIVE"})
+MEM_OWNER = "0123456789abcdef" * 4  # the canonical user id every fake object belongs to
 
 
 def _check_crc32(body: Body | None, crc32: int | None) -> None:
@@ -364,11 +367,26 @@ class MemoryStore:
         self._fault("GetObjectLegalHold", bucket, key)
         return self._get(bucket, key, version_id).legal_hold
 
-    def put_acl(self, bucket: str, key: str, acl: str, *, version_id: str = "") -> None:
+    def put_acl(self, bucket: str, key: str, acl: str, *, version_id: str = "", policy: Mapping[str, Any] | None = None) -> None:
         self._count("PutObjectAcl")
         self._fault("PutObjectAcl", bucket, key)
         with self._lock:
-            self._get(bucket, key, version_id).acl = acl
+            self._get(bucket, key, version_id).acl = json.dumps(dict(policy), sort_keys=True) if policy is not None else acl
+
+    def get_acl(self, bucket: str, key: str, *, version_id: str = "") -> dict[str, Any]:
+        """A canned ACL as S3 would expand it (owner FULL_CONTROL, plus its group grant), or the policy put whole."""
+        self._count("GetObjectAcl")
+        self._fault("GetObjectAcl", bucket, key)
+        acl = self._get(bucket, key, version_id).acl
+        if acl.startswith("{"):
+            return dict(json.loads(acl))
+        owner = {"ID": MEM_OWNER}
+        grants: list[dict[str, Any]] = [{"Grantee": {"ID": MEM_OWNER, "Type": "CanonicalUser"}, "Permission": "FULL_CONTROL"}]
+        groups = {"public-read": ["READ"], "public-read-write": ["READ", "WRITE"], "authenticated-read": ["READ"]}
+        uri = "AuthenticatedUsers" if acl == "authenticated-read" else "AllUsers"
+        for permission in groups.get(acl, []):
+            grants.append({"Grantee": {"Type": "Group", "URI": f"http://acs.amazonaws.com/groups/global/{uri}"}, "Permission": permission})
+        return {"Owner": owner, "Grants": grants}
 
     def restore_object(self, bucket: str, key: str, days: int, tier: str, *, version_id: str = "") -> bool:
         self._count("RestoreObject")

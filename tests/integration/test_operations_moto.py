@@ -234,3 +234,31 @@ def test_undo_of_a_governance_retention_takes_it_off_again_through_the_cli(moto_
     done = run_cli("undo", str(tmp_path / "hold-keys.jsonl"), "--endpoint-url", moto_endpoint, env=cli_env(tmp_path))
     assert done.returncode == 0 and done.stdout.startswith("restored 8; left alone (changed since the job) 0; failed 0"), done
     assert {direct.head_object(Bucket=bucket, Key=k).get("ObjectLockMode") for k in keys} == {None}
+
+
+def test_undo_of_a_set_acl_puts_each_objects_own_grants_back_through_the_cli(
+    moto_endpoint: str, bucket_factory: Callable[[Any, str], str], tmp_path: Path
+) -> None:
+    direct = client_for(moto_endpoint)
+    bucket = bucket_factory(direct, "acl")
+    keys = [f"shared/{i:02d}" for i in range(6)]
+    for key in keys:
+        direct.put_object(Bucket=bucket, Key=key, Body=b"x")
+    direct.put_object_acl(Bucket=bucket, Key=keys[2], ACL="authenticated-read")
+
+    def grants() -> dict[str, list[tuple[str, str]]]:
+        out = {}
+        for key in keys:
+            acl = direct.get_object_acl(Bucket=bucket, Key=key)["Grants"]
+            out[key] = sorted((g["Grantee"].get("URI", "owner"), g["Permission"]) for g in acl)
+        return out
+
+    before = grants()
+    code, report, _ = run_job(
+        moto_endpoint, tmp_path, "share", {"operation": "set-acl", "source": {"bucket": bucket, "prefix": "shared/"}, "acl": "public-read"}
+    )
+    assert (code, report["succeeded"]) == (0, 6)
+    assert grants() != before
+    done = run_cli("undo", str(tmp_path / "share-keys.jsonl"), "--endpoint-url", moto_endpoint, env=cli_env(tmp_path))
+    assert done.returncode == 0 and done.stdout.startswith("restored 6; left alone (changed since the job) 0; failed 0"), done
+    assert grants() == before

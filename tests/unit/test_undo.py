@@ -131,3 +131,40 @@ def test_compliance_retention_cannot_be_undone_and_each_key_says_so() -> None:
     assert (result.restored, result.failed) == (0, N)
     assert all("AccessDenied" in e for e in result.examples)
     assert {s.get("src-b", f"in/{i:03d}").retention[0] for i in range(N)} == {"COMPLIANCE"}  # type: ignore[index]
+
+
+def test_an_acl_change_is_undone_back_to_the_grants_it_replaced_and_a_regranted_object_is_left_alone() -> None:
+    s, log = store(), io.StringIO()
+    s.put_acl("src-b", "in/002", "authenticated-read")
+    run(s, log, "set-acl", acl="public-read")
+    assert {s.get("src-b", f"in/{i:03d}").acl for i in range(N)} == {"public-read"}
+    s.put_acl("src-b", "in/005", "public-read-write")  # changed since the job: must survive the undo
+    result = undo_log(as_bytes(log), s)
+    assert (result.restored, result.changed_since, result.failed) == (N - 1, 1, 0)
+    grants = {f"in/{i:03d}": [g["Permission"] for g in s.get_acl("src-b", f"in/{i:03d}")["Grants"]] for i in range(N)}
+    assert grants["in/002"] == ["FULL_CONTROL", "READ"]  # authenticated-read again (owner, and the group's READ)
+    assert grants["in/005"] == ["FULL_CONTROL", "READ", "WRITE"]
+    assert {k: v for k, v in grants.items() if k not in ("in/002", "in/005")} == {
+        f"in/{i:03d}": ["FULL_CONTROL"] for i in range(N) if i not in (2, 5)
+    }  # private, as they were
+
+
+def test_an_acl_is_written_back_as_grant_headers_that_name_every_grantee() -> None:
+    from s3bulk.s3.stores import grant_headers
+
+    owner = "a" * 64
+    policy = {
+        "Owner": {"ID": owner},
+        "Grants": [
+            {"Grantee": {"ID": owner, "Type": "CanonicalUser"}, "Permission": "FULL_CONTROL"},
+            {"Grantee": {"URI": "http://acs.amazonaws.com/groups/global/AllUsers", "Type": "Group"}, "Permission": "READ"},
+            {"Grantee": {"EmailAddress": "ops@example.com", "Type": "AmazonCustomerByEmail"}, "Permission": "READ"},
+            {"Grantee": {"ID": "b" * 64, "Type": "CanonicalUser"}, "Permission": "WRITE_ACP"},
+        ],
+    }
+    assert grant_headers(policy) == {
+        "GrantFullControl": f'id="{owner}"',
+        "GrantRead": 'uri="http://acs.amazonaws.com/groups/global/AllUsers", emailAddress="ops@example.com"',
+        "GrantWriteACP": f'id="{"b" * 64}"',
+    }
+    assert grant_headers({"Grants": [{"Grantee": {"Type": "Odd"}, "Permission": "READ"}]}) == {}  # then the policy is sent whole
