@@ -65,6 +65,7 @@ class GeneratedStore:
         src_version: str = "",
         checksum_algorithm: str = "",
         metadata: ObjectHead | None = None,
+        if_match: str = "",
     ) -> str:
         return '"0f343b0931126a20f133d67c2b018a3b"'
 

@@ -285,6 +285,8 @@ class S3BulkStack(cdk.Stack):
                     "s3:GetObjectLegalHold",
                     "s3:GetObjectAcl",  # set-acl's undo journal reads the grants it replaces
                     "s3:GetObjectVersionAcl",
+                    # HeadObject shows an object's retention only to a caller allowed this: set-retention's journal reads it.
+                    "s3:GetObjectRetention",
                 ],
                 resources=_object_arns(config.read_buckets),
             )

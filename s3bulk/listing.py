@@ -58,15 +58,18 @@ class VersionsView:
         if page.next_token is None or not objs:
             return page
         last = objs[-1].key
+        if any(p > last for p in page.prefixes):
+            return page  # the page went on past its last key: that key is whole
         whole = [o for o in objs if o.key != last]
-        if whole:  # the last key may go on in the next page: list it again from there
-            return ListPage(whole, version_token(whole[-1].key, ""), [p for p in page.prefixes if p < last])
-        more = page  # one key filled the page: read the rest of it too
+        if whole:  # the last key may go on in the next page: list it (and what came after it here) again from there
+            cut = whole[-1].key
+            return ListPage(whole, version_token(cut, ""), [p for p in page.prefixes if p < cut])
+        more = page  # one key filled the page: read the rest of it, in pages of the store's own size
         while more.next_token is not None:
-            more = self.store.list_versions_page(bucket, prefix, more.next_token, None, delimiter, max_keys)
+            more = self.store.list_versions_page(bucket, prefix, more.next_token, None, delimiter)
             rest = [o for o in more.objects if o.key == last]
             objs = objs + rest
-            if len(rest) < len(more.objects):
+            if len(rest) < len(more.objects) or more.prefixes:
                 return ListPage(objs, version_token(last, ""), page.prefixes)
         return ListPage(objs, None, page.prefixes)
 

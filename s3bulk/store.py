@@ -179,8 +179,10 @@ class ObjectStore(Protocol):
         src_version: str = "",
         checksum_algorithm: str = "",
         metadata: ObjectHead | None = None,
+        if_match: str = "",
     ) -> str:
         """Server-side copy of metadata and tags too (of version `src_version`, when given); returns the new ETag.
+        `if_match` pins the source's ETag (CopySourceIfMatch): a source changed since it was read fails with 412.
 
         `checksum_algorithm` has S3 compute and keep that checksum of the copy. `metadata` replaces the copy's
         metadata with the head's (MetadataDirective REPLACE), which lets an object be copied onto itself unchanged.

@@ -19,7 +19,7 @@ from itertools import islice
 
 from s3bulk.aws.allowlist import AllowList
 from s3bulk.aws.ledger import DynamoLedger
-from s3bulk.aws.pipeline import LIST_MARGIN_S, MANIFEST_PAGE, ListOutcome, OpenSide, TimeLeft, job_stores
+from s3bulk.aws.pipeline import LIST_MARGIN_S, MANIFEST_PAGE, ListOutcome, OpenSide, TimeLeft, job_stores, selected_rows
 from s3bulk.job import Job, JobError
 from s3bulk.listing import Shard, list_shard_page, lister
 from s3bulk.manifest import ManifestReader
@@ -57,9 +57,7 @@ def count_step(
         if src.manifest is not None:
             rows = list(islice(ManifestReader(store, src).rows(after=state.cursor or state.after or None, upto=state.upto), MANIFEST_PAGE))
             done = len(rows) < MANIFEST_PAGE
-            counted = sum(
-                1 for r in rows if r.obj is not None and not r.failed and r.obj.key.startswith(src.prefix) and selector.matches(r.obj)
-            )
+            counted = len(selected_rows(rows, selector, src.prefix))  # the rows list_step will send
             cursor = None if done or not rows else rows[-1].pos
         else:
             page = list_shard_page(lister(store, src), src.bucket, src.prefix, Shard(state.after, state.upto), state.cursor)

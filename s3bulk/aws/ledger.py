@@ -102,8 +102,9 @@ class ListShard:
     cursor: str | None = None
     done: bool = False
     last_key: str | None = None  # the last source key this shard listed (a sync's destination range starts after it)
-    sent: int = 0  # objects sent to the workers so far (the delete guard holds it to `counted`)
+    sent: int = 0  # objects sent to the workers so far (the delete guard holds it to `counted` + `borrowed`)
     counted: int | None = None  # the delete guard's count of this shard's deletes (aws/guard.py), once counted
+    borrowed: int = 0  # sends past its count this shard took from the job's room under max_delete (DynamoLedger.borrow)
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,6 +364,19 @@ class DynamoLedger:
             item.get("last_key", {}).get("S"),
             int(item.get("sent", {}).get("N", "0")),
             int(item["would_delete"]["N"]) if "would_delete" in item else None,
+            int(item.get("borrowed", {}).get("N", "0")),
+        )
+
+    def borrow(self, job_id: str, n: int, room: int) -> bool:
+        """Take n sends from the job's room under max_delete (its limit less what the shards counted), shared by every shard:
+        False when less than n is left. A crash before the shard's checkpoint borrows again: the room only shrinks."""
+        if n > room:
+            return False
+        return self._update_if(
+            job_key(job_id),
+            UpdateExpression="ADD borrowed :n",
+            ConditionExpression="attribute_not_exists(borrowed) OR borrowed <= :most",
+            ExpressionAttributeValues={":n": {"N": str(n)}, ":most": {"N": str(room - n)}},
         )
 
     # -- the delete guard's count (aws/guard.py): attributes of the listing shard's own item, apart from its listing --
@@ -396,13 +410,10 @@ class DynamoLedger:
             update = "SET guard_page = :next, guard_done = :done, guard_cursor = :cursor"
             values[":cursor"] = {"S": cursor}
         update += " ADD would_delete :n"
-        first = "attribute_not_exists(guard_page) AND :page = :zero" if page == 0 else "guard_page = :page"
-        if page == 0:
-            values[":zero"] = {"N": "0"}
         return self._update_if(
             _key(job_id, list_shard_key(shard)),
             UpdateExpression=update,
-            ConditionExpression=first,
+            ConditionExpression="attribute_not_exists(guard_page) OR guard_page = :page",
             ExpressionAttributeValues=values,
         )
 
@@ -443,6 +454,7 @@ class DynamoLedger:
         extraneous: int = 0,
         last_key: str | None = None,
         sent: int = 0,
+        borrowed: int = 0,
     ) -> bool:
         """Record one fully sent page of a listing shard; False if another invocation already recorded it.
 
@@ -461,11 +473,25 @@ class DynamoLedger:
             ":failed": {"N": str(failed)},
             ":extraneous": {"N": str(extraneous)},
             ":sent": {"N": str(sent)},
+            ":borrowed": {"N": str(borrowed)},
         }
         # Every name goes through a placeholder: several (cursor, page, bytes) are DynamoDB reserved words.
         names = {
             f"#{n}": n
-            for n in ("page", "done", "scanned", "listed", "listed_bytes", "skipped", "batches", "pending", "failed", "extraneous", "sent")
+            for n in (
+                "page",
+                "done",
+                "scanned",
+                "listed",
+                "listed_bytes",
+                "skipped",
+                "batches",
+                "pending",
+                "failed",
+                "extraneous",
+                "sent",
+                "borrowed",
+            )
         }
         names["#cursor"] = "cursor"
         update = "SET #page = :next, #done = :done"
@@ -482,7 +508,7 @@ class DynamoLedger:
         update += (
             remove
             + " ADD #scanned :scanned, #listed :listed, #listed_bytes :lbytes, #skipped :skipped, #batches :batches, #pending :batches,"
-            " #failed :failed, #extraneous :extraneous, #sent :sent"
+            " #failed :failed, #extraneous :extraneous, #sent :sent, #borrowed :borrowed"
         )
         return self._update_if(
             _key(job_id, list_shard_key(shard)),

@@ -10,7 +10,7 @@ import contextlib
 import json
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from itertools import islice, takewhile
 from typing import Any
@@ -247,7 +247,7 @@ def list_step(
                 _put_key_lines(reports, job_id, job, f"{part}-skipped", kept)
             if failures:
                 reports.put_failures(job_id, f"{part}-extraneous", failures)
-        _hold_to_count(state, len(todo))
+        borrowed = _hold_to_count(ledger, job, job_id, state, len(todo))
         messages = [] if job.options.dry_run else list(pack(job_id, part, todo, job.options.batch_size, rechecks=rechecks))
         sender.send(messages)
         recorded = ledger.checkpoint(
@@ -265,23 +265,52 @@ def list_step(
             extraneous=extraneous,
             last_key=objs[-1].key if objs else last_key,
             sent=len(todo),
+            borrowed=borrowed,
         )
         pages += recorded
         if recorded:
             new_last = objs[-1].key if objs else last_key
-            state = replace(state, page=page_no + 1, cursor=page.next_token, done=last, last_key=new_last, sent=state.sent + len(todo))
+            state = replace(
+                state,
+                page=page_no + 1,
+                cursor=page.next_token,
+                done=last,
+                last_key=new_last,
+                sent=state.sent + len(todo),
+                borrowed=state.borrowed + borrowed,
+            )
         else:  # another invocation recorded this page first: carry on from its checkpoint
             state = ledger.list_shard(job_id, shard)
     return ListOutcome(job_id, shard, state.done, pages)
 
 
-def _hold_to_count(state: ListShard, sending: int) -> None:
-    """The delete guard's second half: a shard never sends more than it counted (aws/guard.py), even if the selection grew."""
-    if state.counted is not None and state.sent + sending > state.counted:
+def selected_rows(rows: Iterable[Row], selector: Selector, prefix: str) -> list[ObjectInfo]:
+    """A manifest page's objects the job acts on: good rows under source.prefix that the filters select."""
+    return [r.obj for r in rows if r.obj is not None and not r.failed and r.obj.key.startswith(prefix) and selector.matches(r.obj)]
+
+
+def past_count(state: ListShard, sending: int) -> int:
+    """How many of a page's sends would take a shard past what the delete guard counted in it (aws/guard.py); 0 unguarded."""
+    if state.counted is None:
+        return 0
+    return max(0, state.sent + sending - state.counted - state.borrowed)
+
+
+def _hold_to_count(ledger: DynamoLedger, job: Job, job_id: str, state: ListShard, sending: int) -> int:
+    """The delete guard's second half: sends past a shard's count (the selection grew after it) come out of the job's
+    room under max_delete, shared by all shards; past that, the job stops before the batch that would pass the limit."""
+    over = past_count(state, sending)
+    if over == 0:
+        return 0
+    limit = job.options.max_delete or 0
+    room = limit - ledger.guard_total(job_id)[0]
+    if not ledger.borrow(job_id, over, room):
         raise JobError(
-            f"job.options.max_delete: listing shard {state.index} holds more than the {state.counted:,} objects it counted "
-            "(the selection grew after it was counted); the job stopped before the batch that would pass the limit"
+            f"job.options.max_delete: the selection grew past max_delete {limit:,} after it was counted (listing shard "
+            f"{state.index} holds more than the {state.counted:,} objects it counted); the job stopped before the batch that "
+            "would pass the limit"
         )
+    return over
 
 
 def _sync_page(
@@ -380,13 +409,13 @@ def _list_manifest(
         page = list(islice(rows, MANIFEST_PAGE))
         last = len(page) < MANIFEST_PAGE
         bad = [r for r in page if r.failed]
-        objects = [r.obj for r in page if r.obj is not None and not r.failed and r.obj.key.startswith(prefix) and selector.matches(r.obj)]
+        objects = selected_rows(page, selector, prefix)
         part = f"{state.index:04d}-{page_no:09d}"
         if bad:
             reports.put_failures(job_id, f"{part}-rows", ({"key": r.ref, "error": r.code, "message": r.problem} for r in bad))
             records = [KeyRecord(r.ref, "failed", UNKNOWN_SIZE, attempts=0, error=r.code, message=r.problem) for r in bad]
             _put_key_lines(reports, job_id, job, f"{part}-rows", records)
-        _hold_to_count(state, len(objects))
+        borrowed = _hold_to_count(ledger, job, job_id, state, len(objects))
         messages = [] if job.options.dry_run else list(pack(job_id, part, objects, job.options.batch_size))
         sender.send(messages)
         cursor = page[-1].pos if page else state.cursor
@@ -403,10 +432,18 @@ def _list_manifest(
             batches=len(messages),
             failed=len(bad),
             sent=len(objects),
+            borrowed=borrowed,
         )
         pages += recorded
         if recorded:
-            state = replace(state, page=page_no + 1, cursor=None if last else cursor, done=last, sent=state.sent + len(objects))
+            state = replace(
+                state,
+                page=page_no + 1,
+                cursor=None if last else cursor,
+                done=last,
+                sent=state.sent + len(objects),
+                borrowed=state.borrowed + borrowed,
+            )
         else:  # another invocation got there first: resume from its cursor
             state, rows = ledger.list_shard(job_id, state.index), None
     return ListOutcome(job_id, state.index, state.done, pages)

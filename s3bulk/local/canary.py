@@ -92,6 +92,11 @@ def check_one(job: Job, store: ObjectStore, dst_store: ObjectStore, item: Item) 
             return f"{len(dst_history)} of its {len(src_history)} versions are at s3://{dst.bucket}/{item.dst_key}"
         return None
     if op == "copy" and dst is not None:
+        if job.options.if_exists == "skip" or version:  # a skip keeps what was there; a version is not the current object
+            there = dst_store.head_object(dst.bucket, item.dst_key)
+            src = store.head_object(bucket, obj.key, version_id=version)
+            same = there.size == src.size and (job.options.if_exists == "skip" or there.etag == src.etag or "-" in src.etag)
+            return None if same else f"the destination is {there.size} bytes ({there.etag}), the source {src.size} ({src.etag})"
         verify_object(store, bucket, obj, dst.bucket, item.dst_key, dst_store)
         return None
     if op == "move" and dst is not None:

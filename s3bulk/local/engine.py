@@ -76,6 +76,8 @@ class Engine:
         self._sample = sample
         # A resumed job lists again from its watermark and skips the finished ranges beyond it, and what its canary did.
         self._start_after, self._finished = self.ledger.resume_point() if self.ledger is not None and sample is None else (None, [])
+        if self.ledger is not None and sample is None:
+            self.ledger.drop_canary_failures()  # what failed in a canary is done again, like any object
         self._canary_done = self.ledger.canary_objects() if self.ledger is not None and sample is None else set()
         self.concurrency = resolve_concurrency(job, concurrency)
         # One outage breaker per store (the same one when both sides share it), with the job's window.
@@ -228,9 +230,10 @@ class Engine:
         assert self.ledger is not None
         o = outcomes
         done = replace(rec, succeeded=o.succeeded, skipped=o.skipped, failed=o.failed, bytes=o.bytes, retried=o.retried)
-        if self._sample is not None:  # its keys are scanned again by the listing that does the rest: not committed as scanned
-            self.ledger.finish_canary([(i.obj.key, i.obj.version_id, i.obj.size) for i in batch], done, o.failures)
-            rec = replace(rec, scanned=0)
+        if self._sample is not None:  # scanned again by the listing that does the rest, unless the canary removed them
+            objects = [(i.obj.key, i.obj.version_id, i.obj.size) for i in batch]
+            removes = self.job.operation in {"delete", "move"}
+            rec = replace(rec, scanned=self.ledger.finish_canary(objects, done, o.failures, removes_source=removes))
         else:
             self.ledger.finish_batch(done, o.failures)
         with self._committed_lock:
@@ -241,8 +244,8 @@ class Engine:
     def run(self) -> Report:
         started = time.monotonic()
         batches: queue.Queue[tuple[list[Item], BatchEntry] | None] = queue.Queue(maxsize=QUEUE_BATCHES)
-        lister = threading.Thread(target=self._produce, args=(batches,), name="s3bulk-lister", daemon=True)
-        lister.start()
+        listing_thread = threading.Thread(target=self._produce, args=(batches,), name="s3bulk-lister", daemon=True)
+        listing_thread.start()
         interrupted = False
         # The part pool is entered first (exits last) so it outlives the object tasks that feed it.
         with (
@@ -309,7 +312,7 @@ class Engine:
                 if not isinstance(exc, KeyboardInterrupt):
                     raise
                 interrupted = True
-        lister.join()
+        listing_thread.join()
         if self.keylog is not None:
             self.keylog.flush()
         outage = runner.outage

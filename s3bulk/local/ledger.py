@@ -32,9 +32,11 @@ CREATE TABLE IF NOT EXISTS batch (after TEXT, last TEXT NOT NULL, scanned INTEGE
     bytes INTEGER NOT NULL, retried INTEGER NOT NULL, run INTEGER NOT NULL, PRIMARY KEY (last));
 CREATE TABLE IF NOT EXISTS failure (batch_last TEXT NOT NULL, key TEXT NOT NULL, error TEXT NOT NULL, message TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS tail (id INTEGER PRIMARY KEY CHECK (id = 1), scanned INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS canary (key TEXT NOT NULL, version TEXT NOT NULL, PRIMARY KEY (key, version));
-CREATE TABLE IF NOT EXISTS canary_totals (id INTEGER PRIMARY KEY CHECK (id = 1), listed INTEGER NOT NULL, listed_bytes INTEGER NOT NULL,
-    succeeded INTEGER NOT NULL, skipped INTEGER NOT NULL, failed INTEGER NOT NULL, bytes INTEGER NOT NULL, retried INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS canary (key TEXT NOT NULL, version TEXT NOT NULL, size INTEGER NOT NULL, failed INTEGER NOT NULL,
+    PRIMARY KEY (key, version));
+CREATE TABLE IF NOT EXISTS canary_totals (id INTEGER PRIMARY KEY CHECK (id = 1), scanned INTEGER NOT NULL, listed INTEGER NOT NULL,
+    listed_bytes INTEGER NOT NULL, succeeded INTEGER NOT NULL, skipped INTEGER NOT NULL, failed INTEGER NOT NULL, bytes INTEGER NOT NULL,
+    retried INTEGER NOT NULL);
 """
 # The failures of the canary's objects (options.canary) are kept under this batch name: no listing range is called that.
 CANARY_BATCH = ""  # no S3 key (nor a manifest position) is empty
@@ -181,18 +183,35 @@ class LocalLedger:
                 self._db.execute("ROLLBACK")
                 raise
 
-    def finish_canary(self, objects: list[tuple[str, str, int]], rec: BatchEntry, failures: list[tuple[str, str, str]]) -> None:
-        """One transaction: a canary batch's objects (key, version id, size), counted, and remembered so the rest of the
-        job skips them. Outside the listing's ranges, which the rest of the job lists as usual."""
+    def finish_canary(
+        self, objects: list[tuple[str, str, int]], rec: BatchEntry, failures: list[tuple[str, str, str]], *, removes_source: bool
+    ) -> int:
+        """One transaction: a canary batch's objects (key, version id, size), counted, and the done ones remembered so the
+        rest of the job skips them (outside the listing's ranges, which the rest of the job lists as usual).
+
+        Objects that failed are kept apart: the resumed run does them again (drop_canary_failures). Returns the objects
+        counted as scanned: those a delete or move removed, which the resumed listing will not see again."""
+        failed = {key for key, _, _ in failures}
+        rows = [(k, v, s, int(k in failed)) for k, v, s in objects]
+        scanned = sum(1 for row in rows if not row[3]) if removes_source else 0
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                self._db.executemany("INSERT OR IGNORE INTO canary VALUES (?, ?)", [(k, v) for k, v, _ in objects])
-                self._db.execute("INSERT OR IGNORE INTO canary_totals VALUES (1, 0, 0, 0, 0, 0, 0, 0)")
+                self._db.executemany("INSERT OR REPLACE INTO canary VALUES (?, ?, ?, ?)", rows)
+                self._db.execute("INSERT OR IGNORE INTO canary_totals VALUES (1, 0, 0, 0, 0, 0, 0, 0, 0)")
                 self._db.execute(
-                    "UPDATE canary_totals SET listed = listed + ?, listed_bytes = listed_bytes + ?, succeeded = succeeded + ?,"
-                    " skipped = skipped + ?, failed = failed + ?, bytes = bytes + ?, retried = retried + ?",
-                    (len(objects), sum(max(s, 0) for _, _, s in objects), rec.succeeded, rec.skipped, rec.failed, rec.bytes, rec.retried),
+                    "UPDATE canary_totals SET scanned = scanned + ?, listed = listed + ?, listed_bytes = listed_bytes + ?,"
+                    " succeeded = succeeded + ?, skipped = skipped + ?, failed = failed + ?, bytes = bytes + ?, retried = retried + ?",
+                    (
+                        scanned,
+                        len(objects),
+                        sum(max(s, 0) for _, _, s in objects),
+                        rec.succeeded,
+                        rec.skipped,
+                        rec.failed,
+                        rec.bytes,
+                        rec.retried,
+                    ),
                 )
                 self._db.executemany("INSERT INTO failure VALUES (?, ?, ?, ?)", [(CANARY_BATCH, *f) for f in failures])
                 self._db.execute("UPDATE job SET updated = ?", (time.time(),))
@@ -200,10 +219,25 @@ class LocalLedger:
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
+        return scanned
 
     def canary_objects(self) -> set[tuple[str, str]]:
         """The (key, version id) pairs a canary did: the rest of the job lists them but does not act on them again."""
-        return {(str(k), str(v)) for k, v in self._db.execute("SELECT key, version FROM canary")}
+        return {(str(k), str(v)) for k, v in self._db.execute("SELECT key, version FROM canary WHERE failed = 0")}
+
+    def drop_canary_failures(self) -> None:
+        """Forget the canary's failed objects (their counts and failure rows): the resumed run lists them and does them again."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                n, size = self._db.execute("SELECT COUNT(*), COALESCE(SUM(MAX(size, 0)), 0) FROM canary WHERE failed = 1").fetchone()
+                self._db.execute("UPDATE canary_totals SET failed = 0, listed = listed - ?, listed_bytes = listed_bytes - ?", (n, size))
+                self._db.execute("DELETE FROM canary WHERE failed = 1")
+                self._db.execute("DELETE FROM failure WHERE batch_last = ?", (CANARY_BATCH,))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
 
     def record_tail(self, scanned: int) -> None:
         """Keys scanned after the last selected key (the filters dropped them): counted once, when listing ends."""
@@ -244,8 +278,10 @@ class LocalLedger:
             " COALESCE(SUM(skipped),0), COALESCE(SUM(failed),0), COALESCE(SUM(bytes),0), COALESCE(SUM(retried),0), COUNT(*) FROM batch"
         ).fetchone()
         tail = self._db.execute("SELECT scanned FROM tail").fetchone()
-        canary = self._db.execute("SELECT listed, listed_bytes, succeeded, skipped, failed, bytes, retried FROM canary_totals").fetchone()
-        extra = (0, *canary, 0) if canary else (0,) * 9
+        canary = self._db.execute(
+            "SELECT scanned, listed, listed_bytes, succeeded, skipped, failed, bytes, retried FROM canary_totals"
+        ).fetchone()
+        extra = (*canary, 0) if canary else (0,) * 9
         return Totals(*(a + b for a, b in zip((row[0] + (tail[0] if tail else 0), *row[1:]), extra, strict=True)))
 
     def failures(self) -> Iterator[tuple[str, str, str]]:

@@ -27,5 +27,5 @@ def add_checksum(store: ObjectStore, bucket: str, obj: ObjectInfo, algorithm: st
             400,
         )
     return store.copy_object(
-        bucket, obj.key, bucket, obj.key, storage_class=head.storage_class, checksum_algorithm=algorithm, metadata=head
-    )
+        bucket, obj.key, bucket, obj.key, storage_class=head.storage_class, checksum_algorithm=algorithm, metadata=head, if_match=head.etag
+    )  # pinned to what the HEAD read: an overwrite in between fails (412) instead of taking the old metadata

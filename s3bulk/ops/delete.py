@@ -38,9 +38,17 @@ def delete_keys(
         permanent += [e for e in errors if classify(StoreError(e.code)) is ErrorKind.PERMANENT]
         if not retry or attempt == attempts:
             return permanent + retry
-        pending = [(e.key, e.version_id) for e in retry]
+        pending = _sent_again(pending, retry)
         sleep(min(5.0, 0.1 * 2**attempt) * random.uniform(0.5, 1.0))
     return permanent
+
+
+def _sent_again(sent: list[tuple[str, str]], retry: list[KeyFailure]) -> list[tuple[str, str]]:
+    """What a retry sends: the (key, version) pairs sent that failed. A server that names no version in a failure is
+    answered with every version of that key that was sent, never with the bare key (which would add a delete marker)."""
+    named = {(e.key, e.version_id) for e in retry if e.version_id}
+    bare = {e.key for e in retry if not e.version_id}
+    return [(k, v) for k, v in sent if (k, v) in named or k in bare]
 
 
 def _delete_once(store: ObjectStore, bucket: str, targets: list[tuple[str, str]]) -> list[KeyFailure]:

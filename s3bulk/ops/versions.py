@@ -12,7 +12,7 @@ idempotent by itself (each copy adds a version), this comparison makes it so.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from s3bulk.ops.copies import CopySettings, copy_object
@@ -44,24 +44,24 @@ def key_versions(store: ObjectStore, bucket: str, key: str) -> list[ObjectInfo]:
     return newest_first[::-1]
 
 
-def _same(src: ObjectInfo, dst: ObjectInfo) -> bool:
+def _same(src: ObjectInfo, dst: ObjectInfo, kms: Callable[[ObjectInfo], bool]) -> bool:
     """Whether a destination version is the copy of a source version.
 
     Delete markers match delete markers. A version matches by size and ETag; a multipart
-    ETag depends on the part size of whoever wrote it, so one on either side is matched
-    by size alone.
+    ETag depends on the part size of whoever wrote it, and an SSE-KMS object's ETag is no MD5
+    (`kms` asks a HEAD, only when the ETags differ), so those are matched by size alone.
     """
     if src.delete_marker or dst.delete_marker:
         return src.delete_marker and dst.delete_marker
     if src.size != dst.size:
         return False
-    return src.etag == dst.etag or "-" in src.etag or "-" in dst.etag
+    return src.etag == dst.etag or "-" in src.etag or "-" in dst.etag or kms(dst)
 
 
-def _pending(src: list[ObjectInfo], dst: list[ObjectInfo], where: str) -> Iterator[ObjectInfo]:
+def _pending(src: list[ObjectInfo], dst: list[ObjectInfo], where: str, kms: Callable[[ObjectInfo], bool]) -> Iterator[ObjectInfo]:
     """The source versions the destination still lacks: its history must be a start of the source's."""
     for i, existing in enumerate(dst):
-        if i >= len(src) or not _same(src[i], existing):
+        if i >= len(src) or not _same(src[i], existing, kms):
             raise StoreError(
                 "VersionHistoryDiffers",
                 f"version {i + 1} of {where} (of {len(dst)}) is not the copy of the source's version {i + 1} (of {len(src)}), "
@@ -85,7 +85,11 @@ def copy_history(
     src = key_versions(store, src_bucket, key)
     dst = key_versions(dst_store, dst_bucket, dst_key)
     copied = size = 0
-    for version in _pending(src, dst, f"s3://{dst_bucket}/{dst_key}"):
+
+    def kms(version: ObjectInfo) -> bool:
+        return dst_store.head_object(dst_bucket, dst_key, version_id=version.version_id).encrypted_kms
+
+    for version in _pending(src, dst, f"s3://{dst_bucket}/{dst_key}", kms):
         if version.delete_marker:
             dst_store.delete_object(dst_bucket, dst_key)  # in a versioned bucket: a new delete marker
         else:

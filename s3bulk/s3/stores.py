@@ -281,6 +281,7 @@ class S3Store:
         src_version: str = "",
         checksum_algorithm: str = "",
         metadata: ObjectHead | None = None,
+        if_match: str = "",
     ) -> str:
         source = {"Bucket": src_bucket, "Key": src_key, **({"VersionId": src_version} if src_version else {})}
         kwargs: dict[str, Any] = {
@@ -294,6 +295,8 @@ class S3Store:
             kwargs["StorageClass"] = storage_class
         if checksum_algorithm:
             kwargs["ChecksumAlgorithm"] = checksum_algorithm
+        if if_match:
+            kwargs["CopySourceIfMatch"] = if_match
         if metadata is not None:
             kwargs.update(MetadataDirective="REPLACE", Metadata=metadata.metadata, **metadata.headers)
             if metadata.content_type:
@@ -602,8 +605,9 @@ class FastS3Store(S3Store):
         src_version: str = "",
         checksum_algorithm: str = "",
         metadata: ObjectHead | None = None,
+        if_match: str = "",
     ) -> str:
-        if src_version or checksum_algorithm or metadata is not None:  # rare enough to take botocore's path
+        if src_version or checksum_algorithm or metadata is not None or if_match:  # rare enough to take botocore's path
             return super().copy_object(
                 src_bucket,
                 src_key,
@@ -613,6 +617,7 @@ class FastS3Store(S3Store):
                 src_version=src_version,
                 checksum_algorithm=checksum_algorithm,
                 metadata=metadata,
+                if_match=if_match,
             )
         headers = request_headers(self.opts, dst_bucket, source=src_bucket, write=True)
         return self.fast.copy_object(src_bucket, src_key, dst_bucket, dst_key, storage_class=storage_class, headers=headers)

@@ -289,6 +289,7 @@ class MemoryStore:
         src_version: str = "",
         checksum_algorithm: str = "",
         metadata: ObjectHead | None = None,
+        if_match: str = "",
     ) -> str:
         self._count("CopyObject")
         self._fault("CopyObject", src_bucket, src_key)
@@ -296,6 +297,8 @@ class MemoryStore:
         self._check_key(dst_key)
         with self._lock:
             src = self._get(src_bucket, src_key, src_version)
+            if if_match and src.etag != if_match:
+                raise StoreError("PreconditionFailed", "At least one of the pre-conditions you specified did not hold", 412)
             if (src_bucket, src_key) == (dst_bucket, dst_key) and metadata is None and (storage_class or "STANDARD") == src.storage_class:
                 raise StoreError(
                     "InvalidRequest",

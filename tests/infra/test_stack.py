@@ -509,7 +509,7 @@ def test_the_worker_may_make_every_call_the_in_place_operations_and_their_undo_j
     calls = {
         "tag": {"s3:GetObjectTagging", "s3:PutObjectTagging", "s3:DeleteObjectTagging"},
         "set-legal-hold": {"s3:GetObjectLegalHold", "s3:PutObjectLegalHold"},
-        "set-retention": {"s3:PutObjectRetention"},
+        "set-retention": {"s3:GetObjectRetention", "s3:PutObjectRetention"},
         "set-acl": {"s3:GetObjectAcl", "s3:PutObjectAcl"},
         "set-storage-class": {"s3:GetObject", "s3:PutObject", "s3:GetObjectTagging"},
         "add-checksum": {"s3:GetObject", "s3:PutObject", "s3:GetObjectTagging", "s3:PutObjectTagging"},

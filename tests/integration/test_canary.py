@@ -47,7 +47,7 @@ def test_a_canary_copies_a_spread_sample_and_the_resume_does_every_other_object_
     assert rest.returncode == 0, rest.stderr
     assert "canary:" not in rest.stdout
     final = json.loads((tmp_path / "rest.json").read_text())
-    assert (final["listed"], final["succeeded"], final["failed"]) == (N, N, 0)
+    assert (final["scanned"], final["listed"], final["succeeded"], final["failed"]) == (N, N, N, 0)
     assert_exact_copy(direct, dst, "in/", expected)
     done = Counter(json.loads(line)["key"] for line in log.read_text().splitlines())
     assert set(done) == set(expected) and set(done.values()) == {1}  # each object done once, the sample's in the canary

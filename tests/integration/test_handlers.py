@@ -636,3 +636,32 @@ def test_the_stack_and_the_cli_write_reports_with_the_same_fields_from_one_build
     counts = ("status", "listed", "succeeded", "skipped", "failed", "bytes", "scanned", "tolerated_failures")
     assert {k: stack[k] for k in counts} == {k: local[k] for k in counts}
     assert (stack["listed"], stack["scanned"]) == (300, 301)
+
+
+def count_and_check(job_id: str) -> dict[str, Any]:
+    """The delete guard's steps as the state machine runs them: plan, count every shard, check."""
+    plan = lister_handler.handler({"job_id": job_id}, Context())
+    assert plan["guard"] is True
+    for shard in plan["shards"]:
+        while not lister_handler.handler({"job_id": job_id, "shard": shard, "phase": "count"}, Context([600.0, 5.0]))["done"]:
+            pass
+    return dict(lister_handler.handler({"job_id": job_id, "phase": "check"}, Context()))
+
+
+@pytest.mark.parametrize("room", [5, 0])
+def test_objects_added_after_the_count_are_deleted_only_within_max_delete(aws: Aws, room: int) -> None:
+    seed(aws, 300)
+    job_id = start(aws, "delete", max_delete=300 + room)
+    assert count_and_check(job_id)["would_delete"] == 300
+    for i in range(3):  # uploaded between the count and the listing
+        aws.s3.put_object(Bucket=SRC, Key=f"in/late-{i}", Body=b"x")
+    if room:
+        sent = sum(r["pages"] for r in list_all(job_id))
+        assert sent > 0
+        work_all(aws)
+        assert aws.ledger.counters(job_id)["succeeded"] == 303  # the 3 late ones fit in max_delete's room
+    else:
+        with pytest.raises(JobError, match=r"^job\.options\.max_delete: the selection grew past max_delete 300 after it was counted"):
+            list_all(job_id)
+        work_all(aws)
+        assert aws.ledger.counters(job_id)["succeeded"] <= 300  # never past the limit

@@ -93,3 +93,37 @@ def test_a_canary_is_refused_in_a_dry_run_in_a_sync_and_on_the_stack() -> None:
     allow = AllowList(frozenset({"src-b"}), frozenset(), frozenset({"src-b"}))
     with pytest.raises(JobError, match=r"^job\.options\.canary: the stack does not run a canary yet; run the canary with s3bulk run"):
         validate(doc, allow)
+
+
+def test_a_delete_canary_then_resume_counts_every_object_scanned_once(tmp_path: Path) -> None:
+    s = store(120)
+    job = parse_job(json.dumps({"operation": "delete", "source": {"bucket": "src-b", "prefix": "in/"}, "options": {"canary": 6}}))
+    ledger = LocalLedger.create(tmp_path, "canary-del", job)
+    first = run(job, s, ledger)
+    ledger.close()
+    assert (first["status"], first["scanned"], first["listed"], first["succeeded"]) == ("succeeded", 6, 6, 6)
+    assert len(s.keys("src-b")) == 114
+    rest = run(job, s, LocalLedger.open(tmp_path, "canary-del"))
+    assert (rest["scanned"], rest["listed"], rest["succeeded"], rest["failed"]) == (120, 120, 120, 0)
+    assert s.keys("src-b") == []
+
+
+def test_what_failed_in_a_canary_is_done_again_by_the_resume(tmp_path: Path) -> None:
+    from s3bulk.store import StoreError
+
+    s = store()
+    job = tag_job(canary=10)
+    victim = sorted(i.obj.key for i in canary.sample(job, s, 10))[3]
+    denied = [True]
+    s.faults.append(
+        lambda op, b, k: StoreError("AccessDenied", "denied", 403) if op == "PutObjectTagging" and k == victim and denied[0] else None
+    )
+    ledger = LocalLedger.create(tmp_path, "canary-job", job)
+    first = run(job, s, ledger)
+    ledger.close()
+    assert (first["status"], first["succeeded"], first["failed"]) == ("failed", 9, 1)
+    assert [f["key"] for f in first["failures"]] == [victim]
+    denied[0] = False  # the user fixed the permission
+    rest = run(job, s, LocalLedger.open(tmp_path, "canary-job"))
+    assert (rest["status"], rest["listed"], rest["succeeded"], rest["failed"], rest["failures"]) == ("succeeded", 300, 300, 0, [])
+    assert s.get("src-b", victim).tags == {"team": "data"}

@@ -90,3 +90,25 @@ def test_a_single_key_delete_failure_is_reported_with_its_code(store: MemoryStor
     failures = delete_keys(store, "b-b", ["ctrl\x01key", "k0"], sleep=lambda s: None)
     assert [(f.key, f.code) for f in failures] == [("ctrl\x01key", "AccessDenied")]
     assert "k0" not in store.keys("b-b")
+
+
+def test_a_retry_of_versions_sends_the_version_ids_again_even_when_the_server_names_none() -> None:
+    store = MemoryStore()
+    store.create_bucket("b-b")
+    store.enable_versioning("b-b")
+    for n in range(3):
+        store.put_object("b-b", "k", f"{n}".encode())
+    [(v0, _), (v1, _), (v2, _)] = store.versions("b-b", "k")
+    sent: list[list[tuple[str, str]]] = []
+    real = store.delete_objects
+
+    def flaky(bucket: str, keys: Sequence[str], version_ids: Sequence[str] = ()) -> list[KeyFailure]:
+        sent.append(list(zip(keys, version_ids or [""] * len(keys), strict=True)))
+        if len(sent) == 1:  # a 200 with a per-key SlowDown that names the key but not its version
+            return [KeyFailure("k", "SlowDown", "slow down")]
+        return real(bucket, keys, version_ids)
+
+    store.delete_objects = flaky  # type: ignore[method-assign]
+    assert delete_keys(store, "b-b", ["k", "k"], version_ids=[v0, v1], sleep=lambda s: None) == []
+    assert sent[1] == [("k", v0), ("k", v1)]  # never ("k", ""): that would hide the current version behind a marker
+    assert [v for v, _ in store.versions("b-b", "k")] == [v2]

@@ -99,11 +99,11 @@ def test_a_selection_that_grew_after_the_count_is_still_never_deleted_past_the_l
     assert len(remaining) == 60 - summary["succeeded"] >= 20
 
 
-def test_a_shard_on_the_stack_never_sends_more_than_it_counted() -> None:
+def test_a_shard_on_the_stack_knows_how_far_a_page_would_take_it_past_its_count() -> None:
     from s3bulk.aws.ledger import ListShard
-    from s3bulk.aws.pipeline import _hold_to_count
+    from s3bulk.aws.pipeline import past_count
 
-    _hold_to_count(ListShard(3, "a", "b", sent=900), 10_000)  # no count: no guard
-    _hold_to_count(ListShard(3, "a", "b", sent=900, counted=1000), 100)  # exactly up to its count
-    with pytest.raises(JobError, match=r"^job\.options\.max_delete: listing shard 3 holds more than the 1,000 objects it counted"):
-        _hold_to_count(ListShard(3, "a", "b", sent=900, counted=1000), 101)
+    assert past_count(ListShard(3, "a", "b", sent=900), 10_000) == 0  # no count: no guard
+    assert past_count(ListShard(3, "a", "b", sent=900, counted=1000), 100) == 0  # exactly up to its count
+    assert past_count(ListShard(3, "a", "b", sent=900, counted=1000), 101) == 1
+    assert past_count(ListShard(3, "a", "b", sent=1001, counted=1000, borrowed=1), 50) == 50  # what it borrowed is spent

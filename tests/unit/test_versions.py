@@ -178,3 +178,15 @@ def test_undo_of_a_tag_job_on_versions_puts_each_versions_own_tags_back(tmp_path
     result = undo_log(io.BytesIO(log.getvalue().encode()), store)
     assert (result.restored, result.changed_since, result.failed) == (2, 0, 0)
     assert [store.get_tags("src-b", "in/a", version_id=v) for v in (old, new)] == [{"age": "old"}, {"age": "new"}]
+
+
+@pytest.mark.parametrize("page_size", [2, 3, 4, 7])
+def test_a_versions_listing_of_nested_keys_lists_every_version_once_whatever_the_page_size(page_size: int) -> None:
+    """Sub-prefixes (CommonPrefixes, with the parallel listing's delimiter) and keys with more versions than a page."""
+    histories = {"in/a": "p", "in/b/x": "ppp", "in/b/y": "pd", "in/c": "ppp", "in/k": "pppp", "in/m/x": "p", "in/m/z/q": "pp", "in/n": "d"}
+    store = versioned(histories, page_size=page_size)
+    want = sorted((o.key, o.version_id) for o in iter_objects(VersionsView(versioned(histories)), "src-b", "in/"))
+    assert len(want) == sum(len(h) for h in histories.values())
+    for workers in (1, 4):
+        got = [(o.key, o.version_id) for o in iter_objects_parallel(VersionsView(store), "src-b", "in/", workers)]
+        assert sorted(got) == want and len(got) == len(set(got)), workers
