@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from s3bulk.job import parse_job
 from s3bulk.local.engine import Engine
 from s3bulk.outage import OutageBreaker
-from s3bulk.store import Body, KeyFailure, ListPage, ObjectHead, ObjectInfo
+from s3bulk.store import Body, CopiedPart, KeyFailure, ListPage, ObjectHead, ObjectInfo
 
 
 class GeneratedStore:
@@ -120,7 +120,7 @@ class GeneratedStore:
     def create_multipart_upload(self, *a: object, **k: object) -> str:
         raise NotImplementedError
 
-    def upload_part_copy(self, *a: object, **k: object) -> str:
+    def upload_part_copy(self, *a: object, **k: object) -> CopiedPart:
         raise NotImplementedError
 
     def complete_multipart_upload(self, *a: object, **k: object) -> str:

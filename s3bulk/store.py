@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from s3bulk.outage import OutageBreaker
 
@@ -68,6 +68,13 @@ class ObjectHead:
     def info(self, key: str) -> ObjectInfo:
         """The listing's view of the object, for rows (manifests) that came without one."""
         return ObjectInfo(key, self.size, self.etag, self.last_modified, self.storage_class)
+
+
+class CopiedPart(NamedTuple):
+    """One UploadPartCopy's answer: its ETag, and its checksum ("" unless the upload asked for one)."""
+
+    etag: str
+    checksum: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,9 +257,18 @@ class ObjectStore(Protocol):
         ...
 
     def create_multipart_upload(
-        self, bucket: str, key: str, head: ObjectHead, tags: dict[str, str], *, storage_class: str | None = None, crc32: bool = False
+        self,
+        bucket: str,
+        key: str,
+        head: ObjectHead,
+        tags: dict[str, str],
+        *,
+        storage_class: str | None = None,
+        crc32: bool = False,
+        checksum_algorithm: str = "",
     ) -> str:
-        """CreateMultipartUpload; with `crc32`, of an object whose full-object CRC32 the parts and the completion carry."""
+        """CreateMultipartUpload; with `crc32`, of an object whose full-object CRC32 the parts and the completion carry;
+        with `checksum_algorithm`, of one whose part copies S3 checksums (upload_part_copy returns them)."""
         ...
 
     def upload_part(self, bucket: str, key: str, upload_id: str, part_number: int, body: Body, *, crc32: int | None = None) -> str:
@@ -272,10 +288,20 @@ class ObjectStore(Protocol):
         if_match: str,
         *,
         src_version: str = "",
-    ) -> str: ...
+    ) -> CopiedPart:
+        """UploadPartCopy: the part's ETag, and the checksum S3 computed when the upload was created with an algorithm."""
+        ...
 
     def complete_multipart_upload(
-        self, bucket: str, key: str, upload_id: str, part_etags: Sequence[str], *, part_crc32s: Sequence[int] = (), crc32: int | None = None
+        self,
+        bucket: str,
+        key: str,
+        upload_id: str,
+        part_etags: Sequence[str],
+        *,
+        part_crc32s: Sequence[int] = (),
+        crc32: int | None = None,
+        part_checksums: Sequence[str] = (),
     ) -> str:
         """CompleteMultipartUpload; with `crc32`, the server checks the whole object's CRC32 against it (FULL_OBJECT)."""
         ...

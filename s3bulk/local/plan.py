@@ -110,8 +110,15 @@ def count_object(job: Job, plan: Plan, obj: ObjectInfo) -> None:
         plan.count("PutObjectTagging")  # a merge or remove that changes nothing skips it
         return
     if op == "add-checksum":
-        plan.count("HeadObject")
-        plan.count("CopyObject")  # none for an object that already has the checksum
+        plan.count("HeadObject")  # then nothing for an object that already has the checksum
+        if size <= job.options.multipart_threshold:
+            plan.count("CopyObject")
+            return
+        plan.count("HeadObject")  # the multipart copy's own, for the headers it carries over
+        plan.count("GetObjectTagging")
+        plan.count("CreateMultipartUpload")
+        plan.count("UploadPartCopy", len(part_ranges(size, job.options.part_size)))
+        plan.count("CompleteMultipartUpload")
         return
     if op in IN_PLACE_CALL:
         plan.count(IN_PLACE_CALL[op])

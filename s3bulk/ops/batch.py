@@ -448,7 +448,7 @@ class BatchRunner:
             now = acl_doc(self.store.get_acl(bucket, obj.key, version_id=version))
             return Done(True, undo=_undo(bucket, "acl", prior, now, version))
         if job.operation == "add-checksum":
-            etag = add_checksum(self.store, bucket, obj, job.checksum_algorithm or "CRC64NVME")
+            etag = add_checksum(self.store, self.parts, bucket, obj, job.checksum_algorithm or "CRC64NVME", self._in_place)
             return Done(etag is not None, etag or "", obj=found)
         if job.operation == "set-storage-class":
             before = obj.storage_class or "STANDARD"  # from the listing (or the HEAD a manifest row needed): no extra request

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from s3bulk.job import MAX_PART_SIZE, MiB
 from s3bulk.ops.executor import BoundedExecutor
-from s3bulk.store import ObjectInfo, ObjectStore, StoreError
+from s3bulk.store import CopiedPart, ObjectInfo, ObjectStore, StoreError
 
 MAX_PARTS = 10_000
 
@@ -20,6 +20,7 @@ class CopySettings:
     multipart_threshold: int
     part_size: int
     storage_class: str | None = None
+    checksum_algorithm: str = ""  # add-checksum: the checksum S3 computes of the copy
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,8 +75,10 @@ def multipart_copy(
     if obj.etag and head.etag != obj.etag:
         raise StoreError("PreconditionFailed", "the source changed after it was listed", 412)
     tags = store.get_tags(src_bucket, obj.key, version_id=version)
-    upload_id = store.create_multipart_upload(dst_bucket, dst_key, head, tags, storage_class=settings.storage_class)
-    futures: list[Future[str]] = []
+    upload_id = store.create_multipart_upload(
+        dst_bucket, dst_key, head, tags, storage_class=settings.storage_class, checksum_algorithm=settings.checksum_algorithm
+    )
+    futures: list[Future[CopiedPart]] = []
     try:
         for number, (first, last) in enumerate(part_ranges(head.size, settings.part_size), start=1):
             futures.append(
@@ -92,8 +95,9 @@ def multipart_copy(
                     head.etag,
                 )
             )
-        etags = [f.result() for f in futures]
-        return store.complete_multipart_upload(dst_bucket, dst_key, upload_id, etags)
+        copied = [f.result() for f in futures]
+        checksums = [p.checksum for p in copied] if settings.checksum_algorithm else []
+        return store.complete_multipart_upload(dst_bucket, dst_key, upload_id, [p.etag for p in copied], part_checksums=checksums)
     except BaseException:
         for f in futures:
             f.cancel()

@@ -22,6 +22,7 @@ from s3bulk.s3.ratecontrol import RateControl
 from s3bulk.s3.regions import BucketRegions
 from s3bulk.store import (
     Body,
+    CopiedPart,
     KeyFailure,
     ListPage,
     ObjectHead,
@@ -463,11 +464,22 @@ class S3Store:
         return quoted_etag(r.get("ETag"))
 
     def create_multipart_upload(
-        self, bucket: str, key: str, head: ObjectHead, tags: dict[str, str], *, storage_class: str | None = None, crc32: bool = False
+        self,
+        bucket: str,
+        key: str,
+        head: ObjectHead,
+        tags: dict[str, str],
+        *,
+        storage_class: str | None = None,
+        crc32: bool = False,
+        checksum_algorithm: str = "",
     ) -> str:
         kwargs = self._new_object(bucket, key, head, tags, storage_class)
         if crc32:
             kwargs.update(ChecksumAlgorithm="CRC32", ChecksumType="FULL_OBJECT")
+        elif checksum_algorithm:  # CRC64NVME exists only as a full-object checksum; the others combine per part
+            kind = "FULL_OBJECT" if checksum_algorithm == "CRC64NVME" else "COMPOSITE"
+            kwargs.update(ChecksumAlgorithm=checksum_algorithm, ChecksumType=kind)
         return str(self._call(self._s3(bucket).create_multipart_upload, **kwargs)["UploadId"])
 
     def upload_part(self, bucket: str, key: str, upload_id: str, part_number: int, body: Body, *, crc32: int | None = None) -> str:
@@ -498,7 +510,7 @@ class S3Store:
         if_match: str,
         *,
         src_version: str = "",
-    ) -> str:
+    ) -> CopiedPart:
         r = self._call(
             self._s3(dst_bucket).upload_part_copy,
             Bucket=dst_bucket,
@@ -510,15 +522,31 @@ class S3Store:
             CopySourceIfMatch=if_match,
             **self._params(dst_bucket, source=src_bucket),
         )
-        return quoted_etag(r["CopyPartResult"]["ETag"])
+        result = r["CopyPartResult"]
+        checksum = next((f"{alg}:{result[f'Checksum{alg}']}" for alg in _CHECKSUMS if result.get(f"Checksum{alg}")), "")
+        return CopiedPart(quoted_etag(result["ETag"]), checksum)
 
     def complete_multipart_upload(
-        self, bucket: str, key: str, upload_id: str, part_etags: Sequence[str], *, part_crc32s: Sequence[int] = (), crc32: int | None = None
+        self,
+        bucket: str,
+        key: str,
+        upload_id: str,
+        part_etags: Sequence[str],
+        *,
+        part_crc32s: Sequence[int] = (),
+        crc32: int | None = None,
+        part_checksums: Sequence[str] = (),
     ) -> str:
         parts: list[dict[str, Any]] = [{"PartNumber": n, "ETag": etag} for n, etag in enumerate(part_etags, start=1)]
         for part, crc in zip(parts, part_crc32s, strict=False):
             part["ChecksumCRC32"] = crc32_header(crc)
+        for part, part_checksum in zip(parts, part_checksums, strict=False):
+            if part_checksum:  # "ALGORITHM:value", as upload_part_copy returned it
+                alg, value = part_checksum.split(":", 1)
+                part[f"Checksum{alg}"] = value
         checksum = {} if crc32 is None else {"ChecksumCRC32": crc32_header(crc32), "ChecksumType": "FULL_OBJECT"}
+        if part_checksums and part_checksums[0].startswith("CRC64NVME:"):
+            checksum = {"ChecksumType": "FULL_OBJECT"}  # S3 combines the parts' CRC64NVMEs into the object's
         r = self._call(
             self._s3(bucket).complete_multipart_upload,
             Bucket=bucket,

@@ -23,6 +23,7 @@ from s3bulk.job import MAX_KEY_BYTES
 from s3bulk.outage import OutageBreaker
 from s3bulk.store import (
     Body,
+    CopiedPart,
     KeyFailure,
     ListPage,
     ObjectHead,
@@ -73,6 +74,7 @@ class _Upload:
     head: ObjectHead
     tags: dict[str, str]
     storage_class: str
+    checksum_algorithm: str = ""
     parts: dict[int, tuple[bytes | None, int, str]] = field(default_factory=dict)
 
 
@@ -84,6 +86,12 @@ def _checksum(algorithm: str, body: bytes) -> str:
     if algorithm in {"SHA1", "SHA256"}:
         return f"{algorithm}:{base64.b64encode(hashlib.new(algorithm.lower(), body).digest()).decode()}"
     return f"{algorithm}:{base64.b64encode(hashlib.sha256(body).digest()[:8]).decode()}"
+
+
+def _composite(algorithm: str, part_checksums: Sequence[str]) -> str:
+    """A multipart object's checksum as S3 writes a composite one: a checksum of the parts' checksums, then "-N"."""
+    joined = b"".join(base64.b64decode(c.split(":", 1)[1]) for c in part_checksums)
+    return f"{_checksum(algorithm, joined)}-{len(part_checksums)}"
 
 
 def _md5(body: Body) -> str:
@@ -468,7 +476,15 @@ class MemoryStore:
             return etag
 
     def create_multipart_upload(
-        self, bucket: str, key: str, head: ObjectHead, tags: dict[str, str], *, storage_class: str | None = None, crc32: bool = False
+        self,
+        bucket: str,
+        key: str,
+        head: ObjectHead,
+        tags: dict[str, str],
+        *,
+        storage_class: str | None = None,
+        crc32: bool = False,
+        checksum_algorithm: str = "",
     ) -> str:
         self._count("CreateMultipartUpload")
         self._fault("PutObject", bucket, key)
@@ -476,7 +492,7 @@ class MemoryStore:
         with self._lock:
             self._bucket(bucket)
             upload_id = f"upload-{next(self._ids)}"
-            self._uploads[upload_id] = _Upload(bucket, key, head, dict(tags), storage_class or "STANDARD")
+            self._uploads[upload_id] = _Upload(bucket, key, head, dict(tags), storage_class or "STANDARD", checksum_algorithm)
             return upload_id
 
     def upload_part_copy(
@@ -492,7 +508,7 @@ class MemoryStore:
         if_match: str,
         *,
         src_version: str = "",
-    ) -> str:
+    ) -> CopiedPart:
         self._count("UploadPartCopy")
         self._fault("UploadPartCopy", src_bucket, src_key)
         self._fault("UploadPart", dst_bucket, dst_key)
@@ -506,10 +522,19 @@ class MemoryStore:
             chunk = None if src.body is None else src.body[first_byte : last_byte + 1]
             etag = _md5(chunk if chunk is not None else f"{src_key}:{first_byte}".encode())
             upload.parts[part_number] = (chunk, last_byte - first_byte + 1, etag)
-            return etag
+            alg = upload.checksum_algorithm
+            return CopiedPart(etag, _checksum(alg, chunk if chunk is not None else etag.encode()) if alg else "")
 
     def complete_multipart_upload(
-        self, bucket: str, key: str, upload_id: str, part_etags: Sequence[str], *, part_crc32s: Sequence[int] = (), crc32: int | None = None
+        self,
+        bucket: str,
+        key: str,
+        upload_id: str,
+        part_etags: Sequence[str],
+        *,
+        part_crc32s: Sequence[int] = (),
+        crc32: int | None = None,
+        part_checksums: Sequence[str] = (),
     ) -> str:
         self._count("CompleteMultipartUpload")
         self._fault("CompleteMultipartUpload", bucket, key)
@@ -518,6 +543,9 @@ class MemoryStore:
             parts = [upload.parts[n] for n in range(1, len(part_etags) + 1)]
             if [p[2] for p in parts] != list(part_etags):
                 raise StoreError("InvalidPart", "One or more of the specified parts could not be found", 400)
+            alg = upload.checksum_algorithm
+            if alg and (len(part_checksums) != len(parts) or not all(c.startswith(f"{alg}:") for c in part_checksums)):
+                raise StoreError("InvalidRequest", f"The upload was created using a {alg} checksum; give each part's", 400)
             synthetic = any(p[0] is None for p in parts)
             body = None if synthetic else b"".join(p[0] or b"" for p in parts)
             if body is not None:
@@ -538,7 +566,7 @@ class MemoryStore:
                     dict(head.metadata),
                     upload.tags,
                     upload.storage_class,
-                    checksum="" if crc32 is None else f"CRC32:{crc32_header(crc32)}",
+                    checksum=f"CRC32:{crc32_header(crc32)}" if crc32 is not None else _composite(alg, part_checksums) if alg else "",
                 ),
             )
             return etag

@@ -64,3 +64,38 @@ def test_tag_merge_keeps_other_tags_on_every_object(seaweed: str, bucket_factory
         assert tags == {"keep": "yes", "team": "data", "cost": "7"}
     code, report, lines = run_job(seaweed, tmp_path, "tag-again", job)
     assert code == 0 and (report["succeeded"], report["skipped"]) == (0, len(keys))  # nothing left to change
+
+
+def test_add_checksum_of_a_large_object_is_a_multipart_copy_whose_composite_crc32_seaweedfs_keeps(
+    seaweed: str, bucket_factory: Callable[[Any, str], str], tmp_path: Path
+) -> None:
+    """Above the threshold: parts S3 checksums, and a completion that carries them (SeaweedFS keeps the composite value;
+    it keeps no checksum after a single CopyObject, so small objects are tested on moto)."""
+    import base64
+    import zlib
+
+    direct = client_for(seaweed)
+    bucket = bucket_factory(direct, "ck")
+    part = 5 * 1024 * 1024
+    bodies = {f"big/{i}": bytes([i]) * (2 * part + 1000 * (i + 1)) for i in range(2)}
+    for key, body in bodies.items():
+        direct.put_object(Bucket=bucket, Key=key, Body=body, Metadata={"m": key}, Tagging="t=1", ContentType="video/x")
+    job = {
+        "operation": "add-checksum",
+        "source": {"bucket": bucket, "prefix": "big/"},
+        "checksum_algorithm": "CRC32",
+        "options": {"multipart_threshold": part, "part_size": part},
+    }
+    code, report, _ = run_job(seaweed, tmp_path, "checksum", job)
+    assert (code, report["succeeded"], report["failed"]) == (0, 2, 0), report
+    for key, body in bodies.items():
+        parts = [body[at : at + part] for at in range(0, len(body), part)]
+        crcs = b"".join(zlib.crc32(p).to_bytes(4, "big") for p in parts)
+        want = f"{base64.b64encode(zlib.crc32(crcs).to_bytes(4, 'big')).decode()}-{len(parts)}"
+        head = direct.head_object(Bucket=bucket, Key=key, ChecksumMode="ENABLED")
+        assert head["ChecksumCRC32"] == want
+        assert (head["Metadata"], head["ContentType"], head["ContentLength"]) == ({"m": key}, "video/x", len(body))
+        assert direct.get_object_tagging(Bucket=bucket, Key=key)["TagSet"] == [{"Key": "t", "Value": "1"}]
+        assert direct.get_object(Bucket=bucket, Key=key)["Body"].read() == body
+    code, again, _ = run_job(seaweed, tmp_path, "checksum-again", job)
+    assert (code, again["succeeded"], again["skipped"]) == (0, 0, 2)
