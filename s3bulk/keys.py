@@ -34,7 +34,7 @@ class KeyRecord:
     attempts: int = 1
     error: str = ""
     message: str = ""
-    version_id: str = ""  # jobs act on current versions: empty unless S3 reported one
+    version_id: str = ""  # the version acted on (source.versions, a manifest row's); "" for a current object
     result: str = ""  # process: what the function returned (or its resultString), at most 1 KiB
     # The undo journal of a change `s3bulk undo` can reverse: {"bucket", "what", "before", "after"} (docs/undo.md).
     undo: dict[str, Any] | None = None
