@@ -87,12 +87,15 @@ def main(argv: list[str] | None = None) -> int:
         def record(endpoint: str) -> float:
             if args.no_spy:
                 t0 = time.perf_counter()
-                proc = subprocess.Popen([str(BIN / "s3bulk"), "run", str(job), "--endpoint-url", endpoint, "-q"], env=tool_env())
+                report = tmp / "report.json"
+                argv = [str(BIN / "s3bulk"), "run", str(job), "--endpoint-url", endpoint, "-q", "--report", str(report)]
+                proc = subprocess.Popen(argv, env=tool_env())
                 _, status, usage = os.wait4(proc.pid, 0)
                 seconds = time.perf_counter() - t0
                 print(
                     f"exit {os.waitstatus_to_exitcode(status)}: {seconds:.2f} s wall, {usage.ru_utime:.2f} s user, {usage.ru_stime:.2f} s system; "
-                    f"{1e6 * (usage.ru_utime + usage.ru_stime) / args.objects:.0f} µs CPU per object"
+                    f"{1e6 * (usage.ru_utime + usage.ru_stime) / args.objects:.0f} µs CPU per object; "
+                    f"the engine ran {json.loads(report.read_text())['seconds']:.2f} s of it"
                 )
                 return seconds
             # --gil: only the thread holding the GIL is sampled, so blocked threads (reads, queue waits) count nothing.
