@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--top", type=int, default=40)
     p.add_argument("--raw", type=Path, help="keep py-spy's collapsed stacks here")
     p.add_argument("--rate", type=int, default=500, help="py-spy samples per second")
+    p.add_argument("--concurrency", type=int, help="s3bulk run --concurrency")
     p.add_argument("--no-spy", action="store_true", help="no profile: the run's wall, user and system seconds only")
     args = p.parse_args(argv)
     spy = shutil.which("py-spy", path=str(BIN)) or shutil.which("py-spy")
@@ -83,12 +84,13 @@ def main(argv: list[str] | None = None) -> int:
         job = tmp / "job.json"
         job.write_text(json.dumps(doc))
         raw = args.raw or tmp / "stacks.txt"
+        extra = ["--concurrency", str(args.concurrency)] if args.concurrency else []
 
         def record(endpoint: str) -> float:
             if args.no_spy:
                 t0 = time.perf_counter()
                 report = tmp / "report.json"
-                argv = [str(BIN / "s3bulk"), "run", str(job), "--endpoint-url", endpoint, "-q", "--report", str(report)]
+                argv = [str(BIN / "s3bulk"), "run", str(job), "--endpoint-url", endpoint, "-q", "--report", str(report), *extra]
                 proc = subprocess.Popen(argv, env=tool_env())
                 _, status, usage = os.wait4(proc.pid, 0)
                 seconds = time.perf_counter() - t0
