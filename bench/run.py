@@ -81,27 +81,29 @@ def s5cmd(endpoint: str, *args: str) -> None:
 def copy_workload(
     name: str, endpoint: str, tmp: Path, items: int, runs: int, results: list[Result], tools: set[str], s5cmd_args: tuple[str, ...] = ()
 ) -> None:
-    for tool, fn in copy_tools(tmp, s5cmd_args=s5cmd_args).items():
-        if tool not in tools:
-            continue
-        res = Result(name, tool, "objects/s", items)
-        for r in range(runs):
-            res.runs.append(fn(endpoint, "bench-src", "small/", "bench-dst", f"{name}/{tool.replace(' ', '-')}/{r}/"))
-        results.append(res)
-        print(f"  {name:<22} {tool:<15} {res.median:>9,.0f} objects/s", flush=True)
+    """Runs interleave the tools (round 1 of each, then round 2, ...), so the server's background work after one
+    tool's writes, and any drift over the leg, fall on every tool alike rather than on whichever runs first."""
+    chosen = {tool: fn for tool, fn in copy_tools(tmp, s5cmd_args=s5cmd_args).items() if tool in tools}
+    res = {tool: Result(name, tool, "objects/s", items) for tool in chosen}
+    for r in range(runs):
+        for tool, fn in chosen.items():
+            res[tool].runs.append(fn(endpoint, "bench-src", "small/", "bench-dst", f"{name}/{tool.replace(' ', '-')}/{r}/"))
+    for tool in chosen:
+        results.append(res[tool])
+        print(f"  {name:<22} {tool:<15} {res[tool].median:>9,.0f} objects/s", flush=True)
 
 
 def delete_workload(endpoint: str, tmp: Path, items: int, runs: int, results: list[Result], tools: set[str]) -> None:
-    for tool, fn in delete_tools(tmp).items():
-        if tool not in tools:
-            continue
-        res = Result("delete", tool, "objects/s", items)
-        for r in range(runs):
+    chosen = {tool: fn for tool, fn in delete_tools(tmp).items() if tool in tools}
+    res = {tool: Result("delete", tool, "objects/s", items) for tool in chosen}
+    for r in range(runs):  # interleaved, as copy_workload's
+        for tool, fn in chosen.items():
             prefix = f"{tool.replace(' ', '-')}/{r}/"
             s5cmd(endpoint, "cp", "s3://bench-src/small/*", f"s3://bench-del/{prefix}")  # setup, not timed
-            res.runs.append(fn(endpoint, "bench-del", prefix))
-        results.append(res)
-        print(f"  {'delete':<22} {tool:<15} {res.median:>9,.0f} objects/s", flush=True)
+            res[tool].runs.append(fn(endpoint, "bench-del", prefix))
+    for tool in chosen:
+        results.append(res[tool])
+        print(f"  {'delete':<22} {tool:<15} {res[tool].median:>9,.0f} objects/s", flush=True)
 
 
 def large_workload(endpoint: str, tmp: Path, size_mb: int, runs: int, results: list[Result]) -> None:
@@ -158,7 +160,8 @@ def write_report(rows: list[dict[str, Any]], command: str, out: Path, plot: Path
         "",
         f"Reproduce: `{command}` (writes this file and the plot). Every tool runs on the same data in the same run,",
         "against SeaweedFS (`weed mini`) on loopback; the +20 ms leg puts toxiproxy in front of it (10 ms each way).",
-        "Medians of the runs, with min-max; CPU is the tool's own user+system time; ratio is against the best peer",
+        "Medians of the runs, with min-max; the tools' runs interleave (round 1 of each tool, then round 2, ...).",
+        "CPU is the tool's own user+system time; ratio is against the best peer",
         "(s5cmd, rclone, aws s3, boto3 baseline) in the same workload.",
         "",
         f"Machine: {os.cpu_count()} cores, {platform.system()} {platform.machine()}, Python {platform.python_version()}. The S3 server shares the cores.",

@@ -288,10 +288,17 @@ class BatchRunner:
             bucket = self.job.source.bucket
 
             def closing(confirmed: list[Item]) -> None:
+                counted = Counted()
+                lines = self.keylog.block() if self.keylog is not None else None
                 try:
-                    delete_batch(self.store, bucket, confirmed, tally, moved=True, keylog=self.keylog)
+                    delete_batch(self.store, bucket, confirmed, counted, moved=True, keylog=lines)
                 except EndpointUnreachable as exc:
                     self._left(exc, run)
+                finally:
+                    if lines is not None:
+                        lines.close()
+                    if counted:
+                        tally.merge(counted)
 
         run = BatchRun(closing, on_complete)
         if self.job.options.dry_run or not todo:
@@ -360,11 +367,17 @@ class BatchRunner:
             run.finish(confirmed)
 
     def _delete_task(self, items: list[Item], tally: Outcomes, run: BatchRun) -> None:
+        counted = Counted()
+        lines = self.keylog.block() if self.keylog is not None else None
         try:
-            delete_batch(self.store, self.job.source.bucket, items, tally, keylog=self.keylog)
+            delete_batch(self.store, self.job.source.bucket, items, counted, keylog=lines)
         except EndpointUnreachable as exc:
             self._left(exc, run)
         finally:
+            if lines is not None:
+                lines.close()
+            if counted:
+                tally.merge(counted)
             run.finish()
 
     def _copy(self, item: Item) -> Done:
