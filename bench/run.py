@@ -27,6 +27,7 @@ from s3bulk.local.server import ACCESS_KEY, SECRET_KEY, SeaweedServer
 from s3bulk.s3.clients import ClientSettings, make_s3_client
 
 ROOT = Path(__file__).resolve().parent.parent
+NOTES = ROOT / "bench" / "benchmarks-notes.md"
 # Issue 18's target for the +20 ms leg is s5cmd with 128 workers (its default is 256).
 LATENCY_S5CMD = ("--numworkers", "128")
 
@@ -176,6 +177,8 @@ def write_report(rows: list[dict[str, Any]], command: str, out: Path, plot: Path
             f"{r['cpu_s_per_1000']:.2f} | {r['peak_rss_mb']:,.0f} | {ratio} |"
         )
     lines += ["", *targets(rows)]
+    if NOTES.exists():  # the hand-written analysis (profiles, what limits a target), kept across regenerations
+        lines += ["", NOTES.read_text().rstrip()]
     if plot is not None:
         lines += ["", f"![throughput by tool and workload]({plot.name})"]
     out.write_text("\n".join(lines) + "\n")
