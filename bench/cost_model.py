@@ -45,6 +45,8 @@ LISTER_MB = 512  # the stack's lister function
 LISTER_RUN_S = 270.0  # a lister invocation: 5 min timeout, no new page with under 30 s left
 PROBES_PER_PLAN = 400  # PlanListing's LISTs of two keys at most (`bench.listing_shards --store plan`: ~300-600 at K = 16-32 on 10-123 M keys), a rounding error either way
 WORKER_MB = 1024
+BODY_BUDGET_SHARE = 0.25  # a worker's MemoryBudget: a quarter of its memory (s3bulk/aws/env.py)
+BODY_MB_PER_THREAD = 24  # beyond the budget, per thread: one 8 MiB range, one 8 MiB part, one 8 MiB write buffer
 POLL_SECONDS = 600  # AwaitCompletion's timeout (the task-token wait), then CheckProgress
 SFN_FIXED = 12  # Validate .. Finalize transitions of one job
 SFN_PER_LISTER_CALL = 2  # ListShard + ShardDone? per lister invocation
@@ -65,20 +67,28 @@ def cpu_rate(cpu_ms_per_object: float, memory_mb: int) -> float:
     return (memory_mb / MB_PER_VCPU) * 1000 / cpu_ms_per_object
 
 
+def floor_threads(memory_mb: int) -> int:
+    """The most threads a worker of `memory_mb` can run a relay or process job with: each thread may hold one range,
+    one part and one write buffer (BODY_MB_PER_THREAD) beyond the body budget, a quarter of the memory (docs/process.md)."""
+    return int(memory_mb * (1 - BODY_BUDGET_SHARE) // BODY_MB_PER_THREAD)
+
+
 def worker_threads_for(cpu_ms_per_object: float, memory_mb: int = WORKER_MB) -> int:
     """The stack's worker_threads: the smallest power of two (at least 8) that keeps enough CopyObjects in flight
-    for the worker's CPU share, so no GB-second is spent waiting on latency (Little's law: rate x latency)."""
+    for the worker's CPU share (Little's law: rate x latency), but no more than large-body jobs fit in its memory."""
     needed = cpu_rate(cpu_ms_per_object, memory_mb) * LATENCY_S
     threads = 8
-    while threads < needed:
+    while threads < needed and threads * 2 <= floor_threads(memory_mb):
         threads *= 2
     return threads
 
 
-def worker_memory_for(cpu_ms_per_object: float, threads: int, sizes: tuple[int, ...] = (512, 768, 1024, 1280, 1769, 3008)) -> int:
-    """The stack's worker_memory_mb: the largest size whose worker is still CPU-bound with `threads` (the cheapest per object)."""
-    bound = [m for m in sizes if cpu_rate(cpu_ms_per_object, m) <= threads / LATENCY_S]
-    return max(bound) if bound else min(sizes)
+def worker_memory_for(cpu_ms_per_object: float, threads: int, sizes: tuple[int, ...] = (512, 768, 1024, 1280, 1769, 2048, 3008)) -> int:
+    """The stack's worker_memory_mb: the largest size whose worker is still CPU-bound with `threads` (the cheapest per
+    object) among those whose memory holds that many threads' bodies; the smallest of those when none is CPU-bound."""
+    fits = [m for m in sizes if floor_threads(m) >= threads]
+    bound = [m for m in fits if cpu_rate(cpu_ms_per_object, m) <= threads / LATENCY_S]
+    return max(bound) if bound else min(fits)
 
 
 def worker_sizing(cpu_ms_per_object: float, memory_mb: int, threads: int = THREADS) -> Sizing:
@@ -339,9 +349,20 @@ def render(cpu_ms: float, source: str) -> str:
         "",
         "The stack's defaults follow (`worker_threads_for`, `worker_memory_for`; infra/config.py holds them and a unit test checks",
         "them against this model and docs/benchmarks.json):",
-        f"**{threads} threads**, the smallest power of two that keeps enough requests in flight for a {WORKER_MB:,} MB worker's",
-        f"CPU share ({cpu_rate(cpu_ms, WORKER_MB):,.0f} objects/s x {LATENCY_S * 1000:.0f} ms = {cpu_rate(cpu_ms, WORKER_MB) * LATENCY_S:.0f} in flight);",
-        f"and **{memory:,} MB**, the largest size still CPU-bound at that many threads, so no GB-second is spent waiting.",
+        f"**{threads} threads**: the smallest power of two that keeps enough requests in flight for a {WORKER_MB:,} MB worker's",
+        f"CPU share ({cpu_rate(cpu_ms, WORKER_MB):,.0f} objects/s x {LATENCY_S * 1000:.0f} ms = {cpu_rate(cpu_ms, WORKER_MB) * LATENCY_S:.0f} in flight),",
+        f"capped at what large-body jobs (relay, process) fit: {BODY_MB_PER_THREAD} MiB per thread beyond the body budget of a quarter",
+        f"of the memory, {floor_threads(WORKER_MB)} threads at {WORKER_MB:,} MB. And **{memory:,} MB**: the largest size still CPU-bound at",
+        "that many threads among those that hold their bodies (the smallest of those when none is CPU-bound).",
+        *(
+            [
+                f"At {cpu_ms:.2f} ms per object the cap binds: a {WORKER_MB:,} MB worker copying small objects is latency-bound",
+                f"({threads / LATENCY_S:,.0f} objects/s, where its CPU would allow {cpu_rate(cpu_ms, WORKER_MB):,.0f}); "
+                "a thread count per kind of job (copies hold no bodies) is what would use the rest.",
+            ]
+            if worker_sizing(cpu_ms, WORKER_MB, threads).objects_per_s < cpu_rate(cpu_ms, WORKER_MB) - 1e-6
+            else []
+        ),
         "**MaximumConcurrency 50** caps a job near "
         f"{50 * worker_sizing(cpu_ms, 1024, threads).objects_per_s:,.0f} objects/s. S3 sustains about 3,500 writes/s per prefix, so a job",
         f"reaches that cap only when its keys span {50 * worker_sizing(cpu_ms, 1024, threads).objects_per_s / 3500:.0f}+ prefixes; "
