@@ -12,6 +12,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,7 +29,7 @@ S3_LIST = 0.005 / 1000
 
 MB_PER_VCPU = 1769  # Lambda gives one full vCPU at 1,769 MB and CPU in proportion to memory
 LATENCY_S = 0.030  # a small-object CopyObject round trip on S3, typical
-THREADS = 32
+THREADS = 32  # the sizing table's default; the stack's own is worker_threads_for() of the measured CPU per object
 KEYS_PER_MESSAGE = 1000
 MESSAGE_KB = 100  # 1,000 keys of ~100 bytes as ASCII JSON
 MESSAGES_PER_INVOCATION = 5
@@ -44,6 +45,8 @@ LISTER_MB = 512  # the stack's lister function
 LISTER_RUN_S = 270.0  # a lister invocation: 5 min timeout, no new page with under 30 s left
 PROBES_PER_PLAN = 400  # PlanListing's LISTs of two keys at most (`bench.listing_shards --store plan`: ~300-600 at K = 16-32 on 10-123 M keys), a rounding error either way
 WORKER_MB = 1024
+BODY_BUDGET_SHARE = 0.25  # a worker's MemoryBudget: a quarter of its memory (s3bulk/aws/env.py)
+BODY_MB_PER_THREAD = 24  # beyond the budget, per thread: one 8 MiB range, one 8 MiB part, one 8 MiB write buffer
 POLL_SECONDS = 600  # AwaitCompletion's timeout (the task-token wait), then CheckProgress
 SFN_FIXED = 12  # Validate .. Finalize transitions of one job
 SFN_PER_LISTER_CALL = 2  # ListShard + ShardDone? per lister invocation
@@ -59,18 +62,47 @@ class Sizing:
     dollars: float
 
 
-def worker_sizing(cpu_ms_per_object: float, memory_mb: int) -> Sizing:
+def cpu_rate(cpu_ms_per_object: float, memory_mb: int) -> float:
+    """Objects/s a worker's CPU share allows."""
+    return (memory_mb / MB_PER_VCPU) * 1000 / cpu_ms_per_object
+
+
+def floor_threads(memory_mb: int) -> int:
+    """The most threads a worker of `memory_mb` can run a relay or process job with: each thread may hold one range,
+    one part and one write buffer (BODY_MB_PER_THREAD) beyond the body budget, a quarter of the memory (docs/process.md)."""
+    return int(memory_mb * (1 - BODY_BUDGET_SHARE) // BODY_MB_PER_THREAD)
+
+
+def worker_threads_for(cpu_ms_per_object: float, memory_mb: int = WORKER_MB) -> int:
+    """The stack's worker_threads: the smallest power of two (at least 8) that keeps enough CopyObjects in flight
+    for the worker's CPU share (Little's law: rate x latency), but no more than large-body jobs fit in its memory."""
+    needed = cpu_rate(cpu_ms_per_object, memory_mb) * LATENCY_S
+    threads = 8
+    while threads < needed and threads * 2 <= floor_threads(memory_mb):
+        threads *= 2
+    return threads
+
+
+def worker_memory_for(cpu_ms_per_object: float, threads: int, sizes: tuple[int, ...] = (512, 768, 1024, 1280, 1769, 2048, 3008)) -> int:
+    """The stack's worker_memory_mb: the largest size whose worker is still CPU-bound with `threads` (the cheapest per
+    object) among those whose memory holds that many threads' bodies; the smallest of those when none is CPU-bound."""
+    fits = [m for m in sizes if floor_threads(m) >= threads]
+    bound = [m for m in fits if cpu_rate(cpu_ms_per_object, m) <= threads / LATENCY_S]
+    return max(bound) if bound else min(fits)
+
+
+def worker_sizing(cpu_ms_per_object: float, memory_mb: int, threads: int = THREADS) -> Sizing:
     """A worker is bound by its CPU share or by threads/latency, whichever is lower."""
-    cpu_bound = (memory_mb / MB_PER_VCPU) * 1000 / cpu_ms_per_object
-    latency_bound = THREADS / LATENCY_S
+    cpu_bound = cpu_rate(cpu_ms_per_object, memory_mb)
+    latency_bound = threads / LATENCY_S
     rate = min(cpu_bound, latency_bound)
     gb_s = 1e6 / rate * memory_mb / 1024
     return Sizing(memory_mb, rate, gb_s, gb_s * LAMBDA_GB_S)
 
 
-def per_million(cpu_ms_per_object: float, memory_mb: int, workers: int) -> dict[str, float]:
+def per_million(cpu_ms_per_object: float, memory_mb: int, workers: int, threads: int = THREADS) -> dict[str, float]:
     messages = 1e6 / KEYS_PER_MESSAGE
-    sizing = worker_sizing(cpu_ms_per_object, memory_mb)
+    sizing = worker_sizing(cpu_ms_per_object, memory_mb, threads)
     seconds = 1e6 / (sizing.objects_per_s * workers)
     invocations = messages / MESSAGES_PER_INVOCATION
     sqs_chunks = -(-MESSAGE_KB // 64)
@@ -117,7 +149,7 @@ def at_scale(objects: float, shards: int, concurrency: int, prefixes: int, cpu_m
     listing-bound one is simply invoked less often (an empty queue costs no invocation).
     """
     listing = shards * lister_keys_per_s()
-    worker = worker_sizing(cpu_ms_per_object, WORKER_MB).objects_per_s
+    worker = worker_sizing(cpu_ms_per_object, WORKER_MB, worker_threads_for(cpu_ms_per_object)).objects_per_s
     workers = concurrency * worker
     s3 = prefixes * S3_PUT_PER_PREFIX
     per_s, bound = min((listing, "listing"), (workers, "workers"), (s3, "S3 PUT limit"))
@@ -178,7 +210,7 @@ SCALE_ROWS = [
 
 
 def render_at_scale(cpu_ms: float) -> list[str]:
-    worker = worker_sizing(cpu_ms, WORKER_MB).objects_per_s
+    worker = worker_sizing(cpu_ms, WORKER_MB, worker_threads_for(cpu_ms)).objects_per_s
     lister = lister_keys_per_s()
     lines = [
         "",
@@ -288,15 +320,18 @@ on the date in the file.
 
 
 def render(cpu_ms: float, source: str) -> str:
-    sizes = [worker_sizing(cpu_ms, m) for m in (512, 768, 1024, 1280, 1769, 3008)]
-    costs = per_million(cpu_ms, 1024, 50)
+    threads = worker_threads_for(cpu_ms, WORKER_MB)
+    memory = worker_memory_for(cpu_ms, threads)
+    sizes = [worker_sizing(cpu_ms, m, threads) for m in (512, 768, 1024, 1280, 1769, 3008)]
+    costs = per_million(cpu_ms, 1024, 50, threads)
     total = sum(costs.values())
     lines = [
         "# Cost model: one million small objects",
         "",
         f"Generated by `python -m bench.cost_model` from `docs/benchmarks.json` ({source}: **{cpu_ms:.2f} ms of CPU per object**",
         "in the s3bulk process, measured on a 2-core x86_64 machine). Prices: AWS us-east-1 list prices, Lambda on arm64.",
-        f"Assumed: {LATENCY_S * 1000:.0f} ms per CopyObject round trip on S3, {THREADS} threads per worker, {KEYS_PER_MESSAGE:,} keys per message.",
+        f"Assumed: {LATENCY_S * 1000:.0f} ms per CopyObject round trip on S3, {threads} threads per worker (derived below), "
+        f"{KEYS_PER_MESSAGE:,} keys per message.",
         "",
         "## Worker memory size",
         "",
@@ -308,14 +343,30 @@ def render(cpu_ms: float, source: str) -> str:
         "|---:|---:|---|---:|---:|",
     ]
     for s in sizes:
-        bound = "latency" if s.objects_per_s >= THREADS / LATENCY_S - 1e-6 else "CPU"
+        bound = "latency" if s.objects_per_s >= threads / LATENCY_S - 1e-6 else "CPU"
         lines.append(f"| {s.memory_mb:,} | {s.objects_per_s:,.0f} | {bound} | {s.gb_seconds:,.0f} | {s.dollars:.4f} |")
     lines += [
         "",
-        "Hence the stack's default of **1,024 MB**: at or below the point where latency, not CPU, limits a worker,",
-        "so no GB-second is spent waiting. **MaximumConcurrency 50** caps a job near "
-        f"{50 * worker_sizing(cpu_ms, 1024).objects_per_s:,.0f} objects/s. S3 sustains about 3,500 writes/s per prefix, so a job",
-        f"reaches that cap only when its keys span {50 * worker_sizing(cpu_ms, 1024).objects_per_s / 3500:.0f}+ prefixes; a narrower job meets S3's limit first",
+        "The stack's defaults follow (`worker_threads_for`, `worker_memory_for`; infra/config.py holds them and a unit test checks",
+        "them against this model and docs/benchmarks.json):",
+        f"**{threads} threads**: the smallest power of two that keeps enough requests in flight for a {WORKER_MB:,} MB worker's",
+        f"CPU share ({cpu_rate(cpu_ms, WORKER_MB):,.0f} objects/s x {LATENCY_S * 1000:.0f} ms = {cpu_rate(cpu_ms, WORKER_MB) * LATENCY_S:.0f} in flight),",
+        f"capped at what large-body jobs (relay, process) fit: {BODY_MB_PER_THREAD} MiB per thread beyond the body budget of a quarter",
+        f"of the memory, {floor_threads(WORKER_MB)} threads at {WORKER_MB:,} MB. And **{memory:,} MB**: the largest size still CPU-bound at",
+        "that many threads among those that hold their bodies (the smallest of those when none is CPU-bound).",
+        *(
+            [
+                f"At {cpu_ms:.2f} ms per object the cap binds: a {WORKER_MB:,} MB worker copying small objects is latency-bound",
+                f"({threads / LATENCY_S:,.0f} objects/s, where its CPU would allow {cpu_rate(cpu_ms, WORKER_MB):,.0f}); "
+                "a thread count per kind of job (copies hold no bodies) is what would use the rest.",
+            ]
+            if worker_sizing(cpu_ms, WORKER_MB, threads).objects_per_s < cpu_rate(cpu_ms, WORKER_MB) - 1e-6
+            else []
+        ),
+        "**MaximumConcurrency 50** caps a job near "
+        f"{50 * worker_sizing(cpu_ms, 1024, threads).objects_per_s:,.0f} objects/s. S3 sustains about 3,500 writes/s per prefix, so a job",
+        f"reaches that cap only when its keys span {50 * worker_sizing(cpu_ms, 1024, threads).objects_per_s / 3500:.0f}+ prefixes; "
+        "a narrower job meets S3's limit first",
         "(SlowDown, retried with backoff). 50 also leaves most of an account's default 1,000 concurrent executions free.",
         "",
         "## Per million objects (copy), 1,024 MB workers, 50 in parallel",
@@ -345,12 +396,17 @@ def render(cpu_ms: float, source: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    rows = json.loads((ROOT / "docs" / "benchmarks.json").read_text())
+def measured_cpu_ms(rows: list[dict[str, Any]]) -> tuple[float, str]:
+    """s3bulk's CPU ms per object from bench.run's rows: the +latency copy (closest to S3), else the direct one."""
     [row] = [r for r in rows if r["tool"] == "s3bulk" and r["workload"].startswith("copy 1 KiB, +")] or [
         r for r in rows if r["tool"] == "s3bulk" and r["workload"].startswith("copy 1 KiB")
     ]
-    (ROOT / "docs" / "cost-model.md").write_text(render(float(row["cpu_s_per_1000"]), row["workload"]))
+    return float(row["cpu_s_per_1000"]), str(row["workload"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    cpu_ms, source = measured_cpu_ms(json.loads((ROOT / "docs" / "benchmarks.json").read_text()))
+    (ROOT / "docs" / "cost-model.md").write_text(render(cpu_ms, source))
     print((ROOT / "docs" / "cost-model.md").read_text())
     return 0
 

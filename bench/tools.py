@@ -116,7 +116,8 @@ Runner = Callable[[str, str, str, str, str], Measure]
 """(endpoint, src_bucket, src_prefix, dst_bucket, dst_prefix) -> Measure"""
 
 
-def copy_tools(tmp: Path, s3bulk_args: tuple[str, ...] = ()) -> dict[str, Runner]:
+def copy_tools(tmp: Path, s3bulk_args: tuple[str, ...] = (), s5cmd_args: tuple[str, ...] = ()) -> dict[str, Runner]:
+    """Each tool's copy command; `s5cmd_args` go before s5cmd's `cp` (e.g. --numworkers 128 for the +20 ms leg)."""
     env = tool_env()
 
     def s3bulk(endpoint: str, sb: str, sp: str, db: str, dp: str) -> Measure:
@@ -124,7 +125,7 @@ def copy_tools(tmp: Path, s3bulk_args: tuple[str, ...] = ()) -> dict[str, Runner
         return measure([str(BIN / "s3bulk"), "run", str(job), "--endpoint-url", endpoint, "-q", *s3bulk_args], env)
 
     def s5cmd(endpoint: str, sb: str, sp: str, db: str, dp: str) -> Measure:
-        return measure([str(BIN / "s5cmd"), "--endpoint-url", endpoint, "cp", f"s3://{sb}/{sp}*", f"s3://{db}/{dp}"], env)
+        return measure([str(BIN / "s5cmd"), "--endpoint-url", endpoint, *s5cmd_args, "cp", f"s3://{sb}/{sp}*", f"s3://{db}/{dp}"], env)
 
     def rclone(endpoint: str, sb: str, sp: str, db: str, dp: str) -> Measure:
         args = ["copy", f"ls3:{sb}/{sp}", f"ls3:{db}/{dp}", "--transfers", "32", "--checkers", "32", "--s3-no-check-bucket"]

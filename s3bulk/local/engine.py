@@ -274,6 +274,7 @@ class Engine:
                 nonlocal listed_all
                 self._stop.set()
                 if cancel:
+                    runner.halt()  # the lanes running take no more objects
                     pool.shutdown(wait=True, cancel_futures=True)
                 while not listed_all and batches.get() is not None:
                     pass

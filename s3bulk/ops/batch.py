@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -37,7 +38,7 @@ from s3bulk.ops.tagging import tag_object
 from s3bulk.ops.verify import verify_object
 from s3bulk.ops.versions import copy_history
 from s3bulk.outage import EndpointUnreachable
-from s3bulk.report import Outcomes
+from s3bulk.report import Counted, Outcomes
 from s3bulk.store import UNKNOWN_SIZE, KeyFailure, ObjectHead, ObjectInfo, ObjectStore, StoreError
 from s3bulk.sync import Decision, checksums_match, decide
 
@@ -148,7 +149,10 @@ def _always() -> bool:
 
 
 class BatchRun:
-    """Tracks one batch's tasks; the thread that finishes the last one runs the batch's closing step."""
+    """Tracks one batch's tasks; the thread that finishes the last one runs the batch's closing step.
+
+    The batch is whole when every task was submitted (`seal`) and no task left items of it untaken (`cut`).
+    """
 
     def __init__(self, closing: Callable[[list[Item]], None] | None, on_complete: Callable[[], None] | None = None) -> None:
         self._closing = closing
@@ -159,31 +163,37 @@ class BatchRun:
         self._all_submitted = False
         self._closed = False
         self._abandoned = False
+        self._cut = False
         self._confirmed: list[Item] = []
         self._done = threading.Event()
 
-    def add(self) -> None:
+    def add(self, n: int = 1) -> None:
         with self._lock:
-            self._open += 1
+            self._open += n
 
     def seal(self, all_submitted: bool) -> None:
         """No more tasks will be added; `all_submitted` says whether every item got one."""
         with self._lock:
             self._sealed = True
-            self._all_submitted = all_submitted
+            self._all_submitted = all_submitted and not self._cut
             last = self._open == 0
         if last:
             self._close()
+
+    def cut(self) -> None:
+        """A task stopped (deadline, outage, halt) with items of the batch not taken: the batch will not complete."""
+        with self._lock:
+            self._cut = True
+            self._all_submitted = False
 
     def abandon(self) -> None:
         """A task left its objects not done (their endpoint is unreachable): the batch will not complete."""
         with self._lock:
             self._abandoned = True
 
-    def finish(self, confirmed: Item | None = None) -> None:
+    def finish(self, confirmed: Sequence[Item] = ()) -> None:
         with self._lock:
-            if confirmed is not None:
-                self._confirmed.append(confirmed)
+            self._confirmed += confirmed
             self._open -= 1
             last = self._sealed and self._open == 0
         if last:
@@ -247,6 +257,8 @@ class BatchRunner:
         self._head_destination = (head_destination or job.source.manifest is not None) and job.options.if_exists != "overwrite"
         # Set once a request raised EndpointUnreachable (the outage breaker tripped): nothing more is submitted.
         self.outage: EndpointUnreachable | None = None
+        self._halted = False  # set by halt(): lanes take no more objects
+        self._move = job.operation == "move"
 
     def _left(self, exc: EndpointUnreachable, run: BatchRun) -> None:
         """Objects left not done because their endpoint is unreachable: nothing counted, and the batch cannot complete."""
@@ -267,6 +279,8 @@ class BatchRunner:
         after an outage left an object not done).
         """
         todo = []
+        settled = Counted()
+        lines = self.keylog.block() if self.keylog is not None else None
         for item in batch:
             if item.obj.version_id and self.job.operation not in ACTS_ON_VERSIONS:
                 item = replace(
@@ -279,23 +293,34 @@ class BatchRunner:
                 )
             if item.problem is not None:
                 code, message = item.problem
-                tally.fail(item.obj.key, code, message)
-                _log(self.keylog, item, "failed", attempts=0, error=code, message=message)
+                settled.fail(item.obj.key, code, message)
+                _log(lines, item, "failed", attempts=0, error=code, message=message)
             elif item.exists:
-                tally.skip()
-                _log(self.keylog, item, "skipped", attempts=0)
+                settled.skip()
+                _log(lines, item, "skipped", attempts=0)
             else:
                 todo.append(item)
+        if lines is not None:
+            lines.close()
+        if settled:
+            tally.merge(settled)
         op = self.job.operation
         closing = None
         if op == "move":
             bucket = self.job.source.bucket
 
             def closing(confirmed: list[Item]) -> None:
+                counted = Counted()
+                lines = self.keylog.block() if self.keylog is not None else None
                 try:
-                    delete_batch(self.store, bucket, confirmed, tally, moved=True, keylog=self.keylog)
+                    delete_batch(self.store, bucket, confirmed, counted, moved=True, keylog=lines)
                 except EndpointUnreachable as exc:
                     self._left(exc, run)
+                finally:
+                    if lines is not None:
+                        lines.close()
+                    if counted:
+                        tally.merge(counted)
 
         run = BatchRun(closing, on_complete)
         if self.job.options.dry_run or not todo:
@@ -321,22 +346,60 @@ class BatchRunner:
                 started += 1
             run.seal(all_submitted=started == len(groups))
             return run
+        # The batch is worked as a unit: a few lanes (at most one per worker) take its objects from one queue,
+        # each counting into its own Counted and key-log block, merged once when the lane leaves the batch.
+        queue = deque(todo)
+        lanes = min(self.pool.max_workers, len(todo))
         submitted = 0
-        for item in todo:
-            if not keep_going() or self.outage is not None:
+        for _ in range(lanes):  # keep_going is asked by the lanes, once before each object
+            if self.outage is not None or self._halted:
                 break
             run.add()
-            self.pool.submit(self._object_task, item, tally, run)
+            self.pool.submit(self._lane, queue, tally, run, keep_going)
             submitted += 1
-        run.seal(all_submitted=submitted == len(todo))
+        run.seal(all_submitted=submitted > 0)
         return run
 
-    def _delete_task(self, items: list[Item], tally: Outcomes, run: BatchRun) -> None:
+    def halt(self) -> None:
+        """Take no more objects (Ctrl-C): the lanes running stop after their current object; their batches are not complete."""
+        self._halted = True
+
+    def _lane(self, queue: deque[Item], tally: Outcomes, run: BatchRun, keep_going: Callable[[], bool]) -> None:
+        """Objects of one batch, one after another, until its queue is empty (or the job must stop taking more)."""
+        counted = Counted()
+        lines = self.keylog.block() if self.keylog is not None else None
+        confirmed: list[Item] = []
         try:
-            delete_batch(self.store, self.job.source.bucket, items, tally, keylog=self.keylog)
+            while queue:
+                if self.outage is not None or self._halted or not keep_going():
+                    run.cut()
+                    break
+                try:
+                    item = queue.popleft()
+                except IndexError:  # another lane took the last one
+                    break
+                done = self._object(item, counted, lines, run)
+                if done is not None:
+                    confirmed.append(done)
+        finally:
+            if lines is not None:
+                lines.close()
+            if counted:
+                tally.merge(counted)
+            run.finish(confirmed)
+
+    def _delete_task(self, items: list[Item], tally: Outcomes, run: BatchRun) -> None:
+        counted = Counted()
+        lines = self.keylog.block() if self.keylog is not None else None
+        try:
+            delete_batch(self.store, self.job.source.bucket, items, counted, keylog=lines)
         except EndpointUnreachable as exc:
             self._left(exc, run)
         finally:
+            if lines is not None:
+                lines.close()
+            if counted:
+                tally.merge(counted)
             run.finish()
 
     def _copy(self, item: Item) -> Done:
@@ -460,9 +523,9 @@ class BatchRunner:
         v = verify_object(self.store, bucket, obj, job.destination.bucket, item.dst_key, self.dst)
         return Done(True, "", v.src_checksum, v.dst_checksum)
 
-    def _object_task(self, item: Item, tally: Outcomes, run: BatchRun) -> None:
-        """Rounds of `_act` with a pause between them; a move's object is done only when the batch deletes its source."""
-        confirmed: Item | None = None
+    def _object(self, item: Item, tally: Outcomes, keylog: KeyLog | None, run: BatchRun) -> Item | None:
+        """Rounds of `_act` with a pause between them; a move's object is done only when the batch deletes its source,
+        so it comes back (confirmed) instead of being counted here."""
         attempts = 0
         try:
             for round_ in range(self.job.options.object_retries + 1):
@@ -477,21 +540,22 @@ class BatchRunner:
                         raise
                     tally.retry()
                     self.sleep(min(ROUND_PAUSE_MAX, ROUND_PAUSE * 2**round_) * random.uniform(0.5, 1.0))
-            if self.job.operation == "move" and done.changed:
-                confirmed = replace(item, dst_etag=done.dst_etag, attempts=attempts)
-            elif done.changed:
+            if self._move and done.changed:
+                return replace(item, dst_etag=done.dst_etag, attempts=attempts)
+            if done.changed:
                 tally.succeed(done.bytes if done.bytes is not None else max(item.obj.size, 0))
-                _log(self.keylog, item, "succeeded", done, attempts)
+                if keylog is not None:
+                    _log(keylog, item, "succeeded", done, attempts)
             else:
                 tally.skip()
-                _log(self.keylog, item, "skipped", done, attempts)
+                if keylog is not None:
+                    _log(keylog, item, "skipped", done, attempts)
         except EndpointUnreachable as exc:
             self._left(exc, run)  # not done, not failed: a resume or a redelivery does it
         except Exception as exc:  # noqa: BLE001 - every per-object error is reported, never raised
             tally.fail(item.obj.key, error_code(exc), _of(item.obj, error_message(exc)))
-            _log(self.keylog, item, "failed", attempts=attempts, error=error_code(exc), message=error_message(exc))
-        finally:
-            run.finish(confirmed)
+            _log(keylog, item, "failed", attempts=attempts, error=error_code(exc), message=error_message(exc))
+        return None
 
     def _process_task(self, group: list[Item], tally: Outcomes, run: BatchRun) -> None:
         """Rounds of the processor over a group; TemporaryFailure results (and retryable errors) get the next round."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from bench.cost_model import (
@@ -13,7 +15,9 @@ from bench.cost_model import (
     per_million,
     render,
     s3_requests,
+    worker_memory_for,
     worker_sizing,
+    worker_threads_for,
 )
 
 
@@ -64,3 +68,29 @@ def test_one_shard_makes_listing_the_bound_once_s3_has_partitions_to_spare() -> 
     # Fed by one lister, workers run only as the messages keep them busy: the per-million cost, 100 times
     assert r.costs["Lambda workers (GB-s)"] == pytest.approx(100 * worker_sizing(0.6, 1024).dollars, rel=1e-4)
     assert "At scale: 100 M and 1 B" in render(0.6, "test")
+
+
+def test_worker_threads_cover_the_cpu_rate_times_the_latency_within_what_large_bodies_fit() -> None:
+    # 1,024 MB buys 0.579 vCPU: at 0.55 ms/object that is 1,053 objects/s, 31.6 in flight at 30 ms -> 32 threads.
+    assert worker_threads_for(0.55, 1024) == 32
+    # At 0.30 ms/object, 1,930 objects/s would want 64 in flight, but 64 threads' bodies (24 MiB each) need 2 GB.
+    assert worker_threads_for(0.30, 1024) == 32
+    assert worker_threads_for(0.30, 2048) == 64
+    assert worker_threads_for(2.0, 1024) == 16  # a slow worker needs few in flight
+
+
+def test_worker_memory_is_the_largest_cpu_bound_size_that_holds_its_threads_bodies() -> None:
+    assert worker_memory_for(0.55, 32) == 1024  # 1,280 MB would outrun 32 threads' 1,067 objects/s
+    assert worker_memory_for(0.30, 32) == 1024  # 512 MB is CPU-bound but cannot hold 32 threads' bodies
+    assert worker_memory_for(0.30, 64) == 2048
+
+
+def test_the_stacks_worker_defaults_are_the_models_for_the_measured_cpu_per_object() -> None:
+    """infra/config.py's defaults are re-derived from docs/benchmarks.json whenever `make bench` changes the CPU per object."""
+    from bench.cost_model import ROOT, measured_cpu_ms
+    from infra.config import DeployConfig
+
+    cpu_ms, _ = measured_cpu_ms(json.loads((ROOT / "docs" / "benchmarks.json").read_text()))
+    defaults = DeployConfig(read_buckets=(), write_buckets=(), delete_buckets=())
+    assert defaults.worker_threads == worker_threads_for(cpu_ms, defaults.worker_memory_mb)
+    assert defaults.worker_memory_mb == worker_memory_for(cpu_ms, defaults.worker_threads)

@@ -1,0 +1,128 @@
+"""A batch worked as a unit: lanes share its queue, count into their own tallies, write key lines as blocks."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from s3bulk.job import parse_job
+from s3bulk.keys import JsonlKeyLog, KeyRecord
+from s3bulk.ops.batch import BatchRunner, Item
+from s3bulk.ops.executor import BoundedExecutor
+from s3bulk.report import BatchTally, Counted, Tally
+from s3bulk.store import StoreError
+from s3bulk.testing.memstore import MemoryStore
+
+N = 50
+
+
+def job(operation: str = "copy") -> Any:
+    doc = {"operation": operation, "source": {"bucket": "src-b", "prefix": "in/"}, "destination": {"bucket": "dst-b", "prefix": "out/"}}
+    return parse_job(json.dumps(doc))
+
+
+@pytest.fixture
+def store() -> MemoryStore:
+    s = MemoryStore()
+    s.create_bucket("src-b")
+    s.create_bucket("dst-b")
+    for i in range(N):
+        s.put_object("src-b", f"in/{i:02d}", f"v{i}".encode())
+    return s
+
+
+@pytest.fixture
+def pools() -> Iterator[tuple[BoundedExecutor, BoundedExecutor]]:
+    with BoundedExecutor(2) as parts, BoundedExecutor(4) as pool:
+        yield pool, parts
+
+
+def items(store: MemoryStore) -> list[Item]:
+    return [Item(o, "out/" + o.key[3:]) for o in store.list_page("src-b", "in/").objects]
+
+
+def test_every_object_of_a_batch_gets_one_outcome_and_one_key_line(store: MemoryStore, pools: Any) -> None:
+    out = io.StringIO()
+    keylog = JsonlKeyLog(out, "j1", "copy")
+    batch = items(store)
+    batch[3] = Item(batch[3].obj, batch[3].dst_key, exists=True)  # skipped before any lane runs
+    tally = Tally()
+    pool, parts = pools
+    run = BatchRunner(job(), store, pool, parts, keylog=keylog).start(batch, tally)
+    assert run.wait(5) and run.complete
+    assert (tally.succeeded, tally.skipped, tally.failed) == (N - 1, 1, 0)
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert sorted(line["key"] for line in lines) == sorted(i.obj.key for i in batch)
+    assert keylog.lines == N
+    assert {line["outcome"] for line in lines} == {"succeeded", "skipped"}
+    assert store.calls["CopyObject"] == N - 1
+
+
+def test_a_batch_tally_keeps_the_batch_and_forwards_it_to_the_job(store: MemoryStore, pools: Any) -> None:
+    def failing_copy(*args: Any, **kwargs: Any) -> str:
+        raise StoreError("AccessDenied", "no", 403)
+
+    job_tally = Tally()
+    outcomes = BatchTally(job_tally)
+    batch = items(store)
+    store.copy_object = failing_copy  # type: ignore[method-assign]
+    run = BatchRunner(job(), store, *pools).start(batch[:5], outcomes)
+    assert run.wait(5) and run.complete
+    assert (outcomes.failed, len(outcomes.failures), job_tally.failed) == (5, 5, 5)
+    assert sorted(key for key, _, _ in outcomes.failures) == [i.obj.key for i in batch[:5]]
+    assert {f["error"] for f in job_tally.failures()} == {"AccessDenied"}
+
+
+def test_halt_stops_the_lanes_after_their_current_object_and_the_batch_is_not_complete(store: MemoryStore, pools: Any) -> None:
+    started, release = threading.Event(), threading.Event()
+    real_copy = store.copy_object
+
+    def slow_copy(*args: Any, **kwargs: Any) -> str:
+        started.set()
+        release.wait(5)
+        return real_copy(*args, **kwargs)
+
+    store.copy_object = slow_copy  # type: ignore[method-assign]
+    tally = Tally()
+    runner = BatchRunner(job(), store, *pools)
+    run = runner.start(items(store), tally)
+    assert started.wait(5)
+    runner.halt()
+    release.set()
+    assert run.wait(5) and not run.complete
+    assert 1 <= tally.succeeded <= 4  # at most one object per lane (the pool has 4 workers) finished after the halt
+    assert len(store.keys("dst-b")) == tally.succeeded
+
+
+def test_counted_merges_into_a_tally_under_one_lock_with_its_failures_spooled() -> None:
+    c = Counted()
+    assert not c
+    c.succeed(10)
+    c.succeed(5)
+    c.skip()
+    c.retry()
+    c.fail("k", "E", "m")
+    t = Tally()
+    t.merge(c)
+    assert (t.succeeded, t.bytes, t.skipped, t.retried, t.failed) == (2, 15, 1, 1, 1)
+    assert list(t.failures()) == [{"key": "k", "error": "E", "message": "m"}]
+
+
+def test_a_key_block_writes_nothing_until_closed_and_keeps_each_line_as_rendered() -> None:
+    out = io.StringIO()
+    log = JsonlKeyLog(out, "j1", "copy")
+    block = log.block()
+    block.write(KeyRecord("a", "succeeded", 1))
+    block.write(KeyRecord("b", "failed", 2, error="E"))
+    assert out.getvalue() == "" and log.lines == 0
+    block.close()
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [(line["key"], line["outcome"], line["job_id"]) for line in lines] == [("a", "succeeded", "j1"), ("b", "failed", "j1")]
+    assert log.lines == 2
+    block.close()  # nothing more to write
+    assert len(out.getvalue().splitlines()) == 2
