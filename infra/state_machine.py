@@ -164,59 +164,42 @@ def build_state_machine(
         return task
 
     plan = job_task("PlanListing", lister, "$.plan")
-    # Each shard lists from its own cursor until done, several shards at once; a shard's
-    # invocation ends before its timeout and the loop calls it again.
-    list_shard = tasks.LambdaInvoke(
-        scope,
-        "ListShard",
-        lambda_function=lister,
-        payload=sfn.TaskInput.from_object({"job_id.$": "$.job_id", "shard.$": "$.shard"}),
-        payload_response_only=True,
-        result_path="$.listing",
-        retry_on_service_exceptions=False,
-    )
-    _retry(list_shard, [*LAMBDA_TRANSIENT, *LAMBDA_CRASHED, "States.Timeout"])
-    shard_listed = sfn.Succeed(scope, "ShardListed")
-    list_shard.next(
-        sfn.Choice(scope, "ShardDone?").when(sfn.Condition.boolean_equals("$.listing.done", True), shard_listed).otherwise(list_shard)
-    )
-    list_shards = sfn.Map(
-        scope,
-        "ListShards",
-        items_path="$.plan.shards",
-        item_selector={"job_id.$": "$.job_id", "shard.$": "$$.Map.Item.Value"},
-        max_concurrency=list_concurrency,
-        result_path=sfn.JsonPath.DISCARD,
-    )
-    list_shards.item_processor(list_shard)
-    list_shards.add_catch(report_failure, errors=["States.ALL"], result_path="$.error")
 
+    def shard_loop(map_name: str, task_name: str, choice_name: str, done_name: str, result_path: str, phase: str) -> sfn.Map:
+        """A Map over the plan's shards whose item calls the lister until its answer says done (each call ends before its
+        timeout and the loop calls it again), several shards at once."""
+        extra = {"phase": phase} if phase != "list" else {}
+        task = tasks.LambdaInvoke(
+            scope,
+            task_name,
+            lambda_function=lister,
+            payload=sfn.TaskInput.from_object({"job_id.$": "$.job_id", "shard.$": "$.shard", **extra}),
+            payload_response_only=True,
+            result_path=result_path,
+            retry_on_service_exceptions=False,
+        )
+        _retry(task, [*LAMBDA_TRANSIENT, *LAMBDA_CRASHED, "States.Timeout"])
+        task.next(
+            sfn.Choice(scope, choice_name)
+            .when(sfn.Condition.boolean_equals(f"{result_path}.done", True), sfn.Succeed(scope, done_name))
+            .otherwise(task)
+        )
+        loop = sfn.Map(
+            scope,
+            map_name,
+            items_path="$.plan.shards",
+            item_selector={"job_id.$": "$.job_id", "shard.$": "$$.Map.Item.Value"},
+            max_concurrency=list_concurrency,
+            result_path=sfn.JsonPath.DISCARD,
+        )
+        loop.item_processor(task)
+        loop.add_catch(report_failure, errors=["States.ALL"], result_path="$.error")
+        return loop
+
+    # Each shard lists from its own cursor until done, sending its batches.
+    list_shards = shard_loop("ListShards", "ListShard", "ShardDone?", "ShardListed", "$.listing", "list")
     # The delete guard (options.max_delete on a delete or move): every shard counted, then the total checked, before ListShards.
-    count_shard = tasks.LambdaInvoke(
-        scope,
-        "CountShard",
-        lambda_function=lister,
-        payload=sfn.TaskInput.from_object({"job_id.$": "$.job_id", "shard.$": "$.shard", "phase": "count"}),
-        payload_response_only=True,
-        result_path="$.counting",
-        retry_on_service_exceptions=False,
-    )
-    _retry(count_shard, [*LAMBDA_TRANSIENT, *LAMBDA_CRASHED, "States.Timeout"])
-    count_shard.next(
-        sfn.Choice(scope, "ShardCounted?")
-        .when(sfn.Condition.boolean_equals("$.counting.done", True), sfn.Succeed(scope, "ShardCountDone"))
-        .otherwise(count_shard)
-    )
-    count_shards = sfn.Map(
-        scope,
-        "CountShards",
-        items_path="$.plan.shards",
-        item_selector={"job_id.$": "$.job_id", "shard.$": "$$.Map.Item.Value"},
-        max_concurrency=list_concurrency,
-        result_path=sfn.JsonPath.DISCARD,
-    )
-    count_shards.item_processor(count_shard)
-    count_shards.add_catch(report_failure, errors=["States.ALL"], result_path="$.error")
+    count_shards = shard_loop("CountShards", "CountShard", "ShardCounted?", "ShardCountDone", "$.counting", "count")
     check_count = tasks.LambdaInvoke(
         scope,
         "CheckCount",
