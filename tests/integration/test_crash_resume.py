@@ -58,6 +58,20 @@ def kill_after_first_commits(cmd: list[str], env: dict[str, str], state: Path, a
     return committed(next(state.glob("*.sqlite")))
 
 
+def settled(count: Callable[[], int], quiet: float = 1.0, limit: float = 15.0) -> int:
+    """A proxy counter once it has stopped moving: requests the killed process had already sent still reach the server
+    (and are copies the resumed run then finds done or redoes), so the count is read after they have landed."""
+    last, since, deadline = count(), time.monotonic(), time.monotonic() + limit
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        now = count()
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            break
+    return last
+
+
 @pytest.mark.parametrize(
     ("operation", "plan", "n"),
     [
@@ -95,7 +109,7 @@ def test_kill_9_then_resume_finishes_the_job_without_redoing_finished_batches(
         if plan.list_delay:
             listed = proxy.stats.forwarded["ListObjectsV2"]
             assert listed < n // 1000 + 1  # the listing had not finished when the process died
-        copies_before = proxy.stats.forwarded["CopyObject"]
+        copies_before = settled(lambda: proxy.stats.forwarded["CopyObject"])
 
         done = run_cli("run", str(job), "--resume", "--endpoint-url", proxy.endpoint_url, "--report", str(tmp_path / "r.json"), env=env)
         assert done.returncode == 0, done.stdout + done.stderr
