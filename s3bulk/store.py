@@ -51,6 +51,16 @@ def crc32_header(value: int) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class Encryption:
+    """An object's server-side encryption as HEAD reports it. A copy of an object onto itself names it again,
+    because a CopyObject without it takes the bucket's default encryption instead (a KMS key would be lost)."""
+
+    sse: str  # AES256, aws:kms or aws:kms:dsse
+    kms_key_id: str = ""
+    bucket_key: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class ObjectHead:
     """What a multipart copy must carry over by hand (CopyObject does it for small ones)."""
 
@@ -60,10 +70,15 @@ class ObjectHead:
     metadata: dict[str, str] = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict)  # CacheControl, ContentEncoding, ...
     checksum: str = ""  # "ALGORITHM:value" of an S3 additional checksum; a composite one ends in "-N"
-    encrypted_kms: bool = False  # SSE-KMS: the ETag is not the MD5 of the content
+    encryption: Encryption | None = None  # None: the server reported none
     storage_class: str | None = None  # None: STANDARD (S3 sends no header for it)
     last_modified: datetime | None = None
     retention: tuple[str, datetime] | None = None  # Object Lock: (mode, retain until), read back by a canary
+
+    @property
+    def encrypted_kms(self) -> bool:
+        """SSE-KMS (or DSSE-KMS): the ETag is not the MD5 of the content."""
+        return self.encryption is not None and self.encryption.sse.startswith("aws:kms")
 
     def info(self, key: str) -> ObjectInfo:
         """The listing's view of the object, for rows (manifests) that came without one."""
@@ -187,12 +202,15 @@ class ObjectStore(Protocol):
         checksum_algorithm: str = "",
         metadata: ObjectHead | None = None,
         if_match: str = "",
+        encryption: Encryption | None = None,
     ) -> str:
         """Server-side copy of metadata and tags too (of version `src_version`, when given); returns the new ETag.
         `if_match` pins the source's ETag (CopySourceIfMatch): a source changed since it was read fails with 412.
 
         `checksum_algorithm` has S3 compute and keep that checksum of the copy. `metadata` replaces the copy's
         metadata with the head's (MetadataDirective REPLACE), which lets an object be copied onto itself unchanged.
+        `encryption` encrypts the copy so (an in-place copy keeps the object's own); without it the store's own
+        setting or the bucket's default applies.
         """
         ...
 
@@ -266,9 +284,11 @@ class ObjectStore(Protocol):
         storage_class: str | None = None,
         crc32: bool = False,
         checksum_algorithm: str = "",
+        encryption: Encryption | None = None,
     ) -> str:
         """CreateMultipartUpload; with `crc32`, of an object whose full-object CRC32 the parts and the completion carry;
-        with `checksum_algorithm`, of one whose part copies S3 checksums (upload_part_copy returns them)."""
+        with `checksum_algorithm`, of one whose part copies S3 checksums (upload_part_copy returns them);
+        with `encryption`, encrypted so (as copy_object's)."""
         ...
 
     def upload_part(self, bucket: str, key: str, upload_id: str, part_number: int, body: Body, *, crc32: int | None = None) -> str:

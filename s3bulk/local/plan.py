@@ -109,12 +109,13 @@ def count_object(job: Job, plan: Plan, obj: ObjectInfo) -> None:
             plan.count("GetObjectTagging")
         plan.count("PutObjectTagging")  # a merge or remove that changes nothing skips it
         return
-    if op == "add-checksum":
-        plan.count("HeadObject")  # then nothing for an object that already has the checksum
+    if op == "add-checksum" or (op == "set-storage-class" and (obj.storage_class or "STANDARD") != job.storage_class):
+        # One HEAD reads the object's encryption, which its in-place copy keeps (and, for add-checksum, whether it has
+        # the checksum already: then nothing more); a multipart copy carries the same HEAD's headers over.
+        plan.count("HeadObject")
         if size <= job.options.multipart_threshold:
             plan.count("CopyObject")
             return
-        plan.count("HeadObject")  # the multipart copy's own, for the headers it carries over
         plan.count("GetObjectTagging")
         plan.count("CreateMultipartUpload")
         plan.count("UploadPartCopy", len(part_ranges(size, job.options.part_size)))

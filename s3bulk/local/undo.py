@@ -24,7 +24,7 @@ from s3bulk.errors import error_code, error_message
 from s3bulk.job import Options
 from s3bulk.ops.acl import acl_doc
 from s3bulk.ops.batch import part_pool
-from s3bulk.ops.copies import CopySettings, copy_object
+from s3bulk.ops.copies import CopySettings, copy_in_place
 from s3bulk.ops.lock import retention_doc
 from s3bulk.store import ObjectStore
 
@@ -107,9 +107,9 @@ def restore(store: ObjectStore, parts: Any, bucket: str, key: str, what: str, be
         # Back to an earlier date, or to none: S3 allows it for GOVERNANCE with the bypass, never for COMPLIANCE (that key fails).
         mode, until = (before["mode"], datetime.fromisoformat(before["until"])) if before else ("", None)
         store.put_retention(bucket, key, mode, until, bypass_governance=True, version_id=version)
-    else:  # an in-place copy back to the class it had, keeping body, metadata and tags
-        obj = store.head_object(bucket, key).info(key)
-        copy_object(store, parts, bucket, obj, bucket, key, CopySettings(_COPY.multipart_threshold, _COPY.part_size, before))
+    else:  # an in-place copy back to the class it had, keeping body, metadata, tags and encryption
+        head = store.head_object(bucket, key)
+        copy_in_place(store, parts, bucket, head.info(key), CopySettings(_COPY.multipart_threshold, _COPY.part_size, before), head)
 
 
 def undo_one(store: ObjectStore, parts: Any, key: str, entry: dict[str, Any], result: UndoResult, dry_run: bool) -> None:

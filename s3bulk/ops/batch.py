@@ -26,7 +26,7 @@ from s3bulk.job import ACTS_ON_VERSIONS, MAX_KEY_BYTES, Job, Restore, relays
 from s3bulk.keys import KeyLog, KeyRecord
 from s3bulk.ops.acl import acl_doc, set_acl
 from s3bulk.ops.checksum import add_checksum
-from s3bulk.ops.copies import CopySettings, copy_object
+from s3bulk.ops.copies import CopySettings, copy_in_place, copy_object
 from s3bulk.ops.delete import delete_keys
 from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.ops.lock import retention_doc, set_legal_hold, set_retention
@@ -517,7 +517,7 @@ class BatchRunner:
             before = obj.storage_class or "STANDARD"  # from the listing (or the HEAD a manifest row needed): no extra request
             if before == job.storage_class:
                 return Done(False, obj=found)
-            etag = copy_object(self.store, self.parts, bucket, obj, bucket, obj.key, self._in_place).etag
+            etag = copy_in_place(self.store, self.parts, bucket, obj, self._in_place).etag  # keeping its own encryption
             return Done(True, etag, obj=found, undo=_undo(bucket, "storage_class", before, job.storage_class))
         assert job.operation == "verify" and job.destination is not None
         v = verify_object(self.store, bucket, obj, job.destination.bucket, item.dst_key, self.dst)

@@ -6,11 +6,11 @@ import contextlib
 import functools
 import math
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from s3bulk.job import MAX_PART_SIZE, MiB
 from s3bulk.ops.executor import BoundedExecutor
-from s3bulk.store import CopiedPart, ObjectInfo, ObjectStore, StoreError
+from s3bulk.store import CopiedPart, Encryption, ObjectHead, ObjectInfo, ObjectStore, StoreError
 
 MAX_PARTS = 10_000
 
@@ -55,6 +55,38 @@ def copy_object(
     return CopyDone(multipart_copy(store, parts, src_bucket, obj, dst_bucket, dst_key, settings), multipart=True)
 
 
+def copy_in_place(
+    store: ObjectStore, parts: BoundedExecutor, bucket: str, obj: ObjectInfo, settings: CopySettings, head: ObjectHead | None = None
+) -> CopyDone:
+    """Copy an object onto itself (a new storage class, a new checksum), keeping its own encryption.
+
+    A CopyObject that names no encryption takes the bucket's default: an object under its own KMS key
+    would silently come back under the bucket's. So one HEAD (or the caller's) reads the object's
+    encryption, which the copy names again, and pins the copy to the ETag it saw. With a checksum
+    to add, the copy also replaces the metadata with the object's own (REPLACE), which is what lets
+    S3 copy an object onto itself with nothing else changed.
+    """
+    head = head or store.head_object(bucket, obj.key, version_id=obj.version_id)
+    if obj.etag and head.etag != obj.etag:
+        raise StoreError("PreconditionFailed", "the object changed after it was listed; rerun to pick up the new version", 412)
+    if head.size > settings.multipart_threshold:
+        at = replace(obj, size=head.size, etag=head.etag)
+        return CopyDone(multipart_copy(store, parts, bucket, at, bucket, obj.key, settings, head=head, encryption=head.encryption), True)
+    etag = store.copy_object(
+        bucket,
+        obj.key,
+        bucket,
+        obj.key,
+        storage_class=settings.storage_class,
+        src_version=obj.version_id,
+        checksum_algorithm=settings.checksum_algorithm,
+        metadata=head if settings.checksum_algorithm else None,
+        if_match=head.etag,  # an overwrite since the HEAD fails (412) instead of taking the old encryption or metadata
+        encryption=head.encryption,
+    )
+    return CopyDone(etag, multipart=False)
+
+
 def multipart_copy(
     store: ObjectStore,
     parts: BoundedExecutor,
@@ -63,20 +95,29 @@ def multipart_copy(
     dst_bucket: str,
     dst_key: str,
     settings: CopySettings,
+    *,
+    head: ObjectHead | None = None,
+    encryption: Encryption | None = None,
 ) -> str:
     """Parts are guarded by CopySourceIfMatch, so a source overwritten mid-copy fails instead of mixing versions.
 
-    Content-Type, user metadata, standard headers and tags are read once and
-    re-applied, because UploadPartCopy carries none of them. Any failure aborts
-    the upload so no orphaned parts keep costing storage.
+    Content-Type, user metadata, standard headers and tags are read once (the HEAD, unless the caller
+    read it) and re-applied, because UploadPartCopy carries none of them. `encryption` encrypts the
+    upload so. Any failure aborts the upload so no orphaned parts keep costing storage.
     """
     version = obj.version_id
-    head = store.head_object(src_bucket, obj.key, version_id=version)
+    head = head or store.head_object(src_bucket, obj.key, version_id=version)
     if obj.etag and head.etag != obj.etag:
         raise StoreError("PreconditionFailed", "the source changed after it was listed", 412)
     tags = store.get_tags(src_bucket, obj.key, version_id=version)
     upload_id = store.create_multipart_upload(
-        dst_bucket, dst_key, head, tags, storage_class=settings.storage_class, checksum_algorithm=settings.checksum_algorithm
+        dst_bucket,
+        dst_key,
+        head,
+        tags,
+        storage_class=settings.storage_class,
+        checksum_algorithm=settings.checksum_algorithm,
+        encryption=encryption,
     )
     futures: list[Future[CopiedPart]] = []
     try:

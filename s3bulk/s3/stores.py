@@ -23,6 +23,7 @@ from s3bulk.s3.regions import BucketRegions
 from s3bulk.store import (
     Body,
     CopiedPart,
+    Encryption,
     KeyFailure,
     ListPage,
     ObjectHead,
@@ -104,6 +105,25 @@ def request_headers(opts: RequestOptions, bucket: str, *, source: str | None = N
         if opts.kms_key_id:
             h["x-amz-server-side-encryption-aws-kms-key-id"] = opts.kms_key_id
     return h
+
+
+def _encryption(r: Mapping[str, Any]) -> Encryption | None:
+    """A HEAD's encryption headers, as a copy onto itself must name them again."""
+    if not r.get("ServerSideEncryption"):
+        return None
+    return Encryption(str(r["ServerSideEncryption"]), str(r.get("SSEKMSKeyId") or ""), bool(r.get("BucketKeyEnabled")))
+
+
+def _encryption_params(encryption: Encryption | None) -> dict[str, Any]:
+    """CopyObject's (and CreateMultipartUpload's) parameters for `encryption`; they replace the store's own."""
+    if encryption is None:
+        return {}
+    params: dict[str, Any] = {"ServerSideEncryption": encryption.sse}
+    if encryption.kms_key_id:
+        params["SSEKMSKeyId"] = encryption.kms_key_id
+    if encryption.bucket_key:
+        params["BucketKeyEnabled"] = True
+    return params
 
 
 _PARAMS = {
@@ -283,6 +303,7 @@ class S3Store:
         checksum_algorithm: str = "",
         metadata: ObjectHead | None = None,
         if_match: str = "",
+        encryption: Encryption | None = None,
     ) -> str:
         source = {"Bucket": src_bucket, "Key": src_key, **({"VersionId": src_version} if src_version else {})}
         kwargs: dict[str, Any] = {
@@ -302,6 +323,7 @@ class S3Store:
             kwargs.update(MetadataDirective="REPLACE", Metadata=metadata.metadata, **metadata.headers)
             if metadata.content_type:
                 kwargs["ContentType"] = metadata.content_type
+        kwargs.update(_encryption_params(encryption))
         r = self._call(self._s3(dst_bucket).copy_object, **kwargs)
         return quoted_etag(r.get("CopyObjectResult", {}).get("ETag"))
 
@@ -318,7 +340,7 @@ class S3Store:
             dict(r.get("Metadata", {})),
             headers,
             checksum,
-            str(r.get("ServerSideEncryption", "")).startswith("aws:kms"),
+            _encryption(r),
             r.get("StorageClass"),
             r.get("LastModified"),
             (str(r["ObjectLockMode"]), r["ObjectLockRetainUntilDate"]) if r.get("ObjectLockMode") else None,
@@ -473,8 +495,10 @@ class S3Store:
         storage_class: str | None = None,
         crc32: bool = False,
         checksum_algorithm: str = "",
+        encryption: Encryption | None = None,
     ) -> str:
         kwargs = self._new_object(bucket, key, head, tags, storage_class)
+        kwargs.update(_encryption_params(encryption))
         if crc32:
             kwargs.update(ChecksumAlgorithm="CRC32", ChecksumType="FULL_OBJECT")
         elif checksum_algorithm:  # CRC64NVME exists only as a full-object checksum; the others combine per part
@@ -634,8 +658,9 @@ class FastS3Store(S3Store):
         checksum_algorithm: str = "",
         metadata: ObjectHead | None = None,
         if_match: str = "",
+        encryption: Encryption | None = None,
     ) -> str:
-        if src_version or checksum_algorithm or metadata is not None or if_match:  # rare enough to take botocore's path
+        if src_version or checksum_algorithm or metadata is not None:  # rare enough to take botocore's path
             return super().copy_object(
                 src_bucket,
                 src_key,
@@ -646,8 +671,18 @@ class FastS3Store(S3Store):
                 checksum_algorithm=checksum_algorithm,
                 metadata=metadata,
                 if_match=if_match,
+                encryption=encryption,
             )
         headers = request_headers(self.opts, dst_bucket, source=src_bucket, write=True)
+        if if_match:
+            headers["x-amz-copy-source-if-match"] = if_match
+        if encryption is not None:  # it replaces the store's own (a copy onto itself keeps the object's)
+            headers.pop("x-amz-server-side-encryption-aws-kms-key-id", None)
+            headers["x-amz-server-side-encryption"] = encryption.sse
+            if encryption.kms_key_id:
+                headers["x-amz-server-side-encryption-aws-kms-key-id"] = encryption.kms_key_id
+            if encryption.bucket_key:
+                headers["x-amz-server-side-encryption-bucket-key-enabled"] = "true"
         return self.fast.copy_object(src_bucket, src_key, dst_bucket, dst_key, storage_class=storage_class, headers=headers)
 
     def delete_objects(self, bucket: str, keys: Sequence[str], version_ids: Sequence[str] = ()) -> list[KeyFailure]:

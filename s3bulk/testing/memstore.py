@@ -24,6 +24,7 @@ from s3bulk.outage import OutageBreaker
 from s3bulk.store import (
     Body,
     CopiedPart,
+    Encryption,
     KeyFailure,
     ListPage,
     ObjectHead,
@@ -55,6 +56,7 @@ class _Obj:
     retention: tuple[str, datetime] | None = None  # Object Lock (mode, retain until)
     legal_hold: str = "OFF"
     acl: str = "private"
+    encryption: Encryption | None = None
 
 
 ARCHIVED = frozenset({"GLACIER", "DEEP_ARCHIVE"})
@@ -75,6 +77,7 @@ class _Upload:
     tags: dict[str, str]
     storage_class: str
     checksum_algorithm: str = ""
+    encryption: Encryption | None = None
     parts: dict[int, tuple[bytes | None, int, str]] = field(default_factory=dict)
 
 
@@ -109,6 +112,8 @@ class MemoryStore:
         self.breaker = OutageBreaker()
         self.owners: dict[str, str] = {}  # bucket -> owning account, checked against ExpectedBucketOwner
         self.requester_pays: set[str] = set()  # buckets that refuse requests without RequestPayer
+        # bucket -> its default encryption, which a copy or an upload that names none gets (as S3 does)
+        self.default_encryption: dict[str, Encryption] = {}
         self.opts = RequestOptions()
         self.calls: dict[str, int] = {}
         self._buckets: dict[str, dict[str, _Obj]] = {}
@@ -139,6 +144,7 @@ class MemoryStore:
         storage_class: str = "STANDARD",
         etag: str | None = None,
         checksum: str = "",
+        encryption: Encryption | None = None,
     ) -> None:
         """Store an object; `size` without a body makes a synthetic object of that size; `etag` overrides (e.g. a multipart one)."""
         stored = None if size is not None else body
@@ -153,6 +159,7 @@ class MemoryStore:
             dict(tags or {}),
             storage_class,
             checksum=checksum,
+            encryption=encryption or self.default_encryption.get(bucket),
         )
         with self._lock:
             self._set(bucket, key, obj)
@@ -298,6 +305,7 @@ class MemoryStore:
         checksum_algorithm: str = "",
         metadata: ObjectHead | None = None,
         if_match: str = "",
+        encryption: Encryption | None = None,
     ) -> str:
         self._count("CopyObject")
         self._fault("CopyObject", src_bucket, src_key)
@@ -307,7 +315,8 @@ class MemoryStore:
             src = self._get(src_bucket, src_key, src_version)
             if if_match and src.etag != if_match:
                 raise StoreError("PreconditionFailed", "At least one of the pre-conditions you specified did not hold", 412)
-            if (src_bucket, src_key) == (dst_bucket, dst_key) and metadata is None and (storage_class or "STANDARD") == src.storage_class:
+            same_class = (storage_class or "STANDARD") == src.storage_class
+            if (src_bucket, src_key) == (dst_bucket, dst_key) and metadata is None and encryption is None and same_class:
                 raise StoreError(
                     "InvalidRequest",
                     "This copy request is illegal because it is trying to copy an object to itself without changing the object's "
@@ -319,6 +328,7 @@ class MemoryStore:
             etag = _md5(src.body) if src.body is not None else src.etag
             copy = replace(src, etag=etag, metadata=dict(src.metadata), tags=dict(src.tags), restore=None)
             copy.storage_class = storage_class or "STANDARD"
+            copy.encryption = encryption or self.default_encryption.get(dst_bucket)
             if metadata is not None:
                 copy.metadata, copy.content_type = dict(metadata.metadata), metadata.content_type or copy.content_type
             if checksum_algorithm:
@@ -338,6 +348,7 @@ class MemoryStore:
             o.content_type,
             dict(o.metadata),
             checksum=o.checksum,
+            encryption=o.encryption,
             storage_class=storage_class,
             last_modified=o.last_modified,
             retention=o.retention,
@@ -459,6 +470,7 @@ class MemoryStore:
                     dict(tags),
                     storage_class or "STANDARD",
                     checksum="" if crc32 is None else f"CRC32:{crc32_header(crc32)}",
+                    encryption=self.default_encryption.get(bucket),
                 ),
             )
             return _md5(body)
@@ -485,6 +497,7 @@ class MemoryStore:
         storage_class: str | None = None,
         crc32: bool = False,
         checksum_algorithm: str = "",
+        encryption: Encryption | None = None,
     ) -> str:
         self._count("CreateMultipartUpload")
         self._fault("PutObject", bucket, key)
@@ -492,7 +505,8 @@ class MemoryStore:
         with self._lock:
             self._bucket(bucket)
             upload_id = f"upload-{next(self._ids)}"
-            self._uploads[upload_id] = _Upload(bucket, key, head, dict(tags), storage_class or "STANDARD", checksum_algorithm)
+            sse = encryption or self.default_encryption.get(bucket)
+            self._uploads[upload_id] = _Upload(bucket, key, head, dict(tags), storage_class or "STANDARD", checksum_algorithm, sse)
             return upload_id
 
     def upload_part_copy(
@@ -567,6 +581,7 @@ class MemoryStore:
                     upload.tags,
                     upload.storage_class,
                     checksum=f"CRC32:{crc32_header(crc32)}" if crc32 is not None else _composite(alg, part_checksums) if alg else "",
+                    encryption=upload.encryption,
                 ),
             )
             return etag

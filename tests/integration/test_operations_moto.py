@@ -262,3 +262,28 @@ def test_undo_of_a_set_acl_puts_each_objects_own_grants_back_through_the_cli(
     done = run_cli("undo", str(tmp_path / "share-keys.jsonl"), "--endpoint-url", moto_endpoint, env=cli_env(tmp_path))
     assert done.returncode == 0 and done.stdout.startswith("restored 6; left alone (changed since the job) 0; failed 0"), done
     assert grants() == before
+
+
+@pytest.mark.parametrize(
+    ("operation", "fields"),
+    [("set-storage-class", {"storage_class": "STANDARD_IA"}), ("add-checksum", {"checksum_algorithm": "SHA256"})],
+)
+def test_an_in_place_copy_keeps_each_objects_own_kms_key(
+    moto_endpoint: str, bucket_factory: Callable[[Any, str], str], tmp_path: Path, operation: str, fields: dict[str, str]
+) -> None:
+    """moto, like S3, gives an in-place CopyObject that names no encryption the default (AES256), dropping the KMS key."""
+    direct = client_for(moto_endpoint)
+    src = bucket_factory(direct, "src")
+    key_arn = "arn:aws:kms:us-east-1:123456789012:key/11112222-3333-4444-5555-666677778888"
+    for i in range(5):
+        direct.put_object(Bucket=src, Key=f"kms/{i}", Body=b"secret", ServerSideEncryption="aws:kms", SSEKMSKeyId=key_arn)
+    direct.put_object(Bucket=src, Key="kms/s3-managed", Body=b"plain", ServerSideEncryption="AES256")
+    code, report, _ = run_job(
+        moto_endpoint, tmp_path, "keep-kms", {"operation": operation, "source": {"bucket": src, "prefix": "kms/"}, **fields}
+    )
+    assert (code, report["succeeded"], report["failed"]) == (0, 6, 0), report
+    for i in range(5):
+        head = direct.head_object(Bucket=src, Key=f"kms/{i}", ChecksumMode="ENABLED")
+        assert (head["ServerSideEncryption"], head["SSEKMSKeyId"]) == ("aws:kms", key_arn)
+        assert head.get("StorageClass") == fields.get("storage_class") and ("ChecksumSHA256" in head) == (operation == "add-checksum")
+    assert direct.head_object(Bucket=src, Key="kms/s3-managed")["ServerSideEncryption"] == "AES256"

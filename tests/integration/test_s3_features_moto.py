@@ -107,6 +107,49 @@ def test_sse_kms_copies_are_encrypted_with_the_named_key_and_moves_confirm(
     assert client.get_object(Bucket=dst, Key="k3")["Body"].read() == b"body-3"
 
 
+@pytest.mark.parametrize("path", ["fast", "botocore"])
+def test_an_in_place_copy_names_the_objects_own_encryption_and_is_pinned_to_its_etag(
+    client: Any, bucket_factory: Callable[[Any, str], str], monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    bucket = bucket_factory(client, "src")
+    key_arn = f"arn:aws:kms:us-east-1:{ACCOUNT}:key/0f0f0f0f-1111-2222-3333-444455556666"
+    client.put_object(Bucket=bucket, Key="small", Body=b"s", ServerSideEncryption="aws:kms", SSEKMSKeyId=key_arn, BucketKeyEnabled=True)
+    client.put_object(Bucket=bucket, Key="big", Body=b"b" * (6 * MiB), ServerSideEncryption="aws:kms", SSEKMSKeyId=key_arn)
+    etags = {k: client.head_object(Bucket=bucket, Key=k)["ETag"] for k in ("small", "big")}
+    sent: list[dict[str, str]] = []
+    real_send = FastS3._send
+
+    def on_fast(self: FastS3, method: str, b: str, key: str | None, query: str, headers: dict[str, str], *a: Any) -> Any:
+        sent.append({"what": f"{method} {key}?{query}", **{k.lower(): v for k, v in headers.items()}})
+        return real_send(self, method, b, key, query, headers, *a)
+
+    def on_botocore(request: Any, **_: Any) -> None:
+        headers = {k.lower(): v.decode() if isinstance(v, bytes) else v for k, v in request.headers.items()}
+        sent.append({"what": f"{request.method} {request.url.split(bucket, 1)[1]}", **headers})
+
+    client.meta.events.register("before-send.s3", on_botocore)
+    monkeypatch.setattr(FastS3, "_send", on_fast)
+    store = FastS3Store(client, 8) if path == "fast" else S3Store(client)
+    doc = {
+        "operation": "set-storage-class",
+        "source": {"bucket": bucket, "all": True},
+        "storage_class": "STANDARD_IA",
+        "options": {"multipart_threshold": 5 * MiB},
+    }
+    report = run(store, doc)
+    client.meta.events.unregister("before-send.s3", on_botocore)
+    assert (report.summary()["succeeded"], failures(report)) == (2, {})
+    small = next(h for h in sent if "x-amz-copy-source" in h and "small" in h["what"])
+    assert (small["x-amz-server-side-encryption"], small["x-amz-server-side-encryption-aws-kms-key-id"]) == ("aws:kms", key_arn)
+    assert (small.get("x-amz-server-side-encryption-bucket-key-enabled"), small["x-amz-copy-source-if-match"]) == ("true", etags["small"])
+    upload = next(h for h in sent if "uploads" in h["what"])  # CreateMultipartUpload of the big one
+    assert (upload["x-amz-server-side-encryption"], upload["x-amz-server-side-encryption-aws-kms-key-id"]) == ("aws:kms", key_arn)
+    assert all(h["x-amz-copy-source-if-match"] == etags["big"] for h in sent if "x-amz-copy-source-range" in h)
+    for key in ("small", "big"):
+        head = client.head_object(Bucket=bucket, Key=key)
+        assert (head["StorageClass"], head["ServerSideEncryption"], head["SSEKMSKeyId"]) == ("STANDARD_IA", "aws:kms", key_arn)
+
+
 def test_archived_sources_fail_once_as_restore_needed_and_the_rest_copy(client: Any, bucket_factory: Callable[[Any, str], str]) -> None:
     src, dst = bucket_factory(client, "src"), bucket_factory(client, "dst")
     client.put_object(Bucket=src, Key="cold", Body=b"c", StorageClass="GLACIER")

@@ -11,6 +11,7 @@ import pytest
 from s3bulk.aws.allowlist import AllowList
 from s3bulk.job import JobError, MiB, parse_job
 from s3bulk.local.engine import Engine
+from s3bulk.store import Encryption
 from s3bulk.testing.memstore import MemoryStore
 
 N = 60
@@ -105,6 +106,29 @@ def test_set_storage_class_of_a_large_object_uses_a_multipart_copy_and_keeps_it(
     big = store.get("src-b", "in/big")
     assert (big.storage_class, big.body, big.tags) == ("GLACIER_IR", body, {"k": "v"})
     assert store.calls["UploadPartCopy"] == 3
+
+
+KEY_ARN = "arn:aws:kms:eu-west-1:111122223333:key/0b3c5a9e-1111-2222-3333-444455556666"
+
+
+@pytest.mark.parametrize("operation", ["set-storage-class", "add-checksum"])
+@pytest.mark.parametrize("size", [1024, 12 * MiB], ids=["single-copy", "multipart"])
+def test_an_in_place_copy_keeps_the_objects_own_kms_key_not_the_buckets_default(store: MemoryStore, operation: str, size: int) -> None:
+    """A CopyObject that names no encryption takes the bucket's default; the object's own KMS key must survive."""
+    store.default_encryption["src-b"] = Encryption("AES256")
+    own = Encryption("aws:kms", KEY_ARN, bucket_key=True)
+    store.put_object("src-b", "in/secret", b"k" * size, encryption=own)
+    store.put_object("src-b", "in/plain", b"p" * size, encryption=Encryption("AES256"))
+    fields: dict[str, Any] = {"storage_class": "STANDARD_IA"} if operation == "set-storage-class" else {"checksum_algorithm": "CRC32"}
+    options = {"multipart_threshold": 8 * MiB, "part_size": 8 * MiB}
+    j = parse_job(json.dumps({"operation": operation, "source": {"bucket": "src-b", "prefix": "in/s"}, **fields, "options": options}))
+    s = Engine(j, store, concurrency=2).run().summary()
+    assert (s["succeeded"], s["failed"]) == (1, 0)
+    secret = store.get("src-b", "in/secret")
+    assert secret.encryption == own and secret.body == b"k" * size
+    assert secret.storage_class == ("STANDARD_IA" if operation == "set-storage-class" else "STANDARD")
+    assert secret.checksum.startswith("CRC32:") == (operation == "add-checksum")
+    assert store.get("src-b", "in/plain").encryption == Encryption("AES256")  # not selected: untouched
 
 
 def test_restore_asks_only_for_archived_objects_and_a_rerun_starts_nothing(store: MemoryStore) -> None:

@@ -161,3 +161,22 @@ def test_a_batch_operations_lambda_costs_one_invocation_per_tasks_per_invocation
     assert c["process_invocations"] == pytest.approx(10_000 * 0.2e-6)
     assert c["batch_operations_invocations"] == pytest.approx(1_000_000 * 0.2e-6)
     assert c["batch_operations_total"] == pytest.approx(c["s3_requests"] + 0.25 + 1.0 + 0.2)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"operation": "set-storage-class", "storage_class": "STANDARD_IA"}, {"operation": "add-checksum", "checksum_algorithm": "SHA1"}],
+)
+def test_plan_of_an_in_place_copy_counts_exactly_the_requests_the_run_makes(fields: dict[str, str]) -> None:
+    store = MemoryStore(page_size=7)
+    store.create_bucket("src-b")
+    for i in range(20):
+        store.put_object("src-b", f"in/{i:02d}", b"x" * i, storage_class="STANDARD_IA" if i % 5 == 0 else "STANDARD")
+    store.put_object("src-b", "in/big", b"b" * (12 * MiB))
+    doc = {"source": {"bucket": "src-b", "prefix": "in/"}, "options": {"multipart_threshold": 5 * MiB, "part_size": 5 * MiB}, **fields}
+    planned = make_plan(parse_job(json.dumps(doc)), store).requests
+    before = store.calls.copy()
+    assert Engine(parse_job(json.dumps(doc)), store).run().summary()["failed"] == 0
+    made = {op: n - before.get(op, 0) for op, n in store.calls.items() if n != before.get(op, 0)}
+    assert planned == made
+    assert planned["HeadObject"] == (17 if fields["operation"] == "set-storage-class" else 21)  # one per object copied in place

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from s3bulk.job import parse_job
 from s3bulk.local.engine import Engine
 from s3bulk.local.undo import lines_backwards, undo_log
+from s3bulk.store import Encryption
 from s3bulk.testing.memstore import MemoryStore
 
 N = 30
@@ -80,6 +81,16 @@ def test_storage_class_and_legal_hold_changes_are_undone() -> None:
         ("STANDARD", "OFF")
     }
     assert tags(s) == tags(store())  # the in-place copy back kept every tag set
+
+
+def test_a_storage_class_undone_keeps_each_objects_own_kms_key() -> None:
+    s, log = store(), io.StringIO()
+    s.default_encryption["src-b"] = Encryption("AES256")
+    own = Encryption("aws:kms", "arn:aws:kms:eu-west-1:111122223333:key/undo-key")
+    s.put_object("src-b", "in/007", b"x", encryption=own)
+    run(s, log, "set-storage-class", storage_class="GLACIER_IR")
+    assert undo_log(as_bytes(log), s).restored == N
+    assert (s.get("src-b", "in/007").storage_class, s.get("src-b", "in/007").encryption) == ("STANDARD", own)
 
 
 @given(st.lists(st.text(alphabet="ab\n", max_size=7), max_size=12), st.integers(min_value=1, max_value=9))
