@@ -294,6 +294,7 @@ def _plan(args: argparse.Namespace, console: Console) -> int:
         "by_storage_class": {k: {"objects": v[0], "bytes": v[1]} for k, v in sorted(plan.by_class.items())},
         "by_size": {k: {"objects": v[0], "bytes": v[1]} for k, v in plan.by_size.items()},
         "requests": dict(sorted(plan.requests.items())),
+        "undo_journal_requests": dict(sorted(plan.journal.items())),
         "cost_usd": {k: round(v, 6) for k, v in dollars.items()},
         "prices": {"region": prices["region"], "as_of": prices["as_of"]},
         "eta_seconds": {
@@ -312,10 +313,14 @@ def _plan(args: argparse.Namespace, console: Console) -> int:
             table.add_row(name, f"{row['objects']:,}", f"{row['bytes']:,}")
         console.print(table)
     console.print("requests: " + ", ".join(f"{k} {v:,}" for k, v in doc["requests"].items()), markup=False)
+    if plan.journal:
+        journal = ", ".join(f"{k} {v:,}" for k, v in doc["undo_journal_requests"].items())
+        console.print(f"undo journal reads (always on the stack; here with --key-log): {journal}", markup=False)
     c = doc["cost_usd"]
     console.print(
         f"cost ({prices['region']} list prices as of {prices['as_of']}): deployed stack ${c['stack_total']:.4f} "
         f"(S3 requests ${c['s3_requests']:.4f}"
+        + (f", undo journal reads ${c['undo_journal']:.4f}" if c["undo_journal"] else "")
         + (f", restore retrieval ${c['restore_retrieval']:.4f}" if c["restore_retrieval"] else "")
         + (f", Lambda invocations ${c['process_invocations']:.4f}" if c["process_invocations"] else "")
         + f") vs S3 Batch Operations ${c['batch_operations_total']:.4f}"

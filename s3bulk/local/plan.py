@@ -65,6 +65,9 @@ class Plan:
     by_class: dict[str, list[int]] = field(default_factory=dict)  # class -> [objects, bytes]
     by_size: dict[str, list[int]] = field(default_factory=dict)
     requests: dict[str, int] = field(default_factory=dict)
+    # The reads the undo journal adds (what a change replaces, for `s3bulk undo`): always on the stack, whose key log
+    # is always kept; here only with --key-log.
+    journal: dict[str, int] = field(default_factory=dict)
 
     def add(self, size: int, storage_class: str | None) -> None:
         self.objects += 1
@@ -74,9 +77,10 @@ class Plan:
             row[0] += 1
             row[1] += max(size, 0)
 
-    def count(self, request: str, n: int = 1) -> None:
+    def count(self, request: str, n: int = 1, *, journal: bool = False) -> None:
+        table = self.journal if journal else self.requests
         if n:
-            self.requests[request] = self.requests.get(request, 0) + n
+            table[request] = table.get(request, 0) + n
 
 
 def load_prices(path: str | Path | None = None) -> dict[str, Any]:
@@ -85,8 +89,9 @@ def load_prices(path: str | Path | None = None) -> dict[str, Any]:
     return prices
 
 
-# In-place operations that are one PUT-class call per object.
+# In-place operations that are one PUT-class call per object, and the reads their undo journal adds (ops/batch.py).
 IN_PLACE_CALL = {"set-retention": "PutObjectRetention", "set-legal-hold": "PutObjectLegalHold", "set-acl": "PutObjectAcl"}
+JOURNAL_READS = {"set-retention": ("HeadObject", 1), "set-legal-hold": ("GetObjectLegalHold", 1), "set-acl": ("GetObjectAcl", 2)}
 
 
 def count_object(job: Job, plan: Plan, obj: ObjectInfo) -> None:
@@ -105,8 +110,8 @@ def count_object(job: Job, plan: Plan, obj: ObjectInfo) -> None:
     if op in {"copy", "move"} and job.source.manifest is not None and job.options.if_exists != "overwrite":
         plan.count("HeadObject")  # is the destination there (and unchanged)?
     if op == "tag":
-        if job.tagging is not None and job.tagging.mode in {"merge", "remove"}:
-            plan.count("GetObjectTagging")
+        merges = job.tagging is not None and job.tagging.mode in {"merge", "remove"}
+        plan.count("GetObjectTagging", journal=not merges)  # a replace reads the tags only for the journal
         plan.count("PutObjectTagging")  # a merge or remove that changes nothing skips it
         return
     if op == "add-checksum" or (op == "set-storage-class" and (obj.storage_class or "STANDARD") != job.storage_class):
@@ -123,6 +128,7 @@ def count_object(job: Job, plan: Plan, obj: ObjectInfo) -> None:
         return
     if op in IN_PLACE_CALL:
         plan.count(IN_PLACE_CALL[op])
+        plan.count(*JOURNAL_READS[op], journal=True)
         return
     if op == "restore":
         if size == UNKNOWN_SIZE or (obj.storage_class or "STANDARD") in ARCHIVED:
@@ -177,13 +183,9 @@ def _count_process(job: Job, plan: Plan, size: int) -> None:
 
 
 def cost(plan: Plan, prices: dict[str, Any]) -> dict[str, float]:
-    """Dollars on the deployed stack and with S3 Batch Operations; the S3 requests are the same for both."""
-    r = plan.requests
-    gets = ("HeadObject", "GetObjectTagging", "GetObject")
-    class_a = sum(n for k, n in r.items() if k not in {*gets, "DeleteObjects", "RestoreObject"})
-    s3 = class_a / 1000 * prices["s3_put_copy_post_list_per_1000"]
-    s3 += sum(r.get(k, 0) for k in gets) / 1000 * prices["s3_get_head_per_1000"]
-    s3 += r.get("DeleteObjects", 0) / 1000 * prices["s3_delete_per_1000"]
+    """Dollars on the deployed stack and with S3 Batch Operations: the same S3 requests, but for the stack's undo journal."""
+    s3 = s3_cost(plan.requests, prices)
+    journal = s3_cost(plan.journal, prices)
     messages = math.ceil(plan.objects / KEYS_PER_MESSAGE)
     invocations = math.ceil(messages / MESSAGES_PER_INVOCATION)
     worker_seconds = plan.objects / (STACK_THREADS / REQUEST_LATENCY_S)
@@ -198,8 +200,9 @@ def cost(plan: Plan, prices: dict[str, Any]) -> dict[str, float]:
     invoke_price = prices["lambda_request_per_million"] / 1e6
     stack_invokes = math.ceil(plan.objects / plan.tasks_per_invocation) * invoke_price if plan.tasks_per_invocation else 0.0
     batch_invokes = plan.objects * invoke_price if plan.tasks_per_invocation else 0.0
-    stack = s3 + retrieval + lam + sqs + ddb + sfn + stack_invokes
+    stack = s3 + journal + retrieval + lam + sqs + ddb + sfn + stack_invokes
     return {
+        "undo_journal": journal,
         "process_invocations": stack_invokes,
         "batch_operations_invocations": batch_invokes,
         "restore_retrieval": retrieval,
@@ -211,6 +214,17 @@ def cost(plan: Plan, prices: dict[str, Any]) -> dict[str, float]:
         "stack_total": stack,
         "batch_operations_total": s3 + retrieval + batch_ops + batch_invokes,
     }
+
+
+GET_CLASS = frozenset({"HeadObject", "GetObject", "GetObjectTagging", "GetObjectAcl", "GetObjectLegalHold", "GetObjectRetention"})
+
+
+def s3_cost(requests: dict[str, int], prices: dict[str, Any]) -> float:
+    """S3's request charges: GET-class reads, DeleteObjects at its own price, the rest PUT-class (RestoreObject: per tier)."""
+    gets = sum(n for k, n in requests.items() if k in GET_CLASS)
+    class_a = sum(n for k, n in requests.items() if k not in GET_CLASS | {"DeleteObjects", "RestoreObject"})
+    dollars = class_a / 1000 * float(prices["s3_put_copy_post_list_per_1000"]) + gets / 1000 * float(prices["s3_get_head_per_1000"])
+    return dollars + requests.get("DeleteObjects", 0) / 1000 * float(prices["s3_delete_per_1000"])
 
 
 def restore_fees(plan: Plan, prices: dict[str, Any]) -> float:

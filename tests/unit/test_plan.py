@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
@@ -180,3 +181,47 @@ def test_plan_of_an_in_place_copy_counts_exactly_the_requests_the_run_makes(fiel
     made = {op: n - before.get(op, 0) for op, n in store.calls.items() if n != before.get(op, 0)}
     assert planned == made
     assert planned["HeadObject"] == (17 if fields["operation"] == "set-storage-class" else 21)  # one per object copied in place
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"operation": "tag", "tagging": {"mode": "replace", "tags": {"a": "b"}}},
+        {"operation": "set-legal-hold", "legal_hold": "ON"},
+        {"operation": "set-acl", "acl": "bucket-owner-full-control"},
+        {"operation": "set-retention", "retention": {"mode": "GOVERNANCE", "until": "2099-01-01T00:00:00Z"}},
+    ],
+    ids=lambda f: f["operation"],
+)
+def test_the_undo_journals_reads_are_planned_apart_and_priced_for_the_stack_alone(fields: dict[str, object]) -> None:
+    """Without a key log the run makes exactly `requests`; with one (as the stack always keeps), `journal` on top."""
+
+    def seeded() -> MemoryStore:
+        store = MemoryStore(page_size=4)
+        store.create_bucket("src-b")
+        for i in range(9):
+            store.put_object("src-b", f"in/{i}", b"x")
+        return store
+
+    doc = json.dumps({"source": {"bucket": "src-b", "prefix": "in/"}, **fields})
+    plan = make_plan(parse_job(doc), seeded())
+    for key_log in (None, io.StringIO()):
+        store = seeded()
+        assert Engine(parse_job(doc), store, key_log=key_log).run().summary()["failed"] == 0
+        made = {op: n for op, n in store.calls.items() if op != "ListObjectsV2"}
+        expected = {k: n for k, n in plan.requests.items() if k != "ListObjectsV2"}
+        for op, n in plan.journal.items() if key_log else ():
+            expected[op] = expected.get(op, 0) + n
+        assert made == expected
+    assert sum(plan.journal.values()) == 9 * (2 if fields["operation"] == "set-acl" else 1)
+    c = cost(plan, PRICES)
+    assert c["undo_journal"] == pytest.approx(sum(plan.journal.values()) / 1000 * PRICES["s3_get_head_per_1000"])
+    assert c["stack_total"] - c["batch_operations_total"] == pytest.approx(
+        c["undo_journal"]
+        + c["lambda"]
+        + c["sqs"]
+        + c["dynamodb"]
+        + c["step_functions"]
+        - PRICES["batch_operations_job"]
+        - 9 / 1e6 * PRICES["batch_operations_per_million_objects"]
+    )
