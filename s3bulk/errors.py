@@ -69,6 +69,10 @@ PERMANENT_HINTS = {
     "EntityTooLarge": "object is too large for a single copy; lower options.multipart_threshold",
     "InvalidRequest": "the server refused the request",
     "MethodNotAllowed": "the operation is not allowed on this object",
+    "AccessControlListNotSupported": (
+        "the bucket has ACLs disabled (Object Ownership: bucket owner enforced), so objects take no ACL but "
+        "bucket-owner-full-control; grant access with a bucket policy, or set Object Ownership to allow ACLs"
+    ),
     "MissingDestination": "verify: the copy is missing; rerun the copy",
     "SizeMismatch": "verify: the copy differs; rerun the copy with if_exists overwrite",
     "ChecksumMismatch": "verify: the copy differs; rerun the copy with if_exists overwrite",

@@ -226,6 +226,14 @@ class Destination(_Endpoint):
     )
     sse: Encryption | None = Field(None, description="Server-side encryption of the copies; null uses the bucket's default encryption.")
     kms_key_id: str | None = Field(None, min_length=1, description='KMS key id, ARN or alias for sse "aws:kms" or "aws:kms:dsse".')
+    acl: CannedAcl | None = Field(
+        None,
+        description=(
+            "Canned ACL of every object the job writes (x-amz-acl on each copy and upload), e.g. bucket-owner-full-control "
+            "when another account owns the destination bucket and its policy demands it; null sends none (S3 copies never keep "
+            "the source's ACL). A bucket with ACLs disabled takes only bucket-owner-full-control."
+        ),
+    )
 
     _bucket = field_validator("bucket")(classmethod(lambda cls, v: _check_bucket(v)))
     _prefix = field_validator("prefix")(classmethod(lambda cls, v: _check_prefix(v)))
@@ -693,6 +701,7 @@ def request_options(job: Job) -> RequestOptions:
         requester_pays=job.options.requester_pays,
         sse=dst.sse if dst else None,
         kms_key_id=dst.kms_key_id if dst else None,
+        acl=dst.acl if dst else None,
     )
 
 

@@ -140,6 +140,7 @@ class RequestOptions:
     requester_pays: bool = False
     sse: str | None = None  # AES256, aws:kms or aws:kms:dsse, for objects the job writes
     kms_key_id: str | None = None
+    acl: str | None = None  # the canned ACL of objects the job writes (x-amz-acl); None sends none
 
     def owner(self, bucket: str) -> str | None:
         return self.owners.get(bucket)

@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from s3bulk.store import ObjectStore, StoreError
+from s3bulk.store import ObjectStore
 
 
 def acl_doc(policy: Mapping[str, Any]) -> dict[str, Any]:
@@ -22,16 +22,7 @@ def acl_doc(policy: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def set_acl(store: ObjectStore, bucket: str, key: str, acl: str, *, version_id: str = "") -> bool:
-    """PutObjectAcl; a bucket whose Object Ownership is BucketOwnerEnforced (ACLs disabled) fails each key, saying so."""
-    try:
-        store.put_acl(bucket, key, acl, version_id=version_id)
-    except StoreError as exc:
-        if exc.code == "AccessControlListNotSupported":
-            raise StoreError(
-                exc.code,
-                "the bucket has ACLs disabled (Object Ownership: bucket owner enforced), so objects take no ACL; "
-                "grant access with a bucket policy, or set Object Ownership to allow ACLs",
-                exc.status,
-            ) from exc
-        raise
+    """PutObjectAcl; a bucket whose Object Ownership is BucketOwnerEnforced (ACLs disabled) fails each key
+    (AccessControlListNotSupported, whose hint in errors.py says what to do)."""
+    store.put_acl(bucket, key, acl, version_id=version_id)
     return True

@@ -104,6 +104,8 @@ def request_headers(opts: RequestOptions, bucket: str, *, source: str | None = N
         h["x-amz-server-side-encryption"] = opts.sse
         if opts.kms_key_id:
             h["x-amz-server-side-encryption-aws-kms-key-id"] = opts.kms_key_id
+    if write and opts.acl:
+        h["x-amz-acl"] = opts.acl
     return h
 
 
@@ -132,6 +134,7 @@ _PARAMS = {
     "x-amz-request-payer": "RequestPayer",
     "x-amz-server-side-encryption": "ServerSideEncryption",
     "x-amz-server-side-encryption-aws-kms-key-id": "SSEKMSKeyId",
+    "x-amz-acl": "ACL",
 }
 
 

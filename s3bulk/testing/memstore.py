@@ -78,6 +78,7 @@ class _Upload:
     storage_class: str
     checksum_algorithm: str = ""
     encryption: Encryption | None = None
+    acl: str = "private"
     parts: dict[int, tuple[bytes | None, int, str]] = field(default_factory=dict)
 
 
@@ -329,6 +330,7 @@ class MemoryStore:
             copy = replace(src, etag=etag, metadata=dict(src.metadata), tags=dict(src.tags), restore=None)
             copy.storage_class = storage_class or "STANDARD"
             copy.encryption = encryption or self.default_encryption.get(dst_bucket)
+            copy.acl = self.opts.acl or "private"  # S3 never copies an ACL: the request's, else private
             if metadata is not None:
                 copy.metadata, copy.content_type = dict(metadata.metadata), metadata.content_type or copy.content_type
             if checksum_algorithm:
@@ -471,6 +473,7 @@ class MemoryStore:
                     storage_class or "STANDARD",
                     checksum="" if crc32 is None else f"CRC32:{crc32_header(crc32)}",
                     encryption=self.default_encryption.get(bucket),
+                    acl=self.opts.acl or "private",
                 ),
             )
             return _md5(body)
@@ -506,7 +509,9 @@ class MemoryStore:
             self._bucket(bucket)
             upload_id = f"upload-{next(self._ids)}"
             sse = encryption or self.default_encryption.get(bucket)
-            self._uploads[upload_id] = _Upload(bucket, key, head, dict(tags), storage_class or "STANDARD", checksum_algorithm, sse)
+            self._uploads[upload_id] = _Upload(
+                bucket, key, head, dict(tags), storage_class or "STANDARD", checksum_algorithm, sse, self.opts.acl or "private"
+            )
             return upload_id
 
     def upload_part_copy(
@@ -582,6 +587,7 @@ class MemoryStore:
                     upload.storage_class,
                     checksum=f"CRC32:{crc32_header(crc32)}" if crc32 is not None else _composite(alg, part_checksums) if alg else "",
                     encryption=upload.encryption,
+                    acl=upload.acl,
                 ),
             )
             return etag

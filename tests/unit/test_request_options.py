@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from s3bulk.job import MiB, parse_job
+from s3bulk.job import JobError, MiB, parse_job
 from s3bulk.local.engine import Engine
 from s3bulk.s3.stores import request_headers
 from s3bulk.store import RequestOptions
@@ -81,3 +81,22 @@ def test_headers_name_each_bucket_owner_and_encrypt_only_writes() -> None:
     }
     assert request_headers(opts, "src-b") == {"x-amz-expected-bucket-owner": SRC_ACCOUNT, "x-amz-request-payer": "requester"}
     assert request_headers(RequestOptions(), "src-b", source="dst-b", write=True) == {}
+
+
+def test_destination_acl_goes_on_writes_only_and_every_copy_gets_it_or_none_of_the_sources(store: MemoryStore) -> None:
+    opts = RequestOptions(acl="bucket-owner-full-control")
+    assert request_headers(opts, "dst-b", source="src-b", write=True) == {"x-amz-acl": "bucket-owner-full-control"}
+    assert request_headers(opts, "src-b") == {}  # reads and deletes carry no ACL
+    store.put_acl("src-b", "in/007", "public-read")
+    report = run(store, "copy", destination__prefix="granted/", destination__acl="bucket-owner-full-control")
+    assert report.summary()["succeeded"] == 51
+    assert {store.get("dst-b", f"granted/{k}").acl for k in ("007", "008", "big")} == {"bucket-owner-full-control"}
+    assert run(store, "copy", destination__prefix="plain/").summary()["succeeded"] == 51
+    assert {store.get("dst-b", f"plain/{k}").acl for k in ("007", "big")} == {"private"}  # S3 never copies an ACL
+
+
+def test_an_unknown_destination_acl_is_refused_naming_the_field() -> None:
+    doc = {"operation": "copy", "source": {"bucket": "src-b", "prefix": "in/"}, "destination": {"bucket": "dst-b", "acl": "owner-only"}}
+    with pytest.raises(JobError) as err:
+        parse_job(json.dumps(doc))
+    assert str(err.value).startswith("job.destination.acl:") and "bucket-owner-full-control" in str(err.value)
