@@ -51,6 +51,9 @@ class GeneratedStore:
     def bucket_versioning(self, bucket: str) -> str:
         return ""
 
+    def object_ownership(self, bucket: str) -> str:
+        return "BucketOwnerEnforced"
+
     def list_versions_page(self, *a: object, **k: object) -> ListPage:
         raise NotImplementedError  # the bench lists current objects only
 
@@ -67,6 +70,7 @@ class GeneratedStore:
         metadata: ObjectHead | None = None,
         if_match: str = "",
         encryption: Encryption | None = None,
+        acl_policy: Mapping[str, object] | None = None,
     ) -> str:
         return '"0f343b0931126a20f133d67c2b018a3b"'
 

@@ -272,7 +272,12 @@ class S3BulkStack(cdk.Stack):
         worker = self.worker_fn
         # ListBucket lets HEAD of a missing key answer 404 (not 403), which move confirmation relies on.
         # ListBucketVersions: a copy of all versions lists each key's versions on both sides.
-        worker.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket", "s3:ListBucketVersions"], resources=_bucket_arns(listable)))
+        # GetBucketOwnershipControls: an in-place copy asks once whether the bucket has ACLs whose grants it must carry.
+        worker.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["s3:ListBucket", "s3:ListBucketVersions", "s3:GetBucketOwnershipControls"], resources=_bucket_arns(listable)
+            )
+        )
         worker.add_to_role_policy(
             iam.PolicyStatement(
                 # GetObjectLegalHold: set-legal-hold's undo journal reads the hold it replaces. The *Version* actions are

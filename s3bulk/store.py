@@ -191,6 +191,10 @@ class ObjectStore(Protocol):
         """GetBucketVersioning: "Enabled", "Suspended", or "" for a bucket that was never versioned."""
         ...
 
+    def object_ownership(self, bucket: str) -> str:
+        """GetBucketOwnershipControls' ObjectOwnership ("BucketOwnerEnforced": ACLs disabled), or "" when it has none."""
+        ...
+
     def copy_object(
         self,
         src_bucket: str,
@@ -204,6 +208,7 @@ class ObjectStore(Protocol):
         metadata: ObjectHead | None = None,
         if_match: str = "",
         encryption: Encryption | None = None,
+        acl_policy: Mapping[str, Any] | None = None,
     ) -> str:
         """Server-side copy of metadata and tags too (of version `src_version`, when given); returns the new ETag.
         `if_match` pins the source's ETag (CopySourceIfMatch): a source changed since it was read fails with 412.
@@ -211,7 +216,8 @@ class ObjectStore(Protocol):
         `checksum_algorithm` has S3 compute and keep that checksum of the copy. `metadata` replaces the copy's
         metadata with the head's (MetadataDirective REPLACE), which lets an object be copied onto itself unchanged.
         `encryption` encrypts the copy so (an in-place copy keeps the object's own); without it the store's own
-        setting or the bucket's default applies.
+        setting or the bucket's default applies. `acl_policy` (an AccessControlPolicy, as get_acl returns it) gives
+        the copy those grants; S3 copies no ACL, so without it the copy is private (or gets the store's canned ACL).
         """
         ...
 
@@ -286,10 +292,11 @@ class ObjectStore(Protocol):
         crc32: bool = False,
         checksum_algorithm: str = "",
         encryption: Encryption | None = None,
+        acl_policy: Mapping[str, Any] | None = None,
     ) -> str:
         """CreateMultipartUpload; with `crc32`, of an object whose full-object CRC32 the parts and the completion carry;
         with `checksum_algorithm`, of one whose part copies S3 checksums (upload_part_copy returns them);
-        with `encryption`, encrypted so (as copy_object's)."""
+        with `encryption` and `acl_policy`, encrypted so and with those grants (as copy_object's)."""
         ...
 
     def upload_part(self, bucket: str, key: str, upload_id: str, part_number: int, body: Body, *, crc32: int | None = None) -> str:

@@ -20,6 +20,7 @@ from s3bulk.bodies.writer import PART_SIZE as WRITE_PART
 from s3bulk.bodies.writer import THRESHOLD as WRITE_THRESHOLD
 from s3bulk.job import ARCHIVED, Job, Restore, relays
 from s3bulk.local.engine import Engine
+from s3bulk.ops.acl import AclsEnabled
 from s3bulk.ops.batch import NEEDS_HEAD
 from s3bulk.ops.copies import part_ranges
 from s3bulk.store import UNKNOWN_SIZE, ListPage, ObjectInfo, ObjectStore, RequestOptions
@@ -68,6 +69,7 @@ class Plan:
     # The reads the undo journal adds (what a change replaces, for `s3bulk undo`): always on the stack, whose key log
     # is always kept; here only with --key-log.
     journal: dict[str, int] = field(default_factory=dict)
+    acls_enabled: bool = False  # an in-place copy's bucket may hold ACLs, so each such copy reads its object's first
 
     def add(self, size: int, storage_class: str | None) -> None:
         self.objects += 1
@@ -91,6 +93,7 @@ def load_prices(path: str | Path | None = None) -> dict[str, Any]:
 
 # In-place operations that are one PUT-class call per object, and the reads their undo journal adds (ops/batch.py).
 IN_PLACE_CALL = {"set-retention": "PutObjectRetention", "set-legal-hold": "PutObjectLegalHold", "set-acl": "PutObjectAcl"}
+IN_PLACE_COPIES = frozenset({"set-storage-class", "add-checksum"})
 JOURNAL_READS = {"set-retention": ("HeadObject", 1), "set-legal-hold": ("GetObjectLegalHold", 1), "set-acl": ("GetObjectAcl", 2)}
 
 
@@ -118,6 +121,8 @@ def count_object(job: Job, plan: Plan, obj: ObjectInfo) -> None:
         # One HEAD reads the object's encryption, which its in-place copy keeps (and, for add-checksum, whether it has
         # the checksum already: then nothing more); a multipart copy carries the same HEAD's headers over.
         plan.count("HeadObject")
+        if plan.acls_enabled:
+            plan.count("GetObjectAcl")  # grants beyond the owner's are named again on the copy
         if size <= job.options.multipart_threshold:
             plan.count("CopyObject")
             return
@@ -216,7 +221,17 @@ def cost(plan: Plan, prices: dict[str, Any]) -> dict[str, float]:
     }
 
 
-GET_CLASS = frozenset({"HeadObject", "GetObject", "GetObjectTagging", "GetObjectAcl", "GetObjectLegalHold", "GetObjectRetention"})
+GET_CLASS = frozenset(
+    {
+        "HeadObject",
+        "GetObject",
+        "GetObjectTagging",
+        "GetObjectAcl",
+        "GetObjectLegalHold",
+        "GetObjectRetention",
+        "GetBucketOwnershipControls",
+    }
+)
 
 
 def s3_cost(requests: dict[str, int], prices: dict[str, Any]) -> float:
@@ -286,6 +301,8 @@ def make_plan(job: Job, store: ObjectStore, dst_store: ObjectStore | None = None
     plan = Plan(job.operation, restore_tier=(job.restore or Restore()).tier if job.operation == "restore" else None)
     if job.process is not None and job.process.batchops_lambda is not None:
         plan.tasks_per_invocation = job.process.tasks_per_invocation
+    if job.operation in IN_PLACE_COPIES:
+        plan.acls_enabled = AclsEnabled(store)(job.source.bucket)
     counted_dst = cast(ObjectStore, _CountingLists(dst_store, plan)) if dst_store is not None else None
     engine = Engine(dry, cast(ObjectStore, _CountingLists(store, plan)), concurrency=1, dst_store=counted_dst)
     engine.check_destination()
@@ -308,6 +325,8 @@ def make_plan(job: Job, store: ObjectStore, dst_store: ObjectStore | None = None
         # Every listed version is one request at most (a CopyObject, or a DeleteObject for a delete marker), when the
         # destination has none yet; the listing's filters picked whole keys, so this counts the versions of all keys.
         plan.count("CopyObject", plan.scanned)
+    if job.operation in IN_PLACE_COPIES and (plan.requests.get("CopyObject") or plan.requests.get("CreateMultipartUpload")):
+        plan.count("GetBucketOwnershipControls")  # asked once, at the first in-place copy
     plan.extraneous = engine.tally.extraneous_deleted
     plan.count("DeleteObjects", math.ceil(plan.extraneous / DELETE_BATCH))
     return plan

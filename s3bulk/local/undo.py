@@ -22,7 +22,7 @@ from typing import IO, Any
 
 from s3bulk.errors import error_code, error_message
 from s3bulk.job import Options
-from s3bulk.ops.acl import acl_doc
+from s3bulk.ops.acl import AclsEnabled, acl_doc
 from s3bulk.ops.batch import part_pool
 from s3bulk.ops.copies import CopySettings, copy_in_place
 from s3bulk.ops.lock import retention_doc
@@ -96,7 +96,9 @@ def current(store: ObjectStore, bucket: str, key: str, what: str, version: str =
     return store.head_object(bucket, key).storage_class or "STANDARD"
 
 
-def restore(store: ObjectStore, parts: Any, bucket: str, key: str, what: str, before: Any, version: str = "") -> None:
+def restore(
+    store: ObjectStore, parts: Any, bucket: str, key: str, what: str, before: Any, version: str = "", acls: AclsEnabled | None = None
+) -> None:
     if what == "tags":
         store.put_tags(bucket, key, before, version_id=version)
     elif what == "legal_hold":
@@ -109,10 +111,13 @@ def restore(store: ObjectStore, parts: Any, bucket: str, key: str, what: str, be
         store.put_retention(bucket, key, mode, until, bypass_governance=True, version_id=version)
     else:  # an in-place copy back to the class it had, keeping body, metadata, tags and encryption
         head = store.head_object(bucket, key)
-        copy_in_place(store, parts, bucket, head.info(key), CopySettings(_COPY.multipart_threshold, _COPY.part_size, before), head)
+        settings = CopySettings(_COPY.multipart_threshold, _COPY.part_size, before)
+        copy_in_place(store, parts, bucket, head.info(key), settings, head, keep_acl=(acls or AclsEnabled(store))(bucket))
 
 
-def undo_one(store: ObjectStore, parts: Any, key: str, entry: dict[str, Any], result: UndoResult, dry_run: bool) -> None:
+def undo_one(
+    store: ObjectStore, parts: Any, key: str, entry: dict[str, Any], result: UndoResult, dry_run: bool, acls: AclsEnabled | None = None
+) -> None:
     bucket, what, version = str(entry["bucket"]), str(entry["what"]), str(entry.get("version_id", ""))
     try:
         now = current(store, bucket, key, what, version)
@@ -120,7 +125,7 @@ def undo_one(store: ObjectStore, parts: Any, key: str, entry: dict[str, Any], re
             result.note("changed_since", f"{key}: {what} is {json.dumps(now)}, not what the job set; left alone")
             return
         if not dry_run:
-            restore(store, parts, bucket, key, what, entry["before"], version)
+            restore(store, parts, bucket, key, what, entry["before"], version, acls)
         result.note("restored")
     except Exception as exc:  # noqa: BLE001 - each key's failure is reported, the others go on
         result.note("failed", f"{key}: {error_code(exc)}: {error_message(exc)}")
@@ -131,10 +136,11 @@ def undo_log(log: IO[bytes], store: ObjectStore, *, concurrency: int = 16, dry_r
     result = UndoResult()
     queues: list[queue.Queue[tuple[str, dict[str, Any]] | None]] = [queue.Queue(maxsize=4) for _ in range(concurrency)]
     parts = part_pool()
+    acls = AclsEnabled(store)  # one question per bucket, for the in-place copies that put a storage class back
 
     def drain(q: queue.Queue[tuple[str, dict[str, Any]] | None]) -> None:
         while (got := q.get()) is not None:
-            undo_one(store, parts, got[0], got[1], result, dry_run)
+            undo_one(store, parts, got[0], got[1], result, dry_run, acls)
 
     threads = [threading.Thread(target=drain, args=(q,), name=f"s3bulk-undo-{i}", daemon=True) for i, q in enumerate(queues)]
     for t in threads:

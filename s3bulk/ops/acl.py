@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Mapping
 from typing import Any
 
-from s3bulk.store import ObjectStore
+from s3bulk.store import ObjectStore, StoreError
 
 
 def acl_doc(policy: Mapping[str, Any]) -> dict[str, Any]:
@@ -26,3 +27,39 @@ def set_acl(store: ObjectStore, bucket: str, key: str, acl: str, *, version_id: 
     (AccessControlListNotSupported, whose hint in errors.py says what to do)."""
     store.put_acl(bucket, key, acl, version_id=version_id)
     return True
+
+
+class AclsEnabled:
+    """Per bucket, asked once: may its objects carry ACLs that an in-place copy must carry over?
+
+    S3 copies no ACL, so a copy of an object onto itself (set-storage-class, add-checksum) would
+    leave it private. A bucket whose Object Ownership is BucketOwnerEnforced has ACLs disabled:
+    nothing to carry, no read. Any other answer, or none (no permission, a server without the
+    call), means each such copy reads the object's ACL first: a wrong "yes" costs a GET per
+    object, a wrong "no" would drop grants.
+    """
+
+    def __init__(self, store: ObjectStore) -> None:
+        self._store = store
+        self._known: dict[str, bool] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, bucket: str) -> bool:
+        with self._lock:
+            if bucket not in self._known:
+                try:
+                    self._known[bucket] = self._store.object_ownership(bucket) != "BucketOwnerEnforced"
+                except StoreError:
+                    self._known[bucket] = True
+            return self._known[bucket]
+
+
+def grants_to_carry(store: ObjectStore, bucket: str, key: str, version_id: str = "") -> dict[str, Any] | None:
+    """The object's ACL when it grants anything beyond its owner's FULL_CONTROL (what a private copy has anyway)."""
+    policy = store.get_acl(bucket, key, version_id=version_id)
+    owner = dict(policy.get("Owner", {})).get("ID", "")
+    for grant in policy.get("Grants", []):
+        grantee = dict(grant.get("Grantee", {}))
+        if not (grant.get("Permission") == "FULL_CONTROL" and grantee.get("ID") == owner and owner):
+            return policy
+    return None

@@ -24,7 +24,7 @@ from s3bulk.bodies.budget import MemoryBudget
 from s3bulk.errors import ErrorKind, classify, error_code, error_message
 from s3bulk.job import ACTS_ON_VERSIONS, MAX_KEY_BYTES, Job, Restore, relays
 from s3bulk.keys import KeyLog, KeyRecord
-from s3bulk.ops.acl import acl_doc, set_acl
+from s3bulk.ops.acl import AclsEnabled, acl_doc, set_acl
 from s3bulk.ops.checksum import add_checksum
 from s3bulk.ops.copies import CopySettings, copy_in_place, copy_object
 from s3bulk.ops.delete import delete_keys
@@ -252,6 +252,7 @@ class BatchRunner:
         dst = job.destination
         self._copy_settings = CopySettings(job.options.multipart_threshold, job.options.part_size, dst.storage_class if dst else None)
         self._in_place = CopySettings(job.options.multipart_threshold, job.options.part_size, job.storage_class)
+        self._acls = AclsEnabled(store)  # asked at the first in-place copy: does its bucket have ACLs to carry over?
         # A manifest is not a sorted listing to merge-join, so its skip modes ask the destination per object.
         # So do objects given one by one (a canary's sample: head_destination).
         self._head_destination = (head_destination or job.source.manifest is not None) and job.options.if_exists != "overwrite"
@@ -511,13 +512,15 @@ class BatchRunner:
             now = acl_doc(self.store.get_acl(bucket, obj.key, version_id=version))
             return Done(True, undo=_undo(bucket, "acl", prior, now, version))
         if job.operation == "add-checksum":
-            etag = add_checksum(self.store, self.parts, bucket, obj, job.checksum_algorithm or "CRC64NVME", self._in_place)
+            algorithm = job.checksum_algorithm or "CRC64NVME"
+            etag = add_checksum(self.store, self.parts, bucket, obj, algorithm, self._in_place, keep_acl=self._acls(bucket))
             return Done(etag is not None, etag or "", obj=found)
         if job.operation == "set-storage-class":
             before = obj.storage_class or "STANDARD"  # from the listing (or the HEAD a manifest row needed): no extra request
             if before == job.storage_class:
                 return Done(False, obj=found)
-            etag = copy_in_place(self.store, self.parts, bucket, obj, self._in_place).etag  # keeping its own encryption
+            # keeping its own encryption and grants
+            etag = copy_in_place(self.store, self.parts, bucket, obj, self._in_place, keep_acl=self._acls(bucket)).etag
             return Done(True, etag, obj=found, undo=_undo(bucket, "storage_class", before, job.storage_class))
         assert job.operation == "verify" and job.destination is not None
         v = verify_object(self.store, bucket, obj, job.destination.bucket, item.dst_key, self.dst)

@@ -20,12 +20,18 @@ from s3bulk.store import ObjectInfo, ObjectStore
 
 
 def add_checksum(
-    store: ObjectStore, parts: BoundedExecutor, bucket: str, obj: ObjectInfo, algorithm: str, settings: CopySettings
+    store: ObjectStore,
+    parts: BoundedExecutor,
+    bucket: str,
+    obj: ObjectInfo,
+    algorithm: str,
+    settings: CopySettings,
+    *,
+    keep_acl: bool = False,
 ) -> str | None:
-    """The new ETag, or None when the object already has a checksum of `algorithm`."""
+    """The new ETag, or None when the object already has a checksum of `algorithm`; `keep_acl` as copy_in_place's."""
     head = store.head_object(bucket, obj.key, version_id=obj.version_id)
     if head.checksum.split(":", 1)[0] == algorithm:
         return None
-    return copy_in_place(
-        store, parts, bucket, obj, replace(settings, storage_class=head.storage_class, checksum_algorithm=algorithm), head
-    ).etag
+    at = replace(settings, storage_class=head.storage_class, checksum_algorithm=algorithm)
+    return copy_in_place(store, parts, bucket, obj, at, head, keep_acl=keep_acl).etag

@@ -290,6 +290,17 @@ class S3Store:
         nxt = version_token(r["NextKeyMarker"], r.get("NextVersionIdMarker") or "") if truncated else None
         return ListPage(merge_versions(versions, markers, r.get(_KINDS, "")), nxt, prefixes)
 
+    def object_ownership(self, bucket: str) -> str:
+        owner = {k: v for k, v in self._params(bucket).items() if k == "ExpectedBucketOwner"}
+        try:
+            r = self._call(self._s3(bucket).get_bucket_ownership_controls, Bucket=bucket, **owner)
+        except StoreError as exc:
+            if exc.code == "OwnershipControlsNotFoundError":
+                return ""
+            raise
+        rules = r.get("OwnershipControls", {}).get("Rules", [])
+        return str(rules[0].get("ObjectOwnership", "")) if rules else ""
+
     def bucket_versioning(self, bucket: str) -> str:
         owner = {k: v for k, v in self._params(bucket).items() if k == "ExpectedBucketOwner"}  # it takes no RequestPayer
         return str(self._call(self._s3(bucket).get_bucket_versioning, Bucket=bucket, **owner).get("Status", ""))
@@ -307,6 +318,7 @@ class S3Store:
         metadata: ObjectHead | None = None,
         if_match: str = "",
         encryption: Encryption | None = None,
+        acl_policy: Mapping[str, Any] | None = None,
     ) -> str:
         source = {"Bucket": src_bucket, "Key": src_key, **({"VersionId": src_version} if src_version else {})}
         kwargs: dict[str, Any] = {
@@ -326,7 +338,7 @@ class S3Store:
             kwargs.update(MetadataDirective="REPLACE", Metadata=metadata.metadata, **metadata.headers)
             if metadata.content_type:
                 kwargs["ContentType"] = metadata.content_type
-        kwargs.update(_encryption_params(encryption))
+        kwargs.update(_encryption_params(encryption), **_acl_params(acl_policy))
         r = self._call(self._s3(dst_bucket).copy_object, **kwargs)
         return quoted_etag(r.get("CopyObjectResult", {}).get("ETag"))
 
@@ -499,9 +511,10 @@ class S3Store:
         crc32: bool = False,
         checksum_algorithm: str = "",
         encryption: Encryption | None = None,
+        acl_policy: Mapping[str, Any] | None = None,
     ) -> str:
         kwargs = self._new_object(bucket, key, head, tags, storage_class)
-        kwargs.update(_encryption_params(encryption))
+        kwargs.update(_encryption_params(encryption), **_acl_params(acl_policy))
         if crc32:
             kwargs.update(ChecksumAlgorithm="CRC32", ChecksumType="FULL_OBJECT")
         elif checksum_algorithm:  # CRC64NVME exists only as a full-object checksum; the others combine per part
@@ -662,8 +675,9 @@ class FastS3Store(S3Store):
         metadata: ObjectHead | None = None,
         if_match: str = "",
         encryption: Encryption | None = None,
+        acl_policy: Mapping[str, Any] | None = None,
     ) -> str:
-        if src_version or checksum_algorithm or metadata is not None:  # rare enough to take botocore's path
+        if src_version or checksum_algorithm or metadata is not None or acl_policy is not None:  # rare: botocore's path
             return super().copy_object(
                 src_bucket,
                 src_key,
@@ -675,6 +689,7 @@ class FastS3Store(S3Store):
                 metadata=metadata,
                 if_match=if_match,
                 encryption=encryption,
+                acl_policy=acl_policy,
             )
         headers = request_headers(self.opts, dst_bucket, source=src_bucket, write=True)
         if if_match:
@@ -720,6 +735,17 @@ def grant_headers(policy: Mapping[str, Any]) -> dict[str, str]:
             return {}
         out.setdefault(param, []).append(named)
     return {param: ", ".join(names) for param, names in out.items()}
+
+
+def _acl_params(policy: Mapping[str, Any] | None) -> dict[str, str]:
+    """A copy's (or an upload's) grants as x-amz-grant-* parameters; a grant with no such form fails the object,
+    never dropped."""
+    if policy is None:
+        return {}
+    params = grant_headers(policy)
+    if not params:
+        raise StoreError("AclNotCarried", f"the object's ACL has a grant that x-amz-grant-* cannot name: {dict(policy)}", 400)
+    return params
 
 
 def _version(version_id: str) -> dict[str, str]:

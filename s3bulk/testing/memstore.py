@@ -115,6 +115,8 @@ class MemoryStore:
         self.requester_pays: set[str] = set()  # buckets that refuse requests without RequestPayer
         # bucket -> its default encryption, which a copy or an upload that names none gets (as S3 does)
         self.default_encryption: dict[str, Encryption] = {}
+        # bucket -> its Object Ownership; every bucket has ACLs disabled unless set here, as new S3 buckets do
+        self.ownership: dict[str, str] = {}
         self.opts = RequestOptions()
         self.calls: dict[str, int] = {}
         self._buckets: dict[str, dict[str, _Obj]] = {}
@@ -238,6 +240,16 @@ class MemoryStore:
             more = i < len(keys) and keys[i].startswith(prefix)
             return ListPage(out, last if more and last else None, prefixes)
 
+    def object_ownership(self, bucket: str) -> str:
+        self._count("GetBucketOwnershipControls")
+        with self._lock:
+            self._bucket(bucket)
+            return self.ownership.get(bucket, "BucketOwnerEnforced")
+
+    def _new_acl(self, policy: Mapping[str, Any] | None) -> str:
+        """A written object's ACL: the grants the request names, else its canned ACL, else private."""
+        return json.dumps(dict(policy), sort_keys=True) if policy is not None else self.opts.acl or "private"
+
     def bucket_versioning(self, bucket: str) -> str:
         self._count("GetBucketVersioning")
         with self._lock:
@@ -307,6 +319,7 @@ class MemoryStore:
         metadata: ObjectHead | None = None,
         if_match: str = "",
         encryption: Encryption | None = None,
+        acl_policy: Mapping[str, Any] | None = None,
     ) -> str:
         self._count("CopyObject")
         self._fault("CopyObject", src_bucket, src_key)
@@ -330,7 +343,7 @@ class MemoryStore:
             copy = replace(src, etag=etag, metadata=dict(src.metadata), tags=dict(src.tags), restore=None)
             copy.storage_class = storage_class or "STANDARD"
             copy.encryption = encryption or self.default_encryption.get(dst_bucket)
-            copy.acl = self.opts.acl or "private"  # S3 never copies an ACL: the request's, else private
+            copy.acl = self._new_acl(acl_policy)  # S3 never copies an ACL: the request's, else private
             if metadata is not None:
                 copy.metadata, copy.content_type = dict(metadata.metadata), metadata.content_type or copy.content_type
             if checksum_algorithm:
@@ -473,7 +486,7 @@ class MemoryStore:
                     storage_class or "STANDARD",
                     checksum="" if crc32 is None else f"CRC32:{crc32_header(crc32)}",
                     encryption=self.default_encryption.get(bucket),
-                    acl=self.opts.acl or "private",
+                    acl=self._new_acl(None),
                 ),
             )
             return _md5(body)
@@ -501,6 +514,7 @@ class MemoryStore:
         crc32: bool = False,
         checksum_algorithm: str = "",
         encryption: Encryption | None = None,
+        acl_policy: Mapping[str, Any] | None = None,
     ) -> str:
         self._count("CreateMultipartUpload")
         self._fault("PutObject", bucket, key)
@@ -510,7 +524,7 @@ class MemoryStore:
             upload_id = f"upload-{next(self._ids)}"
             sse = encryption or self.default_encryption.get(bucket)
             self._uploads[upload_id] = _Upload(
-                bucket, key, head, dict(tags), storage_class or "STANDARD", checksum_algorithm, sse, self.opts.acl or "private"
+                bucket, key, head, dict(tags), storage_class or "STANDARD", checksum_algorithm, sse, self._new_acl(acl_policy)
             )
             return upload_id
 

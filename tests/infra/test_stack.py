@@ -511,8 +511,24 @@ def test_the_worker_may_make_every_call_the_in_place_operations_and_their_undo_j
         "set-legal-hold": {"s3:GetObjectLegalHold", "s3:PutObjectLegalHold"},
         "set-retention": {"s3:GetObjectRetention", "s3:PutObjectRetention"},
         "set-acl": {"s3:GetObjectAcl", "s3:PutObjectAcl"},
-        "set-storage-class": {"s3:GetObject", "s3:PutObject", "s3:GetObjectTagging"},
-        "add-checksum": {"s3:GetObject", "s3:PutObject", "s3:GetObjectTagging", "s3:PutObjectTagging"},
+        # An in-place copy asks once whether the bucket has ACLs, and then reads each object's grants to name them again.
+        "set-storage-class": {
+            "s3:GetObject",
+            "s3:PutObject",
+            "s3:GetObjectTagging",
+            "s3:GetBucketOwnershipControls",
+            "s3:GetObjectAcl",
+            "s3:PutObjectAcl",  # a copy that names grants (x-amz-grant-*) needs it
+        },
+        "add-checksum": {
+            "s3:GetObject",
+            "s3:PutObject",
+            "s3:GetObjectTagging",
+            "s3:PutObjectTagging",
+            "s3:GetBucketOwnershipControls",
+            "s3:GetObjectAcl",
+            "s3:PutObjectAcl",
+        },
     }
     assert {op: needed - actions for op, needed in calls.items()} == {op: set() for op in calls}
 

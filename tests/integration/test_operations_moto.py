@@ -287,3 +287,34 @@ def test_an_in_place_copy_keeps_each_objects_own_kms_key(
         assert (head["ServerSideEncryption"], head["SSEKMSKeyId"]) == ("aws:kms", key_arn)
         assert head.get("StorageClass") == fields.get("storage_class") and ("ChecksumSHA256" in head) == (operation == "add-checksum")
     assert direct.head_object(Bucket=src, Key="kms/s3-managed")["ServerSideEncryption"] == "AES256"
+
+
+def test_an_in_place_copy_keeps_each_objects_grants_in_a_bucket_with_acls(
+    moto_endpoint: str, bucket_factory: Callable[[Any, str], str], tmp_path: Path
+) -> None:
+    """moto, like S3, gives a copy no ACL of its source's. A bucket without ownership controls has ACLs enabled."""
+    direct = client_for(moto_endpoint)
+    src = bucket_factory(direct, "src")
+    other = "79a59df900b949e55d96a1e698fbacedfd6e09d98eacf8f8d5218e7cd47ef2be"
+    direct.put_object(Bucket=src, Key="acl/public", Body=b"p", ACL="public-read")
+    direct.put_object(
+        Bucket=src, Key="acl/shared", Body=b"s", GrantRead=f'id="{other}"', GrantFullControl='id="' + _owner(direct, src) + '"'
+    )
+    direct.put_object(Bucket=src, Key="acl/big", Body=b"b" * (6 * 1024 * 1024), ACL="public-read")
+    direct.put_object(Bucket=src, Key="acl/private", Body=b"x")
+
+    def grants(key: str) -> list[tuple[str, str]]:
+        got = direct.get_object_acl(Bucket=src, Key=key)["Grants"]
+        return sorted((g["Grantee"].get("URI") or g["Grantee"].get("ID", ""), g["Permission"]) for g in got)
+
+    before = {k: grants(f"acl/{k}") for k in ("public", "shared", "big", "private")}
+    job = {"operation": "set-storage-class", "source": {"bucket": src, "prefix": "acl/"}, "storage_class": "STANDARD_IA"}
+    code, report, _ = run_job(moto_endpoint, tmp_path, "keep-acl", {**job, "options": {"multipart_threshold": 5 * 1024 * 1024}})
+    assert (code, report["succeeded"], report["failed"]) == (0, 4, 0), report
+    assert {k: grants(f"acl/{k}") for k in before} == before
+    assert ("http://acs.amazonaws.com/groups/global/AllUsers", "READ") in before["public"] and (other, "READ") in before["shared"]
+    assert direct.head_object(Bucket=src, Key="acl/big")["StorageClass"] == "STANDARD_IA"
+
+
+def _owner(client: Any, bucket: str) -> str:
+    return str(client.get_bucket_acl(Bucket=bucket)["Owner"]["ID"])

@@ -259,3 +259,10 @@ def test_empty_source_succeeds_with_a_note(
     done = run_cli("run", str(job), "--endpoint-url", moto_endpoint, "--no-ledger", env=cli_env(tmp_path))
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"s3://{src}/nothing/ holds no object the job selects" in " ".join(done.stdout.split())
+
+
+def test_object_ownership_reads_acls_disabled_and_a_bucket_without_controls(client: Any, bucket_factory: Callable[[Any, str], str]) -> None:
+    enforced, legacy = bucket_factory(client, "src"), bucket_factory(client, "dst")
+    client.put_bucket_ownership_controls(Bucket=enforced, OwnershipControls={"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]})
+    store = S3Store(client)
+    assert (store.object_ownership(enforced), store.object_ownership(legacy)) == ("BucketOwnerEnforced", "")

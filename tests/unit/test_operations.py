@@ -11,6 +11,7 @@ import pytest
 from s3bulk.aws.allowlist import AllowList
 from s3bulk.job import JobError, MiB, parse_job
 from s3bulk.local.engine import Engine
+from s3bulk.ops.acl import acl_doc
 from s3bulk.store import Encryption
 from s3bulk.testing.memstore import MemoryStore
 
@@ -129,6 +130,34 @@ def test_an_in_place_copy_keeps_the_objects_own_kms_key_not_the_buckets_default(
     assert secret.storage_class == ("STANDARD_IA" if operation == "set-storage-class" else "STANDARD")
     assert secret.checksum.startswith("CRC32:") == (operation == "add-checksum")
     assert store.get("src-b", "in/plain").encryption == Encryption("AES256")  # not selected: untouched
+
+
+@pytest.mark.parametrize("operation", ["set-storage-class", "add-checksum"])
+@pytest.mark.parametrize("size", [1024, 12 * MiB], ids=["single-copy", "multipart"])
+def test_an_in_place_copy_keeps_each_objects_grants_where_the_bucket_has_acls(store: MemoryStore, operation: str, size: int) -> None:
+    """S3 copies no ACL: an object copied onto itself would come back private unless its grants are named again."""
+    store.ownership["src-b"] = "ObjectWriter"  # ACLs enabled
+    store.put_object("src-b", "in/shared", b"s" * size)
+    store.put_acl("src-b", "in/shared", "public-read")
+    store.put_object("src-b", "in/sealed", b"p" * size)  # private: nothing to carry
+    before = {k: acl_doc(store.get_acl("src-b", f"in/{k}")) for k in ("shared", "sealed")}
+    fields: dict[str, Any] = {"storage_class": "STANDARD_IA"} if operation == "set-storage-class" else {"checksum_algorithm": "CRC32"}
+    options = {"multipart_threshold": 8 * MiB, "part_size": 8 * MiB}
+    j = parse_job(json.dumps({"operation": operation, "source": {"bucket": "src-b", "prefix": "in/s"}, **fields, "options": options}))
+    calls = store.calls.copy()
+    s = Engine(j, store, concurrency=2).run().summary()
+    made = {op: n - calls.get(op, 0) for op, n in store.calls.items()}
+    assert (s["succeeded"], s["failed"]) == (2, 0)
+    assert (made["GetObjectAcl"], made["GetBucketOwnershipControls"]) == (2, 1)  # one per copy; one per run
+    assert {k: acl_doc(store.get_acl("src-b", f"in/{k}")) for k in ("shared", "sealed")} == before
+    assert any(g["Grantee"].get("URI", "").endswith("AllUsers") for g in before["shared"]["Grants"])
+
+
+def test_an_in_place_copy_reads_no_acl_where_the_bucket_has_acls_disabled(store: MemoryStore) -> None:
+    store.ownership["src-b"] = "BucketOwnerEnforced"
+    s = Engine(job("set-storage-class", storage_class="GLACIER_IR"), store, concurrency=4).run().summary()
+    assert (s["succeeded"], s["failed"]) == (N, 0)
+    assert (store.calls.get("GetObjectAcl", 0), store.calls["GetBucketOwnershipControls"], store.calls["CopyObject"]) == (0, 1, N)
 
 
 def test_restore_asks_only_for_archived_objects_and_a_rerun_starts_nothing(store: MemoryStore) -> None:

@@ -168,9 +168,11 @@ def test_a_batch_operations_lambda_costs_one_invocation_per_tasks_per_invocation
     "fields",
     [{"operation": "set-storage-class", "storage_class": "STANDARD_IA"}, {"operation": "add-checksum", "checksum_algorithm": "SHA1"}],
 )
-def test_plan_of_an_in_place_copy_counts_exactly_the_requests_the_run_makes(fields: dict[str, str]) -> None:
+@pytest.mark.parametrize("ownership", ["BucketOwnerEnforced", "ObjectWriter"])
+def test_plan_of_an_in_place_copy_counts_exactly_the_requests_the_run_makes(fields: dict[str, str], ownership: str) -> None:
     store = MemoryStore(page_size=7)
     store.create_bucket("src-b")
+    store.ownership["src-b"] = ownership  # with ACLs enabled, each in-place copy reads its object's grants first
     for i in range(20):
         store.put_object("src-b", f"in/{i:02d}", b"x" * i, storage_class="STANDARD_IA" if i % 5 == 0 else "STANDARD")
     store.put_object("src-b", "in/big", b"b" * (12 * MiB))
@@ -181,6 +183,7 @@ def test_plan_of_an_in_place_copy_counts_exactly_the_requests_the_run_makes(fiel
     made = {op: n - before.get(op, 0) for op, n in store.calls.items() if n != before.get(op, 0)}
     assert planned == made
     assert planned["HeadObject"] == (17 if fields["operation"] == "set-storage-class" else 21)  # one per object copied in place
+    assert planned.get("GetObjectAcl", 0) == (planned["HeadObject"] if ownership == "ObjectWriter" else 0)
 
 
 @pytest.mark.parametrize(
