@@ -56,7 +56,17 @@ class AclsEnabled:
 
 def grants_to_carry(store: ObjectStore, bucket: str, key: str, version_id: str = "") -> dict[str, Any] | None:
     """The object's ACL when it grants anything beyond its owner's FULL_CONTROL (what a private copy has anyway)."""
-    policy = store.get_acl(bucket, key, version_id=version_id)
+    try:
+        policy = store.get_acl(bucket, key, version_id=version_id)
+    except StoreError as exc:
+        if exc.code != "AccessDenied":
+            raise
+        raise StoreError(
+            exc.code,
+            "reading the object's ACL, which a copy onto itself must name again (S3 copies none), was denied: allow "
+            "s3:GetObjectAcl, or s3:GetBucketOwnershipControls if the bucket has ACLs disabled (then nothing is read)",
+            exc.status,
+        ) from exc
     owner = dict(policy.get("Owner", {})).get("ID", "")
     for grant in policy.get("Grants", []):
         grantee = dict(grant.get("Grantee", {}))

@@ -242,6 +242,7 @@ class MemoryStore:
 
     def object_ownership(self, bucket: str) -> str:
         self._count("GetBucketOwnershipControls")
+        self._fault("GetBucketOwnershipControls", bucket, "")
         with self._lock:
             self._bucket(bucket)
             return self.ownership.get(bucket, "BucketOwnerEnforced")

@@ -12,7 +12,7 @@ from s3bulk.aws.allowlist import AllowList
 from s3bulk.job import JobError, MiB, parse_job
 from s3bulk.local.engine import Engine
 from s3bulk.ops.acl import acl_doc
-from s3bulk.store import Encryption
+from s3bulk.store import Encryption, StoreError
 from s3bulk.testing.memstore import MemoryStore
 
 N = 60
@@ -151,6 +151,19 @@ def test_an_in_place_copy_keeps_each_objects_grants_where_the_bucket_has_acls(st
     assert (made["GetObjectAcl"], made["GetBucketOwnershipControls"]) == (2, 1)  # one per copy; one per run
     assert {k: acl_doc(store.get_acl("src-b", f"in/{k}")) for k in ("shared", "sealed")} == before
     assert any(g["Grantee"].get("URI", "").endswith("AllUsers") for g in before["shared"]["Grants"])
+
+
+def test_an_in_place_copy_that_may_not_read_the_acl_fails_each_key_naming_both_permissions(store: MemoryStore) -> None:
+    """Ownership unknown (denied) counts as ACLs enabled: a key fails loudly rather than lose its grants."""
+
+    def deny(op: str, bucket: str, key: str) -> StoreError | None:
+        return StoreError("AccessDenied", "Access Denied", 403) if op in {"GetBucketOwnershipControls", "GetObjectAcl"} else None
+
+    store.faults.append(deny)
+    report = Engine(job("set-storage-class", storage_class="GLACIER_IR"), store, concurrency=4).run()
+    s, failures = report.summary(), list(report.tally.failures())
+    assert (s["succeeded"], s["failed"], store.calls.get("CopyObject", 0)) == (0, N, 0)
+    assert all("s3:GetObjectAcl" in f["message"] and "s3:GetBucketOwnershipControls" in f["message"] for f in failures)
 
 
 def test_an_in_place_copy_reads_no_acl_where_the_bucket_has_acls_disabled(store: MemoryStore) -> None:
