@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from s3bulk.job import parse_job
 from s3bulk.local.engine import Engine
 from s3bulk.outage import OutageBreaker
-from s3bulk.store import Body, CopiedPart, Encryption, KeyFailure, ListPage, ObjectHead, ObjectInfo
+from s3bulk.store import Body, Carried, CopiedPart, KeyFailure, ListPage, ObjectHead, ObjectInfo
 
 
 class GeneratedStore:
@@ -69,8 +69,7 @@ class GeneratedStore:
         checksum_algorithm: str = "",
         metadata: ObjectHead | None = None,
         if_match: str = "",
-        encryption: Encryption | None = None,
-        acl_policy: Mapping[str, object] | None = None,
+        carry: Carried | None = None,
     ) -> str:
         return '"0f343b0931126a20f133d67c2b018a3b"'
 

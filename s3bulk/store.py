@@ -61,6 +61,22 @@ class Encryption:
 
 
 @dataclass(frozen=True, slots=True)
+class Carried:
+    """What S3 does not copy with an object, which a copy of it onto itself must name again to keep: its encryption
+    (else the bucket's default), its grants (else private) and its Object Lock retention and legal hold (else none)."""
+
+    encryption: Encryption | None = None
+    grants: Mapping[str, Any] | None = None  # an AccessControlPolicy, as get_acl returns it
+    retention: tuple[str, datetime] | None = None
+    legal_hold: bool = False
+
+    @property
+    def beyond_encryption(self) -> bool:
+        """It names grants or Object Lock too, not only the encryption."""
+        return self.grants is not None or self.retention is not None or self.legal_hold
+
+
+@dataclass(frozen=True, slots=True)
 class ObjectHead:
     """What a multipart copy must carry over by hand (CopyObject does it for small ones)."""
 
@@ -74,6 +90,7 @@ class ObjectHead:
     storage_class: str | None = None  # None: STANDARD (S3 sends no header for it)
     last_modified: datetime | None = None
     retention: tuple[str, datetime] | None = None  # Object Lock: (mode, retain until), read back by a canary
+    legal_hold: bool = False  # Object Lock legal hold ON (HEAD shows both only to a caller allowed to read them)
 
     @property
     def encrypted_kms(self) -> bool:
@@ -207,17 +224,15 @@ class ObjectStore(Protocol):
         checksum_algorithm: str = "",
         metadata: ObjectHead | None = None,
         if_match: str = "",
-        encryption: Encryption | None = None,
-        acl_policy: Mapping[str, Any] | None = None,
+        carry: Carried | None = None,
     ) -> str:
         """Server-side copy of metadata and tags too (of version `src_version`, when given); returns the new ETag.
         `if_match` pins the source's ETag (CopySourceIfMatch): a source changed since it was read fails with 412.
 
         `checksum_algorithm` has S3 compute and keep that checksum of the copy. `metadata` replaces the copy's
         metadata with the head's (MetadataDirective REPLACE), which lets an object be copied onto itself unchanged.
-        `encryption` encrypts the copy so (an in-place copy keeps the object's own); without it the store's own
-        setting or the bucket's default applies. `acl_policy` (an AccessControlPolicy, as get_acl returns it) gives
-        the copy those grants; S3 copies no ACL, so without it the copy is private (or gets the store's canned ACL).
+        `carry` names the object's encryption, grants and Object Lock again (an in-place copy keeps them so);
+        without it the copy gets the store's or the bucket's defaults, as S3 copies none of them.
         """
         ...
 
@@ -291,12 +306,11 @@ class ObjectStore(Protocol):
         storage_class: str | None = None,
         crc32: bool = False,
         checksum_algorithm: str = "",
-        encryption: Encryption | None = None,
-        acl_policy: Mapping[str, Any] | None = None,
+        carry: Carried | None = None,
     ) -> str:
         """CreateMultipartUpload; with `crc32`, of an object whose full-object CRC32 the parts and the completion carry;
         with `checksum_algorithm`, of one whose part copies S3 checksums (upload_part_copy returns them);
-        with `encryption` and `acl_policy`, encrypted so and with those grants (as copy_object's)."""
+        with `carry`, of one that keeps what it names (as copy_object's)."""
         ...
 
     def upload_part(self, bucket: str, key: str, upload_id: str, part_number: int, body: Body, *, crc32: int | None = None) -> str:

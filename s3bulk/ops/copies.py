@@ -5,15 +5,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
-from typing import Any
 
 from s3bulk.job import MAX_PART_SIZE, MiB
 from s3bulk.ops.acl import grants_to_carry
 from s3bulk.ops.executor import BoundedExecutor
-from s3bulk.store import CopiedPart, Encryption, ObjectHead, ObjectInfo, ObjectStore, StoreError
+from s3bulk.store import Carried, CopiedPart, ObjectHead, ObjectInfo, ObjectStore, StoreError
 
 MAX_PARTS = 10_000
 
@@ -68,13 +66,14 @@ def copy_in_place(
     *,
     keep_acl: bool = False,
 ) -> CopyDone:
-    """Copy an object onto itself (a new storage class, a new checksum), keeping its own encryption and grants.
+    """Copy an object onto itself (a new storage class, a new checksum), keeping its encryption, grants and lock.
 
     A CopyObject that names no encryption takes the bucket's default: an object under its own KMS key
     would silently come back under the bucket's. So one HEAD (or the caller's) reads the object's
-    encryption, which the copy names again, and pins the copy to the ETag it saw. S3 copies no ACL
-    either: with `keep_acl` (a bucket with ACLs enabled, ops/acl.py AclsEnabled) the object's ACL is
-    read and, if it grants more than its owner's, named again. With a checksum to add, the copy also
+    encryption, and its Object Lock retention and legal hold (which S3 does not copy either, so the
+    new version would be unprotected), which the copy names again (`Carried`); the copy is pinned to
+    the ETag the HEAD saw. S3 copies no ACL: with `keep_acl` (a bucket with ACLs enabled, ops/acl.py
+    AclsEnabled) the object's ACL is read and, if it grants more than its owner's, named again. With a checksum to add, the copy also
     replaces the metadata with the object's own (REPLACE), which is what lets S3 copy an object onto
     itself with nothing else changed.
     """
@@ -82,10 +81,10 @@ def copy_in_place(
     if obj.etag and head.etag != obj.etag:
         raise StoreError("PreconditionFailed", "the object changed after it was listed; rerun to pick up the new version", 412)
     grants = grants_to_carry(store, bucket, obj.key, obj.version_id) if keep_acl else None
+    carry = Carried(head.encryption, grants, head.retention, head.legal_hold)
     if head.size > settings.multipart_threshold:
         at = replace(obj, size=head.size, etag=head.etag)
-        done = multipart_copy(store, parts, bucket, at, bucket, obj.key, settings, head=head, encryption=head.encryption, acl_policy=grants)
-        return CopyDone(done, True)
+        return CopyDone(multipart_copy(store, parts, bucket, at, bucket, obj.key, settings, head=head, carry=carry), True)
     etag = store.copy_object(
         bucket,
         obj.key,
@@ -96,8 +95,7 @@ def copy_in_place(
         checksum_algorithm=settings.checksum_algorithm,
         metadata=head if settings.checksum_algorithm else None,
         if_match=head.etag,  # an overwrite since the HEAD fails (412) instead of taking the old encryption or metadata
-        encryption=head.encryption,
-        acl_policy=grants,
+        carry=carry,
     )
     return CopyDone(etag, multipart=False)
 
@@ -112,14 +110,13 @@ def multipart_copy(
     settings: CopySettings,
     *,
     head: ObjectHead | None = None,
-    encryption: Encryption | None = None,
-    acl_policy: Mapping[str, Any] | None = None,
+    carry: Carried | None = None,
 ) -> str:
     """Parts are guarded by CopySourceIfMatch, so a source overwritten mid-copy fails instead of mixing versions.
 
     Content-Type, user metadata, standard headers and tags are read once (the HEAD, unless the caller
-    read it) and re-applied, because UploadPartCopy carries none of them. `encryption` and `acl_policy`
-    encrypt the upload so and give it those grants. Any failure aborts the upload so no orphaned parts keep costing storage.
+    read it) and re-applied, because UploadPartCopy carries none of them. `carry` names what the
+    object keeps that S3 does not copy (copy_in_place's). Any failure aborts the upload so no orphaned parts keep costing storage.
     """
     version = obj.version_id
     head = head or store.head_object(src_bucket, obj.key, version_id=version)
@@ -133,8 +130,7 @@ def multipart_copy(
         tags,
         storage_class=settings.storage_class,
         checksum_algorithm=settings.checksum_algorithm,
-        encryption=encryption,
-        acl_policy=acl_policy,
+        carry=carry,
     )
     futures: list[Future[CopiedPart]] = []
     try:

@@ -22,6 +22,7 @@ from s3bulk.s3.ratecontrol import RateControl
 from s3bulk.s3.regions import BucketRegions
 from s3bulk.store import (
     Body,
+    Carried,
     CopiedPart,
     Encryption,
     KeyFailure,
@@ -317,8 +318,7 @@ class S3Store:
         checksum_algorithm: str = "",
         metadata: ObjectHead | None = None,
         if_match: str = "",
-        encryption: Encryption | None = None,
-        acl_policy: Mapping[str, Any] | None = None,
+        carry: Carried | None = None,
     ) -> str:
         source = {"Bucket": src_bucket, "Key": src_key, **({"VersionId": src_version} if src_version else {})}
         kwargs: dict[str, Any] = {
@@ -338,7 +338,7 @@ class S3Store:
             kwargs.update(MetadataDirective="REPLACE", Metadata=metadata.metadata, **metadata.headers)
             if metadata.content_type:
                 kwargs["ContentType"] = metadata.content_type
-        kwargs.update(_encryption_params(encryption), **_acl_params(acl_policy))
+        kwargs.update(_carry_params(carry))
         r = self._call(self._s3(dst_bucket).copy_object, **kwargs)
         return quoted_etag(r.get("CopyObjectResult", {}).get("ETag"))
 
@@ -359,6 +359,7 @@ class S3Store:
             r.get("StorageClass"),
             r.get("LastModified"),
             (str(r["ObjectLockMode"]), r["ObjectLockRetainUntilDate"]) if r.get("ObjectLockMode") else None,
+            r.get("ObjectLockLegalHoldStatus") == "ON",
         )
 
     def get_tags(self, bucket: str, key: str, *, version_id: str = "") -> dict[str, str]:
@@ -510,11 +511,10 @@ class S3Store:
         storage_class: str | None = None,
         crc32: bool = False,
         checksum_algorithm: str = "",
-        encryption: Encryption | None = None,
-        acl_policy: Mapping[str, Any] | None = None,
+        carry: Carried | None = None,
     ) -> str:
         kwargs = self._new_object(bucket, key, head, tags, storage_class)
-        kwargs.update(_encryption_params(encryption), **_acl_params(acl_policy))
+        kwargs.update(_carry_params(carry))
         if crc32:
             kwargs.update(ChecksumAlgorithm="CRC32", ChecksumType="FULL_OBJECT")
         elif checksum_algorithm:  # CRC64NVME exists only as a full-object checksum; the others combine per part
@@ -674,10 +674,10 @@ class FastS3Store(S3Store):
         checksum_algorithm: str = "",
         metadata: ObjectHead | None = None,
         if_match: str = "",
-        encryption: Encryption | None = None,
-        acl_policy: Mapping[str, Any] | None = None,
+        carry: Carried | None = None,
     ) -> str:
-        if src_version or checksum_algorithm or metadata is not None or acl_policy is not None:  # rare: botocore's path
+        # Rare enough to take botocore's path; an in-place copy that keeps only its encryption stays on the fast one.
+        if src_version or checksum_algorithm or metadata is not None or (carry is not None and carry.beyond_encryption):
             return super().copy_object(
                 src_bucket,
                 src_key,
@@ -688,13 +688,12 @@ class FastS3Store(S3Store):
                 checksum_algorithm=checksum_algorithm,
                 metadata=metadata,
                 if_match=if_match,
-                encryption=encryption,
-                acl_policy=acl_policy,
+                carry=carry,
             )
         headers = request_headers(self.opts, dst_bucket, source=src_bucket, write=True)
         if if_match:
             headers["x-amz-copy-source-if-match"] = if_match
-        if encryption is not None:  # it replaces the store's own (a copy onto itself keeps the object's)
+        if carry is not None and (encryption := carry.encryption) is not None:  # it replaces the store's own
             headers.pop("x-amz-server-side-encryption-aws-kms-key-id", None)
             headers["x-amz-server-side-encryption"] = encryption.sse
             if encryption.kms_key_id:
@@ -735,6 +734,18 @@ def grant_headers(policy: Mapping[str, Any]) -> dict[str, str]:
             return {}
         out.setdefault(param, []).append(named)
     return {param: ", ".join(names) for param, names in out.items()}
+
+
+def _carry_params(carry: Carried | None) -> dict[str, Any]:
+    """CopyObject's (and CreateMultipartUpload's) parameters that name again what S3 does not copy."""
+    if carry is None:
+        return {}
+    params: dict[str, Any] = {**_encryption_params(carry.encryption), **_acl_params(carry.grants)}
+    if carry.retention is not None:
+        params.update(ObjectLockMode=carry.retention[0], ObjectLockRetainUntilDate=carry.retention[1])
+    if carry.legal_hold:
+        params["ObjectLockLegalHoldStatus"] = "ON"
+    return params
 
 
 def _acl_params(policy: Mapping[str, Any] | None) -> dict[str, str]:

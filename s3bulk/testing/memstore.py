@@ -23,6 +23,7 @@ from s3bulk.job import MAX_KEY_BYTES
 from s3bulk.outage import OutageBreaker
 from s3bulk.store import (
     Body,
+    Carried,
     CopiedPart,
     Encryption,
     KeyFailure,
@@ -79,6 +80,7 @@ class _Upload:
     checksum_algorithm: str = ""
     encryption: Encryption | None = None
     acl: str = "private"
+    carry: Carried | None = None
     parts: dict[int, tuple[bytes | None, int, str]] = field(default_factory=dict)
 
 
@@ -319,8 +321,7 @@ class MemoryStore:
         checksum_algorithm: str = "",
         metadata: ObjectHead | None = None,
         if_match: str = "",
-        encryption: Encryption | None = None,
-        acl_policy: Mapping[str, Any] | None = None,
+        carry: Carried | None = None,
     ) -> str:
         self._count("CopyObject")
         self._fault("CopyObject", src_bucket, src_key)
@@ -331,7 +332,7 @@ class MemoryStore:
             if if_match and src.etag != if_match:
                 raise StoreError("PreconditionFailed", "At least one of the pre-conditions you specified did not hold", 412)
             same_class = (storage_class or "STANDARD") == src.storage_class
-            if (src_bucket, src_key) == (dst_bucket, dst_key) and metadata is None and encryption is None and same_class:
+            if (src_bucket, src_key) == (dst_bucket, dst_key) and metadata is None and carry is None and same_class:
                 raise StoreError(
                     "InvalidRequest",
                     "This copy request is illegal because it is trying to copy an object to itself without changing the object's "
@@ -343,8 +344,11 @@ class MemoryStore:
             etag = _md5(src.body) if src.body is not None else src.etag
             copy = replace(src, etag=etag, metadata=dict(src.metadata), tags=dict(src.tags), restore=None)
             copy.storage_class = storage_class or "STANDARD"
-            copy.encryption = encryption or self.default_encryption.get(dst_bucket)
-            copy.acl = self._new_acl(acl_policy)  # S3 never copies an ACL: the request's, else private
+            # S3 copies none of these: the request names them, or the defaults apply.
+            carry = carry or Carried()
+            copy.encryption = carry.encryption or self.default_encryption.get(dst_bucket)
+            copy.acl = self._new_acl(carry.grants)
+            copy.retention, copy.legal_hold = carry.retention, "ON" if carry.legal_hold else "OFF"
             if metadata is not None:
                 copy.metadata, copy.content_type = dict(metadata.metadata), metadata.content_type or copy.content_type
             if checksum_algorithm:
@@ -366,6 +370,7 @@ class MemoryStore:
             checksum=o.checksum,
             encryption=o.encryption,
             storage_class=storage_class,
+            legal_hold=o.legal_hold == "ON",
             last_modified=o.last_modified,
             retention=o.retention,
         )
@@ -514,8 +519,7 @@ class MemoryStore:
         storage_class: str | None = None,
         crc32: bool = False,
         checksum_algorithm: str = "",
-        encryption: Encryption | None = None,
-        acl_policy: Mapping[str, Any] | None = None,
+        carry: Carried | None = None,
     ) -> str:
         self._count("CreateMultipartUpload")
         self._fault("PutObject", bucket, key)
@@ -523,9 +527,10 @@ class MemoryStore:
         with self._lock:
             self._bucket(bucket)
             upload_id = f"upload-{next(self._ids)}"
-            sse = encryption or self.default_encryption.get(bucket)
+            carry = carry or Carried()
+            sse = carry.encryption or self.default_encryption.get(bucket)
             self._uploads[upload_id] = _Upload(
-                bucket, key, head, dict(tags), storage_class or "STANDARD", checksum_algorithm, sse, self._new_acl(acl_policy)
+                bucket, key, head, dict(tags), storage_class or "STANDARD", checksum_algorithm, sse, self._new_acl(carry.grants), carry
             )
             return upload_id
 
@@ -603,6 +608,8 @@ class MemoryStore:
                     checksum=f"CRC32:{crc32_header(crc32)}" if crc32 is not None else _composite(alg, part_checksums) if alg else "",
                     encryption=upload.encryption,
                     acl=upload.acl,
+                    retention=upload.carry.retention if upload.carry else None,
+                    legal_hold="ON" if upload.carry and upload.carry.legal_hold else "OFF",
                 ),
             )
             return etag

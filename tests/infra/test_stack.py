@@ -519,6 +519,11 @@ def test_the_worker_may_make_every_call_the_in_place_operations_and_their_undo_j
             "s3:GetBucketOwnershipControls",
             "s3:GetObjectAcl",
             "s3:PutObjectAcl",  # a copy that names grants (x-amz-grant-*) needs it
+            # HEAD shows the retention and legal hold only to a caller allowed to read them; the copy names them again.
+            "s3:GetObjectRetention",
+            "s3:GetObjectLegalHold",
+            "s3:PutObjectRetention",
+            "s3:PutObjectLegalHold",
         },
         "add-checksum": {
             "s3:GetObject",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -151,6 +152,21 @@ def test_an_in_place_copy_keeps_each_objects_grants_where_the_bucket_has_acls(st
     assert (made["GetObjectAcl"], made["GetBucketOwnershipControls"]) == (2, 1)  # one per copy; one per run
     assert {k: acl_doc(store.get_acl("src-b", f"in/{k}")) for k in ("shared", "sealed")} == before
     assert any(g["Grantee"].get("URI", "").endswith("AllUsers") for g in before["shared"]["Grants"])
+
+
+@pytest.mark.parametrize("size", [1024, 12 * MiB], ids=["single-copy", "multipart"])
+def test_an_in_place_copy_keeps_the_objects_retention_and_legal_hold(store: MemoryStore, size: int) -> None:
+    """S3 copies no Object Lock: the new version would be unprotected unless the copy names them again."""
+    until = datetime(2031, 5, 1, tzinfo=UTC)
+    store.put_object("src-b", "in/locked", b"l" * size)
+    store.put_retention("src-b", "in/locked", "GOVERNANCE", until)
+    store.put_legal_hold("src-b", "in/locked", "ON")
+    options = {"multipart_threshold": 8 * MiB, "part_size": 8 * MiB}
+    doc = {"operation": "set-storage-class", "source": {"bucket": "src-b", "prefix": "in/l"}, "storage_class": "GLACIER_IR"}
+    s = Engine(parse_job(json.dumps({**doc, "options": options})), store, concurrency=2).run().summary()
+    assert (s["succeeded"], s["failed"]) == (1, 0)
+    locked = store.get("src-b", "in/locked")
+    assert (locked.storage_class, locked.retention, locked.legal_hold) == ("GLACIER_IR", ("GOVERNANCE", until), "ON")
 
 
 def test_an_in_place_copy_that_may_not_read_the_acl_fails_each_key_naming_both_permissions(store: MemoryStore) -> None:
