@@ -84,6 +84,9 @@ def copy_in_place(
     carry = Carried(head.encryption, grants, head.retention, head.legal_hold)
     if head.size > settings.multipart_threshold:
         at = replace(obj, size=head.size, etag=head.etag)
+        if head.checksum and not settings.checksum_algorithm:
+            # A single CopyObject keeps the object's checksum algorithm; an upload has one only if it asks.
+            settings = replace(settings, checksum_algorithm=head.checksum.split(":", 1)[0])
         return CopyDone(multipart_copy(store, parts, bucket, at, bucket, obj.key, settings, head=head, carry=carry), True)
     etag = store.copy_object(
         bucket,

@@ -169,6 +169,17 @@ def test_an_in_place_copy_keeps_the_objects_retention_and_legal_hold(store: Memo
     assert (locked.storage_class, locked.retention, locked.legal_hold) == ("GLACIER_IR", ("GOVERNANCE", until), "ON")
 
 
+def test_a_multipart_class_change_keeps_the_objects_checksum_algorithm(store: MemoryStore) -> None:
+    """A single CopyObject keeps the source's checksum algorithm; a multipart copy must ask for it."""
+    body = bytes(range(256)) * (12 * MiB // 256)
+    store.put_object("src-b", "in/summed", body, checksum="SHA256:whole-object-value")
+    options = {"multipart_threshold": 8 * MiB, "part_size": 8 * MiB}
+    doc = {"operation": "set-storage-class", "source": {"bucket": "src-b", "prefix": "in/s"}, "storage_class": "STANDARD_IA"}
+    assert Engine(parse_job(json.dumps({**doc, "options": options})), store).run().summary()["succeeded"] == 1
+    summed = store.get("src-b", "in/summed")
+    assert summed.checksum.startswith("SHA256:") and summed.checksum.endswith("-2") and summed.body == body
+
+
 def test_an_in_place_copy_that_may_not_read_the_acl_fails_each_key_naming_both_permissions(store: MemoryStore) -> None:
     """Ownership unknown (denied) counts as ACLs enabled: a key fails loudly rather than lose its grants."""
 
