@@ -32,6 +32,28 @@ def client(moto_endpoint: str) -> Any:
     return client_for(moto_endpoint)
 
 
+def capture(client: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[list[tuple[str, dict[str, str]]], Callable[[], None]]:
+    """Every request either path sends, as (method and target, lower-cased headers); call the second to stop."""
+    sent: list[tuple[str, dict[str, str]]] = []
+    real_send = FastS3._send
+
+    def on_botocore(request: Any, **_: Any) -> None:
+        headers = {k.lower(): v.decode() if isinstance(v, bytes) else v for k, v in request.headers.items()}
+        sent.append((f"{request.method} {request.url}", headers))
+
+    def on_fast(self: FastS3, method: str, bucket: str, key: str | None, query: str, headers: dict[str, str], *a: Any) -> Any:
+        sent.append((f"{method} {bucket}/{key}?{query}", {k.lower(): v for k, v in headers.items()}))
+        return real_send(self, method, bucket, key, query, headers, *a)
+
+    def stop() -> None:
+        client.meta.events.unregister("before-send.s3", on_botocore)
+        monkeypatch.setattr(FastS3, "_send", real_send)
+
+    client.meta.events.register("before-send.s3", on_botocore)
+    monkeypatch.setattr(FastS3, "_send", on_fast)
+    return sent, stop
+
+
 def run(store: Any, doc: dict[str, Any]) -> Report:
     return Engine(parse_job(json.dumps(doc)), store, concurrency=4).run()
 
@@ -48,20 +70,7 @@ def test_every_request_carries_owner_payer_and_encryption_headers(
     for i in range(5):
         client.put_object(Bucket=src, Key=f"k{i}", Body=b"x" * i)
     client.put_object(Bucket=src, Key="big", Body=b"b" * (6 * MiB))
-    sent: list[tuple[str, dict[str, str]]] = []
-
-    def on_botocore(request: Any, **_: Any) -> None:
-        headers = {k.lower(): v.decode() if isinstance(v, bytes) else v for k, v in request.headers.items()}
-        sent.append((f"{request.method} {request.url}", headers))
-
-    real_send = FastS3._send
-
-    def on_fast(self: FastS3, method: str, bucket: str, key: str | None, query: str, headers: dict[str, str], *a: Any) -> Any:
-        sent.append((f"{method} {bucket}/{key}?{query}", {k.lower(): v for k, v in headers.items()}))
-        return real_send(self, method, bucket, key, query, headers, *a)
-
-    client.meta.events.register("before-send.s3", on_botocore)
-    monkeypatch.setattr(FastS3, "_send", on_fast)
+    sent, stop = capture(client, monkeypatch)
     store = FastS3Store(client, 8) if path == "fast" else S3Store(client)
     doc = {
         "operation": "move",
@@ -70,7 +79,7 @@ def test_every_request_carries_owner_payer_and_encryption_headers(
         "options": {"requester_pays": True, "multipart_threshold": 5 * MiB, "part_size": 5 * MiB},
     }
     report = run(store, doc)
-    client.meta.events.unregister("before-send.s3", on_botocore)
+    stop()
     assert (report.summary()["succeeded"], failures(report)) == (6, {})
     assert len(sent) >= 9  # listings, 5 copies, multipart (HEAD, tags, create, 2 parts, complete), deletes
     for what, headers in sent:
@@ -147,19 +156,7 @@ def test_an_in_place_copy_names_the_objects_own_encryption_and_is_pinned_to_its_
     client.put_object(Bucket=bucket, Key="small", Body=b"s", ServerSideEncryption="aws:kms", SSEKMSKeyId=key_arn, BucketKeyEnabled=True)
     client.put_object(Bucket=bucket, Key="big", Body=b"b" * (6 * MiB), ServerSideEncryption="aws:kms", SSEKMSKeyId=key_arn)
     etags = {k: client.head_object(Bucket=bucket, Key=k)["ETag"] for k in ("small", "big")}
-    sent: list[dict[str, str]] = []
-    real_send = FastS3._send
-
-    def on_fast(self: FastS3, method: str, b: str, key: str | None, query: str, headers: dict[str, str], *a: Any) -> Any:
-        sent.append({"what": f"{method} {key}?{query}", **{k.lower(): v for k, v in headers.items()}})
-        return real_send(self, method, b, key, query, headers, *a)
-
-    def on_botocore(request: Any, **_: Any) -> None:
-        headers = {k.lower(): v.decode() if isinstance(v, bytes) else v for k, v in request.headers.items()}
-        sent.append({"what": f"{request.method} {request.url.split(bucket, 1)[1]}", **headers})
-
-    client.meta.events.register("before-send.s3", on_botocore)
-    monkeypatch.setattr(FastS3, "_send", on_fast)
+    requests, stop = capture(client, monkeypatch)
     store = FastS3Store(client, 8) if path == "fast" else S3Store(client)
     doc = {
         "operation": "set-storage-class",
@@ -168,7 +165,8 @@ def test_an_in_place_copy_names_the_objects_own_encryption_and_is_pinned_to_its_
         "options": {"multipart_threshold": 5 * MiB},
     }
     report = run(store, doc)
-    client.meta.events.unregister("before-send.s3", on_botocore)
+    stop()
+    sent = [{"what": what, **headers} for what, headers in requests]
     assert (report.summary()["succeeded"], failures(report)) == (2, {})
     small = next(h for h in sent if "x-amz-copy-source" in h and "small" in h["what"])
     assert (small["x-amz-server-side-encryption"], small["x-amz-server-side-encryption-aws-kms-key-id"]) == ("aws:kms", key_arn)
