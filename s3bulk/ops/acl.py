@@ -7,6 +7,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from s3bulk.errors import ErrorKind, classify
 from s3bulk.store import ObjectStore, StoreError
 
 
@@ -36,7 +37,8 @@ class AclsEnabled:
     leave it private. A bucket whose Object Ownership is BucketOwnerEnforced has ACLs disabled:
     nothing to carry, no read. Any other answer, or none (no permission, a server without the
     call), means each such copy reads the object's ACL first: a wrong "yes" costs a GET per
-    object, a wrong "no" would drop grants.
+    object, a wrong "no" would drop grants. A transient failure is not remembered. The CLI asks
+    once per run; the stack's worker once per batch it works.
     """
 
     def __init__(self, store: ObjectStore) -> None:
@@ -46,12 +48,16 @@ class AclsEnabled:
 
     def __call__(self, bucket: str) -> bool:
         with self._lock:
-            if bucket not in self._known:
-                try:
-                    self._known[bucket] = self._store.object_ownership(bucket) != "BucketOwnerEnforced"
-                except StoreError:
-                    self._known[bucket] = True
-            return self._known[bucket]
+            if bucket in self._known:
+                return self._known[bucket]
+            try:
+                enabled = self._store.object_ownership(bucket) != "BucketOwnerEnforced"
+            except StoreError as exc:
+                if classify(exc) is ErrorKind.RETRYABLE:
+                    return True  # this time only: the next copy asks again
+                enabled = True  # denied, or a server without the call: no answer will come
+            self._known[bucket] = enabled
+            return enabled
 
 
 def grants_to_carry(store: ObjectStore, bucket: str, key: str, version_id: str = "") -> dict[str, Any] | None:

@@ -83,7 +83,7 @@ class Item:
 
 
 # Operations that need an object's size or storage class, which a CSV manifest row does not give.
-NEEDS_HEAD = frozenset({"copy", "move", "set-storage-class", "restore"})
+NEEDS_HEAD = frozenset({"copy", "move", "restore"})  # set-storage-class and add-checksum HEAD every object they copy
 
 
 @dataclass(frozen=True, slots=True)
@@ -516,12 +516,15 @@ class BatchRunner:
             etag = add_checksum(self.store, self.parts, bucket, obj, algorithm, self._in_place, keep_acl=self._acls(bucket))
             return Done(etag is not None, etag or "", obj=found)
         if job.operation == "set-storage-class":
-            before = obj.storage_class or "STANDARD"  # from the listing (or the HEAD a manifest row needed): no extra request
-            if before == job.storage_class:
+            listed = obj.size != UNKNOWN_SIZE  # a manifest row without a size has no class either: the HEAD tells
+            if listed and (obj.storage_class or "STANDARD") == job.storage_class:
+                return Done(False)  # from the listing: no request
+            c = copy_in_place(self.store, self.parts, bucket, obj, self._in_place, keep_acl=self._acls(bucket))
+            found = None if listed else replace(c.head.info(obj.key), version_id=version)
+            if c.done is None:
                 return Done(False, obj=found)
-            # keeping its own encryption and grants
-            etag = copy_in_place(self.store, self.parts, bucket, obj, self._in_place, keep_acl=self._acls(bucket)).etag
-            return Done(True, etag, obj=found, undo=_undo(bucket, "storage_class", before, job.storage_class))
+            before = c.head.storage_class or "STANDARD"
+            return Done(True, c.done.etag, obj=found, undo=_undo(bucket, "storage_class", before, job.storage_class))
         assert job.operation == "verify" and job.destination is not None
         v = verify_object(self.store, bucket, obj, job.destination.bucket, item.dst_key, self.dst)
         return Done(True, "", v.src_checksum, v.dst_checksum)

@@ -7,6 +7,7 @@ import functools
 import math
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 
 from s3bulk.job import MAX_PART_SIZE, MiB
 from s3bulk.ops.acl import grants_to_carry
@@ -28,6 +29,12 @@ class CopySettings:
 class CopyDone:
     etag: str
     multipart: bool
+
+
+@dataclass(frozen=True, slots=True)
+class InPlaceCopy:
+    head: ObjectHead  # what the HEAD read: a manifest row's size and class come from it
+    done: CopyDone | None  # None: the object already has the class asked for (a redo after the copy landed)
 
 
 def part_ranges(size: int, part_size: int) -> list[tuple[int, int]]:
@@ -65,7 +72,7 @@ def copy_in_place(
     head: ObjectHead | None = None,
     *,
     keep_acl: bool = False,
-) -> CopyDone:
+) -> InPlaceCopy:
     """Copy an object onto itself (a new storage class, a new checksum), keeping its encryption, grants and lock.
 
     A CopyObject that names no encryption takes the bucket's default: an object under its own KMS key
@@ -73,21 +80,26 @@ def copy_in_place(
     encryption, and its Object Lock retention and legal hold (which S3 does not copy either, so the
     new version would be unprotected), which the copy names again (`Carried`); the copy is pinned to
     the ETag the HEAD saw. S3 copies no ACL: with `keep_acl` (a bucket with ACLs enabled, ops/acl.py
-    AclsEnabled) the object's ACL is read and, if it grants more than its owner's, named again. With a checksum to add, the copy also
-    replaces the metadata with the object's own (REPLACE), which is what lets S3 copy an object onto
-    itself with nothing else changed.
+    AclsEnabled) the object's ACL is read and, if it grants more than its owner's, named again. With a
+    checksum to add, the copy also replaces the metadata with the object's own (REPLACE), which is what
+    lets S3 copy an object onto itself with nothing else changed.
+
+    The HEAD, not the listing, decides: a copy redone after it landed (a retry, a redelivered batch)
+    finds the class already changed and copies nothing, whatever new ETag the first copy gave.
     """
     head = head or store.head_object(bucket, obj.key, version_id=obj.version_id)
-    if obj.etag and head.etag != obj.etag:
-        raise StoreError("PreconditionFailed", "the object changed after it was listed; rerun to pick up the new version", 412)
+    if not settings.checksum_algorithm and (head.storage_class or "STANDARD") == (settings.storage_class or "STANDARD"):
+        return InPlaceCopy(head, None)
     grants = grants_to_carry(store, bucket, obj.key, obj.version_id) if keep_acl else None
-    carry = Carried(head.encryption, grants, head.retention, head.legal_hold)
+    carry = Carried(head.encryption, grants, head.retention if _running(head.retention) else None, head.legal_hold)
     if head.size > settings.multipart_threshold:
         at = replace(obj, size=head.size, etag=head.etag)
         if head.checksum and not settings.checksum_algorithm:
             # A single CopyObject keeps the object's checksum algorithm; an upload has one only if it asks.
             settings = replace(settings, checksum_algorithm=head.checksum.split(":", 1)[0])
-        return CopyDone(multipart_copy(store, parts, bucket, at, bucket, obj.key, settings, head=head, carry=carry), True)
+        return InPlaceCopy(
+            head, CopyDone(multipart_copy(store, parts, bucket, at, bucket, obj.key, settings, head=head, carry=carry), True)
+        )
     etag = store.copy_object(
         bucket,
         obj.key,
@@ -100,7 +112,17 @@ def copy_in_place(
         if_match=head.etag,  # an overwrite since the HEAD fails (412) instead of taking the old encryption or metadata
         carry=carry,
     )
-    return CopyDone(etag, multipart=False)
+    return InPlaceCopy(head, CopyDone(etag, multipart=False))
+
+
+# A retention that ends sooner than this is not named again: S3 refuses a retain-until date in the past, and one
+# that ends within the copy's own request time protects nothing.
+RETENTION_MARGIN = timedelta(minutes=1)
+
+
+def _running(retention: tuple[str, datetime] | None) -> bool:
+    """A retention HEAD still reports after its date has passed is over; naming it again would fail the copy."""
+    return retention is not None and retention[1] > datetime.now(UTC) + RETENTION_MARGIN
 
 
 def multipart_copy(

@@ -338,7 +338,7 @@ class S3Store:
             kwargs.update(MetadataDirective="REPLACE", Metadata=metadata.metadata, **metadata.headers)
             if metadata.content_type:
                 kwargs["ContentType"] = metadata.content_type
-        kwargs.update(_carry_params(carry))
+        _apply_carry(kwargs, carry)
         r = self._call(self._s3(dst_bucket).copy_object, **kwargs)
         return quoted_etag(r.get("CopyObjectResult", {}).get("ETag"))
 
@@ -514,7 +514,7 @@ class S3Store:
         carry: Carried | None = None,
     ) -> str:
         kwargs = self._new_object(bucket, key, head, tags, storage_class)
-        kwargs.update(_carry_params(carry))
+        _apply_carry(kwargs, carry)
         if crc32:
             kwargs.update(ChecksumAlgorithm="CRC32", ChecksumType="FULL_OBJECT")
         elif checksum_algorithm:  # CRC64NVME exists only as a full-object checksum; the others combine per part
@@ -736,10 +736,17 @@ def grant_headers(policy: Mapping[str, Any]) -> dict[str, str]:
     return {param: ", ".join(names) for param, names in out.items()}
 
 
-def _carry_params(carry: Carried | None) -> dict[str, Any]:
-    """CopyObject's (and CreateMultipartUpload's) parameters that name again what S3 does not copy."""
+def _apply_carry(kwargs: dict[str, Any], carry: Carried | None) -> None:
+    """Add CopyObject's (or CreateMultipartUpload's) parameters that name again what S3 does not copy; the carried
+    encryption replaces the store's own whole (a KMS key id of the job's must not stay beside AES256)."""
     if carry is None:
-        return {}
+        return
+    if carry.encryption is not None:
+        kwargs.pop("SSEKMSKeyId", None)
+    kwargs.update(_carry_params(carry))
+
+
+def _carry_params(carry: Carried) -> dict[str, Any]:
     params: dict[str, Any] = {**_encryption_params(carry.encryption), **_acl_params(carry.grants)}
     if carry.retention is not None:
         params.update(ObjectLockMode=carry.retention[0], ObjectLockRetainUntilDate=carry.retention[1])
@@ -750,10 +757,10 @@ def _carry_params(carry: Carried | None) -> dict[str, Any]:
 
 def _acl_params(policy: Mapping[str, Any] | None) -> dict[str, str]:
     """A copy's (or an upload's) grants as x-amz-grant-* parameters; a grant with no such form fails the object,
-    never dropped."""
+    never dropped. WRITE means nothing on an object, and CopyObject and CreateMultipartUpload take no GrantWrite."""
     if policy is None:
         return {}
-    params = grant_headers(policy)
+    params = grant_headers({**policy, "Grants": [g for g in policy.get("Grants", []) if g.get("Permission") != "WRITE"]})
     if not params:
         raise StoreError("AclNotCarried", f"the object's ACL has a grant that x-amz-grant-* cannot name: {dict(policy)}", 400)
     return params

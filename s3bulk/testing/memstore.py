@@ -346,6 +346,8 @@ class MemoryStore:
             copy.storage_class = storage_class or "STANDARD"
             # S3 copies none of these: the request names them, or the defaults apply.
             carry = carry or Carried()
+            if carry.retention is not None and carry.retention[1] <= datetime.now(UTC):
+                raise StoreError("InvalidArgument", "The retain until date must be in the future!", 400)
             copy.encryption = carry.encryption or self.default_encryption.get(dst_bucket)
             copy.acl = self._new_acl(carry.grants)
             copy.retention, copy.legal_hold = carry.retention, "ON" if carry.legal_hold else "OFF"
@@ -528,6 +530,8 @@ class MemoryStore:
             self._bucket(bucket)
             upload_id = f"upload-{next(self._ids)}"
             carry = carry or Carried()
+            if carry.retention is not None and carry.retention[1] <= datetime.now(UTC):
+                raise StoreError("InvalidArgument", "The retain until date must be in the future!", 400)
             sse = carry.encryption or self.default_encryption.get(bucket)
             self._uploads[upload_id] = _Upload(
                 bucket, key, head, dict(tags), storage_class or "STANDARD", checksum_algorithm, sse, self._new_acl(carry.grants), carry

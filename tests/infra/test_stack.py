@@ -533,6 +533,10 @@ def test_the_worker_may_make_every_call_the_in_place_operations_and_their_undo_j
             "s3:GetBucketOwnershipControls",
             "s3:GetObjectAcl",
             "s3:PutObjectAcl",
+            "s3:GetObjectRetention",
+            "s3:GetObjectLegalHold",
+            "s3:PutObjectRetention",
+            "s3:PutObjectLegalHold",
         },
     }
     assert {op: needed - actions for op, needed in calls.items()} == {op: set() for op in calls}

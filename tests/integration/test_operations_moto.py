@@ -327,8 +327,9 @@ def _owner(client: Any, bucket: str) -> str:
 def test_set_storage_class_in_an_object_lock_bucket_keeps_the_new_versions_retention_and_legal_hold(moto_endpoint: str) -> None:
     """moto, like S3, gives a copy no Object Lock of its source's: the new version would be unprotected.
 
-    moto also refuses Object Lock headers on a CopyObject without a Content-MD5 (its PutObject rule; S3 takes them, as
-    Batch Operations' copies set them), so this test adds an empty body's MD5 to the copies, in-process on botocore's path.
+    moto also refuses Object Lock headers on a CopyObject without a Content-MD5 (its PutObject rule; S3 takes them
+    without one, as boto3's managed copy and Batch Operations' copy send them), so this test adds an empty body's MD5
+    to the copies, in-process on botocore's path.
     """
     direct = client_for(moto_endpoint)
     bucket = f"locked-{uuid.uuid4().hex[:10]}"

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from s3bulk.job import MiB
-from s3bulk.ops.copies import MAX_PARTS, CopySettings, copy_object, part_ranges
+from s3bulk.ops.copies import MAX_PARTS, CopySettings, copy_in_place, copy_object, part_ranges
 from s3bulk.ops.executor import BoundedExecutor
-from s3bulk.store import ObjectInfo, StoreError
+from s3bulk.s3.stores import _apply_carry
+from s3bulk.store import Carried, Encryption, ObjectInfo, StoreError
 from s3bulk.testing.memstore import MemoryStore
 
 SETTINGS = CopySettings(multipart_threshold=8 * MiB, part_size=5 * MiB)
@@ -109,3 +111,51 @@ def test_source_overwritten_mid_copy_is_caught_by_copy_source_if_match(store: Me
         copy_object(store, parts, "src-b", info, "dst-b", "big", SETTINGS)
     assert err.value.code == "PreconditionFailed"
     assert store.open_uploads == 0
+
+
+@pytest.mark.parametrize("size", [1024, 12 * MiB], ids=["single-copy", "multipart"])
+def test_an_in_place_copy_redone_with_the_stale_listing_copies_nothing_and_fails_nothing(
+    store: MemoryStore, parts: BoundedExecutor, size: int
+) -> None:
+    """A retry or a redelivered batch carries the listing's ETag, which the first copy changed (a multipart or
+    SSE-KMS ETag never survives a copy): the HEAD, finding the class already changed, decides."""
+    store.put_object("src-b", "k", b"z" * size, etag='"0123456789abcdef0123456789abcdef-2"')
+    listed = ObjectInfo("k", size, '"0123456789abcdef0123456789abcdef-2"')
+    settings = CopySettings(multipart_threshold=8 * MiB, part_size=5 * MiB, storage_class="STANDARD_IA")
+    first = copy_in_place(store, parts, "src-b", listed, settings)
+    again = copy_in_place(store, parts, "src-b", listed, settings)
+    assert first.done is not None and again.done is None
+    assert store.get("src-b", "k").storage_class == "STANDARD_IA" and again.head.etag == first.done.etag
+    assert store.calls.get("CopyObject", 0) + store.calls.get("CreateMultipartUpload", 0) == 1
+
+
+def test_a_retention_that_has_ended_is_not_named_again_on_the_copy(store: MemoryStore, parts: BoundedExecutor) -> None:
+    """HEAD keeps reporting a retention after its date; S3 refuses a retain-until date in the past."""
+    store.put_object("src-b", "old", b"o")
+    store.put_object("src-b", "live", b"l")
+    ended, running = datetime.now(UTC) - timedelta(days=1), datetime.now(UTC) + timedelta(days=30)
+    store.put_retention("src-b", "live", "GOVERNANCE", running)
+    with store._lock:  # an ended retention cannot be put any more: write it as time would have left it
+        store.get("src-b", "old").retention = ("GOVERNANCE", ended)
+    settings = CopySettings(multipart_threshold=8 * MiB, part_size=5 * MiB, storage_class="GLACIER_IR")
+    for key in ("old", "live"):
+        assert copy_in_place(store, parts, "src-b", ObjectInfo(key, 1), settings).done is not None
+    assert (store.get("src-b", "old").retention, store.get("src-b", "live").retention) == (None, ("GOVERNANCE", running))
+
+
+def test_carried_grants_and_encryption_become_the_parameters_s3_takes_on_a_copy() -> None:
+    kwargs: dict[str, object] = {"Bucket": "b", "ServerSideEncryption": "aws:kms", "SSEKMSKeyId": "the-jobs-key"}
+    owner = {"ID": "owner-id"}
+    grants = [
+        {"Grantee": {"Type": "CanonicalUser", **owner}, "Permission": "FULL_CONTROL"},
+        {"Grantee": {"Type": "Group", "URI": "http://acs.amazonaws.com/groups/global/AllUsers"}, "Permission": "READ"},
+        {"Grantee": {"Type": "Group", "URI": "http://acs.amazonaws.com/groups/global/AllUsers"}, "Permission": "WRITE"},
+    ]
+    _apply_carry(kwargs, Carried(Encryption("AES256"), {"Owner": owner, "Grants": grants}, None, True))
+    assert kwargs == {
+        "Bucket": "b",
+        "ServerSideEncryption": "AES256",  # the job's KMS key id does not stay beside it
+        "GrantFullControl": 'id="owner-id"',
+        "GrantRead": 'uri="http://acs.amazonaws.com/groups/global/AllUsers"',  # WRITE: no GrantWrite on a copy
+        "ObjectLockLegalHoldStatus": "ON",
+    }

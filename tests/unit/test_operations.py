@@ -12,7 +12,7 @@ import pytest
 from s3bulk.aws.allowlist import AllowList
 from s3bulk.job import JobError, MiB, parse_job
 from s3bulk.local.engine import Engine
-from s3bulk.ops.acl import acl_doc
+from s3bulk.ops.acl import AclsEnabled, acl_doc
 from s3bulk.store import Encryption, StoreError
 from s3bulk.testing.memstore import MemoryStore
 
@@ -191,6 +191,21 @@ def test_an_in_place_copy_that_may_not_read_the_acl_fails_each_key_naming_both_p
     s, failures = report.summary(), list(report.tally.failures())
     assert (s["succeeded"], s["failed"], store.calls.get("CopyObject", 0)) == (0, N, 0)
     assert all("s3:GetObjectAcl" in f["message"] and "s3:GetBucketOwnershipControls" in f["message"] for f in failures)
+
+
+def test_a_throttled_ownership_question_is_asked_again_but_a_denied_one_is_not(store: MemoryStore) -> None:
+    answers = [StoreError("SlowDown", "Please reduce your request rate.", 503), None, None]
+
+    def ownership(op: str, bucket: str, key: str) -> StoreError | None:
+        return answers.pop(0) if op == "GetBucketOwnershipControls" else None
+
+    store.faults.append(ownership)
+    acls = AclsEnabled(store)
+    assert (acls("src-b"), acls("src-b"), acls("src-b")) == (True, False, False)  # throttled: assume ACLs, ask again
+    assert store.calls["GetBucketOwnershipControls"] == 2
+    denied = AclsEnabled(store)
+    answers[:] = [StoreError("AccessDenied", "Access Denied", 403)]
+    assert (denied("src-b"), denied("src-b"), store.calls["GetBucketOwnershipControls"]) == (True, True, 3)
 
 
 def test_an_in_place_copy_reads_no_acl_where_the_bucket_has_acls_disabled(store: MemoryStore) -> None:
