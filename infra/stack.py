@@ -373,7 +373,8 @@ class S3BulkStack(cdk.Stack):
         self.table.grant(self.progress_fn, "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query")
 
         for finalize in (self.finalize_fn, self.ended_fn):  # ExecutionEnded writes the report Finalize could not
-            self.table.grant(finalize, "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query")
+            # BatchGetItem: which try of each batch was counted, so the report reads only its failures.
+            self.table.grant(finalize, "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:UpdateItem", "dynamodb:Query")
             finalize.add_to_role_policy(
                 iam.PolicyStatement(
                     actions=["s3:ListBucket"], resources=[self.reports.bucket_arn], conditions={"StringLike": {"s3:prefix": ["jobs/*"]}}

@@ -28,7 +28,7 @@ from __future__ import annotations
 import random
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -531,10 +531,33 @@ class DynamoLedger:
     def is_batch_done(self, job_id: str, batch_id: str) -> bool:
         return "Item" in self.client.get_item(TableName=self.table, Key=_key(job_id, f"batch#{batch_id}"), ConsistentRead=True)
 
-    def finish_batch(self, job_id: str, batch_id: str, counts: BatchCounts, ttl_days: int = DEFAULT_TTL_DAYS) -> bool:
-        """Count a finished batch exactly once, on its counter shard; False means it was already counted."""
+    def counted_attempts(self, job_id: str, batch_ids: Sequence[str]) -> dict[str, str]:
+        """The attempt each of these batches was counted from (finish_batch's `attempt`); uncounted ones are absent."""
+        found: dict[str, str] = {}
+        wanted = list(dict.fromkeys(batch_ids))
+        for start in range(0, len(wanted), 100):  # BatchGetItem takes 100 keys
+            keys = [_key(job_id, f"batch#{b}") for b in wanted[start : start + 100]]
+            names = {"#s": "sk", "#a": "attempt"}
+            request: dict[str, Any] = {
+                self.table: {"Keys": keys, "ConsistentRead": True, "ProjectionExpression": "#s, #a", "ExpressionAttributeNames": names}
+            }
+            while request:
+                r = self.client.batch_get_item(RequestItems=request)
+                for item in r.get("Responses", {}).get(self.table, []):
+                    found[item["sk"]["S"].removeprefix("batch#")] = item.get("attempt", {}).get("S", "")
+                request = r.get("UnprocessedKeys") or {}
+                if request:
+                    self._sleep(0.1)  # throttled keys come back unprocessed: ask again after a pause
+        return found
+
+    def finish_batch(self, job_id: str, batch_id: str, counts: BatchCounts, ttl_days: int = DEFAULT_TTL_DAYS, *, attempt: str = "") -> bool:
+        """Count a finished batch exactly once, on its counter shard; False means it was already counted.
+
+        The marker keeps `attempt` (the worker's id for this try of the batch), so the report reads only the
+        failures part of the try that was counted, never one a losing duplicate wrote.
+        """
         expires = {"N": str(int(time.time() + ttl_days * 86400))}
-        marker = {**_key(job_id, f"batch#{batch_id}"), "expires_at": expires}
+        marker = {**_key(job_id, f"batch#{batch_id}"), "expires_at": expires, **({"attempt": {"S": attempt}} if attempt else {})}
         values = {
             ":s": counts.succeeded,
             ":k": counts.skipped,

@@ -10,6 +10,7 @@ import contextlib
 import json
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from itertools import islice, takewhile
@@ -604,6 +605,7 @@ class WorkerService:
             return self._cancel(msg, status)  # never submitted again: its batches drain, reported JobStopped
         if status != "RUNNING":
             return self._cancel(msg, status)
+        attempt = uuid.uuid4().hex[:12]  # this try's parts are named by it; the ledger keeps the counted one's
         mapper = key_mapper(job)
         checks = msg.rechecks()
         items = [Item(o, mapper(o.key) if mapper else "", recheck=checks.get(i)) for i, o in enumerate(msg.objects())]
@@ -633,15 +635,17 @@ class WorkerService:
                     raise EndpointDown(f"batch {msg.batch_id}: {runner.outage}; it comes back uncounted") from runner.outage
                 if not run.complete:
                     raise BatchIncomplete(f"batch {msg.batch_id} of {len(items)} objects: time ran out; it will be redone whole")
-                self.reports.put_failures(msg.job_id, msg.batch_id, tally.failures())
-                self.reports.put_keys(msg.job_id, msg.batch_id, spool)
+                self.reports.put_failures(msg.job_id, msg.batch_id, tally.failures(), attempt)
+                self.reports.put_keys(msg.job_id, msg.batch_id, spool, attempt)
                 retries = sum(s.retries for s in stores) - retries_before
                 counts = BatchCounts(tally.succeeded, tally.skipped, tally.failed, tally.bytes, retries, tally.retried)
             finally:
                 tally.close()
-        counted = self.ledger.finish_batch(msg.job_id, msg.batch_id, counts)
+        counted = self.ledger.finish_batch(msg.job_id, msg.batch_id, counts, attempt=attempt)
         if counted:
             notify_if_complete(msg.job_id, self.ledger, self.completion)
+        else:  # another try of this batch was counted first: its parts, not these, are the batch's
+            self.reports.discard(msg.job_id, msg.batch_id, attempt)
         if self.rate is not None and self.rate.enabled and self.rate.send_rate is not None:
             self.ledger.publish_rate(msg.job_id, self.rate.send_rate, cut=self.rate.cuts > cuts_before)
         return WorkOutcome(counts, counted)
@@ -693,11 +697,14 @@ class WorkerService:
     def _fail_all(self, msg: BatchMessage, code: str, message: str) -> tuple[BatchCounts, bool]:
         """Every object of the batch as failed with `code`, in the failures and counted once."""
         failures = [{"key": key, "error": code, "message": message} for key, *_ in msg.items]
-        self.reports.put_failures(msg.job_id, msg.batch_id, failures)
+        attempt = uuid.uuid4().hex[:12]
+        self.reports.put_failures(msg.job_id, msg.batch_id, failures, attempt)
         counts = BatchCounts(failed=len(failures))
-        counted = self.ledger.finish_batch(msg.job_id, msg.batch_id, counts)
+        counted = self.ledger.finish_batch(msg.job_id, msg.batch_id, counts, attempt=attempt)
         if counted:
             notify_if_complete(msg.job_id, self.ledger, self.completion)
+        else:
+            self.reports.discard(msg.job_id, msg.batch_id, attempt)
         return counts, counted
 
 
@@ -751,7 +758,7 @@ def finalize(
     summary = summarize(
         job_id, rec.job.operation, status, counts, now() - rec.created_at, tolerated_failures=opts.tolerated_failures, error=reason
     )
-    uri = reports.write_report(job_id, summary)
+    uri = reports.write_report(job_id, summary, ledger.counted_attempts)
     over = not stopped and (error is not None or counts.failed > opts.tolerated_failures)
     ledger.set_status(job_id, "STOPPED" if stopped else "FAILED" if over else "SUCCEEDED", report=uri)
     return {

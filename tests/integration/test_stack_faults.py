@@ -7,6 +7,7 @@ handlers' own DynamoDB clients, before the write happens, as DynamoDB would.
 
 from __future__ import annotations
 
+import io
 import json
 import random
 import threading
@@ -26,6 +27,7 @@ from functions.worker import handler as worker_handler
 from s3bulk.aws.completion import Completion
 from s3bulk.aws.ledger import BatchCounts, DynamoLedger
 from s3bulk.aws.pipeline import notify_if_complete
+from s3bulk.aws.reportbucket import ReportBucket
 from tests.integration.aws_harness import Context, receive, sqs_event
 from tests.integration.test_handlers import MAX_RECEIVES, REPORTS, TABLE, Aws, aws, dest_bodies, list_all, seed, start, work_all
 
@@ -223,3 +225,31 @@ def test_a_failed_execution_still_writes_the_report_with_the_error_and_the_count
     report = json.loads(aws.s3.get_object(Bucket=REPORTS, Key=f"jobs/{job_id}/report.json")["Body"].read())
     assert (report["status"], report["succeeded"], report["error"]) == ("failed", 30, "Lambda.Unknown: the lister ran out of memory")
     assert aws.ledger.load(job_id).status == "FAILED"
+
+
+def test_the_report_holds_only_the_failures_of_the_try_that_was_counted(aws: Aws) -> None:
+    """Two tries of one batch can both finish (a duplicate delivery, a redo after a worker died before its count).
+    A losing try's failures part must not reach the report: it empties its parts, and the report reads only the
+    counted try's even when that cleanup never happened."""
+    job_id = start(aws)
+    reports = ReportBucket(aws.s3, REPORTS)
+    ledger = aws.ledger
+    spool = io.StringIO('{"key": "in/a", "outcome": "succeeded"}\n')
+    # Batch 1: try A fails an object and loses the count to try B, which failed nothing.
+    reports.put_failures(job_id, "b1", [{"key": "in/a", "error": "ValueError", "message": "lost"}], "tryA")
+    reports.put_keys(job_id, "b1", spool, "tryA")
+    reports.put_keys(job_id, "b1", spool, "tryB")
+    assert ledger.finish_batch(job_id, "b1", BatchCounts(succeeded=1), attempt="tryB")
+    assert not ledger.finish_batch(job_id, "b1", BatchCounts(failed=1), attempt="tryA")
+    reports.discard(job_id, "b1", "tryA")
+    # Batch 2: try C wrote a failure and died before counting or cleaning up; try D counted its own failure.
+    reports.put_failures(job_id, "b2", [{"key": "in/b", "error": "Stale", "message": "never counted"}], "tryC")
+    reports.put_failures(job_id, "b2", [{"key": "in/b", "error": "AccessDenied", "message": "counted"}], "tryD")
+    assert ledger.finish_batch(job_id, "b2", BatchCounts(failed=1), attempt="tryD")
+    # A lister's part (bad manifest rows) has no try: always read.
+    reports.put_failures(job_id, "0000-rows", [{"key": "row 7", "error": "BadRow", "message": "no key"}])
+    assert sorted(f["error"] for f in reports.iter_failures(job_id, ledger.counted_attempts)) == ["AccessDenied", "BadRow"]
+    assert sorted(f["error"] for f in reports.iter_failures(job_id)) == ["AccessDenied", "BadRow", "Stale"]  # unfiltered
+    parts = aws.s3.list_objects_v2(Bucket=REPORTS, Prefix=f"jobs/{job_id}/keys/")["Contents"]
+    assert {o["Key"].rsplit("/", 1)[1]: o["Size"] for o in parts} == {"b1~tryA.jsonl": 0, "b1~tryB.jsonl": len(spool.getvalue())}
+    assert ledger.counted_attempts(job_id, ["b1", "b2", "b3"]) == {"b1": "tryB", "b2": "tryD"}

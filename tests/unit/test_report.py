@@ -53,11 +53,14 @@ class _Ledger:
     def set_status(self, job_id: str, status: str, **extra: str) -> None:
         self.status = (status, extra)
 
+    def counted_attempts(self, job_id: str, batch_ids: Any) -> dict[str, str]:
+        return {}
+
 
 class _Reports:
     summary: dict[str, Any] | None = None
 
-    def write_report(self, job_id: str, summary: dict[str, Any]) -> str:
+    def write_report(self, job_id: str, summary: dict[str, Any], counted: Any = None) -> str:
         self.summary = summary
         return f"s3://r/jobs/{job_id}/report.json"
 

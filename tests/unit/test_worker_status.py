@@ -78,7 +78,7 @@ class StoppedLedger(StatusLedger):
     def stopped_at(self, job_id: str) -> float:
         return self.at
 
-    def finish_batch(self, job_id: str, batch_id: str, counts: BatchCounts) -> bool:
+    def finish_batch(self, job_id: str, batch_id: str, counts: BatchCounts, *, attempt: str = "") -> bool:
         self.finished.append((batch_id, counts.failed))
         return True
 
@@ -90,7 +90,7 @@ class Failures:
     def __init__(self) -> None:
         self.put: list[dict[str, str]] = []
 
-    def put_failures(self, job_id: str, part: str, failures: Any) -> None:
+    def put_failures(self, job_id: str, part: str, failures: Any, attempt: str = "") -> None:
         self.put.extend(failures)
 
 
