@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -81,11 +82,22 @@ class Execution:
 
 def _bytes_bodies(stub: Callable[..., Any]) -> Callable[..., Any]:
     """botocore sends a bytearray body (the writer's parts) as is over HTTP; in-process moto hands the body to werkzeug,
-    which takes bytes only. The copy is made here, in the harness, not in the code under test."""
+    which takes bytes only. The copy is made here, in the harness, not in the code under test.
+
+    In-process moto's DynamoDB and S3 backends are not thread-safe: two concurrent ADDs to one counter item can lose
+    one (a batch's marker written, its count not), and an object overwritten while another thread reads it fails
+    with "I/O operation on closed file". DynamoDB and S3 apply each request atomically, so their requests are
+    answered one at a time, as the handler tests do. Neither service's requests call back into a Lambda, so this
+    lock is never held across an invocation.
+    """
+    atomic = threading.Lock()
 
     def call(self: BotocoreStubber, event_name: str, request: Any, **kwargs: Any) -> Any:
         if isinstance(request.body, bytearray | memoryview):
             request.body = bytes(request.body)
+        if ".dynamodb." in event_name or ".s3." in event_name:
+            with atomic:
+                return stub(self, event_name, request, **kwargs)
         return stub(self, event_name, request, **kwargs)
 
     return call
