@@ -144,11 +144,11 @@ def test_a_report_step_that_fails_too_is_made_good_when_the_execution_ends(
     real = ReportBucket.write_report
     calls: list[str] = []
 
-    def fails_once(self: ReportBucket, job_id: str, summary: dict[str, Any]) -> str:
+    def fails_once(self: ReportBucket, job_id: str, summary: dict[str, Any], counted: Any = None) -> str:
         calls.append(job_id)
         if len(calls) == 1:
             raise RuntimeError("report bucket unreachable")
-        return real(self, job_id, summary)
+        return real(self, job_id, summary, counted)
 
     monkeypatch.setattr(ReportBucket, "write_report", fails_once)
     with StackOnMoto(template, buckets=(DST,), env=ENV) as stack:
