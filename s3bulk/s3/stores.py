@@ -117,16 +117,22 @@ def _encryption(r: Mapping[str, Any]) -> Encryption | None:
     return Encryption(str(r["ServerSideEncryption"]), str(r.get("SSEKMSKeyId") or ""), bool(r.get("BucketKeyEnabled")))
 
 
-def _encryption_params(encryption: Encryption | None) -> dict[str, Any]:
-    """CopyObject's (and CreateMultipartUpload's) parameters for `encryption`; they replace the store's own."""
+def encryption_headers(encryption: Encryption | None) -> dict[str, str]:
+    """The headers that encrypt a copy as `encryption` says (an in-place copy keeps the object's own); they replace
+    the store's own encryption headers whole, on both request paths."""
     if encryption is None:
         return {}
-    params: dict[str, Any] = {"ServerSideEncryption": encryption.sse}
+    h = {"x-amz-server-side-encryption": encryption.sse}
     if encryption.kms_key_id:
-        params["SSEKMSKeyId"] = encryption.kms_key_id
+        h["x-amz-server-side-encryption-aws-kms-key-id"] = encryption.kms_key_id
     if encryption.bucket_key:
-        params["BucketKeyEnabled"] = True
-    return params
+        h["x-amz-server-side-encryption-bucket-key-enabled"] = "true"
+    return h
+
+
+def _encryption_params(encryption: Encryption | None) -> dict[str, Any]:
+    """encryption_headers as botocore parameters (BucketKeyEnabled is a boolean there)."""
+    return {_PARAMS[k]: v == "true" if k.endswith("-bucket-key-enabled") else v for k, v in encryption_headers(encryption).items()}
 
 
 _PARAMS = {
@@ -135,6 +141,7 @@ _PARAMS = {
     "x-amz-request-payer": "RequestPayer",
     "x-amz-server-side-encryption": "ServerSideEncryption",
     "x-amz-server-side-encryption-aws-kms-key-id": "SSEKMSKeyId",
+    "x-amz-server-side-encryption-bucket-key-enabled": "BucketKeyEnabled",  # only from encryption_headers
     "x-amz-acl": "ACL",
 }
 
@@ -693,13 +700,9 @@ class FastS3Store(S3Store):
         headers = request_headers(self.opts, dst_bucket, source=src_bucket, write=True)
         if if_match:
             headers["x-amz-copy-source-if-match"] = if_match
-        if carry is not None and (encryption := carry.encryption) is not None:  # it replaces the store's own
-            headers.pop("x-amz-server-side-encryption-aws-kms-key-id", None)
-            headers["x-amz-server-side-encryption"] = encryption.sse
-            if encryption.kms_key_id:
-                headers["x-amz-server-side-encryption-aws-kms-key-id"] = encryption.kms_key_id
-            if encryption.bucket_key:
-                headers["x-amz-server-side-encryption-bucket-key-enabled"] = "true"
+        if carry is not None and carry.encryption is not None:  # it replaces the store's own
+            own = {k: v for k, v in headers.items() if not k.startswith("x-amz-server-side-encryption")}
+            headers = own | encryption_headers(carry.encryption)
         return self.fast.copy_object(src_bucket, src_key, dst_bucket, dst_key, storage_class=storage_class, headers=headers)
 
     def delete_objects(self, bucket: str, keys: Sequence[str], version_ids: Sequence[str] = ()) -> list[KeyFailure]:
