@@ -64,6 +64,12 @@ ARCHIVED = frozenset({"GLACIER", "DEEP_ARCHIVE"})
 MEM_OWNER = "0123456789abcdef" * 4  # the canonical user id every fake object belongs to
 
 
+def _check_retention(carry: Carried) -> None:
+    """S3 refuses a retain-until date in the past on a copy or an upload."""
+    if carry.retention is not None and carry.retention[1] <= datetime.now(UTC):
+        raise StoreError("InvalidArgument", "The retain until date must be in the future!", 400)
+
+
 def _check_crc32(body: Body | None, crc32: int | None) -> None:
     """Refuse a body whose CRC32 is not the one sent, as S3 does (BadDigest)."""
     if body is not None and crc32 is not None and zlib.crc32(body) != crc32:
@@ -346,8 +352,7 @@ class MemoryStore:
             copy.storage_class = storage_class or "STANDARD"
             # S3 copies none of these: the request names them, or the defaults apply.
             carry = carry or Carried()
-            if carry.retention is not None and carry.retention[1] <= datetime.now(UTC):
-                raise StoreError("InvalidArgument", "The retain until date must be in the future!", 400)
+            _check_retention(carry)
             copy.encryption = carry.encryption or self.default_encryption.get(dst_bucket)
             copy.acl = self._new_acl(carry.grants)
             copy.retention, copy.legal_hold = carry.retention, "ON" if carry.legal_hold else "OFF"
@@ -530,8 +535,7 @@ class MemoryStore:
             self._bucket(bucket)
             upload_id = f"upload-{next(self._ids)}"
             carry = carry or Carried()
-            if carry.retention is not None and carry.retention[1] <= datetime.now(UTC):
-                raise StoreError("InvalidArgument", "The retain until date must be in the future!", 400)
+            _check_retention(carry)
             sse = carry.encryption or self.default_encryption.get(bucket)
             self._uploads[upload_id] = _Upload(
                 bucket, key, head, dict(tags), storage_class or "STANDARD", checksum_algorithm, sse, self._new_acl(carry.grants), carry
