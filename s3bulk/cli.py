@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,10 +25,13 @@ from s3bulk.aws.invoke import lambda_invoker
 from s3bulk.aws.remote import DEFAULT_STACK, Deployment, DeploymentError, fetch_report, status, submit
 from s3bulk.bodies.malloc import pin_mmap_threshold
 from s3bulk.job import Job, JobError, differ, json_schema, load_job, new_job_id, parse_job
+from s3bulk.local import preflight
 from s3bulk.local.demo import run_demo
 from s3bulk.local.engine import JobAbort, resolve_concurrency
+from s3bulk.local.interrupt import Interrupt, handling_signals
 from s3bulk.local.ledger import LedgerError, LocalLedger, spec_hash, state_dir
 from s3bulk.local.plan import STACK_THREADS, STACK_WORKERS, cost, eta_seconds, load_prices, make_plan
+from s3bulk.local.preflight import UsageError, check_report_path, origin_of, profile_problem
 from s3bulk.local.run import execute
 from s3bulk.local.undo import undo_log
 from s3bulk.manifest import ManifestError
@@ -39,10 +44,7 @@ from s3bulk.s3.stores import S3Store, open_store
 from s3bulk.store import StoreError
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_STOPPED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-
-
-class UsageError(Exception):
-    """Bad arguments or environment: one line, exit 2."""
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell tool killed by it would report
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -149,8 +151,8 @@ def _with_overrides(job: Job, args: argparse.Namespace) -> Job:
     return job
 
 
-def _open_ledger(args: argparse.Namespace) -> tuple[Job, LocalLedger | None]:
-    """The job to run and its ledger: a new one, or the interrupted run that --resume names."""
+def _open_ledger(args: argparse.Namespace, here: ClientSettings) -> tuple[Job, LocalLedger | None]:
+    """The job to run and its ledger: a new one (remembering where the run points), or the interrupted run --resume names."""
     state = Path(args.state_dir) if args.state_dir else state_dir()
     try:
         if args.resume is None:
@@ -161,7 +163,7 @@ def _open_ledger(args: argparse.Namespace) -> tuple[Job, LocalLedger | None]:
                 raise UsageError("--no-ledger: a canary's rest runs with --resume, which needs the job ledger; drop --no-ledger")
             if job.options.dry_run or args.no_ledger:
                 return job, None
-            return job, LocalLedger.create(state, new_job_id(job), job)
+            return job, LocalLedger.create(state, new_job_id(job), job, origin_of(here))
         if args.resume:
             ledger = LocalLedger.open(state, args.resume)
             stored = parse_job(ledger.spec())
@@ -204,6 +206,7 @@ def _stores(
     job: Job, settings: ClientSettings, connections: int, *, fast: bool = True, rate: RateControl | None = None
 ) -> tuple[S3Store, S3Store | None]:
     """The source's store, and the destination's when it is another endpoint or profile (None: the same one)."""
+    _check_sides(job)
     src = for_side(settings, job.source)
     if not has_credentials(src):
         raise UsageError("no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or pass --profile")
@@ -216,34 +219,53 @@ def _stores(
     return store, open_store(S3Clients(dst, connections), fast=fast, rate=rate)
 
 
-def _run(args: argparse.Namespace, console: Console) -> int:
-    settings = ClientSettings(endpoint_url=args.endpoint_url, region=args.region, profile=args.profile)
-    early, code = None, None
-    if args.job:
-        early = _with_overrides(load_job(args.job), args)  # a bad job fails first, before credentials or ledgers
-        code = _process_code(early, args.job, settings, resolve_concurrency(early, args.concurrency))
-    if not has_credentials(for_side(settings, early.source) if early is not None else settings):
+def _check_sides(job: Job) -> None:
+    """A side's own profile must exist (boto3 would raise ProfileNotFound at the first request)."""
+    for side, name in ((job.source, "source"), (job.destination, "destination")):
+        if side is not None and side.profile and (problem := profile_problem(side.profile)):
+            raise UsageError(f"job.{name}.profile: {problem}")
+
+
+def _require_credentials(here: ClientSettings, job: Job) -> None:
+    _check_sides(job)
+    if not has_credentials(for_side(here, job.source)):
         raise UsageError("no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or pass --profile")
+
+
+def _run(args: argparse.Namespace, console: Console, interrupt: Interrupt) -> int:
+    # Everything that can be wrong with the job or the arguments fails here, in one line, before any object is touched.
+    early = _with_overrides(load_job(args.job), args) if args.job else None
+    check_report_path(args.report)
+    if args.key_log_deprecated is not None and args.key_log is not None:
+        raise UsageError("--ledger is the old name of --key-log; pass only --key-log PATH.jsonl")
+    # Where this run points; a resume goes where its run pointed, from the ledger (and refuses anywhere else).
+    here = preflight.settings(args) if args.resume is None else None
+    code = None
+    if here is not None and early is not None:
+        code = _process_code(early, args.job, here, resolve_concurrency(early, args.concurrency))
+        _require_credentials(here, early)
     if args.key_log_deprecated is not None:
-        if args.key_log is not None:
-            raise UsageError("--ledger is the old name of --key-log; pass only --key-log PATH.jsonl")
         print("warning: --ledger is deprecated and will be removed; use --key-log PATH.jsonl", file=sys.stderr)
     flag = "--key-log" if args.key_log_deprecated is None else "--ledger"
     key_log = _open_key_log(args.key_log or args.key_log_deprecated, flag)
     ledger: LocalLedger | None = None
     try:
-        job, ledger = _open_ledger(args)  # with a job file, the same job as `early` (--resume checks it)
+        job, ledger = _open_ledger(args, here or ClientSettings())
         concurrency = resolve_concurrency(job, args.concurrency)
-        if early is None:  # --resume JOB_ID alone: the job comes from the ledger
-            code = _process_code(job, None, settings, concurrency)
+        if here is None:
+            assert ledger is not None
+            here = preflight.settings(args, ledger.origin(), ledger.job_id)
+            code = _process_code(job, args.job, here, concurrency)
+            _require_credentials(here, job)
         rate = RateControl(enabled=job.options.adaptive_rate)
-        store, dst_store = _stores(job, settings, connections_needed(concurrency), fast=args.request_path == "fast", rate=rate)
+        store, dst_store = _stores(job, here, connections_needed(concurrency), fast=args.request_path == "fast", rate=rate)
     except BaseException:
         if ledger is not None:
             ledger.close()
         if key_log is not None:
             key_log.close()
         raise
+    extra = f" --state-dir {shlex.quote(args.state_dir)}" if args.state_dir else ""
     try:
         report = execute(
             job,
@@ -257,6 +279,8 @@ def _run(args: argparse.Namespace, console: Console) -> int:
             key_log=key_log,
             code=code,
             dst_store=dst_store,
+            interrupt=interrupt,
+            resume_args=extra,
         )
     finally:
         if ledger is not None:
@@ -273,13 +297,14 @@ def _plan(args: argparse.Namespace, console: Console) -> int:
         prices = load_prices(args.prices)
     except (OSError, ValueError) as exc:
         raise UsageError(f"--prices {args.prices}: {exc}; pass a JSON file like s3bulk/data/prices.json") from None
-    settings = ClientSettings(endpoint_url=args.endpoint_url, region=args.region, profile=args.profile)
+    settings = preflight.settings(args)
     concurrency = resolve_concurrency(job)
     store, dst_store = _stores(job, settings, connections_needed(concurrency))
     try:
         plan = make_plan(job, store, dst_store)
-    except StoreError as exc:
-        raise UsageError(f"listing for the plan failed: {exc.code}: {exc.message}") from None
+    except StoreError as exc:  # as `run` does: the job was valid, the listing failed (a missing bucket, a denied List)
+        print(f"error: listing for the plan failed: {exc.code}: {exc.message}", file=sys.stderr)
+        return EXIT_FAILED
     except (JobAbort, ManifestError) as exc:
         raise UsageError(str(exc)) from None
     dollars = cost(plan, prices)
@@ -337,7 +362,7 @@ def _plan(args: argparse.Namespace, console: Console) -> int:
 
 
 def _remote(args: argparse.Namespace, console: Console) -> int:
-    settings = ClientSettings(endpoint_url=args.endpoint_url, region=args.region, profile=args.profile)
+    settings = preflight.settings(args)
     if args.command == "submit":
         job = load_job(args.job)  # refuse a bad job before touching AWS
     if not has_credentials(settings):
@@ -372,7 +397,7 @@ def _remote(args: argparse.Namespace, console: Console) -> int:
 def _undo(args: argparse.Namespace, console: Console) -> int:
     if args.concurrency < 1:
         raise UsageError("--concurrency: must be at least 1")
-    settings = ClientSettings(endpoint_url=args.endpoint_url, region=args.region, profile=args.profile)
+    settings = preflight.settings(args)
     if not has_credentials(settings):
         raise UsageError("no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or pass --profile")
     try:
@@ -394,6 +419,18 @@ def _undo(args: argparse.Namespace, console: Console) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    interrupt = Interrupt()
+    with handling_signals(interrupt):
+        try:
+            return _main(argv, interrupt)
+        except BrokenPipeError:
+            # `s3bulk schema | head -1`: the reader left; end quietly (nothing more can be printed to it).
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            return EXIT_BROKEN_PIPE
+
+
+def _main(argv: Sequence[str] | None, interrupt: Interrupt) -> int:
     args = _parser().parse_args(argv)
     pin_mmap_threshold()  # relayed and processed bodies go back to the OS when freed (bodies/malloc.py)
     console = Console(stderr=False, highlight=False)
@@ -415,15 +452,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _remote(args, console)
         if args.command == "undo":
             return _undo(args, console)
-        return _run(args, console)
+        return _run(args, console, interrupt)
     except (JobError, UsageError) as exc:
         errors.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
         return EXIT_INVALID
     except EndpointUnreachable as exc:  # outside a run (plan, a destination check): nothing was changed
         errors.print(f"stopped: {exc}", markup=False, highlight=False, soft_wrap=True)
         return EXIT_STOPPED
-    except KeyboardInterrupt:
-        errors.print("interrupted")
+    except KeyboardInterrupt:  # before a job started (a run's own Ctrl-C ends in its summary and report)
+        errors.print("interrupted before the job started; nothing was changed")
         return EXIT_INTERRUPTED
 
 

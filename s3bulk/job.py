@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from s3bulk.store import RequestOptions
 
@@ -89,6 +89,17 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
+# The validation context key that carries "now" into the rules only a new job can break (see parse_job).
+_NOW = "now"
+
+
+def _now_of(info: ValidationInfo) -> datetime | None:
+    """The time a new job is checked against, or None when a stored job is re-read (its dates may have passed since)."""
+    context = info.context
+    now = context.get(_NOW) if isinstance(context, dict) else None
+    return now if isinstance(now, datetime) else None
+
+
 def _check_bucket(name: str) -> str:
     if not _BUCKET_RE.match(name) or ".." in name or ".-" in name or "-." in name:
         raise ValueError(f"{name!r} is not a valid S3 bucket name; {_BUCKET_FIX}")
@@ -126,7 +137,8 @@ class Manifest(_Strict):
     _bucket = field_validator("bucket")(classmethod(lambda cls, v: _check_bucket(v)))
 
 
-_URL = r"^https?://[^\s/]+(/[^\s]*)?$"
+_URL = r"^https?://[^\s/?#]+/?$"  # scheme, host and port: no path (bucket and key go in the job)
+_REGION = r"^[a-z0-9-]{2,32}$"
 SECRET_ARN = r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:[A-Za-z0-9/_+=.@-]+$"
 
 
@@ -136,7 +148,7 @@ class _Endpoint(_Strict):
     endpoint_url: str | None = Field(
         None, pattern=_URL, description="S3 endpoint of this side (MinIO, Ceph, R2, ...); default: the CLI's --endpoint-url, else AWS."
     )
-    region: str | None = Field(None, pattern=r"^[a-z0-9-]{2,32}$", description="Signing Region of this side; default: the CLI's.")
+    region: str | None = Field(None, pattern=_REGION, description="Signing Region of this side; default: the CLI's.")
     profile: str | None = Field(None, min_length=1, description="Named AWS profile whose credentials this side uses; default: the CLI's.")
     credentials_secret: str | None = Field(
         None,
@@ -219,7 +231,13 @@ class Destination(_Endpoint):
     """Where copies land: destination key = prefix + (source key without source.prefix)."""
 
     bucket: str = Field(description="Destination bucket name.")
-    prefix: str = Field("", description="Prepended to each key relative to source.prefix.")
+    prefix: str = Field(
+        "",
+        description=(
+            "copy, move, verify: prepended to each key relative to source.prefix; process: prepended to the key "
+            "obj.write() is given, exactly as given (obj.relative_key gives copy's layout)."
+        ),
+    )
     storage_class: StorageClass | None = Field(None, description="Storage class of the copies; null keeps S3's default (STANDARD).")
     expected_owner: str | None = Field(
         None, pattern=_ACCOUNT, description="12-digit account that must own the destination bucket; every request carries it."
@@ -294,7 +312,12 @@ class Retention(_Strict):
     mode: Literal["GOVERNANCE", "COMPLIANCE"] = Field(
         description="GOVERNANCE: users with s3:BypassGovernanceRetention may lift it; COMPLIANCE: no one can, until the date."
     )
-    until: datetime = Field(description="ISO 8601 with a timezone: the object cannot be deleted or overwritten before this.")
+    until: datetime = Field(
+        description=(
+            "ISO 8601 with a timezone: the object cannot be deleted or overwritten before this. A new job file must give "
+            "a future date (S3 refuses a past one); a run resumed by its id (--resume JOB_ID) is not checked again."
+        )
+    )
     bypass_governance: bool = Field(
         False,
         description="Send x-amz-bypass-governance-retention, to shorten or lift a GOVERNANCE retention (on the stack, allow-listed at deploy).",
@@ -302,9 +325,16 @@ class Retention(_Strict):
 
     @field_validator("until")
     @classmethod
-    def _aware(cls, value: datetime) -> datetime:
+    def _aware_and_ahead(cls, value: datetime, info: ValidationInfo) -> datetime:
+        """A past date is refused only in a new job (parse_job's `now`): a stored one must still parse on resume."""
         if value.tzinfo is None:
             raise ValueError("timestamp has no timezone; write it like 2027-01-01T00:00:00Z")
+        now = _now_of(info)
+        if now is not None and value <= now:
+            raise ValueError(
+                f"{value.isoformat().replace('+00:00', 'Z')} has already passed; S3 takes only a future retain-until date, "
+                "so give a later one"
+            )
         return value
 
 
@@ -319,6 +349,18 @@ class Restore(_Strict):
 
 _CALLABLE = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
 _LAMBDA_ARN = r"^arn:aws[a-zA-Z-]*:lambda:[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d:\d{12}:function:[a-zA-Z0-9_-]+(:(\$LATEST|[a-zA-Z0-9_-]+))?$"
+_JOB_ID_PATTERN = r"^[A-Za-z0-9._-]{1,80}$"
+
+# What each `pattern=` of the models asks for, in words: a user should never be shown the regex itself.
+_PATTERN_FIXES = {
+    _ACCOUNT: "give a 12-digit AWS account id, like 111122223333",
+    _URL: "give an http:// or https:// URL with a host and no path, like https://s3.example.com",
+    _REGION: "give a Region name (2-32 lowercase letters, digits or hyphens), like eu-west-1",
+    SECRET_ARN: "give a Secrets Manager secret ARN, like arn:aws:secretsmanager:eu-west-1:111122223333:secret:NAME",
+    _CALLABLE: "give module:callable, like my_tools:run",
+    _LAMBDA_ARN: "give a Lambda function ARN, like arn:aws:lambda:eu-west-1:111122223333:function:NAME",
+    _JOB_ID_PATTERN: "use 1-80 letters, digits, dots, underscores or hyphens",
+}
 
 
 class Process(_Strict):
@@ -412,7 +454,18 @@ class Options(_Strict):
         False,
         description="After S3 throttles (503 SlowDown), pace all requests with one adaptive rate (shared by all workers on AWS) that settles just under the prefix limit, instead of retrying at full speed.",
     )
-    tolerated_failures: int = Field(0, ge=0, description="On AWS, the execution fails only when more objects than this fail.")
+    tolerated_failures: int = Field(
+        0,
+        ge=0,
+        description="The job counts as failed (exit 1 locally, a FAILED execution on AWS) only when more objects than this fail; each failure is still reported.",
+    )
+    allow_empty_source: bool = Field(
+        False,
+        description=(
+            "With delete_extraneous: run even when the source selects nothing, which deletes every destination object under "
+            "destination.prefix. Without it such a sync is refused before anything is deleted (a typo in source.prefix)."
+        ),
+    )
     requester_pays: bool = Field(
         False, description="Accept requester-pays charges (x-amz-request-payer) on every request; needed for requester-pays buckets."
     )
@@ -511,7 +564,7 @@ class Job(_Strict):
         None, description="For operation 'add-checksum': the checksum S3 computes and keeps (default CRC64NVME)."
     )
     options: Options = Field(default_factory=Options)
-    job_id: str | None = Field(None, pattern=r"^[A-Za-z0-9._-]{1,80}$", description="Optional id; one is generated when absent.")
+    job_id: str | None = Field(None, pattern=_JOB_ID_PATTERN, description="Optional id; one is generated when absent.")
 
     @model_validator(mode="after")
     def _shape(self) -> Job:
@@ -527,6 +580,8 @@ class Job(_Strict):
                 "options.max_delete", f"max_delete guards deletes (delete, move, or copy with delete_extraneous), not {op!r}; remove it"
             )
         self._versions_fit()
+        if self.options.allow_empty_source and not self.options.delete_extraneous:
+            raise _FieldProblem("options.allow_empty_source", "allow_empty_source only matters with delete_extraneous (a sync); remove it")
         if self.options.canary is not None and (self.options.dry_run or self.options.delete_extraneous):
             which = "dry_run" if self.options.dry_run else "delete_extraneous"
             raise _FieldProblem(
@@ -648,14 +703,22 @@ def _describe(err: dict[str, Any]) -> str:
         msg = "required field is missing; add it"
     elif kind in {"int_type", "string_type", "bool_type", "list_type", "model_type", "datetime_type"}:
         msg = f"{msg.rstrip('.')}; got {json.dumps(err.get('input'), default=str)[:60]}"
+    elif kind == "string_pattern_mismatch":
+        fix = _PATTERN_FIXES.get(str(err.get("ctx", {}).get("pattern")), "see docs/job.schema.json for the form it takes")
+        msg = f"got {json.dumps(err.get('input'))[:60]}; {fix}"
     elif kind.startswith("datetime"):
         msg = f"{msg.rstrip('.')}; write it like 2024-01-01T00:00:00Z"
     path = ".".join(["job", *loc])
     return f"{path}: {msg}"
 
 
-def parse_job(text: str | bytes) -> Job:
-    """Validate a job document; raise JobError with a one-line message naming the field."""
+def parse_job(text: str | bytes, *, now: datetime | None = None) -> Job:
+    """Validate a job document; raise JobError with a one-line message naming the field.
+
+    `now` also applies the rules only a new job can break (a retention date already past). Leave it
+    out to re-read a stored job (a resume's ledger, the stack's items): it must still parse after
+    its dates have passed.
+    """
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -663,7 +726,7 @@ def parse_job(text: str | bytes) -> Job:
     if not isinstance(raw, dict):
         raise JobError('job: the file must hold a JSON object like {"operation": ..., "source": ...}')
     try:
-        return Job.model_validate_json(text)
+        return Job.model_validate_json(text, context={_NOW: now} if now is not None else None)
     except ValidationError as exc:
         errors = exc.errors()
         first = _describe(dict(errors[0]))
@@ -671,13 +734,13 @@ def parse_job(text: str | bytes) -> Job:
         raise JobError(first + more) from None
 
 
-def load_job(path: str | Path) -> Job:
-    """Read and validate a job file."""
+def load_job(path: str | Path, *, now: datetime | None = None) -> Job:
+    """Read and validate a job file: a new job, so checked against `now` (default: the clock) as well."""
     try:
         text = Path(path).read_bytes()
     except OSError as exc:
         raise JobError(f"job file {str(path)!r}: {exc.strerror}; check the path") from None
-    return parse_job(text)
+    return parse_job(text, now=now or datetime.now(UTC))
 
 
 def json_schema() -> dict[str, Any]:
@@ -705,7 +768,7 @@ def request_options(job: Job) -> RequestOptions:
     )
 
 
-_JOB_ID = re.compile(r"^[A-Za-z0-9._-]{1,80}$")
+_JOB_ID = re.compile(_JOB_ID_PATTERN)
 
 
 def new_job_id(job: Job, execution: str | None = None) -> str:

@@ -168,6 +168,16 @@ class OutageBreaker:
         if self._tripped is not None:
             raise EndpointUnreachable(self._tripped)
 
+    def waiting(self) -> tuple[str, float] | None:
+        """The endpoint that has gone longest without an answer, and for how many seconds; None while all answer."""
+        if not self._failing:
+            return None
+        with self._lock:
+            if not self._failing:
+                return None
+            endpoint, (since, _) = min(self._failing.items(), key=lambda item: item[1][0])
+        return endpoint, self._clock() - since
+
     def failing(self, endpoint: str) -> bool:
         """The endpoint has not answered since its last failure."""
         return endpoint in self._failing

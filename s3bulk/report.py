@@ -247,9 +247,11 @@ class Counts:
         return cls(**{name: int(c.get(name, 0)) for name in cls.__slots__})
 
 
-def job_status(*, dry_run: bool, failed: int, error: str | None = None, stopped: bool = False) -> str:
-    """The one status rule: an endpoint that stopped answering stops the job (resumable); a job error fails it;
-    a dry run is a dry run; otherwise any failed object fails it."""
+def job_status(*, dry_run: bool, failed: int, error: str | None = None, stopped: bool = False, interrupted: bool = False) -> str:
+    """The one status rule: Ctrl-C interrupts the job and an endpoint that stopped answering stops it (both resumable);
+    a job error fails it; a dry run is a dry run; otherwise any failed object fails it."""
+    if interrupted:
+        return "interrupted"
     if stopped:
         return "stopped"
     if error is not None:
@@ -257,6 +259,14 @@ def job_status(*, dry_run: bool, failed: int, error: str | None = None, stopped:
     if dry_run:
         return "dry-run"
     return "succeeded" if failed == 0 else "failed"
+
+
+def over_tolerance(*, status: str, failed: int, tolerated: int, error: str | None) -> bool:
+    """Whether a job counts as failed (a non-zero exit, a FAILED execution): a job error always; failed objects only
+    beyond options.tolerated_failures. The report still names every failure and says `failed`."""
+    if error is not None or status not in {"succeeded", "dry-run", "failed"}:
+        return True
+    return failed > tolerated
 
 
 def summarize(
@@ -284,15 +294,15 @@ def summarize(
     if dry:
         out["would_process"] = counts.listed - counts.skipped
     unfinished = counts.listed - counts.succeeded - counts.skipped - counts.failed
-    if status == "stopped":
-        # Stopped by the outage breaker: what is done, what failed on its own, and what a resume still has to do
-        # (listed objects only: a listing cut short names no more).
+    if status in {"stopped", "interrupted"}:
+        # Stopped by the outage breaker or by Ctrl-C: what is done, what failed on its own, and what a resume still has
+        # to do (listed objects only: a listing cut short names no more).
         out["done"] = counts.succeeded + counts.skipped
         out["not_done"] = max(0, unfinished)
     if error:
         out["error"] = error
         # A job stopped early: objects listed but neither done nor failed when the report was written.
-        if unfinished > 0 and not dry and status != "stopped":
+        if unfinished > 0 and not dry and status not in {"stopped", "interrupted"}:
             out["unfinished"] = unfinished
     return out
 
@@ -320,6 +330,9 @@ class Report:
     interrupted: bool = False
     tolerated_failures: int = 0
     outage: Outage | None = None  # why an endpoint stopped the job (status "stopped")
+    # This run's own objects done and bytes (a resumed run's tally holds every run's): its rates divide these.
+    run_done: int | None = None
+    run_bytes: int | None = None
 
     def summary(self) -> dict[str, Any]:
         counts = Counts.of_tally(self.tally, self.retries)
@@ -328,14 +341,20 @@ class Report:
         )
 
     def write(self, path: str | Path) -> None:
-        with open(path, "w", encoding="utf-8") as fh:
+        """Written beside the target and renamed over it, so a reader never sees half a report."""
+        target = Path(path)
+        tmp = target.with_name(f".{target.name}.tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
             write_report(fh, self.summary(), self.tally.failures())
+        tmp.replace(target)
 
     @property
     def exit_code(self) -> int:
-        """The CLI's: 0 succeeded or dry run, 1 failed, 3 stopped (an endpoint unreachable; resumable), 130 interrupted."""
+        """The CLI's: 0 succeeded, a dry run, or failures within options.tolerated_failures; 1 failed; 3 stopped (an
+        endpoint unreachable; resumable); 130 interrupted (resumable)."""
         if self.interrupted:
             return 130
         if self.status == "stopped":
             return 3
-        return 0 if self.status in {"succeeded", "dry-run"} else 1
+        failed = self.tally.snapshot().failed
+        return 1 if over_tolerance(status=self.status, failed=failed, tolerated=self.tolerated_failures, error=self.error) else 0

@@ -34,7 +34,7 @@ from s3bulk.ops.extraneous import Extraneous
 from s3bulk.ops.process import ProcessCode, Processor, make_processor
 from s3bulk.ops.versions import check_versioned
 from s3bulk.outage import EndpointUnreachable
-from s3bulk.report import Counts, Tally, job_status, summarize
+from s3bulk.report import Counts, Tally, job_status, over_tolerance, summarize
 from s3bulk.s3.ratecontrol import RateControl
 from s3bulk.selection import KeyMapper, Selector, key_mapper
 from s3bulk.store import UNKNOWN_SIZE, ObjectInfo, ObjectStore
@@ -759,7 +759,7 @@ def finalize(
         job_id, rec.job.operation, status, counts, now() - rec.created_at, tolerated_failures=opts.tolerated_failures, error=reason
     )
     uri = reports.write_report(job_id, summary, ledger.counted_attempts)
-    over = not stopped and (error is not None or counts.failed > opts.tolerated_failures)
+    over = not stopped and over_tolerance(status=status, failed=counts.failed, tolerated=opts.tolerated_failures, error=error)
     ledger.set_status(job_id, "STOPPED" if stopped else "FAILED" if over else "SUCCEEDED", report=uri)
     return {
         "job_id": job_id,

@@ -19,11 +19,12 @@ from s3bulk.errors import error_code, error_message
 from s3bulk.job import Job, new_job_id, request_options
 from s3bulk.keys import JsonlKeyLog
 from s3bulk.listing import batched, iter_objects, iter_objects_parallel, lister
+from s3bulk.local.interrupt import Interrupt, Interrupted
 from s3bulk.local.ledger import BatchEntry, LocalLedger
 from s3bulk.manifest import ManifestError, ManifestReader
 from s3bulk.ops.batch import DEFAULT_CONCURRENCY, BatchRunner, Item, part_pool
 from s3bulk.ops.executor import BoundedExecutor
-from s3bulk.ops.extraneous import Extraneous
+from s3bulk.ops.extraneous import Extraneous, empty_source_message
 from s3bulk.ops.process import ProcessCode, make_processor
 from s3bulk.ops.versions import check_versioned
 from s3bulk.outage import EndpointUnreachable
@@ -64,7 +65,10 @@ class Engine:
         code: ProcessCode | None = None,
         dst_store: ObjectStore | None = None,
         sample: list[Item] | None = None,
+        interrupt: Interrupt | None = None,
     ) -> None:
+        # Ctrl-C while the job runs (local/interrupt.py): lanes take no more objects, those in flight finish and commit.
+        self.interrupt = interrupt or Interrupt()
         self.code = code  # a process job's, loaded by the caller (ops.process.load_code); BatchRunner refuses to run without it
         self.job = job
         self.store = store.scoped(request_options(job))
@@ -76,15 +80,20 @@ class Engine:
         self._sample = sample
         # A resumed job lists again from its watermark and skips the finished ranges beyond it, and what its canary did.
         self._start_after, self._finished = self.ledger.resume_point() if self.ledger is not None and sample is None else (None, [])
+        if job.options.delete_extraneous and self._start_after is not None:
+            # A sync's deletes wait for a whole listing (ops/extraneous.py), so a resumed one joins from the start again:
+            # what the watermark covers is skipped like any finished range, but the join still sees it.
+            self._finished = [("", self._start_after), *self._finished]
+            self._start_after = None
         if self.ledger is not None and sample is None:
             self.ledger.drop_canary_failures()  # what failed in a canary is done again, like any object
         self._canary_done = self.ledger.canary_objects() if self.ledger is not None and sample is None else set()
         self.concurrency = resolve_concurrency(job, concurrency)
         # One outage breaker per store (the same one when both sides share it), with the job's window.
-        self._breakers = [self.store.breaker]
+        self.breakers = [self.store.breaker]
         if self.dst_store.breaker is not self.store.breaker:
-            self._breakers.append(self.dst_store.breaker)
-        for breaker in self._breakers:
+            self.breakers.append(self.dst_store.breaker)
+        for breaker in self.breakers:
             breaker.configure(job.options.outage_seconds)
         self.tally = Tally()
         self._committed_lock = threading.Lock()
@@ -95,7 +104,7 @@ class Engine:
         self._listing_error: BaseException | None = None
         self._selector = Selector(job.source, job.operation)
         self._map = key_mapper(job)
-        self._extraneous = Extraneous(job, self.dst_store, self.tally, self._selector, self._map)
+        self._extraneous = Extraneous(job, self.dst_store, self.tally, self._selector, self._map, spool=True)
         # The per-key log (--key-log): a dry run changes nothing, so it has no outcomes to record.
         self.keylog = JsonlKeyLog(key_log, self.job_id, job.operation) if key_log is not None and not job.options.dry_run else None
 
@@ -139,7 +148,13 @@ class Engine:
             yield obj, selected, cursor, problem
 
     def flush_extraneous(self) -> None:
-        self._extraneous.flush()
+        """Delete what the sync found extraneous: only now, with the whole listing read without an error, and never
+        after a selection that held nothing (every destination object then looks extraneous)."""
+        if self._extraneous.found and not self.job.options.allow_empty_source:
+            listed = self.tally.snapshot().listed + (self.ledger.totals().listed if self.ledger is not None else 0)
+            if listed == 0:
+                raise JobAbort(empty_source_message(self.job))
+        self._extraneous.flush(self._stop.is_set)
 
     def items(self) -> Iterator[Item]:
         """What the job would touch, from the listing (and the destination listing for skip modes); changes nothing."""
@@ -216,6 +231,8 @@ class Engine:
                         continue
                 if self._stop.is_set():
                     return
+            if self._stop.is_set():
+                return
             self.flush_extraneous()
             if self.ledger is not None and self._sample is None:
                 self._tail = self.tally.snapshot().scanned - scanned
@@ -276,16 +293,28 @@ class Engine:
                 if cancel:
                     runner.halt()  # the lanes running take no more objects
                     pool.shutdown(wait=True, cancel_futures=True)
-                while not listed_all and batches.get() is not None:
-                    pass
+                # A lister stuck in a request to an unanswering endpoint is not waited for long after a cancel.
+                give_up = time.monotonic() + 2.0
+                while not listed_all:
+                    try:
+                        if batches.get(timeout=0.1) is None:
+                            break
+                    except queue.Empty:
+                        if not listing_thread.is_alive() or (cancel and time.monotonic() > give_up):
+                            break
                 listed_all = True
 
             # The delete guard's second half: the count came first (local/run.py), and the run never goes past it
             # even when the selection grew in between.
             cap = self.job.options.max_delete if self.job.operation in {"delete", "move"} and not self.job.options.dry_run else None
             sent = 0
+            stop = self.interrupt.event
+
+            def keep_going() -> bool:
+                return not stop.is_set()
+
             try:
-                while (entry := batches.get()) is not None:
+                while (entry := self._next(batches)) is not None:
                     batch, rec = entry
                     sent += len(batch)
                     if cap is not None and sent > cap:
@@ -295,10 +324,10 @@ class Engine:
                         )
                         break
                     if self.ledger is None:
-                        runner.start(batch, self.tally)
+                        runner.start(batch, self.tally, keep_going)
                     else:
                         outcomes = BatchTally(self.tally)
-                        runner.start(batch, outcomes, on_complete=functools.partial(self._commit, rec, outcomes, batch))
+                        runner.start(batch, outcomes, keep_going, on_complete=functools.partial(self._commit, rec, outcomes, batch))
                     if runner.outage is not None:
                         break
                 else:
@@ -308,18 +337,39 @@ class Engine:
                 if runner.outage is not None:  # the breaker tripped: queued tasks are dropped (not done), running ones end at once
                     halt(cancel=True)
                 pool.shutdown(wait=True)  # in the try: a Ctrl-C while the last tasks finish still ends in a report
+                # A stop asked for while the last tasks ran: lanes took no more objects, so batches may be incomplete.
+                interrupted = stop.is_set()
             except BaseException as exc:
                 halt(cancel=True)
-                if not isinstance(exc, KeyboardInterrupt):
+                if not isinstance(exc, (KeyboardInterrupt, Interrupted)):
                     raise
                 interrupted = True
-        listing_thread.join()
+        # A lister waiting out an unanswering endpoint (up to options.outage_seconds) is not waited for after a stop:
+        # it only reads, and it records nothing once the stop is set.
+        listing_thread.join(timeout=2.0 if interrupted else None)
+        if not listing_thread.is_alive():
+            self._extraneous.close()
         if self.keylog is not None:
             self.keylog.flush()
         outage = runner.outage
         if outage is None and isinstance(self._listing_error, EndpointUnreachable):
             outage = self._listing_error
         return self._report(time.monotonic() - started, interrupted, outage)
+
+    def _next(self, batches: queue.Queue[tuple[list[Item], BatchEntry] | None]) -> tuple[list[Item], BatchEntry] | None:
+        """The lister's next batch, or Interrupted once a stop is asked for (polled: a signal only sets the event)."""
+        while True:
+            if self.interrupt.is_set():
+                raise Interrupted
+            try:
+                return batches.get(timeout=0.1)
+            except queue.Empty:
+                continue
+
+    def interrupted_report(self, seconds: float) -> Report:
+        """The report of a run stopped before its first batch (during the delete guard's count or the canary's sample)."""
+        self.tally.finish_listing()
+        return self._report(seconds, True)
 
     def _report(self, seconds: float, interrupted: bool, outage: EndpointUnreachable | None = None) -> Report:
         error = None
@@ -343,7 +393,8 @@ class Engine:
             ended = "finished" if error is None else "failed"
             self.ledger.finish("interrupted" if interrupted else "stopped" if stopped else "canary" if self._sample is not None else ended)
         opts = self.job.options
-        status = job_status(dry_run=opts.dry_run, failed=tally.snapshot().failed, error=error, stopped=stopped)
+        status = job_status(dry_run=opts.dry_run, failed=tally.snapshot().failed, error=error, stopped=stopped, interrupted=interrupted)
+        this_run = self.tally.snapshot()
         return Report(
             self.job_id,
             self.job.operation,
@@ -355,6 +406,8 @@ class Engine:
             interrupted,
             tolerated_failures=opts.tolerated_failures,
             outage=outage.outage if stopped and outage is not None else None,
+            run_done=this_run.done,
+            run_bytes=this_run.bytes,
         )
 
     def _ledger_tally(self) -> Tally:

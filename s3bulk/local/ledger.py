@@ -34,6 +34,7 @@ CREATE TABLE IF NOT EXISTS failure (batch_last TEXT NOT NULL, key TEXT NOT NULL,
 CREATE TABLE IF NOT EXISTS tail (id INTEGER PRIMARY KEY CHECK (id = 1), scanned INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS canary (key TEXT NOT NULL, version TEXT NOT NULL, size INTEGER NOT NULL, failed INTEGER NOT NULL,
     PRIMARY KEY (key, version));
+CREATE TABLE IF NOT EXISTS origin (id INTEGER PRIMARY KEY CHECK (id = 1), settings TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS canary_totals (id INTEGER PRIMARY KEY CHECK (id = 1), scanned INTEGER NOT NULL, listed INTEGER NOT NULL,
     listed_bytes INTEGER NOT NULL, succeeded INTEGER NOT NULL, skipped INTEGER NOT NULL, failed INTEGER NOT NULL, bytes INTEGER NOT NULL,
     retried INTEGER NOT NULL);
@@ -105,16 +106,26 @@ class LocalLedger:
 
     # -- opening -----------------------------------------------------------------------------
     @classmethod
-    def create(cls, directory: Path, job_id: str, job: Job) -> LocalLedger:
+    def create(cls, directory: Path, job_id: str, job: Job, origin: dict[str, str | None] | None = None) -> LocalLedger:
+        """A new job's ledger; `origin` is where the run points (endpoint, Region, profile: never keys), so --resume goes there."""
         path = directory / f"{job_id}.sqlite"
         if path.exists():
             raise LedgerError(f"job {job_id!r} already has a ledger at {path}; pass --resume to continue it, or use another job_id")
         ledger = cls(path)
         now = time.time()
+        ledger._db.execute("BEGIN IMMEDIATE")
         ledger._db.execute(
             "INSERT INTO job VALUES (?, ?, ?, 'running', ?, ?, 1)", (job_id, job.model_dump_json(), spec_hash(job), now, now)
         )
+        if origin is not None:
+            ledger._db.execute("INSERT INTO origin VALUES (1, ?)", (json.dumps(origin, sort_keys=True),))
+        ledger._db.execute("COMMIT")
         return ledger
+
+    def origin(self) -> dict[str, str | None] | None:
+        """Where the run pointed (create's `origin`); None for a ledger written before runs remembered it."""
+        row = self._db.execute("SELECT settings FROM origin").fetchone()
+        return None if row is None else dict(json.loads(row[0]))
 
     @classmethod
     def open(cls, directory: Path, job_id: str) -> LocalLedger:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Sequence
 from types import TracebackType
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
 from rich.table import Table
 
+from s3bulk.outage import OutageBreaker
 from s3bulk.report import Report, Snapshot, Tally
 
 _UNITS = ("B", "KB", "MB", "GB", "TB", "PB")
@@ -47,24 +50,67 @@ class Rates:
         return (snap.done - d0) / dt, (snap.bytes - b0) / dt
 
 
-def progress_fields(snap: Snapshot, objects_per_s: float, bytes_per_s: float) -> dict[str, str]:
+# An endpoint that has not answered for this long is named on the live line (and, without one, in a note on stderr).
+WAITING_AFTER_S = 3.0
+
+
+def waiting_for(breakers: Sequence[OutageBreaker]) -> tuple[str, float] | None:
+    """The endpoint the job has waited on longest without an answer, past WAITING_AFTER_S; None otherwise."""
+    found = [w for b in breakers if (w := b.waiting()) is not None and w[1] >= WAITING_AFTER_S]
+    return max(found, key=lambda w: w[1]) if found else None
+
+
+def progress_fields(snap: Snapshot, objects_per_s: float, bytes_per_s: float, waiting: tuple[str, float] | None = None) -> dict[str, str]:
     total = f"{snap.listed:,}" if snap.listing_done else f"{snap.listed:,}+ (listing)"
     eta = "-:--:--"
     if snap.listing_done and objects_per_s > 0:
         eta = human_seconds((snap.listed - snap.done) / objects_per_s)
     failed = f" [red]{snap.failed:,} failed[/]" if snap.failed else ""
-    return {
-        "counts": f"{snap.done:,}/{total}{failed}",
-        "rates": f"{objects_per_s:,.0f} obj/s  {human_bytes(bytes_per_s)}/s",
-        "eta": f"ETA {eta}",
-    }
+    rates = f"{objects_per_s:,.0f} obj/s  {human_bytes(bytes_per_s)}/s"
+    if waiting is not None:
+        rates = f"[yellow]waiting for {waiting[0]}: no answer for {waiting[1]:,.0f} s[/]"
+    return {"counts": f"{snap.done:,}/{total}{failed}", "rates": rates, "eta": f"ETA {eta}"}
+
+
+class EndpointWatch:
+    """Without a live line (not a terminal, --progress off): one note on stderr when an endpoint stops answering, so a
+    run that waits out an outage (up to options.outage_seconds) does not sit silent."""
+
+    def __init__(self, breakers: Sequence[OutageBreaker], *, quiet: bool = False, interval: float = 0.5) -> None:
+        self.breakers, self.quiet, self.interval = breakers, quiet, interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="s3bulk-watch", daemon=True)
+
+    def _loop(self) -> None:
+        told: set[str] = set()
+        while not self._stop.wait(self.interval):
+            waiting = waiting_for(self.breakers)
+            if waiting is not None and waiting[0] not in told:
+                told.add(waiting[0])
+                print(
+                    f"waiting for {waiting[0]}: no answer for {waiting[1]:,.0f} s; the job stops (resumable) if it gives "
+                    "none for options.outage_seconds",
+                    file=sys.stderr,
+                    flush=True,
+                )
+
+    def __enter__(self) -> EndpointWatch:
+        if not self.quiet:
+            self._thread.start()
+        return self
+
+    def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
 
 
 class ProgressDisplay:
     """Polls the tally a few times a second; the engine never waits on the display."""
 
-    def __init__(self, tally: Tally, label: str, console: Console, interval: float = 0.25) -> None:
+    def __init__(self, tally: Tally, label: str, console: Console, interval: float = 0.25, breakers: Sequence[OutageBreaker] = ()) -> None:
         self.tally = tally
+        self.breakers = breakers
         self.interval = interval
         self._stop = threading.Event()
         self._progress = Progress(
@@ -87,7 +133,7 @@ class ProgressDisplay:
             snap = self.tally.snapshot()
             per_s, bytes_s = rates.add(time.monotonic(), snap)
             total = snap.listed if snap.listing_done else None
-            fields = progress_fields(snap, per_s, bytes_s)
+            fields = progress_fields(snap, per_s, bytes_s, waiting_for(self.breakers))
             self._progress.update(self._task, total=total, completed=snap.done, **fields)  # type: ignore[arg-type]
             if stopping:
                 return
@@ -103,25 +149,32 @@ class ProgressDisplay:
         self._progress.stop()
 
 
-def summary_table(report: Report) -> Table:
+def summary_table(report: Report, *, deletes: bool = False) -> Table:
+    """The closing summary; `deletes` (a sync with delete_extraneous) shows its deletions even when there were none."""
     s = report.summary()
     secs = max(s["seconds"], 1e-9)
-    done = s["succeeded"] + s["skipped"] + s["failed"]
-    style = {"succeeded": "green", "dry-run": "cyan"}.get(s["status"], "red")
+    # This run's own work over this run's seconds: a resumed run's counts include what earlier runs did.
+    done = report.run_done if report.run_done is not None else s["succeeded"] + s["skipped"] + s["failed"]
+    done_bytes = report.run_bytes if report.run_bytes is not None else s["bytes"]
+    style = {"succeeded": "green", "dry-run": "cyan", "interrupted": "yellow"}.get(s["status"], "red")
     table = Table(title=f"{s['operation']}: [{style}]{s['status']}[/]", show_header=False)
     table.add_column("measure", style="bold")
     table.add_column("value", justify="right")
     rows: list[tuple[str, str]] = [("job", s["job_id"]), ("listed", f"{s['listed']:,}")]
     if s["status"] == "dry-run":
         rows += [("would process", f"{s['would_process']:,}"), ("would skip", f"{s['skipped']:,}"), ("bytes", human_bytes(s["bytes"]))]
+        if deletes or "would_delete_extraneous" in s:
+            rows.append(("would delete", f"{s.get('would_delete_extraneous', 0):,}"))
     else:
+        rows += [("succeeded", f"{s['succeeded']:,}"), ("skipped", f"{s['skipped']:,}"), ("failed", f"{s['failed']:,}")]
+        if deletes or "deleted_extraneous" in s:
+            rows.append(("deleted (extraneous)", f"{s.get('deleted_extraneous', 0):,}"))
+        if "not_done" in s:
+            rows.append(("not done", f"{s['not_done']:,}"))
         rows += [
-            ("succeeded", f"{s['succeeded']:,}"),
-            ("skipped", f"{s['skipped']:,}"),
-            ("failed", f"{s['failed']:,}"),
             ("bytes", human_bytes(s["bytes"])),
             ("objects/s", f"{done / secs:,.0f}"),
-            ("bytes/s", human_bytes(s["bytes"] / secs) + "/s"),
+            ("bytes/s", human_bytes(done_bytes / secs) + "/s"),
             ("retries", f"{s['retries']:,}"),
         ]
     rows.append(("seconds", f"{s['seconds']:,.2f}"))
@@ -130,7 +183,7 @@ def summary_table(report: Report) -> Table:
     return table
 
 
-def failures_table(report: Report) -> Table | None:
+def failures_table(report: Report, report_path: str | None = None) -> Table | None:
     shown = report.tally.first_failures
     if not shown:
         return None
@@ -141,5 +194,6 @@ def failures_table(report: Report) -> Table | None:
         table.add_row(repr(f["key"])[1:-1], f["error"], f["message"])
     rest = report.tally.failed - len(shown)
     if rest > 0:
-        table.caption = f"... and {rest:,} more; --report PATH lists every one"
+        where = f"the report at {report_path}" if report_path else "--report PATH"
+        table.caption = f"... and {rest:,} more; {where} lists every one"
     return table

@@ -6,6 +6,7 @@ The CLI and the demo both call `execute`, so the demo runs exactly what `s3bulk 
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import replace
 from typing import IO
 
@@ -14,21 +15,23 @@ from rich.console import Console
 from s3bulk.job import Job, JobError
 from s3bulk.local import canary
 from s3bulk.local.engine import Engine, JobAbort
+from s3bulk.local.interrupt import Interrupt, Interrupted, interruptible
 from s3bulk.local.ledger import LocalLedger
 from s3bulk.local.plan import make_plan
-from s3bulk.local.progress import ProgressDisplay, failures_table, summary_table
+from s3bulk.local.progress import EndpointWatch, ProgressDisplay, failures_table, summary_table
 from s3bulk.manifest import ManifestError
 from s3bulk.ops.batch import Item
+from s3bulk.ops.extraneous import empty_source_message, first_selected
 from s3bulk.ops.process import ProcessCode
 from s3bulk.report import Report
 from s3bulk.store import ObjectStore, StoreError
 
 
-def stop_message(report: Report, resume_id: str | None) -> str:
+def stop_message(report: Report, resume: str | None) -> str:
     """The one line a run stopped by the outage breaker prints: which endpoint, what error, since when, and how to go on."""
     assert report.outage is not None
     s = report.summary()
-    how = f"s3bulk run --resume {resume_id}" if resume_id else "run the job again (no ledger was kept, so it starts over)"
+    how = resume or "run the job again (no ledger was kept, so it starts over)"
     return (
         f"stopped: {report.outage}; {s['done']:,} done, {s['failed']:,} failed, {s['not_done']:,} not done; "
         f"once the endpoint answers again: {how}"
@@ -60,6 +63,11 @@ def guard_deletes(job: Job, store: ObjectStore, dst_store: ObjectStore | None = 
     return found
 
 
+def resume_command(job_id: str, extra: str = "") -> str:
+    """The command that finishes a run, as printed: the ledger remembers the endpoint, Region and profile it ran with."""
+    return f"s3bulk run --resume {job_id}{extra}"
+
+
 def execute(
     job: Job,
     store: ObjectStore,
@@ -73,47 +81,108 @@ def execute(
     key_log: IO[str] | None = None,
     code: ProcessCode | None = None,
     dst_store: ObjectStore | None = None,
+    interrupt: Interrupt | None = None,
+    resume_args: str = "",
 ) -> Report:
-    """Run the engine with a progress display, then print the summary and write the report."""
-    guard_deletes(job, store, dst_store)
-    picked = None
-    if job.options.canary is not None and ledger is not None and ledger.run_number == 1:
+    """Run the engine with a progress display, then print the summary and write the report.
+
+    Ctrl-C anywhere in here (`interrupt`, routed by the CLI) ends in the summary, the report file and a
+    ledger that --resume finishes: steps that only read are left at once, and a running job stops
+    taking objects and lets the ones in flight finish and commit.
+    """
+    interrupt = interrupt or Interrupt()
+    started = time.monotonic()
+    with interrupt.defer():
         try:
-            picked = canary.sample(job, store, job.options.canary)
-        except StoreError as exc:
-            raise JobError(f"job.options.canary: sampling the selection failed ({exc.code}: {exc.message}); nothing was changed") from None
-    engine = Engine(job, store, concurrency=concurrency, ledger=ledger, key_log=key_log, code=code, dst_store=dst_store, sample=picked)
-    if ledger is not None and not quiet:
-        verb = "resuming" if ledger.run_number > 1 else "job"
-        console.print(f"{verb} {engine.job_id} (if interrupted: s3bulk run --resume {engine.job_id})", markup=False, highlight=False)
-    show = not quiet and (progress == "on" or (progress == "auto" and console.is_terminal))
-    if show:
-        with ProgressDisplay(engine.tally, f"{job.operation}", console):
-            report = engine.run()
-    else:
-        report = engine.run()
-    if picked is not None:
-        report = _checked(job, report, picked, store, dst_store or store, engine.job_id, console, quiet)
-    if report_path:
-        report.write(report_path)
-    if report.outage is not None:  # on stderr even with --quiet: it says why the run stopped and how to finish it
-        print(stop_message(report, engine.job_id if engine.ledger is not None else None), file=sys.stderr, flush=True)
-    if not quiet:
-        console.print(summary_table(report))
-        failures = failures_table(report)
-        if failures is not None:
-            console.print(failures)
-        if report.error and report.outage is None:
-            console.print(f"[red]error:[/] {report.error}")
-        elif report.tally.snapshot().listed == 0:
-            where = f"s3://{job.source.bucket}/{job.source.prefix}"
-            console.print(f"[yellow]note:[/] {where} holds no object the job selects; check source.prefix and the filters")
-    engine.tally.close()
+            picked = interruptible(interrupt, lambda: _before(job, store, dst_store, ledger))
+        except Interrupted:
+            engine = Engine(job, store, concurrency=concurrency, ledger=ledger, dst_store=dst_store, code=code)
+            report = engine.interrupted_report(time.monotonic() - started)
+        else:
+            engine = Engine(
+                job,
+                store,
+                concurrency=concurrency,
+                ledger=ledger,
+                key_log=key_log,
+                code=code,
+                dst_store=dst_store,
+                sample=picked,
+                interrupt=interrupt,
+            )
+            if ledger is not None and not quiet:
+                verb = "resuming" if ledger.run_number > 1 else "job"
+                hint = resume_command(engine.job_id, resume_args)
+                console.print(f"{verb} {engine.job_id} (if interrupted: {hint})", markup=False, highlight=False)
+            show = not quiet and (progress == "on" or (progress == "auto" and console.is_terminal))
+            if show:
+                with ProgressDisplay(engine.tally, f"{job.operation}", console, breakers=engine.breakers):
+                    report = engine.run()
+            else:
+                with EndpointWatch(engine.breakers, quiet=quiet):
+                    report = engine.run()
+            if picked is not None:
+                report = _checked(
+                    job, report, picked, store, dst_store or store, resume_command(engine.job_id, resume_args), console, quiet
+                )
+        _finish(job, report, engine, console, quiet=quiet, report_path=report_path, resume_args=resume_args)
     return report
 
 
+def _before(job: Job, store: ObjectStore, dst_store: ObjectStore | None, ledger: LocalLedger | None) -> list[Item] | None:
+    """What runs before the first object and only reads: the delete guard's count, the sync's empty-source check, the
+    canary's sample (returned)."""
+    guard_deletes(job, store, dst_store)
+    first_run = ledger is None or ledger.run_number == 1
+    if job.options.delete_extraneous and not job.options.allow_empty_source and first_run:
+        try:
+            found = first_selected(job, store)
+        except StoreError as exc:
+            raise JobError(
+                f"options.delete_extraneous: checking that the source selects anything failed ({exc.code}: {exc.message}); "
+                "nothing was deleted"
+            ) from None
+        if found is None:
+            raise JobError(empty_source_message(job))
+    if job.options.canary is not None and ledger is not None and ledger.run_number == 1:
+        try:
+            return canary.sample(job, store, job.options.canary)
+        except StoreError as exc:
+            raise JobError(f"job.options.canary: sampling the selection failed ({exc.code}: {exc.message}); nothing was changed") from None
+    return None
+
+
+def _finish(job: Job, report: Report, engine: Engine, console: Console, *, quiet: bool, report_path: str | None, resume_args: str) -> None:
+    """The report file, the lines that say why a run ended early and how to go on, and the summary."""
+    resumable = engine.ledger is not None
+    if report_path:
+        report.write(report_path)
+    if report.outage is not None:  # on stderr even with --quiet: it says why the run stopped and how to finish it
+        print(stop_message(report, resume_command(engine.job_id, resume_args) if resumable else None), file=sys.stderr, flush=True)
+    if report.interrupted:
+        s = report.summary()
+        how = resume_command(engine.job_id, resume_args) if resumable else "run the job again (no ledger was kept, so it starts over)"
+        print(
+            f"interrupted: {s.get('done', 0):,} done, {s['failed']:,} failed, {s.get('not_done', 0):,} listed and not done; "
+            f"to finish: {how}",
+            file=sys.stderr,
+            flush=True,
+        )
+    if not quiet:
+        console.print(summary_table(report, deletes=job.options.delete_extraneous))
+        failures = failures_table(report, report_path)
+        if failures is not None:
+            console.print(failures)
+        if report.error and report.outage is None and not report.interrupted:
+            console.print(f"[red]error:[/] {report.error}")
+        elif report.error is None and report.tally.snapshot().listed == 0:
+            where = f"s3://{job.source.bucket}/{job.source.prefix}"
+            console.print(f"[yellow]note:[/] {where} holds no object the job selects; check source.prefix and the filters")
+    engine.tally.close()
+
+
 def _checked(
-    job: Job, report: Report, picked: list[Item], store: ObjectStore, dst_store: ObjectStore, job_id: str, console: Console, quiet: bool
+    job: Job, report: Report, picked: list[Item], store: ObjectStore, dst_store: ObjectStore, resume: str, console: Console, quiet: bool
 ) -> Report:
     """A canary's report, after checking its objects: failed when any object failed or did not check out."""
     failed = {f["key"] for f in report.tally.failures()}
@@ -124,9 +193,9 @@ def _checked(
         lines += [f"  {p}" for p in found.problems[:20]]
     good = not failed and found is not None and not found.problems
     if good:
-        lines.append(f"all good. Run the rest (the canary's objects are not redone): s3bulk run --resume {job_id}")
+        lines.append(f"all good. Run the rest (the canary's objects are not redone): {resume}")
     elif report.error is None and report.outage is None:
-        lines.append(f"fix what it found first; then s3bulk run --resume {job_id} runs the rest, or start over")
+        lines.append(f"fix what it found first; then {resume} runs the rest, or start over")
     if not quiet or not good:
         print("\n".join(lines), file=sys.stderr if not good else sys.stdout, flush=True)
     if found is not None and found.problems and report.error is None:

@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import IO, Any
 
 from s3bulk.errors import error_code, error_message
-from s3bulk.job import Options
+from s3bulk.job import JobError, Options
 from s3bulk.ops.acl import AclsEnabled, acl_doc
 from s3bulk.ops.batch import part_pool
 from s3bulk.ops.copies import CopySettings, copy_in_place
@@ -31,6 +31,8 @@ from s3bulk.store import ObjectStore
 UNDOABLE = ("tags", "storage_class", "legal_hold", "retention", "acl")
 SHOWN = 20  # skipped and failed keys listed by name; the rest are counted
 _COPY = Options()  # a class change is undone with the job defaults' multipart threshold and part size
+# The fields every key-log line has (s3bulk/keys.py KeyRecord): a file with no line holding them is not a key log.
+RECORD_FIELDS = ("key", "outcome")
 
 
 @dataclass
@@ -39,6 +41,7 @@ class UndoResult:
     changed_since: int = 0  # the object no longer has what the job set: left alone
     failed: int = 0
     unreadable: int = 0  # lines that are not JSON (a run killed mid-write leaves one cut off): skipped
+    records: int = 0  # key-log lines read (with an undo entry or not)
     examples: list[str] = field(default_factory=list)  # "key: why", for the first SHOWN skips and failures
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -62,9 +65,9 @@ def lines_backwards(f: IO[bytes], block: int = 1 << 16) -> Iterator[str]:
         tail = parts[0]
         for raw in reversed(parts[1:]):
             if raw.strip():
-                yield raw.decode("utf-8")
+                yield raw.decode("utf-8", "replace")  # a key log is ASCII; other bytes make a line that is not one
     if tail.strip():
-        yield tail.decode("utf-8")
+        yield tail.decode("utf-8", "replace")
 
 
 def entries(f: IO[bytes], result: UndoResult) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -75,9 +78,10 @@ def entries(f: IO[bytes], result: UndoResult) -> Iterator[tuple[str, dict[str, A
         except ValueError:
             result.note("unreadable", f"a line that is not JSON: {text[:60]!r}")
             continue
-        if not isinstance(doc, dict) or "key" not in doc:
+        if not isinstance(doc, dict) or any(name not in doc for name in RECORD_FIELDS):
             result.note("unreadable", f"a line that is not a key-log record: {text[:60]!r}")
             continue
+        result.records += 1
         undo = doc.get("undo")
         if doc.get("outcome") == "succeeded" and isinstance(undo, dict) and undo.get("what") in UNDOABLE:
             yield str(doc["key"]), undo
@@ -132,7 +136,12 @@ def undo_one(
 
 
 def undo_log(log: IO[bytes], store: ObjectStore, *, concurrency: int = 16, dry_run: bool = False) -> UndoResult:
-    """Reverse every journaled change in `log` where the object still has what the job set."""
+    """Reverse every journaled change in `log` where the object still has what the job set.
+
+    A file with lines but not one key-log line (a report, the job file) is a JobError: the wrong
+    file passed, not a log with nothing to undo. Nothing was undone then, as no line had an entry.
+    An empty file, or a key log with no undo entries, is a log with nothing to undo.
+    """
     result = UndoResult()
     queues: list[queue.Queue[tuple[str, dict[str, Any]] | None]] = [queue.Queue(maxsize=4) for _ in range(concurrency)]
     parts = part_pool()
@@ -154,4 +163,11 @@ def undo_log(log: IO[bytes], store: ObjectStore, *, concurrency: int = 16, dry_r
         for t in threads:
             t.join()
         parts.shutdown()
+    if result.unreadable and not result.records:
+        name = getattr(log, "name", None)
+        fields = " and ".join(f'"{f}"' for f in RECORD_FIELDS)
+        raise JobError(
+            f"{name if isinstance(name, str) else 'LOG'}: not a key log (no line has the {fields} fields of one); "
+            "pass the file written by s3bulk run --key-log"
+        )
     return result

@@ -70,11 +70,14 @@ class ProcessedObject:
         submit: Callable[..., Any] | None = None,
         budget: MemoryBudget | None = None,
         dst_store: ObjectStore | None = None,
+        source_prefix: str = "",
     ) -> None:
         self.bucket = bucket
         self._budget = budget
         self._dst_store = dst_store or store  # outputs go to the destination's endpoint and keys
-        self.key = info.key
+        self.key = info.key  # the full source key, source.prefix included
+        # The key without source.prefix: obj.write(obj.relative_key, ...) lands where copy would put the object.
+        self.relative_key = info.key[len(source_prefix) :] if info.key.startswith(source_prefix) else info.key
         self.arguments = arguments
         self._store = store
         self._info = info
@@ -126,7 +129,10 @@ class ProcessedObject:
         metadata: Mapping[str, str] | None = None,
         tags: Mapping[str, str] | None = None,
     ) -> ObjectWriter:
-        """A streaming writer for destination.prefix + relative_key; use it in a `with` block (an exception aborts it)."""
+        """A streaming writer for destination.prefix + relative_key; use it in a `with` block (an exception aborts it).
+
+        `relative_key` is taken as given: nothing strips source.prefix from it (pass obj.relative_key for copy's layout).
+        """
         dst = self._destination
         if dst is None:
             raise PermanentFailure("obj.write needs the job's destination; add a destination bucket to the job")
@@ -184,12 +190,23 @@ class FunctionProcessor:
     budget: MemoryBudget | None = None
     dst_store: ObjectStore | None = None
     per_call: int = 1
+    source_prefix: str = ""  # for obj.relative_key
 
     def run(self, objects: Sequence[ObjectInfo]) -> list[TaskResult]:
         return [self._one(info) for info in objects]
 
     def _one(self, info: ObjectInfo) -> TaskResult:
-        obj = ProcessedObject(self.store, self.bucket, info, self.arguments, self.destination, self.submit, self.budget, self.dst_store)
+        obj = ProcessedObject(
+            self.store,
+            self.bucket,
+            info,
+            self.arguments,
+            self.destination,
+            self.submit,
+            self.budget,
+            self.dst_store,
+            source_prefix=self.source_prefix,
+        )
         try:
             return TaskResult("Succeeded", _cut(self.function(obj)))
         except EndpointUnreachable:
@@ -301,23 +318,54 @@ def handler_invoker(handler: Callable[[dict[str, Any], Any], Any]) -> Invoke:
 _IMPORT_LOCK = threading.Lock()
 
 
+def _one_line(text: object, limit: int = 200) -> str:
+    """An exception's text on one line (the user's code may raise multi-line messages)."""
+    return " ".join(str(text).split())[:limit]
+
+
+def _is_missing(module_name: str, missing: str | None) -> bool:
+    """Whether a ModuleNotFoundError is about the named module itself (or a package on its dotted path), not a dependency."""
+    return missing is not None and (module_name == missing or module_name.startswith(missing + "."))
+
+
 def load_callable(spec: str, search: Sequence[Path], field_name: str) -> Callable[..., Any]:
-    """Import "module:callable" with `search` first on sys.path; a bad spec is a JobError naming the field."""
+    """Import "module:callable" with `search` first on sys.path; a bad spec is a JobError naming the field.
+
+    Each way an import fails gets its own fix: a module not found is a path problem, while a
+    module found but broken (a missing dependency, a syntax error, an exception) is a code problem.
+    """
     module_name, _, attr = spec.partition(":")
+    label = f"job.process.{field_name}"
     with _IMPORT_LOCK:
         for path in reversed([str(p) for p in search]):
             if path not in sys.path:
                 sys.path.insert(0, path)
         try:
             module = importlib.import_module(module_name)
-        except Exception as exc:  # noqa: BLE001 - any import-time failure of the user's module is a job error
-            where = ", ".join(str(p) for p in search)
+        except ModuleNotFoundError as exc:
+            if _is_missing(module_name, exc.name):
+                where = ", ".join(str(p) for p in search)
+                raise JobError(
+                    f"{label}: cannot import {module_name!r}: no module {exc.name!r} in {where} or on PYTHONPATH; put it there"
+                ) from None
+            if exc.name is None:
+                raise JobError(f"{label}: importing {module_name!r} raised ModuleNotFoundError: {_one_line(exc)}; fix the module") from None
             raise JobError(
-                f"job.process.{field_name}: cannot import {module_name!r} ({type(exc).__name__}: {exc}); put it in {where} or on PYTHONPATH"
+                f"{label}: {module_name!r} imports {exc.name!r}, which is not installed; pip install it (or fix the import)"
             ) from None
-    fn = getattr(module, attr, None)
+        except SyntaxError as exc:
+            at = f"{exc.filename}:{exc.lineno}" if exc.filename else f"line {exc.lineno}"
+            raise JobError(f"{label}: {module_name!r} does not compile: {at}: {_one_line(exc.msg)}; fix the syntax") from None
+        except Exception as exc:  # noqa: BLE001 - any other import-time failure of the user's module is a job error
+            raise JobError(f"{label}: importing {module_name!r} raised {type(exc).__name__}: {_one_line(exc)}; fix the module") from None
+    if not hasattr(module, attr):
+        raise JobError(f"{label}: {module_name!r} has no callable {attr!r}; check the name after the colon")
+    fn = getattr(module, attr)
     if not callable(fn):
-        raise JobError(f"job.process.{field_name}: {module_name!r} has no callable {attr!r}; check the name after the colon")
+        raise JobError(
+            f"{label}: {module_name}.{attr} is not callable (it is {type(fn).__name__} {_one_line(repr(fn), 40)}); "
+            "name a function after the colon"
+        )
     return fn  # type: ignore[no-any-return]
 
 
@@ -356,6 +404,16 @@ def make_processor(
     `dst_store` writes the outputs when the destination is another endpoint or account."""
     assert job.process is not None
     if code.function is not None:
-        return FunctionProcessor(code.function, store, job.source.bucket, job.process.arguments, job.destination, submit, budget, dst_store)
+        return FunctionProcessor(
+            code.function,
+            store,
+            job.source.bucket,
+            job.process.arguments,
+            job.destination,
+            submit,
+            budget,
+            dst_store,
+            source_prefix=job.source.prefix,
+        )
     assert code.invoke is not None
     return BatchOpsProcessor(code.invoke, job.source.bucket, job_id, dict(job.process.arguments), job.process.tasks_per_invocation)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from s3bulk.job import JobError, json_schema, parse_job
+from s3bulk.job import JobError, json_schema, load_job, parse_job
 
 COPY: dict[str, Any] = {
     "operation": "copy",
@@ -253,3 +255,94 @@ def test_request_options_carry_owners_payer_and_encryption() -> None:
     opts = request_options(parsed)
     assert opts.owner("src-bucket") == "111111111111" and opts.owner("dst-bucket") == "222222222222"
     assert (opts.requester_pays, opts.sse, opts.kms_key_id) == (True, "aws:kms", "alias/archive")
+
+
+RETENTION: dict[str, Any] = {
+    "operation": "set-retention",
+    "source": {"bucket": "src-bucket", "prefix": "locked/"},
+    "retention": {"mode": "GOVERNANCE", "until": "2030-01-01T00:00:00Z"},
+}
+
+
+def test_a_new_job_file_with_a_retention_date_already_past_is_refused_naming_the_field(tmp_path: Path) -> None:
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps({**RETENTION, "retention": {"mode": "GOVERNANCE", "until": "2020-01-01T00:00:00Z"}}))
+    with pytest.raises(JobError) as info:
+        load_job(path)  # the real clock: 2020 is past
+    assert str(info.value) == (
+        "job.retention.until: 2020-01-01T00:00:00Z has already passed; S3 takes only a future retain-until date, so give a later one"
+    )
+
+
+def test_a_retention_date_is_refused_from_the_moment_it_is_reached_and_accepted_just_before() -> None:
+    until = datetime(2030, 1, 1, tzinfo=UTC)
+    with pytest.raises(JobError, match=r"^job\.retention\.until: .*has already passed"):
+        parse_job(json.dumps(RETENTION), now=until)
+    assert parse_job(json.dumps(RETENTION), now=until - timedelta(seconds=1)).retention is not None
+
+
+def test_a_stored_job_whose_retention_date_has_passed_since_still_parses_for_a_resume(tmp_path: Path) -> None:
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(RETENTION))
+    started = load_job(path, now=datetime(2029, 6, 1, tzinfo=UTC))  # accepted when it started
+    stored = started.model_dump_json()  # what a ledger keeps and a resume re-reads with parse_job
+    resumed = parse_job(stored)  # now 2030 or later, on the real clock: the date has passed, the spec still parses
+    assert resumed == started
+
+
+def test_the_cli_validate_refuses_a_past_retention_date_with_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from s3bulk.cli import main
+
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps({**RETENTION, "retention": {"mode": "COMPLIANCE", "until": "2021-03-04T05:06:07+00:00"}}))
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: job.retention.until: 2021-03-04T05:06:07Z has already passed") and "\n" not in err
+
+
+PROCESS: dict[str, Any] = {"operation": "process", "source": {"bucket": "src-bucket", "prefix": "in/"}}
+
+
+@pytest.mark.parametrize("field", ["function", "batchops_handler"])
+def test_a_callable_without_a_colon_is_refused_in_words_not_with_the_regex(field: str) -> None:
+    message = refused(json.dumps({**PROCESS, "process": {field: "mytools.run"}}))
+    assert message == f'job.process.{field}: got "mytools.run"; give module:callable, like my_tools:run'
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "fix"),
+    [
+        ({"source__expected_owner": "12345"}, "job.source.expected_owner", "12-digit AWS account id"),
+        ({"source__endpoint_url": "minio:9000"}, "job.source.endpoint_url", "http:// or https:// URL"),
+        ({"destination__region": "EU West"}, "job.destination.region", "like eu-west-1"),
+        ({"source__credentials_secret": "my-secret"}, "job.source.credentials_secret", "Secrets Manager secret ARN"),
+        ({"job_id": "my job"}, "job.job_id", "1-80 letters, digits"),
+    ],
+)
+def test_every_pattern_field_says_what_it_takes_instead_of_showing_its_regex(changes: dict[str, Any], field: str, fix: str) -> None:
+    message = refused(job(**changes))
+    assert message.startswith(f"{field}: got ") and fix in message
+    assert "pattern" not in message and "^" not in message
+
+
+def test_a_lambda_arn_that_is_not_one_is_refused_in_words() -> None:
+    message = refused(json.dumps({**PROCESS, "process": {"batchops_lambda": "thumbnails"}}))
+    assert (
+        message
+        == 'job.process.batchops_lambda: got "thumbnails"; give a Lambda function ARN, like arn:aws:lambda:eu-west-1:111122223333:function:NAME'
+    )
+
+
+def test_every_pattern_in_the_schema_has_words_for_its_error() -> None:
+    from s3bulk.job import _PATTERN_FIXES
+
+    def patterns(node: Any) -> set[str]:
+        if isinstance(node, dict):
+            own = {node["pattern"]} if isinstance(node.get("pattern"), str) else set()
+            return own.union(*(patterns(v) for v in node.values()))
+        if isinstance(node, list):
+            return set().union(*(patterns(v) for v in node))
+        return set()
+
+    found = patterns(json_schema())
+    assert found and found <= set(_PATTERN_FIXES)

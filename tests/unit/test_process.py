@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from s3bulk.ops.process import (
     read_response,
 )
 from s3bulk.report import Tally
+from s3bulk.selection import key_mapper
 from s3bulk.store import ObjectInfo, StoreError
 from s3bulk.testing.memstore import MemoryStore
 
@@ -220,3 +222,70 @@ def test_the_cli_refuses_an_unimportable_function_with_exit_2_before_any_request
     assert main(["run", str(job), "--endpoint-url", "http://127.0.0.1:9", "-q"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: job.process.function: cannot import 'absent_mod_k'") and "\n" not in err
+
+
+def _module(tmp_path: Path, source: str) -> str:
+    """A module with a name no other test uses (imports are cached per process), written into tmp_path."""
+    name = f"user_mod_{uuid.uuid4().hex[:12]}"
+    (tmp_path / f"{name}.py").write_text(source)
+    return name
+
+
+def _refusal(spec: str, tmp_path: Path, field: str = "function") -> str:
+    with pytest.raises(JobError) as info:
+        load_callable(spec, [tmp_path], field)
+    message = str(info.value)
+    assert "\n" not in message and message.startswith(f"job.process.{field}: ")
+    return message
+
+
+def test_a_module_not_found_keeps_the_pythonpath_hint(tmp_path: Path) -> None:
+    message = _refusal("absent_mod_zq.tools:run", tmp_path)
+    assert message == (
+        f"job.process.function: cannot import 'absent_mod_zq.tools': no module 'absent_mod_zq' in {tmp_path} or on PYTHONPATH; put it there"
+    )
+
+
+def test_a_module_found_that_imports_a_missing_dependency_names_the_dependency(tmp_path: Path) -> None:
+    name = _module(tmp_path, "import yaml_not_installed_qq\n\ndef run(obj):\n    return None\n")
+    message = _refusal(f"{name}:run", tmp_path, "batchops_handler")
+    assert message == (
+        f"job.process.batchops_handler: {name!r} imports 'yaml_not_installed_qq', which is not installed; "
+        "pip install it (or fix the import)"
+    )
+
+
+def test_a_module_with_a_syntax_error_is_refused_with_its_file_line_and_message(tmp_path: Path) -> None:
+    name = _module(tmp_path, "x = 1\ndef run(obj:\n    return 1\n")
+    message = _refusal(f"{name}:run", tmp_path)
+    assert f"{name!r} does not compile: {tmp_path / name}.py:2: " in message and message.endswith("; fix the syntax")
+    assert "PYTHONPATH" not in message
+
+
+def test_a_module_that_raises_on_import_is_refused_with_the_exception_type_and_message_on_one_line(tmp_path: Path) -> None:
+    name = _module(tmp_path, "raise RuntimeError('config file\\nmissing')\n")
+    message = _refusal(f"{name}:run", tmp_path)
+    assert message == f"job.process.function: importing {name!r} raised RuntimeError: config file missing; fix the module"
+
+
+def test_a_name_after_the_colon_that_is_not_callable_is_refused_as_such(tmp_path: Path) -> None:
+    name = _module(tmp_path, "run = 3\n")
+    message = _refusal(f"{name}:run", tmp_path)
+    assert message == f"job.process.function: {name}.run is not callable (it is int 3); name a function after the colon"
+
+
+def test_write_uses_the_key_as_given_and_relative_key_gives_the_same_key_copy_would() -> None:
+    store = _store(["in/2024/a.log"])
+
+    def run(obj: ProcessedObject) -> None:
+        obj.write(obj.key + ".gz", b"full")  # obj.key keeps source.prefix "in/"
+        obj.write(obj.relative_key + ".gz", b"relative")  # without it: copy's layout
+
+    job = _job({"function": "m:f"}, destination=True)
+    tally, _ = _run(job, store, ProcessCode(function=run), ["in/2024/a.log"])
+    assert tally.succeeded == 1
+    assert store.get_body("dst", "out/in/2024/a.log.gz") == b"full"
+    assert store.get_body("dst", "out/2024/a.log.gz") == b"relative"
+    copy = parse_job(json.dumps({**job.model_dump(mode="json", include={"source", "destination"}), "operation": "copy"}))
+    mapper = key_mapper(copy)
+    assert mapper is not None and mapper("in/2024/a.log") + ".gz" == "out/2024/a.log.gz"

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from s3bulk.job import parse_job
+from s3bulk.job import JobError, parse_job
+from s3bulk.keys import KeyRecord
 from s3bulk.local.engine import Engine
 from s3bulk.local.undo import lines_backwards, undo_log
 from s3bulk.store import Encryption
@@ -179,3 +181,61 @@ def test_an_acl_is_written_back_as_grant_headers_that_name_every_grantee() -> No
         "GrantWriteACP": f'id="{"b" * 64}"',
     }
     assert grant_headers({"Grants": [{"Grantee": {"Type": "Odd"}, "Permission": "READ"}]}) == {}  # then the policy is sent whole
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "just some notes\nabout a job\n",
+        json.dumps({"job_id": "j1", "status": "succeeded", "summary": {"succeeded": 30}}) + "\n",  # a report on one line
+        json.dumps({"job_id": "j1", "status": "succeeded", "failures": [{"key": "in/000"}]}, indent=2) + "\n",  # or pretty
+        '{"key": "in/000"}\n',  # a key without an outcome: not a key-log line
+    ],
+)
+def test_a_file_that_is_not_a_key_log_is_refused_naming_it_and_nothing_is_undone(tmp_path: Path, text: str) -> None:
+    s, log = store(), io.StringIO()
+    run(s, log, "tag", tagging={"mode": "replace", "tags": {"owner": "migration"}})
+    after = tags(s)
+    path = tmp_path / "report.json"
+    path.write_text(text)
+    with path.open("rb") as f, pytest.raises(JobError) as info:
+        undo_log(f, s)
+    assert str(info.value) == (
+        f'{path}: not a key log (no line has the "key" and "outcome" fields of one); pass the file written by s3bulk run --key-log'
+    )
+    assert tags(s) == after
+
+
+def test_a_binary_file_is_refused_as_not_a_key_log_rather_than_crashing() -> None:
+    with pytest.raises(JobError, match=r"^LOG: not a key log"):
+        undo_log(io.BytesIO(b"\x1f\x8b\x08\x00\xff\xfe\n\x80\x81"), store())
+
+
+def test_an_empty_log_has_nothing_to_undo_and_is_not_an_error() -> None:
+    result = undo_log(io.BytesIO(b""), store())
+    assert (result.restored, result.changed_since, result.failed, result.unreadable, result.records) == (0, 0, 0, 0, 0)
+
+
+def test_a_key_log_without_undo_entries_has_nothing_to_undo_and_counts_no_line_unreadable() -> None:
+    lines = [KeyRecord(f"in/{i:03d}", "succeeded", 1, dst_key=f"out/{i:03d}").line("j1", "copy") for i in range(3)]
+    result = undo_log(io.BytesIO(("not json\n" + "".join(lines)).encode()), store())
+    assert (result.restored, result.failed, result.records, result.unreadable) == (0, 0, 3, 1)
+
+
+def test_the_cli_undo_of_a_file_that_is_not_a_key_log_exits_2_with_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from s3bulk.cli import main
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "k")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s")
+    path = tmp_path / "notes.txt"
+    path.write_text("not a key log\n")
+    # An endpoint nothing listens on: a request would fail differently, and slowly.
+    assert main(["undo", str(path), "--endpoint-url", "http://127.0.0.1:9", "--region", "eu-west-1"]) == 2
+    captured = capsys.readouterr()
+    assert (
+        captured.err.strip()
+        == f'error: {path}: not a key log (no line has the "key" and "outcome" fields of one); pass the file written by s3bulk run --key-log'
+    )
+    assert captured.out == ""

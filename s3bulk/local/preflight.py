@@ -1,0 +1,128 @@
+"""What the CLI checks before any object is touched, and where a run points.
+
+Each problem is one line naming the flag or field and the fix (exit 2). A run's ledger
+remembers where it pointed (endpoint, Region, profile; never keys), so `--resume ID`
+goes back there and a resume pointed elsewhere is refused: run exactly as printed,
+a resume of a local-endpoint job must not land on AWS buckets of the same names.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import boto3
+from botocore.exceptions import BotoCoreError, ProfileNotFound
+
+from s3bulk.s3.clients import ClientSettings
+
+
+class UsageError(Exception):
+    """Bad arguments or environment: one line, exit 2."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Where:
+    field: str  # ClientSettings' name, and the ledger's
+    flag: str
+    env: tuple[str, ...]  # what boto3 reads when the flag is not given, in its order
+
+
+# The settings boto3 would otherwise take from the environment: a resume must see the same ones.
+WHERE = (
+    _Where("endpoint_url", "--endpoint-url", ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")),
+    _Where("region", "--region", ("AWS_REGION", "AWS_DEFAULT_REGION")),
+    _Where("profile", "--profile", ("AWS_PROFILE", "AWS_DEFAULT_PROFILE")),
+)
+
+
+def endpoint_problem(url: str) -> str | None:
+    """Why an endpoint URL cannot be an S3 endpoint (http(s), a host, no path), or None."""
+    parts = urlsplit(url)
+    if parts.scheme not in {"http", "https"}:
+        return f"{url!r} has no http:// or https:// scheme; write it like http://127.0.0.1:8333"
+    try:
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError:
+        return f"{url!r} has a port that is not a number; write it like http://127.0.0.1:8333"
+    if not parts.hostname:
+        return f"{url!r} names no host; write it like http://127.0.0.1:8333"
+    if parts.path not in {"", "/"} or parts.query or parts.fragment:
+        return f"{url!r} has a path; an S3 endpoint is scheme, host and port only (bucket and key go in the job)"
+    return None
+
+
+def profile_problem(profile: str) -> str | None:
+    """Why a named profile cannot be used (not in the AWS config files), or None."""
+    try:
+        boto3.session.Session(profile_name=profile)
+    except ProfileNotFound:
+        return f"no profile {profile!r} in the AWS config files; create it (aws configure --profile {profile}) or pass another"
+    except BotoCoreError as exc:
+        return f"profile {profile!r} cannot be read: {exc}"
+    return None
+
+
+def given(args: object) -> dict[str, tuple[str | None, str]]:
+    """Each setting's value for this invocation, and where it came from (the flag, or the environment variable)."""
+    out: dict[str, tuple[str | None, str]] = {}
+    for w in WHERE:
+        flag = getattr(args, w.field, None)
+        if flag:
+            out[w.field] = (flag, w.flag)
+            continue
+        env = next((name for name in w.env if os.environ.get(name)), None)
+        out[w.field] = (os.environ[env], f"${env}") if env else (None, w.flag)
+    return out
+
+
+def settings(args: object, origin: dict[str, str | None] | None = None, resume: str | None = None) -> ClientSettings:
+    """The client settings of a run: this invocation's, or (resuming) the ones the run started with.
+
+    A resume that points anywhere else is refused, naming what the run used.
+    """
+    now = given(args)
+    values: dict[str, str | None] = {w.field: now[w.field][0] for w in WHERE}
+    if origin is not None:
+        for w in WHERE:
+            value, source = now[w.field]
+            used = origin.get(w.field)
+            if value is not None and value != used:
+                was = f"{w.flag} {used}" if used else f"no {w.flag}" + (" (AWS itself)" if w.field == "endpoint_url" else "")
+                raise UsageError(
+                    f"--resume {resume}: the run used {was}, and {source} says {value}; "
+                    f"a resume goes where the run went: drop {source}" + (f" or unset {source[1:]}" if source.startswith("$") else "")
+                )
+            values[w.field] = used
+    check(values, {w.field: now[w.field][1] for w in WHERE})
+    return ClientSettings(endpoint_url=values["endpoint_url"], region=values["region"], profile=values["profile"])
+
+
+def check(values: dict[str, str | None], names: dict[str, str]) -> None:
+    """The endpoint URL and profile, checked before anything runs."""
+    endpoint, profile = values.get("endpoint_url"), values.get("profile")
+    if endpoint is not None and (problem := endpoint_problem(endpoint)):
+        raise UsageError(f"{names.get('endpoint_url', '--endpoint-url')}: {problem}")
+    if profile is not None and (problem := profile_problem(profile)):
+        raise UsageError(f"{names.get('profile', '--profile')}: {problem}")
+
+
+def origin_of(s: ClientSettings) -> dict[str, str | None]:
+    """What the ledger keeps of a run's settings (no keys)."""
+    return {"endpoint_url": s.endpoint_url, "region": s.region, "profile": s.profile}
+
+
+def check_report_path(path: str | None, flag: str = "--report") -> None:
+    """The report is written at the end of a run: a path it cannot be written to fails now, not after the job."""
+    if not path:
+        return
+    target = Path(path)
+    if target.is_dir():
+        raise UsageError(f"{flag} {path}: is a directory; give a file path, like {target / 'report.json'}")
+    parent = target.parent if str(target.parent) else Path(".")
+    if not parent.is_dir():
+        raise UsageError(f"{flag} {path}: the directory {parent} does not exist; create it or give another path")
+    if not os.access(parent, os.W_OK | os.X_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise UsageError(f"{flag} {path}: not writable; give a path you can write")
