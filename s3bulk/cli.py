@@ -282,6 +282,11 @@ def _run(args: argparse.Namespace, console: Console, interrupt: Interrupt) -> in
             interrupt=interrupt,
             resume_args=extra,
         )
+    except (JobError, UsageError):  # refused before any object was touched (the delete guard, an empty sync source)
+        if ledger is not None:
+            ledger.discard_if_unused()
+            ledger = None
+        raise
     finally:
         if ledger is not None:
             ledger.close()

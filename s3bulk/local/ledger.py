@@ -18,9 +18,10 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from s3bulk.job import Job
 
@@ -102,7 +103,8 @@ class LocalLedger:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # every use of the connection, from any thread, and close()
+        self._closed = False
 
     # -- opening -----------------------------------------------------------------------------
     @classmethod
@@ -113,18 +115,16 @@ class LocalLedger:
             raise LedgerError(f"job {job_id!r} already has a ledger at {path}; pass --resume to continue it, or use another job_id")
         ledger = cls(path)
         now = time.time()
-        ledger._db.execute("BEGIN IMMEDIATE")
-        ledger._db.execute(
-            "INSERT INTO job VALUES (?, ?, ?, 'running', ?, ?, 1)", (job_id, job.model_dump_json(), spec_hash(job), now, now)
-        )
+        ledger._run("BEGIN IMMEDIATE")
+        ledger._run("INSERT INTO job VALUES (?, ?, ?, 'running', ?, ?, 1)", (job_id, job.model_dump_json(), spec_hash(job), now, now))
         if origin is not None:
-            ledger._db.execute("INSERT INTO origin VALUES (1, ?)", (json.dumps(origin, sort_keys=True),))
-        ledger._db.execute("COMMIT")
+            ledger._run("INSERT INTO origin VALUES (1, ?)", (json.dumps(origin, sort_keys=True),))
+        ledger._run("COMMIT")
         return ledger
 
     def origin(self) -> dict[str, str | None] | None:
         """Where the run pointed (create's `origin`); None for a ledger written before runs remembered it."""
-        row = self._db.execute("SELECT settings FROM origin").fetchone()
+        row = self._one("SELECT settings FROM origin")
         return None if row is None else dict(json.loads(row[0]))
 
     @classmethod
@@ -133,7 +133,7 @@ class LocalLedger:
         if not path.exists():
             raise LedgerError(f"--resume {job_id}: no ledger at {path}; check the job id (or S3BULK_STATE_DIR)")
         ledger = cls(path)
-        ledger._db.execute("UPDATE job SET runs = runs + 1, status = 'running', updated = ?", (time.time(),))
+        ledger._run("UPDATE job SET runs = runs + 1, status = 'running', updated = ?", (time.time(),))
         return ledger
 
     @classmethod
@@ -155,22 +155,22 @@ class LocalLedger:
 
     @property
     def job_id(self) -> str:
-        return str(self._db.execute("SELECT id FROM job").fetchone()[0])
+        return str(self._one("SELECT id FROM job")[0])
 
     @property
     def run_number(self) -> int:
-        return int(self._db.execute("SELECT runs FROM job").fetchone()[0])
+        return int(self._one("SELECT runs FROM job")[0])
 
     def spec(self) -> str:
-        return str(self._db.execute("SELECT spec FROM job").fetchone()[0])
+        return str(self._one("SELECT spec FROM job")[0])
 
     # -- writing -----------------------------------------------------------------------------
     def finish_batch(self, rec: BatchEntry, failures: list[tuple[str, str, str]]) -> None:
         """One transaction: the batch's range and counts, and its failures."""
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            self._run("BEGIN IMMEDIATE")
             try:
-                self._db.execute(
+                self._run(
                     "INSERT OR REPLACE INTO batch VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         rec.after,
@@ -186,12 +186,12 @@ class LocalLedger:
                         self.run_number,
                     ),
                 )
-                self._db.execute("DELETE FROM failure WHERE batch_last = ?", (rec.last,))
-                self._db.executemany("INSERT INTO failure VALUES (?, ?, ?, ?)", [(rec.last, *f) for f in failures])
-                self._db.execute("UPDATE job SET updated = ?", (time.time(),))
-                self._db.execute("COMMIT")
+                self._run("DELETE FROM failure WHERE batch_last = ?", (rec.last,))
+                self._many("INSERT INTO failure VALUES (?, ?, ?, ?)", [(rec.last, *f) for f in failures])
+                self._run("UPDATE job SET updated = ?", (time.time(),))
+                self._run("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                self._run("ROLLBACK")
                 raise
 
     def finish_canary(
@@ -206,11 +206,11 @@ class LocalLedger:
         rows = [(k, v, s, int(k in failed)) for k, v, s in objects]
         scanned = sum(1 for row in rows if not row[3]) if removes_source else 0
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            self._run("BEGIN IMMEDIATE")
             try:
-                self._db.executemany("INSERT OR REPLACE INTO canary VALUES (?, ?, ?, ?)", rows)
-                self._db.execute("INSERT OR IGNORE INTO canary_totals VALUES (1, 0, 0, 0, 0, 0, 0, 0, 0)")
-                self._db.execute(
+                self._many("INSERT OR REPLACE INTO canary VALUES (?, ?, ?, ?)", rows)
+                self._run("INSERT OR IGNORE INTO canary_totals VALUES (1, 0, 0, 0, 0, 0, 0, 0, 0)")
+                self._run(
                     "UPDATE canary_totals SET scanned = scanned + ?, listed = listed + ?, listed_bytes = listed_bytes + ?,"
                     " succeeded = succeeded + ?, skipped = skipped + ?, failed = failed + ?, bytes = bytes + ?, retried = retried + ?",
                     (
@@ -224,42 +224,42 @@ class LocalLedger:
                         rec.retried,
                     ),
                 )
-                self._db.executemany("INSERT INTO failure VALUES (?, ?, ?, ?)", [(CANARY_BATCH, *f) for f in failures])
-                self._db.execute("UPDATE job SET updated = ?", (time.time(),))
-                self._db.execute("COMMIT")
+                self._many("INSERT INTO failure VALUES (?, ?, ?, ?)", [(CANARY_BATCH, *f) for f in failures])
+                self._run("UPDATE job SET updated = ?", (time.time(),))
+                self._run("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                self._run("ROLLBACK")
                 raise
         return scanned
 
     def canary_objects(self) -> set[tuple[str, str]]:
         """The (key, version id) pairs a canary did: the rest of the job lists them but does not act on them again."""
-        return {(str(k), str(v)) for k, v in self._db.execute("SELECT key, version FROM canary WHERE failed = 0")}
+        return {(str(k), str(v)) for k, v in self._all("SELECT key, version FROM canary WHERE failed = 0")}
 
     def drop_canary_failures(self) -> None:
         """Forget the canary's failed objects (their counts and failure rows): the resumed run lists them and does them again."""
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            self._run("BEGIN IMMEDIATE")
             try:
-                n, size = self._db.execute("SELECT COUNT(*), COALESCE(SUM(MAX(size, 0)), 0) FROM canary WHERE failed = 1").fetchone()
-                self._db.execute("UPDATE canary_totals SET failed = 0, listed = listed - ?, listed_bytes = listed_bytes - ?", (n, size))
-                self._db.execute("DELETE FROM canary WHERE failed = 1")
-                self._db.execute("DELETE FROM failure WHERE batch_last = ?", (CANARY_BATCH,))
-                self._db.execute("COMMIT")
+                n, size = self._one("SELECT COUNT(*), COALESCE(SUM(MAX(size, 0)), 0) FROM canary WHERE failed = 1")
+                self._run("UPDATE canary_totals SET failed = 0, listed = listed - ?, listed_bytes = listed_bytes - ?", (n, size))
+                self._run("DELETE FROM canary WHERE failed = 1")
+                self._run("DELETE FROM failure WHERE batch_last = ?", (CANARY_BATCH,))
+                self._run("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                self._run("ROLLBACK")
                 raise
 
     def record_tail(self, scanned: int) -> None:
         """Keys scanned after the last selected key (the filters dropped them): counted once, when listing ends."""
         with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO tail VALUES (1, ?)", (scanned,))
+            self._run("INSERT OR REPLACE INTO tail VALUES (1, ?)", (scanned,))
 
     def finish(self, status: str) -> None:
         """interrupted and stopped (an endpoint unreachable) stay resumable; anything else is finished."""
         kept = status if status in {"interrupted", "stopped", "canary"} else "finished"
         with self._lock:
-            self._db.execute("UPDATE job SET status = ?, updated = ?", (kept, time.time()))
+            self._run("UPDATE job SET status = ?, updated = ?", (kept, time.time()))
 
     # -- reading -----------------------------------------------------------------------------
     def resume_point(self) -> tuple[str | None, list[tuple[str, str]]]:
@@ -268,7 +268,7 @@ class LocalLedger:
         The watermark is the end of the chain of finished ranges that starts at the
         beginning of the listing; None when nothing from the start is finished.
         """
-        rows = self._db.execute("SELECT after, last FROM batch ORDER BY last").fetchall()
+        rows = self._all("SELECT after, last FROM batch ORDER BY last")
         watermark: str | None = None
         rest: list[tuple[str, str]] = []
         chained = True
@@ -284,22 +284,58 @@ class LocalLedger:
         return watermark, rest
 
     def totals(self) -> Totals:
-        row = self._db.execute(
-            "SELECT COALESCE(SUM(scanned),0), COALESCE(SUM(listed),0), COALESCE(SUM(listed_bytes),0), COALESCE(SUM(succeeded),0),"
-            " COALESCE(SUM(skipped),0), COALESCE(SUM(failed),0), COALESCE(SUM(bytes),0), COALESCE(SUM(retried),0), COUNT(*) FROM batch"
-        ).fetchone()
-        tail = self._db.execute("SELECT scanned FROM tail").fetchone()
-        canary = self._db.execute(
-            "SELECT scanned, listed, listed_bytes, succeeded, skipped, failed, bytes, retried FROM canary_totals"
-        ).fetchone()
+        with self._lock:  # one consistent view of the three tables
+            row = self._one(
+                "SELECT COALESCE(SUM(scanned),0), COALESCE(SUM(listed),0), COALESCE(SUM(listed_bytes),0), COALESCE(SUM(succeeded),0),"
+                " COALESCE(SUM(skipped),0), COALESCE(SUM(failed),0), COALESCE(SUM(bytes),0), COALESCE(SUM(retried),0), COUNT(*) FROM batch"
+            )
+            tail = self._one("SELECT scanned FROM tail")
+            canary = self._one("SELECT scanned, listed, listed_bytes, succeeded, skipped, failed, bytes, retried FROM canary_totals")
         extra = (*canary, 0) if canary else (0,) * 9
         return Totals(*(a + b for a, b in zip((row[0] + (tail[0] if tail else 0), *row[1:]), extra, strict=True)))
 
     def failures(self) -> Iterator[tuple[str, str, str]]:
         """Streamed from disk, in key order."""
-        cur = self._db.execute("SELECT key, error, message FROM failure ORDER BY key")
-        while rows := cur.fetchmany(1000):
-            yield from rows
+        after: tuple[str, int] = ("", -1)
+        while rows := self._all(
+            "SELECT key, error, message, rowid FROM failure WHERE (key, rowid) > (?, ?) ORDER BY key, rowid LIMIT 1000", after
+        ):
+            yield from ((k, e, m) for k, e, m, _ in rows)
+            after = (rows[-1][0], rows[-1][3])
+
+    def discard_if_unused(self) -> None:
+        """Close, and remove the file of a first run that a check refused before its first batch: no run to resume."""
+        used = self.run_number > 1 or self._one("SELECT EXISTS(SELECT 1 FROM batch) OR EXISTS(SELECT 1 FROM canary)")[0]
+        self.close()
+        if not used:
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
 
     def close(self) -> None:
-        self._db.close()
+        """Waits for a write in progress; any later call raises LedgerError (SQLite would crash the process)."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._db.close()
+
+    # -- the connection, behind one lock ----------------------------------------------------------
+    def _open_db(self) -> sqlite3.Connection:
+        if self._closed:
+            raise LedgerError(f"the ledger {self.path} is closed")
+        return self._db
+
+    def _run(self, sql: str, params: Sequence[Any] = ()) -> None:
+        with self._lock:
+            self._open_db().execute(sql, params)
+
+    def _many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        with self._lock:
+            self._open_db().executemany(sql, rows)
+
+    def _one(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        with self._lock:
+            return self._open_db().execute(sql, params).fetchone()
+
+    def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self._lock:
+            return self._open_db().execute(sql, params).fetchall()

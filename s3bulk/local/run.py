@@ -13,7 +13,7 @@ from typing import IO
 from rich.console import Console
 
 from s3bulk.job import Job, JobError
-from s3bulk.local import canary
+from s3bulk.local import canary as sampling
 from s3bulk.local.engine import Engine, JobAbort
 from s3bulk.local.interrupt import Interrupt, Interrupted, interruptible
 from s3bulk.local.ledger import LocalLedger
@@ -94,7 +94,8 @@ def execute(
     started = time.monotonic()
     with interrupt.defer():
         try:
-            picked = interruptible(interrupt, lambda: _before(job, store, dst_store, ledger))
+            first_run = ledger is None or ledger.run_number == 1  # read here: the step's thread may outlive the ledger
+            picked = interruptible(interrupt, lambda: _before(job, store, dst_store, first_run=first_run, keeps_ledger=ledger is not None))
         except Interrupted:
             engine = Engine(job, store, concurrency=concurrency, ledger=ledger, dst_store=dst_store, code=code)
             report = engine.interrupted_report(time.monotonic() - started)
@@ -113,7 +114,7 @@ def execute(
             if ledger is not None and not quiet:
                 verb = "resuming" if ledger.run_number > 1 else "job"
                 hint = resume_command(engine.job_id, resume_args)
-                console.print(f"{verb} {engine.job_id} (if interrupted: {hint})", markup=False, highlight=False)
+                console.print(f"{verb} {engine.job_id} (if interrupted: {hint})", markup=False, highlight=False, soft_wrap=True)
             show = not quiet and (progress == "on" or (progress == "auto" and console.is_terminal))
             if show:
                 with ProgressDisplay(engine.tally, f"{job.operation}", console, breakers=engine.breakers):
@@ -129,11 +130,11 @@ def execute(
     return report
 
 
-def _before(job: Job, store: ObjectStore, dst_store: ObjectStore | None, ledger: LocalLedger | None) -> list[Item] | None:
-    """What runs before the first object and only reads: the delete guard's count, the sync's empty-source check, the
-    canary's sample (returned)."""
+def _before(job: Job, store: ObjectStore, dst_store: ObjectStore | None, *, first_run: bool, keeps_ledger: bool) -> list[Item] | None:
+    """What runs before the first object and only reads (it may be left running on a stop, so it never touches the
+    ledger): the delete guard's count, the sync's empty-source check, the canary's sample (returned; `keeps_ledger`: there is a
+    ledger to keep the rest's place)."""
     guard_deletes(job, store, dst_store)
-    first_run = ledger is None or ledger.run_number == 1
     if job.options.delete_extraneous and not job.options.allow_empty_source and first_run:
         try:
             found = first_selected(job, store)
@@ -144,9 +145,9 @@ def _before(job: Job, store: ObjectStore, dst_store: ObjectStore | None, ledger:
             ) from None
         if found is None:
             raise JobError(empty_source_message(job))
-    if job.options.canary is not None and ledger is not None and ledger.run_number == 1:
+    if job.options.canary is not None and keeps_ledger and first_run:
         try:
-            return canary.sample(job, store, job.options.canary)
+            return sampling.sample(job, store, job.options.canary)
         except StoreError as exc:
             raise JobError(f"job.options.canary: sampling the selection failed ({exc.code}: {exc.message}); nothing was changed") from None
     return None
@@ -186,7 +187,7 @@ def _checked(
 ) -> Report:
     """A canary's report, after checking its objects: failed when any object failed or did not check out."""
     failed = {f["key"] for f in report.tally.failures()}
-    found = canary.check(job, store, dst_store, picked, failed) if report.error is None and report.outage is None else None
+    found = sampling.check(job, store, dst_store, picked, failed) if report.error is None and report.outage is None else None
     lines = [f"canary: {len(picked)} objects sampled across the selection; {len(failed)} failed"]
     if found is not None:
         lines.append(f"checked {found.checked}: {len(found.problems)} not as the job meant")

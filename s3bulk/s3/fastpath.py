@@ -57,6 +57,12 @@ NO_ANSWER = (
 )
 
 
+def no_answer_message(exc: Exception) -> str:
+    """urllib3 names the connection object first ("None: Failed to establish ..." for this client's own sockets): drop it."""
+    text = str(exc)
+    return text.removeprefix("None: ")
+
+
 def no_answer_code(exc: Exception) -> str:
     """The StoreError code for a request that got no answer (a refused connection is not a timeout, whatever urllib3's classes say)."""
     if isinstance(exc, urllib3.exceptions.NewConnectionError):
@@ -592,7 +598,7 @@ class FastS3:
             except ElementTree.ParseError as e:
                 exc = StoreError("IncompleteResponse", f"the response body was cut off: {e}", 500)
             except NO_ANSWER as e:
-                exc = StoreError(no_answer_code(e), str(e))
+                exc = StoreError(no_answer_code(e), no_answer_message(e))
                 breaker.failed(endpoint, exc)
             if classify(exc) is ErrorKind.PERMANENT or attempt == self.max_attempts:
                 raise exc
