@@ -32,7 +32,7 @@ MiB = 1024 * 1024
 
 def run_cli(args: list[str], env: dict[str, str]) -> int:
     """Run `s3bulk` and return its peak RSS; raises if it fails."""
-    done, peak = run_with_peak_rss([sys.executable, "-m", "s3bulk.cli", *args], env)
+    done, peak = run_with_peak_rss([sys.executable, "-m", "s3bulk", *args], env)
     if done.returncode != 0:
         raise SystemExit(f"s3bulk exited {done.returncode}: {done.stderr[-500:]}")
     return peak

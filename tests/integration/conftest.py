@@ -61,7 +61,7 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-S3BULK = [sys.executable, "-m", "s3bulk.cli"]
+S3BULK = [sys.executable, "-m", "s3bulk"]
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:

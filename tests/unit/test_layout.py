@@ -132,7 +132,7 @@ ALLOWED = {
 
 def _layer(module: str) -> str:
     parts = module.split(".")
-    if module == "s3bulk.cli":
+    if module in {"s3bulk.cli", "s3bulk.__main__"}:  # the command and its entry point
         return "cli"
     return parts[1] if len(parts) > 2 else "root"
 
