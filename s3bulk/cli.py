@@ -36,6 +36,7 @@ from s3bulk.local.run import execute
 from s3bulk.local.undo import undo_log
 from s3bulk.manifest import ManifestError
 from s3bulk.ops.batch import connections_needed
+from s3bulk.ops.extraneous import empty_source_message, first_selected
 from s3bulk.ops.process import ProcessCode, load_code
 from s3bulk.outage import EndpointUnreachable
 from s3bulk.s3.clients import ClientSettings, S3Clients, for_side, has_credentials
@@ -122,7 +123,10 @@ def _parser() -> argparse.ArgumentParser:
     report_cmd.add_argument("job_id")
     report_cmd.add_argument("--output", "-o", metavar="PATH", help="write the report here instead of printing it")
 
-    undo = sub.add_parser("undo", help="put back what a job changed (tags, storage class, legal hold), from its --key-log")
+    undo = sub.add_parser(
+        "undo",
+        help="put back what a tag, set-storage-class, set-legal-hold, set-acl or set-retention (GOVERNANCE) job changed, from its --key-log",
+    )
     undo.add_argument("log", metavar="LOG.jsonl", help="the job's per-key log (s3bulk run --key-log)")
     undo.add_argument("--dry-run", action="store_true", help="count what would be restored; change nothing")
     undo.add_argument("--endpoint-url", help="an S3-compatible endpoint instead of AWS")
@@ -306,12 +310,15 @@ def _plan(args: argparse.Namespace, console: Console) -> int:
     concurrency = resolve_concurrency(job)
     store, dst_store = _stores(job, settings, connections_needed(concurrency))
     try:
+        if job.options.delete_extraneous and not job.options.allow_empty_source and first_selected(job, store) is None:
+            raise UsageError(empty_source_message(job))  # as `run` refuses it
         plan = make_plan(job, store, dst_store)
     except StoreError as exc:  # as `run` does: the job was valid, the listing failed (a missing bucket, a denied List)
         print(f"error: listing for the plan failed: {exc.code}: {exc.message}", file=sys.stderr)
         return EXIT_FAILED
-    except (JobAbort, ManifestError) as exc:
-        raise UsageError(str(exc)) from None
+    except (JobAbort, ManifestError) as exc:  # an unusable destination, an unreadable manifest: `run` exits 1 too
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     dollars = cost(plan, prices)
     doc: dict[str, Any] = {
         "operation": plan.operation,

@@ -22,13 +22,13 @@ from s3bulk.listing import batched, iter_objects, iter_objects_parallel, lister
 from s3bulk.local.interrupt import Interrupt, Interrupted
 from s3bulk.local.ledger import BatchEntry, LocalLedger
 from s3bulk.manifest import ManifestError, ManifestReader
-from s3bulk.ops.batch import DEFAULT_CONCURRENCY, BatchRunner, Item, part_pool
+from s3bulk.ops.batch import DEFAULT_CONCURRENCY, BatchRunner, Item, delete_batch, part_pool
 from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.ops.extraneous import Extraneous, empty_source_message
 from s3bulk.ops.process import ProcessCode, make_processor
 from s3bulk.ops.versions import check_versioned
 from s3bulk.outage import EndpointUnreachable
-from s3bulk.report import BatchTally, Report, Tally, job_status
+from s3bulk.report import BatchTally, Counted, Report, Tally, job_status
 from s3bulk.selection import Selector, key_mapper
 from s3bulk.store import UNKNOWN_SIZE, ObjectInfo, ObjectStore, StoreError
 from s3bulk.sync import Joined, decide, join
@@ -50,6 +50,29 @@ def _item_key(item: Item) -> str:
 
 def resolve_concurrency(job: Job, override: int | None = None) -> int:
     return override or job.options.concurrency or DEFAULT_CONCURRENCY
+
+
+def finish_journaled_deletes(job: Job, store: ObjectStore, ledger: LocalLedger) -> int:
+    """Move batches a killed run journaled but never committed: delete their sources again (a source already gone
+    counts as deleted, as S3 answers) and commit each with its counts. Returns the batches finished.
+
+    Why: such a batch's sources may already be gone, so a new listing would never see them, and the
+    job's counts would fall short by the batch (every object moved, none counted).
+    """
+    scoped = store.scoped(request_options(job))
+    pending = ledger.deletes_to_finish()
+    for rec, failures, objects in pending:
+        counted = Counted()
+        items = [Item(ObjectInfo(key, size, version_id=version)) for key, version, size in objects]
+        delete_batch(scoped, job.source.bucket, items, counted, moved=True)
+        done = replace(
+            rec,
+            succeeded=rec.succeeded + counted.succeeded,
+            failed=rec.failed + len(counted.failures),
+            bytes=rec.bytes + counted.bytes,
+        )
+        ledger.finish_batch(done, failures + counted.failures)
+    return len(pending)
 
 
 class Engine:
@@ -243,6 +266,17 @@ class Engine:
         finally:
             out.put(None)
 
+    @property
+    def _journals(self) -> bool:
+        """A move's listed batches journal their deletes first (a canary's sample is committed apart)."""
+        return self.job.operation == "move" and self.ledger is not None and self._sample is None
+
+    def _journal_deletes(self, rec: BatchEntry, outcomes: BatchTally, confirmed: list[Item]) -> None:
+        assert self.ledger is not None
+        o = outcomes  # every lane of the batch has finished: nothing counts into it now
+        now = replace(rec, succeeded=o.succeeded, skipped=o.skipped, failed=o.failed, bytes=o.bytes, retried=o.retried)
+        self.ledger.begin_deletes(now, list(o.failures), [(i.obj.key, i.obj.version_id, i.obj.size) for i in confirmed])
+
     def _commit(self, rec: BatchEntry, outcomes: BatchTally, batch: list[Item]) -> None:
         assert self.ledger is not None
         o = outcomes
@@ -327,7 +361,9 @@ class Engine:
                         runner.start(batch, self.tally, keep_going)
                     else:
                         outcomes = BatchTally(self.tally)
-                        runner.start(batch, outcomes, keep_going, on_complete=functools.partial(self._commit, rec, outcomes, batch))
+                        journal = functools.partial(self._journal_deletes, rec, outcomes) if self._journals else None
+                        on_complete = functools.partial(self._commit, rec, outcomes, batch)
+                        runner.start(batch, outcomes, keep_going, on_complete=on_complete, before_deletes=journal)
                     if runner.outage is not None:
                         break
                 else:

@@ -19,7 +19,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ CREATE TABLE IF NOT EXISTS failure (batch_last TEXT NOT NULL, key TEXT NOT NULL,
 CREATE TABLE IF NOT EXISTS tail (id INTEGER PRIMARY KEY CHECK (id = 1), scanned INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS canary (key TEXT NOT NULL, version TEXT NOT NULL, size INTEGER NOT NULL, failed INTEGER NOT NULL,
     PRIMARY KEY (key, version));
+CREATE TABLE IF NOT EXISTS deleting (last TEXT PRIMARY KEY, entry TEXT NOT NULL, failures TEXT NOT NULL, items TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS origin (id INTEGER PRIMARY KEY CHECK (id = 1), settings TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS canary_totals (id INTEGER PRIMARY KEY CHECK (id = 1), scanned INTEGER NOT NULL, listed INTEGER NOT NULL,
     listed_bytes INTEGER NOT NULL, succeeded INTEGER NOT NULL, skipped INTEGER NOT NULL, failed INTEGER NOT NULL, bytes INTEGER NOT NULL,
@@ -187,12 +188,28 @@ class LocalLedger:
                     ),
                 )
                 self._run("DELETE FROM failure WHERE batch_last = ?", (rec.last,))
+                self._run("DELETE FROM deleting WHERE last = ?", (rec.last,))
                 self._many("INSERT INTO failure VALUES (?, ?, ?, ?)", [(rec.last, *f) for f in failures])
                 self._run("UPDATE job SET updated = ?", (time.time(),))
                 self._run("COMMIT")
             except BaseException:
                 self._run("ROLLBACK")
                 raise
+
+    def begin_deletes(self, rec: BatchEntry, failures: list[tuple[str, str, str]], items: list[tuple[str, str, int]]) -> None:
+        """A move batch about to delete its sources: its counts so far, its failures and the confirmed copies' (key, version
+        id, size). finish_batch clears it; a run killed in between leaves it for `deletes_to_finish`."""
+        row = (rec.last, json.dumps(astuple(rec)), json.dumps(failures), json.dumps(items))
+        with self._lock:
+            self._run("INSERT OR REPLACE INTO deleting VALUES (?, ?, ?, ?)", row)
+
+    def deletes_to_finish(self) -> list[tuple[BatchEntry, list[tuple[str, str, str]], list[tuple[str, str, int]]]]:
+        """Move batches a killed run left between journaling their deletes and committing (begin_deletes)."""
+        out: list[tuple[BatchEntry, list[tuple[str, str, str]], list[tuple[str, str, int]]]] = []
+        for entry, failures, items in self._all("SELECT entry, failures, items FROM deleting ORDER BY last"):
+            fails = [(str(k), str(c), str(m)) for k, c, m in json.loads(failures)]
+            out.append((BatchEntry(*json.loads(entry)), fails, [(str(k), str(v), int(n)) for k, v, n in json.loads(items)]))
+        return out
 
     def finish_canary(
         self, objects: list[tuple[str, str, int]], rec: BatchEntry, failures: list[tuple[str, str, str]], *, removes_source: bool

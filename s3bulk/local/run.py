@@ -14,7 +14,7 @@ from rich.console import Console
 
 from s3bulk.job import Job, JobError
 from s3bulk.local import canary as sampling
-from s3bulk.local.engine import Engine, JobAbort
+from s3bulk.local.engine import Engine, JobAbort, finish_journaled_deletes
 from s3bulk.local.interrupt import Interrupt, Interrupted, interruptible
 from s3bulk.local.ledger import LocalLedger
 from s3bulk.local.plan import make_plan
@@ -92,6 +92,8 @@ def execute(
     """
     interrupt = interrupt or Interrupt()
     started = time.monotonic()
+    if ledger is not None and not job.options.dry_run:
+        finish_journaled_deletes(job, store, ledger)  # a killed move's batch between its deletes and its commit
     with interrupt.defer():
         try:
             first_run = ledger is None or ledger.run_number == 1  # read here: the step's thread may outlive the ledger

@@ -273,11 +273,14 @@ class BatchRunner:
         tally: Outcomes,
         keep_going: Callable[[], bool] = _always,
         on_complete: Callable[[], None] | None = None,
+        before_deletes: Callable[[list[Item]], None] | None = None,
     ) -> BatchRun:
         """Submit the batch's tasks (blocking while the pool is full) and return at once.
 
         on_complete runs once every item has its final outcome (not if keep_going stopped it early, nor
-        after an outage left an object not done).
+        after an outage left an object not done). For a move, before_deletes gets the confirmed copies just
+        before their sources are deleted (the local ledger journals them: a kill between the deletes and
+        on_complete would otherwise lose them from the counts, their sources gone from any new listing).
         """
         todo = []
         settled = Counted()
@@ -311,6 +314,8 @@ class BatchRunner:
             bucket = self.job.source.bucket
 
             def closing(confirmed: list[Item]) -> None:
+                if before_deletes is not None:
+                    before_deletes(confirmed)
                 counted = Counted()
                 lines = self.keylog.block() if self.keylog is not None else None
                 try:

@@ -132,3 +132,12 @@ def test_a_reader_that_leaves_early_ends_the_output_quietly(tmp_path: Path) -> N
     proc.stdout.close()  # `| head -0`: the pipe is gone before the first write
     err = proc.stderr.read().decode()
     assert proc.wait(60) == 141 and err == "", err
+
+
+def test_plan_of_a_missing_bucket_exits_1_like_run(seaweed: str, tmp_path: Path) -> None:
+    env = cli_env(tmp_path) | {"S3BULK_STATE_DIR": str(tmp_path / "state")}
+    job = write_job(tmp_path / "j.json", {"operation": "copy", "source": {"bucket": "no-such-bucket-27"}, "destination": {"bucket": "x-y"}})
+    plan = run_cli("plan", str(job), "--endpoint-url", seaweed, env=env)
+    run = run_cli("run", str(job), "--endpoint-url", seaweed, "-q", env=env)
+    assert (plan.returncode, run.returncode) == (1, 1), plan.stderr + run.stdout + run.stderr
+    assert "NoSuchBucket" in plan.stderr and "Traceback" not in plan.stderr

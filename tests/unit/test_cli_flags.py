@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -27,3 +28,14 @@ def test_passing_both_key_log_and_its_old_name_exits_2_and_writes_nothing(
     assert code == 2
     assert "--key-log" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["job.json"]
+
+
+def test_undo_help_names_every_operation_the_readme_says_it_undoes(capsys: pytest.CaptureFixture[str]) -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    bullet = readme[readme.index("- `s3bulk undo LOG.jsonl") :].split("\n- ")[0]
+    named = [op for op in ("tag", "set-storage-class", "set-legal-hold", "set-acl", "set-retention") if op in bullet]
+    assert len(named) == 5
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    helptext = re.sub(r"-\s+", "-", " ".join(capsys.readouterr().out.split()))  # argparse wraps at hyphens
+    assert all(op in helptext for op in named), helptext

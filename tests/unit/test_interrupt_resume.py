@@ -153,3 +153,43 @@ def test_a_stop_before_the_first_batch_still_writes_the_report_and_leaves_a_resu
     assert store.calls.get("CopyObject", 0) == 0 and store.keys("src-b") != []
     done = run_once(job, store, LocalLedger.open(tmp_path, "move-early"), Interrupt(), tmp_path / "r2.json")
     assert done.summary()["succeeded"] == N and store.keys("src-b") == []
+
+
+class Killed(Exception):
+    """Stands for the process dying at that line: nothing after it in that batch runs."""
+
+
+@pytest.mark.parametrize("where", ["after-the-deletes", "during-the-deletes"])
+def test_a_move_killed_between_its_deletes_and_its_commit_is_finished_by_the_resume(where: str, tmp_path: Path) -> None:
+    """The batch journals its confirmed copies before deleting their sources, so a resume deletes (again) and commits it:
+    its sources are gone from any new listing, and without the journal the job's counts fell short by the batch."""
+    job, store = job_of("move", guard=False), seeded()
+    ledger = LocalLedger.create(tmp_path, "move-kill", job)
+    if where == "after-the-deletes":
+        real, commits = ledger.finish_batch, [0]
+
+        def killed_at_the_third_commit(*args: Any) -> None:
+            commits[0] += 1
+            if commits[0] == 3:
+                raise Killed
+            real(*args)
+
+        ledger.finish_batch = killed_at_the_third_commit  # type: ignore[method-assign,assignment]
+    else:
+        deletes = [0]
+
+        def killed_mid_delete(op: str, bucket: str, key: str) -> StoreError | None:
+            if op == "DeleteObject":
+                deletes[0] += 1
+                if deletes[0] == 50:  # half of the third batch's sources are gone
+                    raise Killed
+            return None
+
+        store.faults.append(killed_mid_delete)
+    first = run_once(job, store, ledger, Interrupt(), tmp_path / "first.json")
+    store.faults.clear()
+    assert first.summary()["succeeded"] == N - 20  # one batch moved (wholly or half) and not committed
+    final = run_once(job, store, LocalLedger.open(tmp_path, "move-kill"), Interrupt(), tmp_path / "final.json")
+    s = final.summary()
+    assert (s["status"], s["listed"], s["succeeded"], s["failed"], s["scanned"]) == ("succeeded", N, N, 0, N), s
+    assert store.keys("src-b") == [] and len(store.keys("dst-b")) == N

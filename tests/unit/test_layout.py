@@ -126,7 +126,7 @@ ALLOWED = {
     "testing": {"root", "testing"},
     "local": {"root", "bodies", "ops", "s3", "local"},
     "aws": {"root", "bodies", "ops", "s3", "aws"},
-    "cli": {"root", "bodies", "ops", "s3", "local", "aws"},
+    "cli": {"root", "bodies", "ops", "s3", "local", "aws", "cli"},
 }
 
 

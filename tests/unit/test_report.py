@@ -106,3 +106,49 @@ def test_finalize_and_the_cli_build_the_same_summary_from_the_same_counts(dry_ru
     assert reports.summary == local
     assert (out["over_threshold"], ledger.status) == (False, ("SUCCEEDED", {"report": "s3://r/jobs/j/report.json"}))
     tally.close()
+
+
+@pytest.mark.parametrize(
+    ("failed", "tolerated", "error", "exit_code"),
+    [(1, 5, None, 0), (5, 5, None, 0), (6, 5, None, 1), (1, 0, None, 1), (0, 5, "listing failed", 1)],
+)
+def test_tolerated_failures_decide_the_exit_code_locally_as_on_the_stack(
+    failed: int, tolerated: int, error: str | None, exit_code: int
+) -> None:
+    tally = Tally()
+    for i in range(failed):
+        tally.fail(f"k{i}", "AccessDenied", "denied")
+    status = job_status(dry_run=False, failed=failed, error=error)
+    report = Report("j", "copy", status, tally, 1.0, error=error, tolerated_failures=tolerated)
+    assert report.exit_code == exit_code
+    assert report.summary()["failed"] == failed  # tolerated failures are still reported, each one
+    assert list(tally.failures()) == [{"key": f"k{i}", "error": "AccessDenied", "message": "denied"} for i in range(failed)]
+
+
+def test_an_interrupted_run_reports_interrupted_with_what_is_left() -> None:
+    tally = Tally()
+    tally.listed, tally.succeeded = 10, 4
+    report = Report(
+        "j", "copy", job_status(dry_run=False, failed=0, error="interrupted", interrupted=True), tally, 1.0, error="x", interrupted=True
+    )
+    s = report.summary()
+    assert (s["status"], s["done"], s["not_done"], report.exit_code) == ("interrupted", 4, 6, 130)
+
+
+def test_a_resumed_runs_rate_counts_only_its_own_objects() -> None:
+    from rich.console import Console
+
+    from s3bulk.local.progress import failures_table, summary_table
+
+    tally = Tally()
+    tally.listed, tally.succeeded = 9000, 9000  # 8,000 of them done by earlier runs
+    for i in range(25):
+        tally.fail(f"k{i}", "AccessDenied", "denied")
+    report = Report("j", "copy", "failed", tally, 10.0, run_done=1000, run_bytes=0)
+    out = io.StringIO()
+    console = Console(file=out, width=150)
+    console.print(summary_table(report))
+    console.print(failures_table(report, "/tmp/r.json"))
+    text = out.getvalue()
+    assert " 100 " in text and "903" not in text  # 1,000 objects in 10 s, not 9,025
+    assert "and 5 more; the report at /tmp/r.json lists every one" in " ".join(text.split())
