@@ -148,7 +148,12 @@ def vendored(platform: str, cache: Path = CACHE) -> Path:
         )  # fmt: skip
         shutil.rmtree(work / "bin", ignore_errors=True)  # console scripts: nothing in Lambda runs them
         _compile(work)
-        work.rename(target)  # atomic: a half-built tree is never taken for a cached one
+        try:
+            work.rename(target)  # atomic: a half-built tree is never taken for a cached one
+        except OSError:
+            if not target.is_dir():
+                raise
+            shutil.rmtree(work, ignore_errors=True)  # another synth (a second process) built the same tree first: use it
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
