@@ -13,6 +13,9 @@ from s3bulk.aws.ledger import MAX_LIST_SHARDS
 from s3bulk.aws.pipeline import DEFAULT_LIST_SHARDS
 from s3bulk.job import SECRET_ARN, JobError, parse_job
 
+# Step Functions runs at most this many iterations of an inline Map at once, whatever its MaxConcurrency says.
+MAX_INLINE_MAP = 40
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -45,6 +48,11 @@ class DeployConfig:
     process_lambdas: tuple[str, ...] = ()  # S3 Batch Operations functions process jobs may invoke
     credentials_secrets: tuple[str, ...] = ()  # Secrets Manager secrets a relay job's foreign side takes its keys from
     allow_bypass_governance: bool = False  # set-retention jobs may shorten or lift GOVERNANCE retention
+    # Least privilege by default: grants no copy, move, sync or tag job needs, and that cannot all be taken back.
+    allow_object_lock: bool = False  # PutObjectRetention/PutObjectLegalHold on write buckets (COMPLIANCE binds even root)
+    allow_acl: bool = False  # PutObjectAcl/PutObjectVersionAcl on write buckets (set-acl, destination.acl)
+    allow_version_delete: bool = False  # DeleteObjectVersion on delete buckets (a version delete is permanent)
+    keep_key_logs_days: int = 30  # per-key log parts in the report bucket expire after this many days
 
     @staticmethod
     def _buckets(value: Any) -> tuple[str, ...]:
@@ -74,7 +82,11 @@ class DeployConfig:
             process_code=(ROOT / str(get("process_code"))).resolve() if get("process_code") else None,
             process_lambdas=cls._buckets(get("process_lambdas")),
             credentials_secrets=cls._buckets(get("credentials_secrets")),
-            allow_bypass_governance=str(get("allow_bypass_governance") or "").strip().lower() == "true",
+            allow_bypass_governance=_flag(get("allow_bypass_governance")),
+            allow_object_lock=_flag(get("allow_object_lock")),
+            allow_acl=_flag(get("allow_acl")),
+            allow_version_delete=_flag(get("allow_version_delete")),
+            keep_key_logs_days=int(get("keep_key_logs_days") or 30),
         )
         cfg.check()
         return cfg
@@ -87,8 +99,13 @@ class DeployConfig:
                 raise ValueError(f"context kms_keys: {key!r} is not a KMS key ARN; pass -c kms_keys=arn:aws:kms:REGION:ACCOUNT:key/ID")
         if self.alarm_email is not None and not re.fullmatch(r"[^@\s,]+@[^@\s,]+\.[^@\s,]+", self.alarm_email):
             raise ValueError(f"context alarm_email: {self.alarm_email!r} is not an email address; pass -c alarm_email=you@example.com")
-        if not 1 <= self.list_shards <= MAX_LIST_SHARDS:
-            raise ValueError(f"context list_shards: a job lists in 1-{MAX_LIST_SHARDS} shards at once; pass e.g. -c list_shards=16")
+        if not 1 <= self.list_shards <= min(MAX_LIST_SHARDS, MAX_INLINE_MAP):
+            raise ValueError(
+                f"context list_shards: a job lists in 1-{MAX_INLINE_MAP} shards at once (Step Functions runs at most "
+                f"{MAX_INLINE_MAP} iterations of an inline Map at once); pass e.g. -c list_shards=16"
+            )
+        if not 1 <= self.keep_key_logs_days <= 3650:
+            raise ValueError("context keep_key_logs_days: key-log parts are kept 1-3650 days; pass e.g. -c keep_key_logs_days=30")
         if not 60 <= self.poll_seconds <= 3600:
             raise ValueError(
                 "context poll_seconds: the completion check's period must be 60-3600 s "
@@ -116,12 +133,20 @@ class DeployConfig:
             frozenset(self.process_lambdas),
             frozenset(self.credentials_secrets),
             self.allow_bypass_governance,
+            object_lock=self.allow_object_lock,
+            acl=self.allow_acl,
+            version_delete=self.allow_version_delete,
         )
         for s in self.schedules:
             try:  # the same rule the functions apply to every job at run time
                 allow.check(parse_job(json.dumps(s.job)))
             except JobError as exc:
                 raise ValueError(f"schedule {s.name}: {exc}") from None
+
+
+def _flag(value: Any) -> bool:
+    """A -c flag: true only when said."""
+    return str(value or "").strip().lower() == "true"
 
 
 def load_schedules(path: Path) -> tuple[Schedule, ...]:

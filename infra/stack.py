@@ -48,6 +48,7 @@ from infra.bundling import PROCESS_DIR, RUNTIME_PYTHON, TASK_ROOT, lambda_code
 from infra.config import DeployConfig
 from infra.monitoring import Monitoring
 from infra.state_machine import build_state_machine
+from s3bulk.aws.reportbucket import KEY_LOG_TAG
 from s3bulk.metrics import NAMESPACE, SERVICE
 
 # Visibility timeout / worker timeout: AWS asks for at least 6x so a batch is
@@ -117,7 +118,13 @@ class S3BulkStack(cdk.Stack):
             lifecycle_rules=[
                 s3.LifecycleRule(
                     noncurrent_version_expiration=cdk.Duration.days(30), abort_incomplete_multipart_upload_after=cdk.Duration.days(1)
-                )
+                ),
+                # Per-key logs grow with every object of every job: kept -c keep_key_logs_days (reports and failures stay).
+                s3.LifecycleRule(
+                    id="ExpireKeyLogs",
+                    tag_filters={KEY_LOG_TAG.split("=")[0]: KEY_LOG_TAG.split("=")[1]},
+                    expiration=cdk.Duration.days(config.keep_key_logs_days),
+                ),
             ],
             removal_policy=cdk.RemovalPolicy.RETAIN,
         )
@@ -158,6 +165,9 @@ class S3BulkStack(cdk.Stack):
             "S3BULK_PROCESS_LAMBDAS": ",".join(config.process_lambdas),
             "S3BULK_CREDENTIALS_SECRETS": ",".join(config.credentials_secrets),
             "S3BULK_ALLOW_BYPASS_GOVERNANCE": "true" if config.allow_bypass_governance else "false",
+            "S3BULK_ALLOW_OBJECT_LOCK": "true" if config.allow_object_lock else "false",
+            "S3BULK_ALLOW_ACL": "true" if config.allow_acl else "false",
+            "S3BULK_ALLOW_VERSION_DELETE": "true" if config.allow_version_delete else "false",
             "POWERTOOLS_SERVICE_NAME": SERVICE,
             "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
         }
@@ -217,18 +227,32 @@ class S3BulkStack(cdk.Stack):
         self._on_execution_end(machine_name)
 
         # -- observability ----------------------------------------------------------------------
-        self.alarm_topic: sns.Topic | None = None
-        if config.alarm_email:
-            self.alarm_topic = sns.Topic(self, "Alarms", display_name="s3bulk alarms", enforce_ssl=True)
-            self.alarm_topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
-            cdk.CfnOutput(self, "AlarmTopicArn", value=self.alarm_topic.topic_arn)
-            cdk.Validations.of(self.alarm_topic).acknowledge(
-                cdk.Acknowledgment(
-                    id="AwsSolutions::AwsSolutions-SNS2",
-                    reason="CloudWatch alarms cannot publish to a topic encrypted with the AWS-managed SNS key, and the "
-                    "notifications carry only alarm names and states; a customer-managed key would cost every deployment $1/month.",
-                )
+        # Always there, so alarms always have somewhere to go (subscribe later: output AlarmTopicArn). A topic policy
+        # replaces SNS's default one, so CloudWatch, which publishes as its service principal, is allowed by name,
+        # for this account's alarms only.
+        self.alarm_topic = sns.Topic(self, "Alarms", display_name="s3bulk alarms", enforce_ssl=True)
+        self.alarm_topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchAlarmsPublish",
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["sns:Publish"],
+                resources=[self.alarm_topic.topic_arn],
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": self.account},
+                    "ArnLike": {"aws:SourceArn": f"arn:{self.partition}:cloudwatch:{self.region}:{self.account}:alarm:*"},
+                },
             )
+        )
+        if config.alarm_email:
+            self.alarm_topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
+        cdk.CfnOutput(self, "AlarmTopicArn", value=self.alarm_topic.topic_arn)
+        cdk.Validations.of(self.alarm_topic).acknowledge(
+            cdk.Acknowledgment(
+                id="AwsSolutions::AwsSolutions-SNS2",
+                reason="CloudWatch alarms cannot publish to a topic encrypted with the AWS-managed SNS key, and the "
+                "notifications carry only alarm names and states; a customer-managed key would cost every deployment $1/month.",
+            )
+        )
         self.monitoring = Monitoring(
             self,
             "Monitoring",
@@ -245,6 +269,9 @@ class S3BulkStack(cdk.Stack):
             "ReportBucket": self.reports.bucket_name,
             "WorkQueueUrl": self.queue.queue_url,
             "DeadLetterQueueUrl": self.dlq.queue_url,
+            # For cross-account bucket policies and KMS key policies: the principals that list and that read and write.
+            "ListerRoleArn": self.lister_fn.role.role_arn if self.lister_fn.role else "",
+            "WorkerRoleArn": self.worker_fn.role.role_arn if self.worker_fn.role else "",
         }.items():
             cdk.CfnOutput(self, name, value=value)
         self._acknowledge()
@@ -258,11 +285,14 @@ class S3BulkStack(cdk.Stack):
                 actions=["s3:ListBucket", "s3:ListBucketVersions", "s3:GetBucketVersioning"], resources=_bucket_arns(listable)
             )
         )
-        self.table.grant(self.lister_fn, "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query")
+        # PlanListing writes the shard items with Put items in one TransactWriteItems, which AWS authorizes as PutItem.
+        self.table.grant(self.lister_fn, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query")
         self.queue.grant_send_messages(self.lister_fn)
         # Manifests (source.manifest) are read by the lister; their bad rows go to the report bucket.
         self.lister_fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=_object_arns(config.read_buckets)))
-        self.lister_fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:PutObject"], resources=[self.reports.arn_for_objects("jobs/*")]))
+        # PutObjectTagging: key-log parts are written with their expiry tag (AWS authorizes a PutObject with Tagging as both).
+        reports_write = ["s3:PutObject", "s3:PutObjectTagging"]
+        self.lister_fn.add_to_role_policy(iam.PolicyStatement(actions=reports_write, resources=[self.reports.arn_for_objects("jobs/*")]))
         if config.delete_buckets:
             # A sync with delete_extraneous: the lister deletes destination objects no source maps to, as it finds them.
             self.lister_fn.add_to_role_policy(
@@ -306,12 +336,12 @@ class S3BulkStack(cdk.Stack):
                         "s3:AbortMultipartUpload",
                         "s3:GetObject",
                         "s3:RestoreObject",
-                        "s3:PutObjectRetention",
-                        "s3:PutObjectLegalHold",
-                        "s3:PutObjectAcl",
                         "s3:PutObjectVersionTagging",
                         "s3:DeleteObjectVersionTagging",
-                        "s3:PutObjectVersionAcl",
+                        # Object Lock and ACL writes only when the deployer opts in (-c allow_object_lock, -c allow_acl):
+                        # a COMPLIANCE retention cannot be undone, even by the account's root.
+                        *(["s3:PutObjectRetention", "s3:PutObjectLegalHold"] if config.allow_object_lock else []),
+                        *(["s3:PutObjectAcl", "s3:PutObjectVersionAcl"] if config.allow_acl else []),
                     ],
                     resources=_object_arns(config.write_buckets),
                 )
@@ -322,7 +352,11 @@ class S3BulkStack(cdk.Stack):
                 )
         if config.delete_buckets:
             worker.add_to_role_policy(
-                iam.PolicyStatement(actions=["s3:DeleteObject", "s3:DeleteObjectVersion"], resources=_object_arns(config.delete_buckets))
+                iam.PolicyStatement(
+                    # A version delete is permanent: only with -c allow_version_delete=true.
+                    actions=["s3:DeleteObject", *(["s3:DeleteObjectVersion"] if config.allow_version_delete else [])],
+                    resources=_object_arns(config.delete_buckets),
+                )
             )
         if config.process_lambdas:
             # process jobs with batchops_lambda: only the deployer's allow-listed functions.
@@ -363,7 +397,9 @@ class S3BulkStack(cdk.Stack):
                 )
             )
         self.table.grant(worker, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query")
-        worker.add_to_role_policy(iam.PolicyStatement(actions=["s3:PutObject"], resources=[self.reports.arn_for_objects("jobs/*")]))
+        worker.add_to_role_policy(
+            iam.PolicyStatement(actions=["s3:PutObject", "s3:PutObjectTagging"], resources=[self.reports.arn_for_objects("jobs/*")])
+        )
         # A batch that could not start on its last delivery is sent again instead of dead-lettered.
         self.queue.grant_send_messages(worker)
         # The worker that counts a job's last batch resumes its waiting execution; so does Progress.

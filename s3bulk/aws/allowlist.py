@@ -20,6 +20,9 @@ class AllowList:
     lambdas: frozenset[str] = frozenset()  # Batch Operations functions a process job may invoke
     secrets: frozenset[str] = frozenset()  # Secrets Manager secrets a side's keys may come from (relay jobs)
     bypass_governance: bool = False  # set-retention jobs may send x-amz-bypass-governance-retention
+    object_lock: bool = False  # the deployment granted PutObjectRetention/PutObjectLegalHold (-c allow_object_lock=true)
+    acl: bool = False  # the deployment granted PutObjectAcl (-c allow_acl=true)
+    version_delete: bool = False  # the deployment granted DeleteObjectVersion (-c allow_version_delete=true)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> AllowList:
@@ -30,6 +33,9 @@ class AllowList:
             _split(env.get("S3BULK_PROCESS_LAMBDAS")),
             _split(env.get("S3BULK_CREDENTIALS_SECRETS")),
             env.get("S3BULK_ALLOW_BYPASS_GOVERNANCE", "").lower() == "true",
+            object_lock=env.get("S3BULK_ALLOW_OBJECT_LOCK", "").lower() == "true",
+            acl=env.get("S3BULK_ALLOW_ACL", "").lower() == "true",
+            version_delete=env.get("S3BULK_ALLOW_VERSION_DELETE", "").lower() == "true",
         )
 
     def check(self, job: Job) -> None:
@@ -44,6 +50,9 @@ class AllowList:
             raise JobError(_denied("job.source.bucket", src, "delete", self.delete))
         if job.operation in WRITES_SOURCE - {"move", "delete"} and src not in self.write:
             raise JobError(_denied("job.source.bucket", src, "write", self.write))
+        for needed, granted, flag in self._opt_ins(job):
+            if not granted:
+                raise JobError(f"{needed}: this deployment was not granted it (least privilege); redeploy with -c {flag}=true")
         if job.retention is not None and job.retention.bypass_governance and not self.bypass_governance:
             raise JobError(
                 "job.retention.bypass_governance: this deployment may not bypass governance retention; "
@@ -71,6 +80,25 @@ class AllowList:
                 raise JobError(_denied("job.destination.bucket", dst.bucket, needed, allowed))
             if job.options.delete_extraneous and dst.bucket not in self.delete:
                 raise JobError(_denied("job.destination.bucket", dst.bucket, "delete", self.delete))
+
+    def _opt_ins(self, job: Job) -> list[tuple[str, bool, str]]:
+        """(what the job asks, whether the deployment granted it, the flag that grants it) for each opt-in permission."""
+        out = []
+        if job.operation in {"set-retention", "set-legal-hold"}:
+            out.append((f"job.operation {job.operation!r} writes Object Lock settings", self.object_lock, "allow_object_lock"))
+        if job.operation == "set-acl":
+            out.append(("job.operation 'set-acl' writes object ACLs", self.acl, "allow_acl"))
+        if job.destination is not None and job.destination.acl is not None:
+            out.append(("job.destination.acl writes an ACL on every copy", self.acl, "allow_acl"))
+        if job.operation == "delete" and job.source.versions != "current":
+            out.append(
+                (
+                    f"job.source.versions {job.source.versions!r} deletes object versions, for good",
+                    self.version_delete,
+                    "allow_version_delete",
+                )
+            )
+        return out
 
 
 def _denied(field: str, bucket: str, kind: str, allowed: frozenset[str]) -> str:

@@ -1,4 +1,4 @@
-"""Send batch messages to SQS: at most 10 per call, every per-entry failure retried or raised."""
+"""Send batch messages to SQS: at most 10 and 1 MiB per call, every per-entry failure retried or raised."""
 
 from __future__ import annotations
 
@@ -10,7 +10,28 @@ from typing import Any
 from s3bulk.aws.messages import BatchMessage
 
 MAX_ENTRIES = 10
+# SendMessageBatch's limit on the sum of its messages' bodies (UTF-8 bytes), whatever their count.
+MAX_BATCH_BYTES = 1024 * 1024
 ATTEMPTS = 6
+
+
+def packs(bodies: Sequence[str], max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BATCH_BYTES) -> list[list[str]]:
+    """The bodies in order, cut into SendMessageBatch calls of at most `max_entries` and `max_bytes` in all.
+
+    A page of long keys (1,024-byte keys, 3 UTF-8 bytes per CJK character) makes messages near the per-message
+    cap, and ten of those are far over the call's 1 MiB: cut by count alone, such a call fails on every retry.
+    """
+    out: list[list[str]] = []
+    size = 0
+    for body in bodies:
+        n = len(body.encode("utf-8"))
+        if out and len(out[-1]) < max_entries and size + n <= max_bytes:
+            out[-1].append(body)
+            size += n
+        else:
+            out.append([body])
+            size = n
+    return out
 
 
 class SendError(RuntimeError):
@@ -25,8 +46,8 @@ class QueueSender:
 
     def send(self, messages: Sequence[BatchMessage]) -> None:
         """Raise unless every message was accepted; a partial send is safe to repeat (ids dedupe)."""
-        for start in range(0, len(messages), MAX_ENTRIES):
-            pending = {str(i): m.encode() for i, m in enumerate(messages[start : start + MAX_ENTRIES])}
+        for pack in packs([m.encode() for m in messages]):
+            pending = {str(i): body for i, body in enumerate(pack)}
             for attempt in range(ATTEMPTS):
                 r = self.client.send_message_batch(
                     QueueUrl=self.queue_url, Entries=[{"Id": k, "MessageBody": v} for k, v in pending.items()]

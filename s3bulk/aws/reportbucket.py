@@ -13,6 +13,8 @@ from s3bulk.report import write_report
 
 # Which try of each batch its counted numbers came from: ledger.counted_attempts(job_id, batch_ids).
 CountedAttempts = Callable[[str, Sequence[str]], Mapping[str, str]]
+# Key-log parts carry this tag: S3 lifecycle filters take a prefix, not jobs/*/keys/, so the expiry rule matches the tag.
+KEY_LOG_TAG = "s3bulk-part=keys"
 ATTEMPT = "~"  # a worker's part is named BATCH~ATTEMPT.jsonl; a lister's (rows, extraneous) has no attempt
 
 
@@ -47,7 +49,11 @@ class ReportBucket:
         body = lines.read().encode("utf-8")
         if body:
             self.client.put_object(
-                Bucket=self.bucket, Key=f"jobs/{job_id}/keys/{self._name(part, attempt)}", Body=body, ContentType="application/x-ndjson"
+                Bucket=self.bucket,
+                Key=f"jobs/{job_id}/keys/{self._name(part, attempt)}",
+                Body=body,
+                ContentType="application/x-ndjson",
+                Tagging=KEY_LOG_TAG,  # the bucket's lifecycle rule expires key-log parts by this tag (-c keep_key_logs_days)
             )
 
     def discard(self, job_id: str, part: str, attempt: str) -> None:

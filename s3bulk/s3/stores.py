@@ -9,11 +9,12 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 from xml.etree import ElementTree
 
 from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, HTTPClientError, ReadTimeoutError, ResponseStreamingError
 from botocore.exceptions import ConnectionError as BotoConnectionError
+from botocore.utils import get_environ_proxies
 
 from s3bulk.outage import OutageBreaker
 from s3bulk.s3.clients import S3Clients
@@ -810,12 +811,23 @@ def merge_versions(versions: list[ObjectInfo], markers: list[ObjectInfo], kinds:
     return sorted(versions + markers, key=lambda o: rank[id(o)])
 
 
+def through_proxy(client: Any) -> bool:
+    """Whether botocore sends this client's requests through a proxy: its config's `proxies`, or HTTP(S)_PROXY for the
+    endpoint's scheme with NO_PROXY not naming its host (botocore's own rule). Corporate networks often allow nothing else."""
+    if client.meta.config.proxies:
+        return True
+    url = str(client.meta.endpoint_url)
+    return urlsplit(url).scheme in get_environ_proxies(url)
+
+
 def open_store(
     clients: S3Clients, *, fast: bool = True, max_keys: int = 1000, rate: RateControl | None = None, breaker: OutageBreaker | None = None
 ) -> S3Store:
     """The store a job runs on: the home client, and each bucket's requests sent to its own Region."""
     client = clients.client()
     regions = BucketRegions(client, clients.client)
+    if fast and through_proxy(client):  # the fast path opens its own sockets: where botocore would use a proxy, botocore sends all
+        fast = False
     if fast:
         return FastS3Store(client, clients.max_pool_connections, max_keys=max_keys, rate=rate, regions=regions, breaker=breaker)
     return S3Store(client, max_keys=max_keys, rate=rate, regions=regions, breaker=breaker)

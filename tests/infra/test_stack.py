@@ -359,18 +359,24 @@ def test_lambda_tasks_carry_one_retrier_each(template: Template) -> None:
         assert len(definition["States"][name]["Retry"]) == 1, name
 
 
-def test_alarms_notify_an_email_topic_only_when_one_is_given(template: Template) -> None:
-    assert resources(template, "AWS::SNS::Topic") == {}
+def test_every_alarm_notifies_a_topic_cloudwatch_may_publish_to_and_an_email_subscribes_when_given(template: Template) -> None:
+    """The topic's policy replaces SNS's default one: without an Allow for cloudwatch.amazonaws.com no alarm reaches anyone."""
     app = build_app({**CONTEXT, "alarm_email": "ops@example.com"})
     stack = app.node.find_child("S3Bulk")
     assert isinstance(stack, S3BulkStack)
-    t = Template.from_stack(stack)
-    [topic_id] = resources(t, "AWS::SNS::Topic")
-    t.has_resource_properties("AWS::SNS::Subscription", {"Protocol": "email", "Endpoint": "ops@example.com"})
-    alarms = resources(t, "AWS::CloudWatch::Alarm").values()
-    assert len(alarms) == 4
-    for a in alarms:
-        assert a["Properties"]["AlarmActions"] == [{"Ref": topic_id}] == a["Properties"]["OKActions"]
+    for t, subscribed in ((template, False), (Template.from_stack(stack), True)):
+        [topic_id] = resources(t, "AWS::SNS::Topic")
+        assert bool(resources(t, "AWS::SNS::Subscription")) is subscribed
+        alarms = resources(t, "AWS::CloudWatch::Alarm").values()
+        assert len(alarms) == 4
+        for a in alarms:
+            assert a["Properties"]["AlarmActions"] == [{"Ref": topic_id}] == a["Properties"]["OKActions"]
+        [policy] = resources(t, "AWS::SNS::TopicPolicy").values()
+        [publish] = [st for st in policy["Properties"]["PolicyDocument"]["Statement"] if st.get("Sid") == "CloudWatchAlarmsPublish"]
+        assert publish["Effect"] == "Allow" and publish["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+        assert publish["Action"] == "sns:Publish" and publish["Resource"] == {"Ref": topic_id}
+        assert set(publish["Condition"]) == {"StringEquals", "ArnLike"}  # this account's alarms only
+        assert "AlarmTopicArn" in t.to_json()["Outputs"]
 
 
 def test_a_bad_alarm_email_is_refused() -> None:
@@ -418,6 +424,8 @@ def test_shards_are_listed_in_parallel_up_to_the_deploy_time_setting(template: T
     assert '\\"MaxConcurrency\\":4' in json.dumps(resources(t, "AWS::StepFunctions::StateMachine"))
     with pytest.raises(ValueError, match=r"^context list_shards: "):
         DeployConfig.from_context({**CONTEXT, "list_shards": "0"}.get)
+    with pytest.raises(ValueError, match=r"^context list_shards: .*at most 40 iterations of an inline Map"):
+        DeployConfig.from_context({**CONTEXT, "list_shards": "41"}.get)
 
 
 def test_every_failed_timed_out_or_aborted_execution_reaches_the_execution_ended_function(template: Template) -> None:
@@ -503,9 +511,13 @@ def test_credentials_secrets_may_be_read_by_the_lister_and_worker_only_and_only_
     assert readers({"credentials_secrets": full}) == {"Lister": [full], "Worker": [full]}
 
 
+OPT_INS = {"allow_object_lock": "true", "allow_acl": "true", "allow_version_delete": "true"}
+
+
 def test_the_worker_may_make_every_call_the_in_place_operations_and_their_undo_journal_make() -> None:
-    """Each S3 call an in-place operation makes on the stack (the worker always keeps the per-key log, so the journal reads too)."""
-    actions = set(_actions(_statements_for({})))
+    """Each S3 call an in-place operation makes on the stack (the worker always keeps the per-key log, so the journal reads too),
+    in a deployment that opted in to Object Lock and ACL writes."""
+    actions = set(_actions(_statements_for(OPT_INS)))
     calls = {
         "tag": {"s3:GetObjectTagging", "s3:PutObjectTagging", "s3:DeleteObjectTagging"},
         "set-legal-hold": {"s3:GetObjectLegalHold", "s3:PutObjectLegalHold"},
@@ -543,8 +555,9 @@ def test_the_worker_may_make_every_call_the_in_place_operations_and_their_undo_j
 
 
 def test_the_stack_may_make_every_call_a_job_on_versions_makes() -> None:
-    """source.versions and version_id rows: the lister lists versions and checks the destination, the worker acts per version."""
-    template = _template({})
+    """source.versions and version_id rows: the lister lists versions and checks the destination, the worker acts per version
+    (version deletes and ACLs with their opt-ins)."""
+    template = _template(OPT_INS)
 
     def granted(role: str, actions: set[str]) -> set[str]:
         return {a for a in actions if _grants(template, a, role)}
@@ -578,3 +591,50 @@ def test_the_worker_may_bypass_governance_retention_only_when_the_deployer_allow
     [arns] = grants
     rendered = json.dumps(arns)  # ARNs joined with the partition
     assert allowed == "true" and len(arns) == len(write) and all(f":s3:::{b}/*" in rendered for b in write)  # write buckets only
+
+
+def test_a_default_deployment_grants_no_object_lock_acl_or_version_delete_writes_and_validate_names_the_flag() -> None:
+    """Least privilege: the permissions that cannot all be taken back (a COMPLIANCE retention binds even root; a version
+    delete is permanent) are granted only with their -c flag, and a job that needs one is refused at Validate, naming it."""
+    from s3bulk.aws.allowlist import AllowList
+    from s3bulk.job import JobError, parse_job
+
+    opt_in = {
+        "s3:PutObjectRetention": "allow_object_lock",
+        "s3:PutObjectLegalHold": "allow_object_lock",
+        "s3:PutObjectAcl": "allow_acl",
+        "s3:PutObjectVersionAcl": "allow_acl",
+        "s3:DeleteObjectVersion": "allow_version_delete",
+    }
+    default = _template({})
+    assert {a for a in opt_in if _grants(default, a)} == set()
+    for action, flag in opt_in.items():
+        assert _grants(_template({flag: "true"}), action, "Worker"), (action, flag)
+    env = _worker_env(default)
+    allow = AllowList.from_env(env | {"S3BULK_READ_BUCKETS": "b", "S3BULK_WRITE_BUCKETS": "b", "S3BULK_DELETE_BUCKETS": "b"})
+    jobs: dict[str, dict[str, Any]] = {
+        "allow_object_lock": {"operation": "set-legal-hold", "legal_hold": "ON"},
+        "allow_acl": {"operation": "set-acl", "acl": "private"},
+        "allow_version_delete": {"operation": "delete", "source": {"bucket": "b", "prefix": "p/", "versions": "all"}},
+    }
+    for flag, doc in jobs.items():
+        job = parse_job(json.dumps({"source": {"bucket": "b", "prefix": "p/"}, **doc}))
+        with pytest.raises(JobError, match=rf"redeploy with -c {flag}=true"):
+            allow.check(job)
+    copy = parse_job(json.dumps({"operation": "copy", "source": {"bucket": "b"}, "destination": {"bucket": "b", "prefix": "c/"}}))
+    allow.check(copy)  # a plain copy needs none of them
+
+
+def test_key_log_parts_expire_after_keep_key_logs_days_by_their_tag_and_the_writers_may_tag_them() -> None:
+    from s3bulk.aws.reportbucket import KEY_LOG_TAG
+
+    name, value = KEY_LOG_TAG.split("=")
+    for days, context in ((30, {}), (7, {"keep_key_logs_days": "7"})):
+        template = _template(context)
+        [bucket] = [b for k, b in resources(template, "AWS::S3::Bucket").items() if k.startswith("Reports")]
+        [rule] = [r for r in bucket["Properties"]["LifecycleConfiguration"]["Rules"] if r.get("Id") == "ExpireKeyLogs"]
+        assert rule["TagFilters"] == [{"Key": name, "Value": value}] and rule["ExpirationInDays"] == days
+    for role in ("Lister", "Worker"):
+        assert _grants(_template({}), "s3:PutObjectTagging", role), role  # a PutObject with Tagging needs both actions
+    with pytest.raises(ValueError, match=r"^context keep_key_logs_days: "):
+        DeployConfig.from_context({**CONTEXT, "keep_key_logs_days": "0"}.get)

@@ -34,7 +34,10 @@ def test_a_canary_copies_a_spread_sample_and_the_resume_does_every_other_object_
     assert first.returncode == 0, first.stderr
     assert "canary: 12 objects sampled across the selection; 0 failed" in first.stdout
     assert "checked 12: 0 not as the job meant" in first.stdout
-    [resume] = [line.split()[-1] for line in first.stdout.splitlines() if "s3bulk run --resume" in line and "all good" in line]
+    # The hint is a command that works as printed (here it names the --state-dir too): the run's id follows --resume.
+    [resume] = [
+        line.split("--resume ")[1].split()[0] for line in first.stdout.splitlines() if "s3bulk run --resume" in line and "all good" in line
+    ]
     copied = list_keys(direct, dst, "")
     assert len(copied) == SAMPLE
     # Spread over the key range: the 37 key groups in/00/ .. in/36/ are sampled far apart, not the first keys listed.

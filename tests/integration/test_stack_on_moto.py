@@ -138,6 +138,19 @@ def test_a_3000_object_copy_through_the_real_state_machine_succeeds_with_exact_c
 CONFLICT_SEED = 9
 
 
+def test_1200_keys_of_300_cjk_characters_copy_exactly_in_sqs_calls_aws_accepts(clean: StackOnMoto) -> None:
+    """900-byte keys fill a message at about 200 keys: ten such messages are far over SendMessageBatch's 1 MiB, which the
+    harness enforces as SQS does (stack/limits.py), so the lister must cut its calls by bytes as well as count."""
+    keys = [f"in/{i:04d}/" + "键" * 300 for i in range(1200)]
+    expected = seed_keys(keys)
+    ex = clean.run(copy_job(batch_size=1000), timeout=120)
+    assert ex.status == "SUCCEEDED", f"{ex.description.get('error')}: {str(ex.description.get('cause'))[:1500]}\n{clean.describe()}"
+    r = report(clean, ex.description.get("output"))
+    assert (r["listed"], r["succeeded"], r["failed"]) == (1200, 1200, 0)
+    assert destination(clean) == {"out/" + k[3:]: v for k, v in expected.items()}
+    assert clean.limits.refused == []
+
+
 def test_10000_objects_nested_and_flat_under_every_fault_at_once_copy_exactly_once(
     template: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from tests.integration.aws_harness import sqs_event
 from tests.integration.stack.faults import Faults, draw
+from tests.integration.stack.iam import acting_as
 from tests.integration.stack.lambdas import Function
 
 
@@ -60,6 +61,10 @@ class SqsEventSource:
         self._running.set()
 
     def _poll(self) -> None:
+        with acting_as(self.fn.name):  # Lambda polls the queue with the function's own role
+            self._polling()
+
+    def _polling(self) -> None:
         while not self._stop.is_set():
             if not self._running.is_set():
                 self._stop.wait(0.05)

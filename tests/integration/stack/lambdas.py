@@ -16,6 +16,7 @@ from typing import Any
 from moto.core.models import DEFAULT_ACCOUNT_ID
 
 from tests.integration.aws_harness import REGION
+from tests.integration.stack.iam import acting_as
 
 
 class LambdaContext:
@@ -70,7 +71,8 @@ class Function:
         module = self._environment()
         try:
             ctx = LambdaContext(self.name, self.timeout_s, self.memory_mb, dies_after)
-            return getattr(module, self.attr)(event, ctx)
+            with acting_as(self.name):  # its AWS calls are checked against its own role (stack/iam.py)
+                return getattr(module, self.attr)(event, ctx)
         except Exception as exc:
             with self._lock:
                 self.errors[type(exc).__name__] += 1

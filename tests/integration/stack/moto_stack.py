@@ -24,7 +24,9 @@ from moto.events.models import EventPattern
 from tests.integration.aws_harness import REGION
 from tests.integration.stack.event_source import SqsEventSource
 from tests.integration.stack.faults import Faults, hook_dynamo_clients
+from tests.integration.stack.iam import IamGate
 from tests.integration.stack.lambdas import Function, function_error
+from tests.integration.stack.limits import Limits, inline_maps_over_concurrency
 
 ACCOUNT = DEFAULT_ACCOUNT_ID
 PSEUDO = {
@@ -120,8 +122,12 @@ class StackOnMoto:
         pollers: int = 4,
         visibility_scale: float = 1 / 100,
         env: dict[str, str] | None = None,
+        check_iam: bool = True,
+        check_limits: bool = True,
     ) -> None:
         self.template = template
+        self.check_iam = check_iam  # False: a test that means to be refused asserts on `iam.denied` itself
+        self.check_limits = check_limits  # False: a test that means to reach a limit asserts on `limits.refused` itself
         self.buckets = buckets
         self.faults = faults or Faults()
         self.pollers = pollers
@@ -168,6 +174,17 @@ class StackOnMoto:
             self.ddb = boto3.client("dynamodb", region_name=REGION)
             self.sfn = boto3.client("stepfunctions", region_name=REGION)
             self._provision()
+            self.iam = IamGate.from_template(self.template, self.resolve, region=REGION, account=ACCOUNT)
+            self.iam.state_machine = self.state_machine_arn
+            self.limits = Limits(
+                {
+                    self.names[q]: int(p["MaximumMessageSize"])
+                    for q, p in resources_of(self.template, "AWS::SQS::Queue").items()
+                    if "MaximumMessageSize" in p
+                }
+            )
+            self.limits.refused += inline_maps_over_concurrency(self.definition)
+            self._stack.enter_context(self.iam.enforced(self.limits))
             self._stack.enter_context(mock.patch.object(LambdaSimpleBackend, "invoke", self._lambda_invoke()))
             if self.faults.dynamo is not None:
                 self._stack.enter_context(hook_dynamo_clients(self.faults.dynamo))
@@ -179,8 +196,12 @@ class StackOnMoto:
             raise
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
         self._stack.close()
+        if kind is None and self.check_iam and self.iam.denied:
+            raise AssertionError("AWS would refuse these calls (each role as synthesized):\n" + "\n".join(self.iam.denied))
+        if kind is None and self.check_limits and self.limits.refused:
+            raise AssertionError("AWS would refuse these calls (its service limits):\n" + "\n".join(self.limits.refused))
 
     def _provision(self) -> None:
         iam = boto3.client("iam", region_name=REGION)
@@ -242,18 +263,26 @@ class StackOnMoto:
             self.sources.append(SqsEventSource(self.sqs, url, source_arn, self.functions[fn], p, self.faults, self.pollers))
 
     def _lambda_invoke(self) -> Callable[..., bytes]:
-        functions = self.functions
+        functions, limits = self.functions, self.limits
 
         def invoke(
             backend: LambdaSimpleBackend, function_name: str, qualifier: str | None, body: Any, headers: Any, response_headers: Any
         ) -> bytes:
             fn = functions[backend.get_function(function_name, qualifier).function_name]
+            data = body if isinstance(body, bytes) else str(body or "").encode()
+            if (over := limits.state_data(f"{fn.name}'s task input", data)) is not None:
+                response_headers["x-amz-function-error"] = "Unhandled"
+                return json.dumps({"errorType": "States.DataLimitExceeded", "errorMessage": over}).encode()
             try:
                 result = fn.invoke(json.loads(body or b"{}"))
             except Exception as exc:  # noqa: BLE001 - as Lambda: any exception is a function error
                 response_headers["x-amz-function-error"] = "Unhandled"
                 return function_error(exc)
-            return json.dumps(result).encode()
+            out = json.dumps(result).encode()
+            if (over := limits.state_data(f"{fn.name}'s result", out)) is not None:  # the state's output, as Step Functions checks it
+                response_headers["x-amz-function-error"] = "Unhandled"
+                return json.dumps({"errorType": "States.DataLimitExceeded", "errorMessage": over}).encode()
+            return out
 
         return invoke
 
