@@ -611,17 +611,19 @@ def test_a_default_deployment_grants_no_object_lock_acl_or_version_delete_writes
     for action, flag in opt_in.items():
         assert _grants(_template({flag: "true"}), action, "Worker"), (action, flag)
     env = _worker_env(default)
-    allow = AllowList.from_env(env | {"S3BULK_READ_BUCKETS": "b", "S3BULK_WRITE_BUCKETS": "b", "S3BULK_DELETE_BUCKETS": "b"})
+    allow = AllowList.from_env(env | {"S3BULK_READ_BUCKETS": "bkt", "S3BULK_WRITE_BUCKETS": "bkt", "S3BULK_DELETE_BUCKETS": "bkt"})
     jobs: dict[str, dict[str, Any]] = {
         "allow_object_lock": {"operation": "set-legal-hold", "legal_hold": "ON"},
         "allow_acl": {"operation": "set-acl", "acl": "private"},
-        "allow_version_delete": {"operation": "delete", "source": {"bucket": "b", "prefix": "p/", "versions": "all"}},
+        "allow_version_delete": {"operation": "delete", "source": {"bucket": "bkt", "prefix": "p/", "versions": "all"}},
     }
     for flag, doc in jobs.items():
-        job = parse_job(json.dumps({"source": {"bucket": "b", "prefix": "p/"}, **doc}))
+        job = parse_job(json.dumps({"source": {"bucket": "bkt", "prefix": "p/"}, **doc}))
         with pytest.raises(JobError, match=rf"redeploy with -c {flag}=true"):
             allow.check(job)
-    copy = parse_job(json.dumps({"operation": "copy", "source": {"bucket": "b"}, "destination": {"bucket": "b", "prefix": "c/"}}))
+    copy = parse_job(
+        json.dumps({"operation": "copy", "source": {"bucket": "bkt", "prefix": "a/"}, "destination": {"bucket": "bkt", "prefix": "c/"}})
+    )
     allow.check(copy)  # a plain copy needs none of them
 
 

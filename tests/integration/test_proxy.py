@@ -93,7 +93,10 @@ def test_a_copy_a_listing_and_a_delete_all_go_through_the_proxy(
     src, dst = bucket_factory(c, "src"), bucket_factory(c, "dst")
     seed_small(c, src, "in/", 50)
     env = cli_env(tmp_path) | {"HTTP_PROXY": proxy.url, "http_proxy": proxy.url, "NO_PROXY": "", "no_proxy": ""}
-    copy = write_job(tmp_path / "c.json", {"operation": "copy", "source": {"bucket": src, "prefix": "in/"}, "destination": {"bucket": dst}})
+    copy = write_job(
+        tmp_path / "c.json",
+        {"operation": "copy", "source": {"bucket": src, "prefix": "in/"}, "destination": {"bucket": dst, "prefix": "in/"}},
+    )
     done = run_cli("run", str(copy), "--endpoint-url", seaweed, "--no-ledger", "-q", env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert proxy.seen["COPY"] == 50, proxy.seen  # the fast path's copies too, not only botocore's calls

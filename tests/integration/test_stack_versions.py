@@ -16,7 +16,8 @@ from tests.integration.stack_harness import StackOnMoto, synthesize
 from tests.integration.test_stack_on_moto import ENV, report
 
 SRC, DST = "src-bucket", "dst-bucket"
-CONTEXT: dict[str, object] = {"read_buckets": f"{SRC},{DST}", "write_buckets": DST, "delete_buckets": SRC}
+# A delete of versions is permanent, so the deployment opts in to DeleteObjectVersion (least privilege by default).
+CONTEXT: dict[str, object] = {"read_buckets": f"{SRC},{DST}", "write_buckets": DST, "delete_buckets": SRC, "allow_version_delete": "true"}
 KEYS = 40  # each with 3 versions
 MARKED = 5  # keys under m/ whose newest version is a delete marker
 
