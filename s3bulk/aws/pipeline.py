@@ -30,7 +30,7 @@ from s3bulk.listing import Shard, iter_objects, list_shard_page, lister, plan_ra
 from s3bulk.manifest import MIN_CSV_SHARD_BYTES, ManifestReader, Row
 from s3bulk.ops.batch import BatchRunner, Item, part_pool
 from s3bulk.ops.executor import BoundedExecutor
-from s3bulk.ops.extraneous import Extraneous
+from s3bulk.ops.extraneous import Extraneous, empty_source_message, first_selected
 from s3bulk.ops.process import ProcessCode, Processor, make_processor
 from s3bulk.ops.versions import check_versioned
 from s3bulk.outage import EndpointUnreachable
@@ -184,6 +184,10 @@ def plan_step(
     src = job.source
     if job.operation == "copy" and src.versions == "all" and job.destination is not None:
         check_versioned(dst_store, job.destination.bucket)  # before any version is copied
+    if job.options.delete_extraneous and not job.options.allow_empty_source and first_selected(job, store) is None:
+        # The listers delete extraneous objects page by page: a source that selects nothing (a typo in its prefix)
+        # would have them delete the whole destination prefix. The job fails here, before any lister runs.
+        raise JobError(empty_source_message(job))
     target = min(target, MAX_LIST_SHARDS)
     if src.manifest is not None:
         ranges = ManifestReader(store, src).plan_ranges(target, csv_shard_bytes)

@@ -151,6 +151,25 @@ def test_1200_keys_of_300_cjk_characters_copy_exactly_in_sqs_calls_aws_accepts(c
     assert clean.limits.refused == []
 
 
+def test_a_sync_whose_source_selects_nothing_fails_at_planlisting_and_deletes_nothing() -> None:
+    """A typo in source.prefix: the listers would find every destination object extraneous and delete it page by page."""
+    with StackOnMoto(synthesize({**CONTEXT, "delete_buckets": DST}), buckets=(SRC, DST), env=ENV) as stack:
+        seed(20)  # the source holds objects, only none under the typo'd prefix
+        for i in range(15):
+            stack.s3.put_object(Bucket=DST, Key=f"sync/{i:02d}", Body=b"keep me")
+        job = {
+            "operation": "copy",
+            "source": {"bucket": SRC, "prefix": "in/typo-prefix/"},
+            "destination": {"bucket": DST, "prefix": "sync/"},
+            "options": {"if_exists": "skip-unchanged", "delete_extraneous": True},
+        }
+        ex = stack.run(job, timeout=60)
+        assert ex.status == "FAILED" and "PlanListing" in ex.entered()
+        assert "selects no object" in str(ex.description.get("cause")) + json.dumps(ex.events, default=str)
+        left = [o["Key"] for o in stack.s3.list_objects_v2(Bucket=DST, Prefix="sync/").get("Contents", [])]
+        assert len(left) == 15
+
+
 def test_10000_objects_nested_and_flat_under_every_fault_at_once_copy_exactly_once(
     template: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
