@@ -113,7 +113,7 @@ def test_a_run_that_stops_on_an_unreachable_endpoint_says_so_and_its_resume_goes
             "operation": "copy",
             "source": {"bucket": "src-b", "prefix": "in/"},
             "destination": {"bucket": "dst-b"},
-            "options": {"outage_seconds": 4},
+            "options": {"outage_seconds": 6},  # the "waiting for" note comes after 3 s: room for it on a loaded machine
         },
     )
     r = run_cli("run", str(job), "--endpoint-url", nowhere, env=env)
