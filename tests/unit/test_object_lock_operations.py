@@ -112,10 +112,12 @@ def test_a_bad_object_lock_acl_or_tag_removal_job_names_the_field(fields: dict[s
 
 def test_the_stack_refuses_bypass_governance_unless_the_deployment_allows_it() -> None:
     j = job("set-retention", retention={"mode": "GOVERNANCE", "until": "2030-01-01T00:00:00Z", "bypass_governance": True})
-    allow = AllowList(frozenset({"src-b"}), frozenset({"src-b"}), frozenset())
+    with pytest.raises(JobError, match=r"-c allow_object_lock=true"):  # least privilege: no Object Lock writes by default
+        AllowList(frozenset({"src-b"}), frozenset({"src-b"}), frozenset()).check(j)
+    allow = AllowList(frozenset({"src-b"}), frozenset({"src-b"}), frozenset(), object_lock=True)
     with pytest.raises(JobError, match=r"^job\.retention\.bypass_governance: .*-c allow_bypass_governance=true"):
         allow.check(j)
-    AllowList(frozenset({"src-b"}), frozenset({"src-b"}), frozenset(), bypass_governance=True).check(j)
+    AllowList(frozenset({"src-b"}), frozenset({"src-b"}), frozenset(), bypass_governance=True, object_lock=True).check(j)
     with pytest.raises(JobError, match=r"^job\.source\.bucket: 'src-b' is not in this deployment's write allow-list"):
         AllowList(frozenset({"src-b"}), frozenset(), frozenset()).check(job("set-acl", acl="private"))
 
