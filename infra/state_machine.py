@@ -115,9 +115,78 @@ def build_state_machine(
         "KeepIdsOnly",
         parameters={"job_id.$": "$.job_id", "poll_seconds.$": "$.poll_seconds"},
     )
-    # A job id submitted again resumes that job rather than starting over: RUNNING again, so workers work its batches.
-    # A job an outage stopped loses its stop reason, and its batches (handed back all along) are worked again.
-    reopen = set_status("ReopenJob", "RUNNING", remove="stop_reason, stopped_at")
+    # A job id submitted again (s3bulk resume) resumes that job rather than starting over: RUNNING again, so workers
+    # work its batches; a job an outage stopped loses its stop reason, and its batches (handed back all along) are
+    # worked again. Only a job that is not running, has not succeeded and has the very same spec is reopened; the
+    # execution that runs it is recorded (the end of an older one must not stop it) and its items' lease renewed.
+    item = sfn.JsonPath.string_at
+    reopen = tasks.DynamoUpdateItem(
+        scope,
+        "ReopenJob",
+        table=table,
+        key=job_key,
+        update_expression="SET #s = :running, #e = :execution, expires_at = :expires REMOVE stop_reason, stopped_at",
+        condition_expression="#s <> :running AND #s <> :succeeded AND #p = :spec",
+        expression_attribute_names={"#s": "status", "#e": "execution", "#p": "spec"},
+        expression_attribute_values={
+            ":running": tasks.DynamoAttributeValue.from_string("RUNNING"),
+            ":succeeded": tasks.DynamoAttributeValue.from_string("SUCCEEDED"),
+            ":spec": tasks.DynamoAttributeValue.from_string(item("$.item.spec.S")),
+            ":execution": tasks.DynamoAttributeValue.from_string(item("$.item.execution.S")),
+            ":expires": tasks.DynamoAttributeValue.number_from_string(item("$.item.expires_at.N")),
+        },
+        result_path=sfn.JsonPath.DISCARD,
+    )
+    _retry(
+        reopen,
+        [
+            "DynamoDB.ProvisionedThroughputExceededException",
+            "DynamoDB.InternalServerErrorException",
+            "DynamoDB.TransactionConflictException",
+        ],
+    )
+    # Refused: say why, without touching the job (the end of this execution is not the job's: see execution_ended).
+    why_refused = tasks.DynamoGetItem(
+        scope,
+        "WhyNotReopened",
+        table=table,
+        key=job_key,
+        expression_attribute_names={"#s": "status"},  # a reserved word; the status alone keeps the state small
+        projection_expression=[tasks.DynamoProjectionExpression().with_attribute("#s")],
+        result_path="$.existing",
+    )
+    _retry(why_refused, ["DynamoDB.ProvisionedThroughputExceededException", "DynamoDB.InternalServerErrorException"])
+    why_refused.add_catch(failed, errors=["States.ALL"], result_path="$.error")
+    why_refused.next(
+        sfn.Choice(scope, "RunningOrChanged?")
+        .when(
+            sfn.Condition.string_equals("$.existing.Item.status.S", "RUNNING"),
+            sfn.Fail(
+                scope,
+                "JobAlreadyRunning",
+                error="JobAlreadyRunning",
+                cause="This job id is running already; follow it with s3bulk status JOB_ID, or give the new job another job_id.",
+            ),
+        )
+        .when(
+            sfn.Condition.string_equals("$.existing.Item.status.S", "SUCCEEDED"),
+            sfn.Fail(
+                scope,
+                "JobAlreadySucceeded",
+                error="JobAlreadySucceeded",
+                cause="This job id has finished already (s3bulk report JOB_ID); give the job another job_id to run it again.",
+            ),
+        )
+        .otherwise(
+            sfn.Fail(
+                scope,
+                "JobSpecChanged",
+                error="JobSpecChanged",
+                cause="This job id was submitted with another spec; resume it as it was (s3bulk resume JOB_ID) or give this job another job_id.",
+            )
+        )
+    )
+    reopen.add_catch(why_refused, errors=["DynamoDB.ConditionalCheckFailedException"], result_path=sfn.JsonPath.DISCARD)
     reopen.add_catch(failed, errors=["States.ALL"], result_path="$.error")
     reopen.next(slim)
     create.add_catch(reopen, errors=["DynamoDb.ConditionalCheckFailedException"], result_path=sfn.JsonPath.DISCARD)
@@ -140,7 +209,7 @@ def build_state_machine(
         scope,
         "JobStopped",
         error="JobStopped",
-        cause="An endpoint stopped answering (see the report); submit the same job again to resume it once it answers.",
+        cause="An endpoint stopped answering (see the report); resume the job once it answers: s3bulk resume JOB_ID.",
     )
     report_failure.next(
         sfn.Choice(scope, "StoppedByOutage?")

@@ -22,7 +22,7 @@ from rich.table import Table
 
 from s3bulk import __version__
 from s3bulk.aws.invoke import lambda_invoker
-from s3bulk.aws.remote import DEFAULT_STACK, Deployment, DeploymentError, fetch_report, status, submit
+from s3bulk.aws.remote import DEFAULT_STACK, Deployment, DeploymentError, fetch_report, resume, status, submit
 from s3bulk.bodies.malloc import pin_mmap_threshold
 from s3bulk.job import Job, JobError, differ, json_schema, load_job, new_job_id, parse_job
 from s3bulk.local import preflight
@@ -118,6 +118,7 @@ def _parser() -> argparse.ArgumentParser:
         return cmd
 
     deployed("submit", "start a job on the deployed stack").add_argument("job")
+    deployed("resume", "go on with a stopped or failed deployed job from its checkpoints").add_argument("job_id")
     deployed("status", "show a deployed job's state and counters").add_argument("job_id")
     report_cmd = deployed("report", "fetch a finished deployed job's JSON report")
     report_cmd.add_argument("job_id")
@@ -387,7 +388,13 @@ def _remote(args: argparse.Namespace, console: Console) -> int:
         raise UsageError(str(exc)) from None
     if args.command == "submit":
         job_id, execution = submit(dep, job, settings)
-        console.print(f"submitted {job_id}\nexecution {execution}\nfollow it with: s3bulk status {job_id}", markup=False)
+        console.print(f"submitted {job_id}\nexecution {execution}\nfollow it with: s3bulk status {job_id}", markup=False, soft_wrap=True)
+        return EXIT_OK
+    if args.command == "resume":
+        execution = resume(dep, args.job_id, settings)
+        console.print(
+            f"resumed {args.job_id}\nexecution {execution}\nfollow it with: s3bulk status {args.job_id}", markup=False, soft_wrap=True
+        )
         return EXIT_OK
     if args.command == "status":
         rec = status(dep, args.job_id, settings)
@@ -460,7 +467,7 @@ def _main(argv: Sequence[str] | None, interrupt: Interrupt) -> int:
             return run_demo(objects=args.objects, console=console, report_path=args.report, progress=args.progress)
         if args.command == "plan":
             return _plan(args, console)
-        if args.command in {"submit", "status", "report"}:
+        if args.command in {"submit", "resume", "status", "report"}:
             return _remote(args, console)
         if args.command == "undo":
             return _undo(args, console)

@@ -79,6 +79,7 @@ class JobRecord:
     shards: int | None = None  # listing shards, once planned
     report: str | None = None  # report.json's URI, once written
     stop_reason: str | None = None  # set when an endpoint outage outlasted the stack's bound (the job stops, resumable)
+    execution: str | None = None  # the name of the execution that runs (or last ran) the job
 
     def summary(self) -> dict[str, Any]:
         c = self.counters
@@ -184,8 +185,14 @@ class Progress:
         return self.listing_done and self.pending <= 0
 
 
-def initial_item(job_id: str, job: Job, now: float | None = None, ttl_days: int = DEFAULT_TTL_DAYS) -> dict[str, Any]:
-    """The job's first ledger item, in DynamoDB's typed form (the state machine puts it as is)."""
+def initial_item(
+    job_id: str, job: Job, now: float | None = None, ttl_days: int = DEFAULT_TTL_DAYS, *, execution: str | None = None
+) -> dict[str, Any]:
+    """The job's first ledger item, in DynamoDB's typed form (the state machine puts it as is, or reopens the job with it).
+
+    `execution` names the execution running the job: the handler of an execution's end acts only on
+    the job's current execution, not on one that ended after the job was submitted again.
+    """
     now = time.time() if now is None else now
     item: dict[str, Any] = {
         **job_key(job_id),
@@ -195,6 +202,8 @@ def initial_item(job_id: str, job: Job, now: float | None = None, ttl_days: int 
         "created_at": {"N": str(int(now))},
         "expires_at": {"N": str(int(now + ttl_days * 86400))},
     }
+    if execution:
+        item["execution"] = {"S": execution}
     for name in COUNTERS:
         item[name] = {"N": "0"}
     return item
@@ -280,6 +289,7 @@ class DynamoLedger:
             int(item["shards"]["N"]) if "shards" in item else None,
             item.get("report", {}).get("S"),
             item.get("stop_reason", {}).get("S"),
+            item.get("execution", {}).get("S"),
         )
 
     def status(self, job_id: str) -> str:

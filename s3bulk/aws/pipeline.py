@@ -123,7 +123,7 @@ def validate(
     if job.process is not None and load_code is not None:
         load_code(job.process)
     job_id = new_job_id(job, execution)
-    return {"job_id": job_id, "item": initial_item(job_id, job), "poll_seconds": poll_seconds}
+    return {"job_id": job_id, "item": initial_item(job_id, job, execution=execution), "poll_seconds": poll_seconds}
 
 
 # -- the two sides' stores -------------------------------------------------------------------------
@@ -816,6 +816,10 @@ def execution_ended(
         rec = ledger.load(job_id)
     except KeyError:
         return {"job_id": job_id, "finalized": False, "reason": "the execution ended before it made a ledger entry"}
+    if rec.execution and detail.get("name") and rec.execution != detail["name"]:
+        # A submission refused because the job runs (or ran with another spec), or an older execution whose end
+        # arrives after the job was resumed: neither is the job's current execution.
+        return {"job_id": job_id, "finalized": False, "reason": f"not the job's current execution ({rec.execution})"}
     if rec.report is not None and rec.status != "RUNNING":
         return {"job_id": job_id, "finalized": False, "reason": f"already reported ({rec.status})"}
     why = step_error({"Error": str(detail.get("error") or status), "Cause": str(detail.get("cause") or "")})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import secrets
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,17 +53,56 @@ class Deployment:
             raise DeploymentError(f"--stack {stack}: output {missing} is missing; is this an s3bulk stack?") from None
 
 
+def execution_name(job_id: str) -> str:
+    """A name of its own for each submission: Step Functions refuses a name used in the last 90 days, even by a
+    closed execution, so a job resumed after a stop cannot reuse its first execution's name. The job id travels
+    in the input (Validate and the end handler read it there); the name only has to start with it for people."""
+    return f"{job_id[:71]}-{secrets.token_hex(4)}"
+
+
 def submit(deployment: Deployment, job: Job, settings: ClientSettings) -> tuple[str, str]:
-    """Start an execution named after the job id, so status and report can find it."""
+    """Start an execution of the job, refusing up front (no execution started) a job id that runs already or
+    ran with another spec; the state machine refuses those too (ReopenJob), this says so sooner."""
     job_id = new_job_id(job)
-    doc = json.loads(job.model_dump_json(exclude_none=True))
+    if job.job_id:
+        _check_resubmission(deployment, job_id, job, settings)
+    return job_id, _start(deployment, job_id, json.loads(job.model_dump_json(exclude_none=True)), settings)
+
+
+def resume(deployment: Deployment, job_id: str, settings: ClientSettings) -> str:
+    """Go on with a stopped, cancelled or failed job from its checkpoints: the spec it was submitted with, sent again
+    under its id (ReopenJob). Counted batches are never redone; queued ones are worked once the job runs again."""
+    rec = status(deployment, job_id, settings)
+    _refuse_unless_resumable(job_id, rec.status)
+    doc = json.loads(rec.job.model_dump_json(exclude_none=True))
+    return _start(deployment, job_id, doc, settings)
+
+
+def _start(deployment: Deployment, job_id: str, doc: dict[str, Any], settings: ClientSettings) -> str:
     doc["job_id"] = job_id
     sfn = make_client("stepfunctions", settings)
+    r = sfn.start_execution(stateMachineArn=deployment.state_machine_arn, name=execution_name(job_id), input=json.dumps(doc))
+    return str(r["executionArn"])
+
+
+def _refuse_unless_resumable(job_id: str, current: str, field: str = "job_id") -> None:
+    if current in {"RUNNING", "STOPPING"}:
+        raise JobError(f"{field}: {job_id!r} is running; follow it with s3bulk status {job_id}, or give a new job another job_id")
+    if current == "SUCCEEDED":
+        raise JobError(f"{field}: {job_id!r} has finished (s3bulk report {job_id}); give the job another job_id to run it again")
+
+
+def _check_resubmission(deployment: Deployment, job_id: str, job: Job, settings: ClientSettings) -> None:
     try:
-        r = sfn.start_execution(stateMachineArn=deployment.state_machine_arn, name=job_id, input=json.dumps(doc))
-    except sfn.exceptions.ExecutionAlreadyExists:
-        raise JobError(f"job.job_id: {job_id!r} was already submitted; choose another job_id or drop it to get a fresh one") from None
-    return job_id, str(r["executionArn"])
+        rec = status(deployment, job_id, settings)
+    except JobError:
+        return  # a new job id
+    _refuse_unless_resumable(job_id, rec.status, "job.job_id")
+    if rec.job.model_dump_json(exclude_none=True) != job.model_dump_json(exclude_none=True):
+        raise JobError(
+            f"job.job_id: {job_id!r} was submitted before with another spec; resume it as it was (s3bulk resume {job_id}) "
+            "or give this job another job_id"
+        )
 
 
 def status(deployment: Deployment, job_id: str, settings: ClientSettings) -> JobRecord:

@@ -10,7 +10,7 @@ import functools
 import queue
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import IO
 
@@ -170,14 +170,15 @@ class Engine:
             self.tally.seen(max(obj.size, 0), selected)
             yield obj, selected, cursor, problem
 
-    def flush_extraneous(self) -> None:
+    def flush_extraneous(self, stop: Callable[[], bool] = lambda: False) -> None:
         """Delete what the sync found extraneous: only now, with the whole listing read without an error, and never
-        after a selection that held nothing (every destination object then looks extraneous)."""
+        after a selection that held nothing (every destination object then looks extraneous). `stop` (a Ctrl-C)
+        is asked between two DeleteObjects; what is left is deleted by the resume, which joins from the start."""
         if self._extraneous.found and not self.job.options.allow_empty_source:
             listed = self.tally.snapshot().listed + (self.ledger.totals().listed if self.ledger is not None else 0)
             if listed == 0:
                 raise JobAbort(empty_source_message(self.job))
-        self._extraneous.flush(self._stop.is_set)
+        self._extraneous.flush(lambda: stop() or self._stop.is_set())
 
     def items(self) -> Iterator[Item]:
         """What the job would touch, from the listing (and the destination listing for skip modes); changes nothing."""
@@ -256,7 +257,6 @@ class Engine:
                     return
             if self._stop.is_set():
                 return
-            self.flush_extraneous()
             if self.ledger is not None and self._sample is None:
                 self._tail = self.tally.snapshot().scanned - scanned
                 self.ledger.record_tail(self._tail)
@@ -375,6 +375,15 @@ class Engine:
                 pool.shutdown(wait=True)  # in the try: a Ctrl-C while the last tasks finish still ends in a report
                 # A stop asked for while the last tasks ran: lanes took no more objects, so batches may be incomplete.
                 interrupted = stop.is_set()
+                listing_thread.join()  # it sent its end marker: only the tail's record is left
+                if listed_all and not interrupted and runner.outage is None and self._listing_error is None and self._over_cap is None:
+                    # A sync's deletes come last (rclone's --delete-after): after a whole listing read without an
+                    # error, and after every copy, so a stop at any point before leaves the destination complete.
+                    try:
+                        self.flush_extraneous(stop.is_set)
+                    except JobAbort as exc:
+                        self._listing_error = exc
+                    interrupted = stop.is_set()
             except BaseException as exc:
                 halt(cancel=True)
                 if not isinstance(exc, (KeyboardInterrupt, Interrupted)):

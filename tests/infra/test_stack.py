@@ -206,6 +206,7 @@ def test_state_machine_is_standard_with_retry_and_catch_on_every_task(template: 
         "ReportFailure",
         "MarkFailed",
         "ReopenJob",
+        "WhyNotReopened",
     }
     maps = {name: s for name, s in definition["States"].items() if s["Type"] == "Map"}
     assert set(maps) == {"ListShards", "CountShards"}

@@ -17,9 +17,12 @@ import boto3
 import pytest
 
 import s3bulk.aws.pipeline as pipeline
+from s3bulk.aws import remote
 from s3bulk.aws.ledger import DynamoLedger
+from s3bulk.aws.remote import Deployment
 from s3bulk.aws.reportbucket import ReportBucket
-from s3bulk.job import parse_job
+from s3bulk.job import JobError, parse_job
+from s3bulk.s3.clients import ClientSettings
 from tests.integration.aws_harness import REGION
 from tests.integration.stack_harness import Execution, StackOnMoto, synthesize
 
@@ -204,10 +207,12 @@ def test_a_timed_out_execution_gets_its_report(stack: StackOnMoto) -> None:
 def test_an_execution_stopped_while_it_runs_gets_its_report_and_its_queued_batches_are_reported_not_lost(
     template: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The owner stops a job while it lists; queued batches are reported JobStopped; submitted again, it resumes and finishes.
+    """The owner stops a job while it lists; queued batches are reported JobStopped; `s3bulk resume` finishes it.
 
     A lister invocation already running finishes its pages (as on AWS: stopping an execution does not stop a
-    running Lambda), so the report counts what was listed by the time the execution had stopped.
+    running Lambda), so the report counts what was listed by the time the execution had stopped. While it ran,
+    the same job submitted again was refused, by the CLI before starting anything and by the state machine
+    (ReopenJob) for an execution started some other way, and the refused execution's end left the job alone.
     """
     real = DynamoLedger.checkpoint
 
@@ -221,14 +226,26 @@ def test_an_execution_stopped_while_it_runs_gets_its_report_and_its_queued_batch
         [source] = stack.sources
         source.pause()  # the batches wait in the queue, as a big job's would when its owner stops it
         job_id = "copy-stopped-by-owner"
+        deployment = Deployment(stack.state_machine_arn, ledger(stack).table, stack.bucket_of("Reports"))
+        settings = ClientSettings(region=REGION)
+        refused: list[Execution] = []
 
         def some_listed() -> bool:
             try:
-                return ledger(stack).counters(job_id).get("listed", 0) >= 3 * BATCH
+                listed = ledger(stack).counters(job_id).get("listed", 0)
             except KeyError:
                 return False
+            if listed >= 3 * BATCH and not refused:
+                with pytest.raises(JobError, match=f"job.job_id: '{job_id}' is running; follow it with s3bulk status {job_id}"):
+                    remote.submit(deployment, parse_job(json.dumps(copy_job(job_id))), settings)
+                refused.append(stack.run(copy_job(job_id), timeout=30))
+            return listed >= 3 * BATCH
 
         ex = stack.run(copy_job(job_id), timeout=60, stop_when=some_listed)
+        [again_while_running] = refused
+        assert (again_while_running.status, again_while_running.description.get("error")) == ("FAILED", "JobAlreadyRunning")
+        assert "ReopenJob" in again_while_running.entered() and "ListShards" not in again_while_running.entered()
+        assert again_while_running.ended[0]["finalized"] is False  # the refused execution's end is not the job's
         assert ex.status == "ABORTED", why(stack, ex)
         [ended] = ex.ended
         assert ended["finalized"] is True
@@ -246,9 +263,13 @@ def test_an_execution_stopped_while_it_runs_gets_its_report_and_its_queued_batch
         reported = _failure_parts(stack, job_id)
         assert len(reported) == cancelled and set(reported) <= set(keys) and set(reported.values()) == {"JobStopped"}
 
-        # Submitted again, the job is reopened, lists the rest from its checkpoints, and ends with every key once.
-        again = stack.run(copy_job(job_id), timeout=90)
+        # Resumed, under an execution name of its own: reopened, it lists the rest from its checkpoints and ends with
+        # every key once. A spec changed under the same id is refused rather than run as the old one.
+        with pytest.raises(JobError, match="was submitted before with another spec; resume it as it was"):
+            remote.submit(deployment, parse_job(json.dumps(copy_job(job_id, if_exists="skip"))), settings)
+        again = stack.follow(remote.resume(deployment, job_id, settings), timeout=90)
         assert again.description.get("error") == "TooManyFailures" and "ReopenJob" in again.entered(), why(stack, again)
+        assert again.arn.rsplit(":", 1)[1].startswith(f"{job_id}-")
         final = report_of(stack, job_id)
         assert (final["listed"], final["succeeded"], final["failed"], "error" in final) == (N, N - cancelled, cancelled, False)
         assert {f["key"] for f in final["failures"]} == set(reported)

@@ -40,14 +40,71 @@ def deployed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[dict[s
         yield {"sfn": sfn, "ddb": ddb, "s3": s3, "arn": arn}
 
 
-def test_submit_starts_an_execution_named_after_the_job_id(deployed: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+def test_each_submission_has_an_execution_name_of_its_own_that_starts_with_the_job_id(
+    deployed: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["submit", "events/copy-prefix.json"]) == 0
-    out = capsys.readouterr().out
-    job_id = out.split()[1]
+    job_id = capsys.readouterr().out.split()[1]
     [execution] = deployed["sfn"].list_executions(stateMachineArn=deployed["arn"])["executions"]
-    assert execution["name"] == job_id
+    assert execution["name"].startswith(f"{job_id}-") and len(execution["name"]) <= 80
     sent = json.loads(deployed["sfn"].describe_execution(executionArn=execution["executionArn"])["input"])
     assert sent["job_id"] == job_id and sent["source"]["bucket"] == "src-bucket"
+
+
+def _ledger_entry(deployed: dict[str, Any], job_id: str, status: str, spec: str = "events/copy-prefix.json") -> None:
+    item = initial_item(job_id, parse_job(Path(spec).read_text()))
+    item["status"] = {"S": status}
+    deployed["ddb"].put_item(TableName=TABLE, Item=item)
+
+
+def test_resume_sends_the_stored_spec_again_under_a_new_execution_name(
+    deployed: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    long_id = "j" * 80  # the longest job id still leaves room for the name's own suffix
+    for job_id in ("job-stopped", long_id):
+        _ledger_entry(deployed, job_id, "STOPPED")
+        assert main(["resume", job_id]) == 0
+        assert main(["resume", job_id]) == 0  # a second resume (after another stop) needs a name of its own again
+    assert capsys.readouterr().out.startswith("resumed job-stopped\nexecution arn:")
+    executions = deployed["sfn"].list_executions(stateMachineArn=deployed["arn"])["executions"]
+    names = [e["name"] for e in executions]
+    assert len(set(names)) == 4 and all(len(n) <= 80 for n in names)
+    sent = [json.loads(deployed["sfn"].describe_execution(executionArn=e["executionArn"])["input"]) for e in executions]
+    stored = json.loads(parse_job(Path("events/copy-prefix.json").read_text()).model_dump_json(exclude_none=True))
+    assert sorted(s.pop("job_id") for s in sent) == sorted(["job-stopped"] * 2 + [long_id] * 2)
+    assert all(s == stored for s in sent)
+
+
+@pytest.mark.parametrize(
+    ("status", "says"),
+    [("RUNNING", "is running; follow it with s3bulk status job-x"), ("SUCCEEDED", "has finished (s3bulk report job-x)")],
+)
+def test_resume_refuses_a_running_or_succeeded_job_and_starts_nothing(
+    deployed: dict[str, Any], capsys: pytest.CaptureFixture[str], status: str, says: str
+) -> None:
+    _ledger_entry(deployed, "job-x", status)
+    assert main(["resume", "job-x"]) == 2
+    assert capsys.readouterr().err == f"error: job_id: 'job-x' {says}" + (
+        ", or give a new job another job_id\n" if status == "RUNNING" else "; give the job another job_id to run it again\n"
+    )
+    assert main(["resume", "job-unknown"]) == 2
+    assert "is not in the ledger" in capsys.readouterr().err
+    assert deployed["sfn"].list_executions(stateMachineArn=deployed["arn"])["executions"] == []
+
+
+def test_submitting_a_job_id_again_with_another_spec_is_refused(
+    deployed: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _ledger_entry(deployed, "job-y", "FAILED")
+    changed = json.loads(Path("events/copy-prefix.json").read_text())
+    changed["job_id"] = "job-y"
+    changed["source"]["prefix"] = "elsewhere/"
+    (tmp_path / "changed.json").write_text(json.dumps(changed))
+    assert main(["submit", str(tmp_path / "changed.json")]) == 2
+    assert (
+        "job.job_id: 'job-y' was submitted before with another spec; resume it as it was (s3bulk resume job-y)" in capsys.readouterr().err
+    )
+    assert deployed["sfn"].list_executions(stateMachineArn=deployed["arn"])["executions"] == []
 
 
 def test_submit_refuses_a_bad_job_before_touching_aws(deployed: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

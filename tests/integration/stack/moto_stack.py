@@ -316,10 +316,14 @@ class StackOnMoto:
         `stop_when` plays a user who stops the execution (StopExecution) once it returns True. Once the
         execution has ended, its status-change event goes to the template's EventBridge rules, as on AWS.
         """
-        began = time.monotonic()
         # AWS names an unnamed execution with a UUID; in-process moto would name it "None".
         name = name or str(uuid.uuid4())
         arn = self.sfn.start_execution(stateMachineArn=self.state_machine_arn, input=json.dumps(job), name=name)["executionArn"]
+        return self.follow(arn, timeout, stop_when=stop_when)
+
+    def follow(self, arn: str, timeout: float = 45.0, *, stop_when: Callable[[], bool] | None = None) -> Execution:
+        """Wait for an execution started elsewhere (the CLI's submit or resume) as `run` waits for its own."""
+        began = time.monotonic()
         desc = self.sfn.describe_execution(executionArn=arn)
         stopped = False
         while desc["status"] == "RUNNING" and time.monotonic() - began < timeout:
