@@ -1,39 +1,224 @@
 """Cost per million objects on AWS, from the CPU per object measured by bench.run, against S3 Batch Operations;
-and the time and cost of 100 M and 1 B objects with sharded listing (at_scale).
+the time and cost of 100 M and 1 B objects with sharded listing (at_scale); and the stack's fixed monthly cost.
 
     python -m bench.cost_model            # reads docs/benchmarks.json, writes docs/cost-model.md
 
-Prices are AWS's published us-east-1 list prices (Lambda on arm64); check current prices for your region.
+Prices come from s3bulk/data/prices.json (AWS's published us-east-1 list prices, Lambda on arm64), the file
+`s3bulk plan` reads; check current prices for your region. Every count below names the code that makes the
+request, so a change there shows where the model must follow.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+from infra.config import MAX_INLINE_MAP, DeployConfig
+from s3bulk import metrics
+from s3bulk.aws.ledger import COUNTER_SHARDS, LISTER_COUNTERS, WORKER_COUNTERS, counter_shard, initial_item, list_shard_key
+from s3bulk.aws.messages import pack
+from s3bulk.aws.pipeline import LIST_MARGIN_S, STATUS_TTL_S
+from s3bulk.aws.reportbucket import KEY_LOG_TAG
+from s3bulk.job import parse_job
+from s3bulk.keys import KeyRecord
+from s3bulk.store import ObjectInfo
 
-LAMBDA_GB_S = 0.0000133334  # arm64, per GB-second
-LAMBDA_REQUEST = 0.20 / 1e6
-SQS_REQUEST = 0.40 / 1e6  # each 64 KB of a message is billed as one request
-DDB_WRU = 0.625 / 1e6  # on-demand write request unit; a transactional write costs 2 per item-KB
-DDB_RRU = 0.125 / 1e6
-SFN_TRANSITION = 0.025 / 1000
-BATCH_OPS_JOB = 0.25
-BATCH_OPS_PER_OBJECT = 1.00 / 1e6
-S3_COPY = 0.005 / 1000  # PUT/COPY/POST/LIST class
-S3_LIST = 0.005 / 1000
+ROOT = Path(__file__).resolve().parent.parent
+PRICES: dict[str, Any] = json.loads((ROOT / "s3bulk" / "data" / "prices.json").read_text())
+
+
+def _price(name: str, per: float = 1.0) -> float:
+    return float(PRICES[name]) / per
+
+
+LAMBDA_GB_S = _price("lambda_gb_second")  # arm64, per GB-second
+LAMBDA_REQUEST = _price("lambda_request_per_million", 1e6)
+SQS_REQUEST = _price("sqs_request_per_million", 1e6)  # each 64 KB of a call's payload is billed as one request
+DDB_WRU = _price("dynamodb_write_unit_per_million", 1e6)  # on-demand; a transactional write costs 2 per item-KB
+DDB_RRU = _price("dynamodb_read_unit_per_million", 1e6)  # a consistent read of 4 KB; an eventually consistent one is half
+SFN_TRANSITION = _price("step_functions_transition_per_1000", 1000)
+BATCH_OPS_JOB = _price("batch_operations_job")
+BATCH_OPS_PER_OBJECT = _price("batch_operations_per_million_objects", 1e6)
+BATCH_OPS_INVENTORY = _price("s3_inventory_per_million_objects", 1e6)  # an S3 Inventory report as Batch Operations' manifest
+S3_COPY = _price("s3_put_copy_post_list_per_1000", 1000)  # PUT/COPY/POST/LIST class
+S3_LIST = S3_COPY
+S3_PUT = S3_COPY
+S3_DELETE = _price("s3_delete_per_1000", 1000)  # DeleteObjects, as `s3bulk plan` prices it
+S3_GB_MONTH = _price("s3_standard_gb_month")
+S3_TAG_MONTH = _price("s3_object_tags_per_10000_month", 10_000)
+CW_DASHBOARD_MONTH = _price("cloudwatch_dashboard_month")
+CW_METRIC_HOUR = _price("cloudwatch_custom_metric_month", 730)  # custom metrics are prorated by the hours they are sent
+CW_ALARM_MONTH = _price("cloudwatch_alarm_standard_month")
+CW_LOGS_GB = _price("cloudwatch_logs_ingest_per_gb")
+XRAY_TRACE = _price("xray_traces_recorded_per_million", 1e6)
+SNS_TOPIC_MONTH = _price("sns_topic_month")
+
+# Prices as AWS states them, where the worked tables show them per unit of another size
+METRIC_PRICE = f"${PRICES['cloudwatch_custom_metric_month']:.2f} per metric-month, by the hour"
+GB_S_PRICE = f"${LAMBDA_GB_S:.10f}".rstrip("0") + " per GB-s"
+TAG_PRICE = f"${PRICES['s3_object_tags_per_10000_month']:.2f} per 10,000 tags a month"
+
+HOURS_PER_MONTH = 730  # AWS's month for monthly prices
+DAYS_PER_MONTH = HOURS_PER_MONTH / 24
+GB = 1024**3
 
 MB_PER_VCPU = 1769  # Lambda gives one full vCPU at 1,769 MB and CPU in proportion to memory
 LATENCY_S = 0.030  # a small-object CopyObject round trip on S3, typical
 THREADS = 32  # the sizing table's default; the stack's own is worker_threads_for() of the measured CPU per object
-KEYS_PER_MESSAGE = 1000
-MESSAGE_KB = 100  # 1,000 keys of ~100 bytes as ASCII JSON
-MESSAGES_PER_INVOCATION = 5
-POLL_S = 20
+WORKER_MB = 1024
+
+# -- the stack as deployed (infra/config.py defaults, infra/stack.py, infra/state_machine.py) ------------------------
+STACK = DeployConfig(read_buckets=(), write_buckets=(), delete_buckets=())
+LIST_SHARDS = STACK.list_shards  # -c list_shards: listing shards per job
+MESSAGES_PER_INVOCATION = STACK.worker_batch_size  # the worker's SqsEventSource batch_size
+POLL_SECONDS = STACK.poll_seconds  # AwaitCompletion's timeout (the task-token wait), then CheckProgress
+KEEP_KEY_LOGS_DAYS = STACK.keep_key_logs_days  # infra/stack.py ExpireKeyLogs: key-log parts expire after this many days
+NONCURRENT_DAYS = 30  # the report bucket is versioned: an expired part stays 30 more days as a noncurrent version
+LISTER_MB = 512  # infra/stack.py: the Lister function (PlanListing, ListShard)
+LISTER_TIMEOUT_S = 300.0  # its timeout (5 min); list_step starts no page with LIST_MARGIN_S or less left
+LISTER_RUN_S = LISTER_TIMEOUT_S - LIST_MARGIN_S
+# The other steps' functions (infra/stack.py) and how long one call takes, assumed: a few DynamoDB calls each.
+VALIDATE_MB, VALIDATE_S = 256, 1.0  # pipeline.validate
+PLAN_S = 2.0  # PlanListing (pipeline.plan_step): a few hundred 20 ms probes on 16 threads (docs/benchmarks-listing.md)
+PROGRESS_MB, PROGRESS_S = 256, 0.5  # AwaitCompletion (pipeline.await_step) and CheckProgress (pipeline.progress_step)
+FINALIZE_MB, FINALIZE_S = 1024, 2.0  # pipeline.finalize: lists the failures parts, writes report.json and failures.jsonl
+
+# -- messages and key-log parts, measured on the code with 50-character keys ------------------------------------
+KEYS_PER_MESSAGE = 1000  # options.batch_size: a 1,000-key page packs into one message (messages.pack)
+SAMPLE_KEY = "data/2024/05/17/part-000123/object-0001234567.json"
+SAMPLE_ETAG = '"' + "0123456789abcdef" * 2 + '"'
+SAMPLE_JOB = parse_job(
+    json.dumps({"operation": "copy", "source": {"bucket": "source-bucket", "prefix": "data/"}, "destination": {"bucket": "dest-bucket"}})
+)
+SAMPLE_JOB_ID = "copy-0f8fad5b-d9cb-469f-a165-70867728950e"  # new_job_id of an execution named by a UUID
+SQS_CHUNK = 64 * 1024  # SQS bills each 64 KB of a call's payload as one request
+
+
+def _sample_objects(n: int) -> list[ObjectInfo]:
+    return [ObjectInfo(f"{SAMPLE_KEY[:-15]}{i:010d}.json", 1024, SAMPLE_ETAG) for i in range(n)]
+
+
+def message_bytes() -> int:
+    """One batch message of KEYS_PER_MESSAGE keys as the lister sends it (messages.pack, BatchMessage.encode)."""
+    [message] = pack(SAMPLE_JOB_ID, "0003-000000012", _sample_objects(KEYS_PER_MESSAGE), KEYS_PER_MESSAGE)
+    return len(message.encode().encode("utf-8"))
+
+
+def key_log_line_bytes() -> int:
+    """One copied object's key-log line (keys.KeyRecord.line, as ops/batch.py _log writes it)."""
+    obj = _sample_objects(1)[0]
+    return len(KeyRecord(obj.key, "succeeded", obj.size, obj.etag, f"backup/{obj.key}", obj.etag).line(SAMPLE_JOB_ID, "copy"))
+
+
+MESSAGE_BYTES = message_bytes()
+KEY_LOG_LINE_BYTES = key_log_line_bytes()
+
+# -- DynamoDB items (s3bulk/aws/ledger.py), sized by DynamoDB's rules ------------------------------------------
+CURSOR_CHARS = 140  # a ListObjectsV2 continuation token, assumed
+TASK_TOKEN_CHARS = 700  # a Step Functions task token (the job item's completion_token), assumed
+
+
+def item_bytes(item: dict[str, dict[str, Any]]) -> int:
+    """An item's size as DynamoDB bills it: each attribute's name, plus a string's UTF-8 bytes, a number's
+    1 byte per 2 significant digits + 1, a boolean's 1."""
+    total = 0
+    for name, value in item.items():
+        [(kind, v)] = value.items()
+        if kind == "S":
+            size = len(str(v).encode("utf-8"))
+        elif kind == "N":
+            digits = str(v).lstrip("-").replace(".", "").strip("0") or "0"
+            size = math.ceil(len(digits) / 2) + 1
+        else:
+            size = 1
+        total += len(name.encode("utf-8")) + size
+    return total
+
+
+def _n(value: int) -> dict[str, str]:
+    return {"N": str(value)}
+
+
+def _key(sk: str) -> dict[str, dict[str, str]]:
+    return {"pk": {"S": f"job#{SAMPLE_JOB_ID}"}, "sk": {"S": sk}}
+
+
+# Values of a 100 M-object job; the counters' digits hardly move an item's size.
+JOB_ITEM: dict[str, dict[str, Any]] = {
+    **initial_item(SAMPLE_JOB_ID, SAMPLE_JOB, now=1.8e9, execution=SAMPLE_JOB_ID.removeprefix("copy-")),
+    "shards": _n(LIST_SHARDS),
+    "completion_token": {"S": "A" * TASK_TOKEN_CHARS},
+}
+COUNTER_ITEM: dict[str, dict[str, Any]] = {  # ledger.finish_batch's Update: WORKER_COUNTERS added on one of COUNTER_SHARDS items
+    **_key(counter_shard("0003-000000012-000")),
+    **{name: _n(3_125_000) for name in WORKER_COUNTERS},
+    "expires_at": _n(1_800_000_000),
+}
+LIST_SHARD_ITEM: dict[str, dict[str, Any]] = {  # ledger.plan's Put, then ledger.checkpoint's Update after every page
+    **_key(list_shard_key(3)),
+    "page": _n(6250),
+    "done": {"BOOL": False},
+    "expires_at": _n(1_800_000_000),
+    "after": {"S": SAMPLE_KEY},
+    "upto": {"S": SAMPLE_KEY},
+    "last_key": {"S": SAMPLE_KEY},
+    "cursor": {"S": "1" * CURSOR_CHARS},
+    **{name: _n(6_250_000) for name in (*LISTER_COUNTERS, "sent", "borrowed")},
+}
+MARKER_ITEM: dict[str, dict[str, Any]] = {
+    **_key("batch#0003-000000012-000"),
+    "expires_at": _n(1_800_000_000),
+    "attempt": {"S": "0123456789ab"},
+}
+
+
+def wru(item: dict[str, dict[str, Any]]) -> int:
+    """Write units of one plain write: 1 per KB of the item."""
+    return math.ceil(item_bytes(item) / 1024)
+
+
+def rru(size: int) -> int:
+    """Read units of one consistent read of `size` bytes (a Query: of its items together): 1 per 4 KB."""
+    return math.ceil(size / 4096)
+
+
+def query_rru(shards: int) -> int:
+    """ledger._shard_items: one consistent Query of every count# item, the COUNTER_SHARDS counters and the K listing shards."""
+    return rru(COUNTER_SHARDS * item_bytes(COUNTER_ITEM) + shards * item_bytes(LIST_SHARD_ITEM))
+
+
+def progress_rru(shards: int) -> int:
+    """ledger.progress: a consistent GetItem of the job item and the Query of its count# items."""
+    return rru(item_bytes(JOB_ITEM)) + query_rru(shards)
+
+
+FINISH_BATCH_WRU = 2 * (wru(MARKER_ITEM) + wru(COUNTER_ITEM))  # TransactWriteItems: marker Put + counter Update, 2x
+CHECKPOINT_WRU = wru(LIST_SHARD_ITEM)  # ledger.checkpoint: one UpdateItem per page
+
+# -- Step Functions (infra/state_machine.py), for a job without the delete guard ---------------------------------
+# Validate, CreateLedgerEntry, KeepIdsOnly, PlanListing, DeleteGuard?, ListShards, AwaitCompletion, Finalize,
+# WithinTolerance?, JobSucceeded
+SFN_FIXED = 10
+SFN_PER_SHARD = 1  # ShardListed, the Succeed that ends each shard's iteration of the Map
+SFN_PER_LISTER_CALL = 2  # ListShard + ShardDone?
+SFN_PER_POLL = 3  # AwaitCompletion times out: CheckProgress, AllBatchesDone?, AwaitCompletion again
+
+# -- CloudWatch, X-Ray and SNS (infra/monitoring.py, infra/stack.py, s3bulk/metrics.py, functions/*/handler.py) ----
+DASHBOARDS = 1  # Monitoring._dashboard
+ALARMS = 4  # Monitoring._alarms: DeadLetters, FailedExecutions, WorkerErrors, OldestMessage; one metric each
+# Custom metrics, each with the one dimension service=s3bulk: one billed metric per name, for the hours it is sent.
+BATCH_METRICS = (metrics.OBJECTS_SUCCEEDED, metrics.OBJECTS_FAILED, metrics.OBJECTS_SKIPPED, metrics.BYTES, metrics.RETRIES)
+LISTER_METRICS = (metrics.LISTED_PAGES,)
+EVENT_METRICS = (metrics.BATCHES_RETURNED, metrics.DEAD_LETTERED_BATCHES, metrics.DUPLICATE_BATCHES)  # only when it happens
+LOG_BYTES_PER_INVOCATION = 1500  # START, END and REPORT lines and the metrics' EMF record, assumed
+LOG_BYTES_PER_TRANSITION = 1000  # the state machine's log group at level ALL, without execution data, assumed
+XRAY_RESERVOIR_PER_S, XRAY_RATE = 1.0, 0.05  # Lambda's default sampling: 1 request a second and 5% of the rest
+IDLE_POLLERS = 5  # the worker's event source polls an empty queue with 5 pollers (MaximumConcurrency keeps it at 5)
+LONG_POLL_S = 20  # each a ReceiveMessage that waits 20 s
 
 # -- at scale: 100 M and 1 B objects (at_scale) -----------------------------------------------------
 S3_PUT_PER_PREFIX = 3500  # COPY is a PUT-class request: S3 sustains about 3,500/s per partitioned prefix
@@ -41,17 +226,10 @@ LIST_PAGE_S = 0.080  # ListObjectsV2, 1,000 keys, on S3 (what bench.listing_shar
 LIST_PAGE_KEYS = 1000
 LISTER_IO_S = 0.025  # per page, after the LIST: SendMessageBatch (one 1,000-key message) + the checkpoint UpdateItem
 LISTER_CPU_MS_PER_PAGE = 20.0  # one full core: parse the page (8-20 ms measured by bench.listing_shards), filter, pack, sign
-LISTER_MB = 512  # the stack's lister function
-LISTER_RUN_S = 270.0  # a lister invocation: 5 min timeout, no new page with under 30 s left
 PROBES_PER_PLAN = 400  # PlanListing's LISTs of two keys at most (`bench.listing_shards --store plan`: ~300-600 at K = 16-32 on 10-123 M keys), a rounding error either way
-WORKER_MB = 1024
+MAX_SHARDS = MAX_INLINE_MAP  # infra/config.py: -c list_shards takes at most 40 (an inline Map runs 40 iterations at once)
 BODY_BUDGET_SHARE = 0.25  # a worker's MemoryBudget: a quarter of its memory (s3bulk/aws/env.py)
 BODY_MB_PER_THREAD = 24  # beyond the budget, per thread: one 8 MiB range, one 8 MiB part, one 8 MiB write buffer
-POLL_SECONDS = 600  # AwaitCompletion's timeout (the task-token wait), then CheckProgress
-SFN_FIXED = 12  # Validate .. Finalize transitions of one job
-SFN_PER_LISTER_CALL = 2  # ListShard + ShardDone? per lister invocation
-SFN_PER_POLL = 3  # AwaitCompletion timeout -> CheckProgress -> AllBatchesDone?
-BATCH_OPS_INVENTORY = 0.0025 / 1e6  # an S3 Inventory report as Batch Operations' manifest, per object listed
 
 
 @dataclass(frozen=True)
@@ -100,25 +278,271 @@ def worker_sizing(cpu_ms_per_object: float, memory_mb: int, threads: int = THREA
     return Sizing(memory_mb, rate, gb_s, gb_s * LAMBDA_GB_S)
 
 
-def per_million(cpu_ms_per_object: float, memory_mb: int, workers: int, threads: int = THREADS) -> dict[str, float]:
-    messages = 1e6 / KEYS_PER_MESSAGE
-    sizing = worker_sizing(cpu_ms_per_object, memory_mb, threads)
-    seconds = 1e6 / (sizing.objects_per_s * workers)
-    invocations = messages / MESSAGES_PER_INVOCATION
-    sqs_chunks = -(-MESSAGE_KB // 64)
-    return {
-        "Lambda compute (workers)": sizing.dollars,
-        "Lambda requests": (invocations + 10) * LAMBDA_REQUEST,
-        "SQS (send, receive, delete)": (messages * sqs_chunks * 2 + invocations) * SQS_REQUEST,
-        "DynamoDB (batch transactions, checkpoints)": (messages * 4 + messages) * DDB_WRU + messages * DDB_RRU,
-        "Step Functions transitions": (12 + 3 * seconds / POLL_S) * SFN_TRANSITION,
-    }
-
-
 def lister_keys_per_s(memory_mb: int = LISTER_MB) -> float:
     """One lister: LIST, then send and checkpoint, one page after the other, its CPU at the share its memory buys."""
     page_s = LIST_PAGE_S + LISTER_IO_S + LISTER_CPU_MS_PER_PAGE / 1000 / (memory_mb / MB_PER_VCPU)
     return LIST_PAGE_KEYS / page_s
+
+
+@dataclass(frozen=True)
+class LineItem:
+    """One line of a job's (or a month's) bill: a quantity the code makes, at one unit price."""
+
+    name: str
+    code: str  # where in the code the quantity comes from
+    quantity: float
+    unit: str  # what one unit is (singular)
+    price: float  # dollars per unit
+    detail: str = ""  # how the quantity adds up
+    price_text: str = ""  # the price as AWS states it, when not per unit
+
+    @property
+    def units(self) -> str:
+        return self.unit if self.unit.endswith("s") or self.unit == "GB" else f"{self.unit}s"
+
+    @property
+    def dollars(self) -> float:
+        return self.quantity * self.price
+
+
+def lister_calls_per_shard(list_seconds: float) -> int:
+    """A shard's ListShard calls: each pages for LISTER_RUN_S and returns (pipeline.list_step), and the shard's loop in
+    the ListShards Map (state_machine.shard_loop) calls it again until it answers done."""
+    return max(1, math.ceil(list_seconds / LISTER_RUN_S))
+
+
+def poll_timeouts(seconds: float, list_seconds: float) -> int:
+    """AwaitCompletion's waits that time out: it starts when every shard is listed and waits POLL_SECONDS at a time
+    until the worker that counts the last batch sends its token (pipeline.notify_if_complete)."""
+    return int(max(0.0, seconds - list_seconds) // POLL_SECONDS)
+
+
+def xray_traces(invocations: float, seconds: float) -> float:
+    """Worker invocations X-Ray records under Lambda's default sampling (tracing is active on every function)."""
+    reservoir = min(invocations, seconds * XRAY_RESERVOIR_PER_S)
+    return reservoir + XRAY_RATE * (invocations - reservoir)
+
+
+def job_items(
+    objects: float,
+    shards: int,
+    busy_workers: float,
+    seconds: float,
+    list_seconds: float,
+    worker_gb_s: float,
+    keep_days: int = KEEP_KEY_LOGS_DAYS,
+) -> list[LineItem]:
+    """What one copy job of `objects` small objects costs the stack, line by line, counted as the code makes it.
+
+    `seconds` is the job's time, `list_seconds` how long each of the `shards` listers pages its shard,
+    `busy_workers` how many workers run on average and `worker_gb_s` what they bill.
+    """
+    batches = objects / KEYS_PER_MESSAGE  # a 1,000-key page is one message, one batch
+    pages = objects / LIST_PAGE_KEYS
+    invocations = batches / MESSAGES_PER_INVOCATION
+    calls = lister_calls_per_shard(list_seconds)
+    lister_calls = shards * calls
+    timeouts = poll_timeouts(seconds, list_seconds)
+    progress_calls = 1 + 2 * timeouts  # AwaitCompletion, then CheckProgress and AwaitCompletion again per timeout
+    other_calls = 2 + progress_calls + 1  # Validate, PlanListing, those, Finalize
+    other_gb_s = (
+        VALIDATE_MB * VALIDATE_S + LISTER_MB * PLAN_S + PROGRESS_MB * PROGRESS_S * progress_calls + FINALIZE_MB * FINALIZE_S
+    ) / 1024
+    transitions = SFN_FIXED + shards * (SFN_PER_SHARD + SFN_PER_LISTER_CALL * calls) + SFN_PER_POLL * timeouts
+
+    send_units = math.ceil(MESSAGE_BYTES * LIST_PAGE_KEYS / KEYS_PER_MESSAGE / SQS_CHUNK)  # one SendMessageBatch per page
+    receive_units = math.ceil(MESSAGES_PER_INVOCATION * MESSAGE_BYTES / SQS_CHUNK)  # one ReceiveMessage per invocation
+    sqs = pages * send_units + invocations * receive_units + invocations
+
+    job_wru = wru(JOB_ITEM)
+    created = wru({k: v for k, v in JOB_ITEM.items() if k not in ("shards", "completion_token")})
+    fixed_writes = created + 2 * (shards + 1) + job_wru  # CreateLedgerEntry, ledger.plan's transaction, Finalize's set_status
+    writes = batches * FINISH_BATCH_WRU + pages * CHECKPOINT_WRU + (1 + timeouts) * job_wru + fixed_writes
+    status_reads = min(batches, busy_workers * seconds / STATUS_TTL_S)  # eventually consistent: half a unit each
+    per_batch_rru = 1 + progress_rru(shards)  # is_batch_done (the minimum: 1), then ledger.progress
+    fixed_reads = 3 + progress_rru(shards)  # PlanListing's load and spec; Finalize's load
+    reads = batches * per_batch_rru + 0.5 * status_reads + 2 * lister_calls + progress_calls * progress_rru(shards) + fixed_reads
+
+    months = (keep_days + NONCURRENT_DAYS) / DAYS_PER_MONTH
+    key_log_gb = objects * KEY_LOG_LINE_BYTES / GB
+    metric_hours = len(BATCH_METRICS) * math.ceil(seconds / 3600) + len(LISTER_METRICS) * math.ceil(list_seconds / 3600)
+    log_gb = ((invocations + lister_calls + other_calls) * LOG_BYTES_PER_INVOCATION + transitions * LOG_BYTES_PER_TRANSITION) / GB
+    traces = xray_traces(invocations, seconds) + 1  # and the execution's own trace, its Lambda steps in it
+
+    return [
+        LineItem(
+            "Lambda workers (GB-s)",
+            "functions/worker, pipeline.WorkerService.work",
+            worker_gb_s,
+            "GB-s",
+            LAMBDA_GB_S,
+            f"{busy_workers:,.0f} busy workers x {WORKER_MB:,} MB x {seconds:,.0f} s of wall time",
+            GB_S_PRICE,
+        ),
+        LineItem(
+            "Lambda listers (GB-s)",
+            "pipeline.list_step, state_machine.shard_loop",
+            shards * list_seconds * LISTER_MB / 1024,
+            "GB-s",
+            LAMBDA_GB_S,
+            f"{shards} shards x {list_seconds:,.0f} s x {LISTER_MB} MB, in {calls} call(s) of up to {LISTER_RUN_S:.0f} s each",
+            GB_S_PRICE,
+        ),
+        LineItem(
+            "Lambda, other steps (GB-s)",
+            "pipeline.validate, plan_step, await_step, progress_step, finalize",
+            other_gb_s,
+            "GB-s",
+            LAMBDA_GB_S,
+            f"Validate, PlanListing, {progress_calls} Progress calls, Finalize",
+            GB_S_PRICE,
+        ),
+        LineItem(
+            "Lambda requests",
+            "SqsEventSource batch_size; shard_loop",
+            invocations + lister_calls + other_calls,
+            "invocation",
+            LAMBDA_REQUEST,
+            f"{invocations:,.0f} worker ({MESSAGES_PER_INVOCATION} messages each) + {lister_calls:,} ListShard + {other_calls} other",
+        ),
+        LineItem(
+            "SQS (send, receive, delete)",
+            "queue.QueueSender.send; the worker's event source",
+            sqs,
+            "64 KB request",
+            SQS_REQUEST,
+            f"{pages:,.0f} SendMessageBatch x {send_units} (one {MESSAGE_BYTES / 1000:,.0f} KB message) + {invocations:,.0f} "
+            f"ReceiveMessage x {receive_units} ({MESSAGES_PER_INVOCATION} messages) + {invocations:,.0f} DeleteMessageBatch",
+        ),
+        LineItem(
+            "DynamoDB writes (finish_batch, checkpoint)",
+            "ledger.finish_batch, ledger.checkpoint",
+            writes,
+            "WRU",
+            DDB_WRU,
+            f"{batches:,.0f} batches x {FINISH_BATCH_WRU} (a transaction of 2 items of 1 KB, 2x) + {pages:,.0f} pages x "
+            f"{CHECKPOINT_WRU} + {(1 + timeouts) * job_wru + fixed_writes:,} for the job",
+        ),
+        LineItem(
+            "DynamoDB reads (completion check per batch)",
+            "ledger.is_batch_done, pipeline.notify_if_complete -> ledger.progress",
+            reads,
+            "RRU",
+            DDB_RRU,
+            f"{batches:,.0f} batches x {per_batch_rru} (marker 1 + job item {rru(item_bytes(JOB_ITEM))} + Query of "
+            f"{COUNTER_SHARDS} + {shards} count# items {query_rru(shards)}) + {status_reads:,.0f} status reads x 0.5 + "
+            f"{2 * lister_calls + progress_calls * progress_rru(shards) + fixed_reads:,} other",
+        ),
+        LineItem(
+            "Step Functions transitions",
+            "infra/state_machine.py",
+            transitions,
+            "transition",
+            SFN_TRANSITION,
+            f"{SFN_FIXED} + {shards} shards x ({SFN_PER_SHARD} + {SFN_PER_LISTER_CALL} x {calls} calls) + {SFN_PER_POLL} x "
+            f"{timeouts} timed-out waits",
+        ),
+        LineItem(
+            "S3 report bucket PUTs (key-log part per batch)",
+            "ReportBucket.put_keys, put_failures; finalize",
+            batches + 3,
+            "PUT",
+            S3_PUT,
+            f"{batches:,.0f} key-log parts (+1 failures part per batch with a failure) + report.json, failures.jsonl, 1 LIST",
+        ),
+        LineItem(
+            "S3 key-log storage",
+            "ReportBucket.put_keys; ExpireKeyLogs",
+            key_log_gb * months,
+            "GB-month",
+            S3_GB_MONTH,
+            f"{key_log_gb:,.1f} GB ({KEY_LOG_LINE_BYTES} B a key) for {keep_days} + {NONCURRENT_DAYS} days (noncurrent)",
+        ),
+        LineItem(
+            "S3 key-log tags",
+            "reportbucket.KEY_LOG_TAG",
+            batches * months,
+            "tag-month",
+            S3_TAG_MONTH,
+            f"{batches:,.0f} parts x 1 tag for {keep_days + NONCURRENT_DAYS} days",
+            TAG_PRICE,
+        ),
+        LineItem(
+            "CloudWatch custom metrics (hours sent)",
+            "functions/worker, functions/lister handlers",
+            metric_hours,
+            "metric-hour",
+            CW_METRIC_HOUR,
+            f"{len(BATCH_METRICS)} metrics x {math.ceil(seconds / 3600)} h + {len(LISTER_METRICS)} x {math.ceil(list_seconds / 3600)} h",
+            METRIC_PRICE,
+        ),
+        LineItem(
+            "CloudWatch Logs ingestion",
+            "Lambda and state machine log groups",
+            log_gb,
+            "GB",
+            CW_LOGS_GB,
+            f"{LOG_BYTES_PER_INVOCATION:,} B per invocation, {LOG_BYTES_PER_TRANSITION:,} B per transition (assumed)",
+        ),
+        LineItem(
+            "X-Ray traces",
+            "tracing on every function and the state machine",
+            traces,
+            "trace",
+            XRAY_TRACE,
+            "1 worker invocation a second and 5% of the rest, + the execution",
+        ),
+    ]
+
+
+def per_million(cpu_ms_per_object: float, memory_mb: int, workers: int, threads: int = THREADS) -> dict[str, float]:
+    """One million objects with `workers` workers at their own speed (the destination takes their COPYs), K = LIST_SHARDS."""
+    sizing = worker_sizing(cpu_ms_per_object, memory_mb, threads)
+    listing = LIST_SHARDS * lister_keys_per_s()
+    per_s = min(sizing.objects_per_s * workers, listing)
+    items = job_items(1e6, LIST_SHARDS, per_s / sizing.objects_per_s, 1e6 / per_s + LIST_PAGE_S, 1e6 / listing, sizing.gb_seconds)
+    return {i.name: i.dollars for i in items}
+
+
+def fixed_monthly() -> list[LineItem]:
+    """What a deployed stack costs each month with no job running."""
+    return [
+        LineItem("CloudWatch dashboard", "infra/monitoring.py Monitoring._dashboard", DASHBOARDS, "dashboard", CW_DASHBOARD_MONTH),
+        LineItem(
+            "CloudWatch alarms",
+            "infra/monitoring.py Monitoring._alarms",
+            ALARMS,
+            "alarm",
+            CW_ALARM_MONTH,
+            "DeadLetters, FailedExecutions, WorkerErrors, OldestMessage: standard resolution, one metric each",
+        ),
+        LineItem(
+            "SQS: the worker's event source polls the empty queue",
+            "infra/stack.py SqsEventSource(max_concurrency=...)",
+            IDLE_POLLERS * HOURS_PER_MONTH * 3600 / LONG_POLL_S,
+            "request",
+            SQS_REQUEST,
+            f"{IDLE_POLLERS} pollers x one {LONG_POLL_S} s ReceiveMessage after another x {HOURS_PER_MONTH} h",
+        ),
+        LineItem(
+            "SNS alarm topic",
+            "infra/stack.py Alarms",
+            1,
+            "topic",
+            SNS_TOPIC_MONTH,
+            "no monthly fee; alarm notifications are $0.50 per million publishes",
+        ),
+        LineItem(
+            "CloudWatch custom metrics",
+            "s3bulk/metrics.py",
+            0,
+            "metric-hour",
+            CW_METRIC_HOUR,
+            f"{len(BATCH_METRICS) + len(LISTER_METRICS) + len(EVENT_METRICS)} names x 1 dimension, billed only in hours they are "
+            "sent: in each job's cost",
+            METRIC_PRICE,
+        ),
+    ]
 
 
 @dataclass(frozen=True)
@@ -133,20 +557,27 @@ class AtScale:
     per_s: float  # the job: the lowest of the three
     bound: str
     seconds: float
-    costs: dict[str, float]
+    items: tuple[LineItem, ...]
+
+    @property
+    def costs(self) -> dict[str, float]:
+        return {i.name: i.dollars for i in self.items}
 
     @property
     def total(self) -> float:
         return sum(self.costs.values())
 
 
-def at_scale(objects: float, shards: int, concurrency: int, prefixes: int, cpu_ms_per_object: float) -> AtScale:
+def at_scale(
+    objects: float, shards: int, concurrency: int, prefixes: int, cpu_ms_per_object: float, keep_days: int = KEEP_KEY_LOGS_DAYS
+) -> AtScale:
     """Time and cost of copying `objects` small objects with the stack: listing, workers and S3 as three rates in a row.
 
     Listing and copying overlap (work starts with the first batch), so the job runs at the
     lowest rate, plus one page for the pipeline to fill. Workers bill wall time: when S3 or
     listing is slower than they are, an S3-bound worker waits out SlowDown (paid), while a
     listing-bound one is simply invoked less often (an empty queue costs no invocation).
+    Each of the K listers pages its own shard for the whole listing time, so listing bills K times that.
     """
     listing = shards * lister_keys_per_s()
     worker = worker_sizing(cpu_ms_per_object, WORKER_MB, worker_threads_for(cpu_ms_per_object)).objects_per_s
@@ -154,27 +585,13 @@ def at_scale(objects: float, shards: int, concurrency: int, prefixes: int, cpu_m
     s3 = prefixes * S3_PUT_PER_PREFIX
     per_s, bound = min((listing, "listing"), (workers, "workers"), (s3, "S3 PUT limit"))
     seconds = objects / per_s + LIST_PAGE_S
-    list_seconds = objects / listing
-    messages = objects / KEYS_PER_MESSAGE
-    pages = objects / LIST_PAGE_KEYS
+    list_seconds = objects / listing  # each shard's lister pages objects / K keys at one lister's rate
     # Throttled by S3, every worker the queue's backlog invokes waits out SlowDown, billed; fed by a slower
     # listing, only as many run as the messages keep busy.
     busy_workers = concurrency if bound == "S3 PUT limit" else per_s / worker
     worker_gb_s = busy_workers * seconds * WORKER_MB / 1024
-    lister_calls = shards * -(-list_seconds / shards // LISTER_RUN_S) if shards else 0.0
-    lister_gb_s = list_seconds * LISTER_MB / 1024  # each lister pages its share: shards x (list_seconds / shards)
-    invocations = messages / MESSAGES_PER_INVOCATION
-    sqs_chunks = -(-MESSAGE_KB // 64)
-    costs = {
-        "Lambda workers (GB-s)": worker_gb_s * LAMBDA_GB_S,
-        "Lambda listers (GB-s)": lister_gb_s * LAMBDA_GB_S,
-        "Lambda requests": (invocations + lister_calls + 10) * LAMBDA_REQUEST,
-        "SQS (send, receive, delete)": (messages * sqs_chunks * 2 + invocations) * SQS_REQUEST,
-        "DynamoDB (TransactWriteItems per batch, checkpoint per page)": (messages * 4 + pages) * DDB_WRU + messages * DDB_RRU,
-        "Step Functions transitions": (SFN_FIXED + 2 * shards + SFN_PER_LISTER_CALL * lister_calls + SFN_PER_POLL * seconds / POLL_SECONDS)
-        * SFN_TRANSITION,
-    }
-    return AtScale(objects, shards, concurrency, prefixes, listing, workers, s3, per_s, bound, seconds, costs)
+    items = job_items(objects, shards, busy_workers, seconds, list_seconds, worker_gb_s, keep_days)
+    return AtScale(objects, shards, concurrency, prefixes, listing, workers, s3, per_s, bound, seconds, tuple(items))
 
 
 def s3_requests(objects: float) -> float:
@@ -205,8 +622,42 @@ SCALE_ROWS = [
     (16, 200, 100),
     (16, 1000, 100),
     (32, 1000, 100),
-    (99, 1000, 1000),
+    (MAX_SHARDS, 1000, 1000),
 ]
+
+
+def _quantity(q: float) -> str:
+    return f"{q:,.0f}" if q >= 100 or q == int(q) else f"{q:,.2f}"
+
+
+def _money(x: float) -> str:
+    """Dollars with every significant digit the price has, at least cents: 0.625, 0.0000133334, 3.00."""
+    text = f"{x:,.10f}".rstrip("0")
+    whole, _, cents = text.partition(".")
+    return f"${whole}.{cents.ljust(2, '0')}"
+
+
+def _unit_price(item: LineItem) -> str:
+    if item.price_text:
+        return item.price_text
+    if item.price == 0:
+        return f"$0 per {item.unit}"
+    for scale, per in ((1, f"per {item.unit}"), (1000, f"per 1,000 {item.units}"), (1e6, f"per million {item.units}")):
+        if item.price * scale >= 0.01:
+            return f"{_money(item.price * scale)} {per}"
+    return f"{_money(item.price * 1e6)} per million {item.units}"
+
+
+def _bill(items: list[LineItem] | tuple[LineItem, ...]) -> list[str]:
+    """A worked table: each line's quantity, where the code makes it, its unit price and dollars."""
+    rows = [
+        "| item | code | quantity | unit price | $ |",
+        "|---|---|---|---:|---:|",
+    ]
+    for i in items:
+        quantity = f"{_quantity(i.quantity)} {i.unit if i.quantity == 1 else i.units}" + (f": {i.detail}" if i.detail else "")
+        rows.append(f"| {i.name} | `{i.code}` | {quantity} | {_unit_price(i)} | {i.dollars:,.4f} |")
+    return rows
 
 
 def render_at_scale(cpu_ms: float) -> list[str]:
@@ -230,48 +681,85 @@ def render_at_scale(cpu_ms: float) -> list[str]:
         "  estimated size) measured 98-99% at K = 2, 85-90% at K = 4-8 and 75-79% at 16: on that small source it cuts no finer",
         "  than 10,000 keys, so 16 ranges hold up to 20,000 keys, not 18,750; on 10-123 M keys its largest range is at most",
         "  7% over an equal share. A source whose keys all sit in one page is one shard, and then the K = 1 rows apply.",
-        "  S3 serves 5,500 LIST/s per prefix; K listers send about K x 6 per second.",
-        f"- **workers**: MaximumConcurrency x {worker:,.0f} objects/s (a {WORKER_MB:,} MB worker, CPU-bound, from the table above).",
+        f"  S3 serves 5,500 LIST/s per prefix; K listers send about K x 6 per second. The stack takes K <= {MAX_SHARDS}",
+        "  (`-c list_shards`, infra/config.py: an inline Map runs at most 40 iterations at once).",
+        f"- **workers**: MaximumConcurrency x {worker:,.0f} objects/s (a {WORKER_MB:,} MB worker, from the table above).",
         f"- **S3**: {S3_PUT_PER_PREFIX:,} COPY/s (PUT class) per partitioned prefix of the destination. A new prefix starts as one",
         "  partition; S3 adds partitions under sustained load (over minutes to hours, not on request), and only where keys",
         "  differ early enough to be split. The rows show 1, 10 and 100 partitioned prefixes.",
         "",
-        "Costs: workers bill wall time, so a worker slowed by S3 (SlowDown, or `adaptive_rate`) costs GB-seconds while it",
-        "waits; an empty queue invokes no worker. SQS: each 1,000-key message (~100 KB) bills 2 requests to send and 2 to",
-        "receive, plus one DeleteMessageBatch per invocation of 5 messages. DynamoDB on demand: one TransactWriteItems per",
-        "batch of 1,000 (marker Put + counter Update: 2 items x 2 WRU) plus one GetItem, and one checkpoint UpdateItem per",
-        f"lister page. Step Functions: {SFN_FIXED} fixed transitions, 2 per shard, {SFN_PER_LISTER_CALL} per lister invocation (one per {LISTER_RUN_S:.0f} s),",
-        f"{SFN_PER_POLL} per {POLL_SECONDS} s of waiting for completion. S3 Batch Operations: $0.25 per job + $1.00 per million objects,",
-        "plus an S3 Inventory report as its manifest ($0.0025 per million objects listed); its throughput is not published",
-        "and it meets the same PUT limit, so only its fees are compared. S3's own request charges (a COPY per object, $5.00",
-        "per million) are the same with either tool and are shown apart.",
+        "Costs (`job_items`; the worked example below shows every line's count and the code that makes it):",
+        "",
+        "- **Lambda**: workers bill wall time, so a worker slowed by S3 (SlowDown, or `adaptive_rate`) costs GB-seconds while",
+        "  it waits; an empty queue invokes no worker. Each of the K listers pages its shard for the whole listing time, in",
+        f"  calls of up to {LISTER_RUN_S:.0f} s ({LISTER_TIMEOUT_S:.0f} s timeout, no new page with {LIST_MARGIN_S:.0f} s left: `pipeline.list_step`) that",
+        "  `state_machine.shard_loop` repeats until the shard is done: K x the listing time in GB-s, K x the calls in requests.",
+        f"  A worker takes {MESSAGES_PER_INVOCATION} messages per invocation (the event source's batch_size).",
+        f"- **SQS**: a 1,000-key page is one message of {MESSAGE_BYTES / 1000:,.0f} KB (`messages.pack`, {len(SAMPLE_KEY)}-character keys),",
+        "  sent in one SendMessageBatch (`queue.QueueSender`: up to 10 messages and 1 MiB a call); SQS bills each 64 KB of",
+        f"  a call's payload, so a send is {math.ceil(MESSAGE_BYTES / SQS_CHUNK)} requests, a worker's ReceiveMessage of {MESSAGES_PER_INVOCATION} messages",
+        f"  {math.ceil(MESSAGES_PER_INVOCATION * MESSAGE_BYTES / SQS_CHUNK)}, and its DeleteMessageBatch 1.",
+        "- **DynamoDB**, on demand (`s3bulk/aws/ledger.py`): per batch, `finish_batch`'s TransactWriteItems (the batch",
+        f"  marker's Put and its counter shard's Update, 1 KB each, at 2 WRU per KB in a transaction: {FINISH_BATCH_WRU} WRU), and",
+        "  the completion check (`pipeline.notify_if_complete`): a consistent GetItem of the absent marker first",
+        f"  (`is_batch_done`, 1 RRU), then `ledger.progress`, a consistent GetItem of the job item ({item_bytes(JOB_ITEM):,} B with its",
+        f"  completion token: 1 RRU) and a consistent Query of every `count#` item: {COUNTER_SHARDS} counter shards of {item_bytes(COUNTER_ITEM)} B and",
+        f"  K listing shards of {item_bytes(LIST_SHARD_ITEM)} B (three 50-character keys, a {CURSOR_CHARS}-character cursor), 1 RRU per 4 KB together:",
+        f"  {query_rru(1)} RRU at K = 1, {query_rru(LIST_SHARDS)} at 16, {query_rru(32)} at 32, {query_rru(MAX_SHARDS)} at {MAX_SHARDS}. Per page, the lister's checkpoint UpdateItem",
+        f"  ({CHECKPOINT_WRU} WRU). Per container every {STATUS_TTL_S:.0f} s, an eventually consistent read of the job's status (0.5 RRU).",
+        f"- **Step Functions**: {SFN_FIXED} transitions per job (Validate, CreateLedgerEntry, KeepIdsOnly, PlanListing,",
+        "  DeleteGuard?, ListShards, AwaitCompletion, Finalize, WithinTolerance?, JobSucceeded), per shard",
+        f"  {SFN_PER_LISTER_CALL} per lister call (ListShard, ShardDone?) and {SFN_PER_SHARD} to end it (ShardListed), and {SFN_PER_POLL} for each",
+        f"  {POLL_SECONDS} s wait of AwaitCompletion that times out once the listing is done (CheckProgress, AllBatchesDone?,",
+        "  AwaitCompletion again); the worker that counts the last batch sends the task token that ends the wait. A delete",
+        "  or move with `max_delete` adds the count pass.",
+        "- **The report bucket** (`s3bulk/aws/reportbucket.py`): each counted batch PUTs its key-log part (`put_keys`), tagged",
+        f"  `{KEY_LOG_TAG}` in the same PUT (no request of its own); a batch with a failure PUTs a failures part too",
+        "  (`put_failures`), and a try that lost the count to a duplicate empties both (2 PUTs). Finalize writes report.json and",
+        f"  failures.jsonl. A key-log line is {KEY_LOG_LINE_BYTES} B (`KeyRecord.line`), so a billion objects leave",
+        f"  {1e9 * KEY_LOG_LINE_BYTES / GB:,.0f} GB of key logs. The ExpireKeyLogs rule expires them after `-c keep_key_logs_days`",
+        f"  ({KEEP_KEY_LOGS_DAYS} by default), but the bucket is versioned: expiry leaves a delete marker, and the part is",
+        f"  deleted {NONCURRENT_DAYS} days later by the noncurrent-version rule, so it is billed for {KEEP_KEY_LOGS_DAYS + NONCURRENT_DAYS} days,",
+        "  and its tag with it ($0.01 per 10,000 tags a month).",
+        f"- **CloudWatch and X-Ray**: the workers send {len(BATCH_METRICS)} custom metrics with every counted batch and the listers",
+        "  1 (`s3bulk/metrics.py`, one dimension: service), billed for the hours they are sent; logs and traces as assumed in",
+        "  the worked example (`LOG_BYTES_PER_INVOCATION`, Lambda's default sampling).",
+        "",
+        "S3 Batch Operations: $0.25 per job + $1.00 per million objects, plus an S3 Inventory report as its manifest ($0.0025",
+        "per million objects listed); its throughput is not published and it meets the same PUT limit, so only its fees are",
+        "compared. S3's own request charges (a COPY per object, $5.00 per million) are the same with either tool and are",
+        "shown apart.",
         "",
         f"### Listing alone: {lister:,.0f} keys/s per lister",
         "",
         "| shards K | keys/s | 100 M listed in | 1 B listed in |",
         "|---:|---:|---:|---:|",
     ]
-    for k in (1, 4, 16, 32, 99):
+    for k in (1, 4, 16, 32, MAX_SHARDS):
         rate = k * lister
         lines.append(f"| {k} | {rate:,.0f} | {_duration(1e8 / rate)} | {_duration(1e9 / rate)} |")
     lines += [
         "",
         "### The job: copy, 1 KiB objects",
         "",
-        "| objects | K | MaximumConcurrency | prefixes | listing /s | workers /s | S3 /s | bound by | time | s3bulk $ | of which workers | S3 requests $ | Batch Ops fees $ |",
-        "|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|",
+        "| objects | K | MaximumConcurrency | prefixes | listing /s | workers /s | S3 /s | bound by | time | s3bulk $ | of which workers | of which key logs | S3 requests $ | Batch Ops fees $ |",
+        "|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     for objects in (1e8, 1e9):
         for k, conc, prefixes in SCALE_ROWS:
             r = at_scale(objects, k, conc, prefixes, cpu_ms)
+            key_logs = (
+                r.costs["S3 report bucket PUTs (key-log part per batch)"] + r.costs["S3 key-log storage"] + r.costs["S3 key-log tags"]
+            )
             lines.append(
                 f"| {objects / 1e6:,.0f} M | {k} | {conc:,} | {prefixes:,} | {r.listing_per_s:,.0f} | {r.workers_per_s:,.0f} | {r.s3_per_s:,.0f} | "
-                f"{r.bound} | {_duration(r.seconds)} | {r.total:,.2f} | {r.costs['Lambda workers (GB-s)']:,.2f} | {s3_requests(objects):,.0f} | "
-                f"{batch_operations(objects):,.2f} |"
+                f"{r.bound} | {_duration(r.seconds)} | {r.total:,.2f} | {r.costs['Lambda workers (GB-s)']:,.2f} | {key_logs:,.2f} | "
+                f"{s3_requests(objects):,.0f} | {batch_operations(objects):,.2f} |"
             )
     k16 = at_scale(1e8, 16, 50, 1, cpu_ms)
     k1 = at_scale(1e8, 1, 200, 100, cpu_ms)
     lean = at_scale(1e8, 16, 4, 1, cpu_ms)
+    wide = at_scale(1e8, 16, 200, 100, cpu_ms)
     lines += [
         "",
         f"**What limits what.** With K = 16 the listers send {k16.listing_per_s:,.0f} keys/s, so at 100 M objects listing is not the",
@@ -283,24 +771,50 @@ def render_at_scale(cpu_ms: float) -> list[str]:
         f"concurrency only costs: 100 M on one prefix costs ${k16.costs['Lambda workers (GB-s)']:,.2f} of workers at MaximumConcurrency 50 and",
         f"${lean.costs['Lambda workers (GB-s)']:,.2f} at 4 (= 3,500 / {worker:,.0f}), in the same time. Set MaximumConcurrency near",
         "prefixes x 3,500 / (objects/s per worker); a worker slowed by SlowDown or `adaptive_rate` is billed while it waits.",
+        "Where S3 is not the bound, the key logs are s3bulk's largest cost: "
+        f"${wide.costs['S3 key-log storage'] + wide.costs['S3 key-log tags'] + wide.costs['S3 report bucket PUTs (key-log part per batch)']:,.2f} "
+        f"of ${wide.total:,.2f} for 100 M, kept {KEEP_KEY_LOGS_DAYS} + {NONCURRENT_DAYS} days; `-c keep_key_logs_days=7` makes their storage",
+        f"${at_scale(1e8, 16, 200, 100, cpu_ms, keep_days=7).costs['S3 key-log storage']:,.2f}.",
         "",
         f"Against Batch Operations: its fees for 100 M objects are ${batch_operations(1e8):,.2f} and for 1 B ${batch_operations(1e9):,.2f}; s3bulk's",
         f"own cost is ${k16.total:,.2f} / ${at_scale(1e9, 16, 50, 1, cpu_ms).total:,.2f} at the default concurrency on one prefix, and",
-        f"${at_scale(1e8, 16, 200, 100, cpu_ms).total:,.2f} / ${at_scale(1e9, 16, 200, 100, cpu_ms).total:,.2f} where S3 is not the bound. Both pay S3's",
-        f"${s3_requests(1e8):,.0f} / ${s3_requests(1e9):,.0f} of requests, which dwarf either.",
+        f"${wide.total:,.2f} / ${at_scale(1e9, 16, 200, 100, cpu_ms).total:,.2f} where S3 is not the bound. Both pay S3's",
+        f"${s3_requests(1e8):,.0f} / ${s3_requests(1e9):,.0f} of requests, which dwarf either. The stack's fixed monthly cost",
+        f"(${sum(i.dollars for i in fixed_monthly()):,.2f}, below) comes on top, whether jobs run or not.",
     ]
     r = at_scale(1e8, 16, 50, 10, cpu_ms)
     lines += [
         "",
-        "One row in full (100 M objects, K = 16, MaximumConcurrency 50, 10 prefixes):",
+        f"### Worked example: 100 M objects, K = 16, MaximumConcurrency 50, 10 prefixes ({r.bound}, {_duration(r.seconds)})",
         "",
-        "| item | $ |",
-        "|---|---:|",
-        *(f"| {k} | {v:,.2f} |" for k, v in r.costs.items()),
-        f"| **s3bulk, total** | **{r.total:,.2f}** |",
-        f"| S3 Batch Operations' fees (job + per object + inventory) | {batch_operations(1e8):,.2f} |",
-        f"| S3 requests, either tool | {s3_requests(1e8):,.2f} |",
+        *_bill(r.items),
+        f"| **s3bulk, total** | | | | **{r.total:,.4f}** |",
+        f"| S3 Batch Operations' fees (job + per object + inventory) | | | | {batch_operations(1e8):,.2f} |",
+        f"| S3 requests, either tool (COPY per object, LIST per page, plan probes) | | | | {s3_requests(1e8):,.2f} |",
         "",
+        "Left out as below a cent per 100 M objects: DynamoDB storage and point-in-time recovery of the ledger's",
+        "items (a batch marker of ~100 B for 30 days), each worker container's first read of the job spec, the report",
+        "bucket's server access logs (one line per PUT, kept 90 days), the log groups' storage (kept a month), and",
+        "KMS requests for the ledger's AWS-managed key. A move adds one DeleteObjects per batch (free) and, for objects",
+        "above the multipart threshold, HEADs; a sync lists the destination page by page as well.",
+    ]
+    fixed = fixed_monthly()
+    lines += [
+        "",
+        "## Fixed monthly cost of a deployed stack",
+        "",
+        "Generated by `fixed_monthly`: what the stack costs each month with no job running; jobs add the costs above.",
+        "",
+        *_bill(fixed),
+        f"| **fixed, per month** | | | | **{sum(i.dollars for i in fixed):,.2f}** |",
+        "",
+        "CloudWatch's custom metrics are billed only for the hours they are sent, so they are in each job's cost: at most",
+        f"{len(BATCH_METRICS) + len(LISTER_METRICS) + len(EVENT_METRICS)} metrics x $0.30 = "
+        f"${(len(BATCH_METRICS) + len(LISTER_METRICS) + len(EVENT_METRICS)) * CW_METRIC_HOUR * HOURS_PER_MONTH:,.2f} in a month in which some job sends every one of them every hour.",
+        "The pollers are AWS's description, not a measurement: Lambda long-polls an idle queue and scales back to 5",
+        "concurrent batches, down to 2 only for an event source without MaximumConcurrency; the stack sets one (50).",
+        "AWS's free tier (3 dashboards, 10 alarms, 10 metrics, 1 million SQS requests a month) would cover all of it",
+        "in an account with nothing else; prices.json leaves free tiers out.",
     ]
     return lines
 
@@ -369,14 +883,17 @@ def render(cpu_ms: float, source: str) -> str:
         "a narrower job meets S3's limit first",
         "(SlowDown, retried with backoff). 50 also leaves most of an account's default 1,000 concurrent executions free.",
         "",
-        "## Per million objects (copy), 1,024 MB workers, 50 in parallel",
+        f"## Per million objects (copy), 1,024 MB workers, 50 in parallel, K = {LIST_SHARDS}",
+        "",
+        "The same lines as the worked example below (`per_million`, `job_items`), for one million objects whose",
+        f"destination takes the workers' COPYs; key logs kept {KEEP_KEY_LOGS_DAYS} + {NONCURRENT_DAYS} days. The stack's fixed monthly cost is apart.",
         "",
         "| item | $ |",
         "|---|---:|",
     ]
     lines += [f"| {k} | {v:.4f} |" for k, v in costs.items()]
     lines += [
-        f"| **s3bulk orchestration, total** | **{total:.4f}** |",
+        f"| **s3bulk on AWS, total** | **{total:.4f}** |",
         f"| S3 Batch Operations: $1.00 per million objects + $0.25 per job | {BATCH_OPS_PER_OBJECT * 1e6 + BATCH_OPS_JOB:.2f} |",
         "",
         f"s3bulk's own cost is about **{(BATCH_OPS_PER_OBJECT * 1e6 + BATCH_OPS_JOB) / total:,.0f}x lower** than Batch Operations' fees for the same million objects.",
@@ -385,9 +902,10 @@ def render(cpu_ms: float, source: str) -> str:
         "",
         "| operation | S3 requests per million objects | $ |",
         "|---|---|---:|",
-        f"| copy | 1,000,000 COPY + 1,000 LIST | {1e6 * S3_COPY + 1000 * S3_LIST:.2f} |",
-        f"| move | 1,000,000 COPY + 1,000 DeleteObjects + 1,000 LIST | {1e6 * S3_COPY + 2000 * S3_LIST:.2f} |",
-        f"| delete | 1,000 DeleteObjects + 1,000 LIST (DELETE itself is free) | {2000 * S3_LIST:.2f} |",
+        f"| copy | 1,000,000 COPY + 1,000 LIST | {1e6 * S3_COPY + 1000 * S3_LIST:.3f} |",
+        f"| move | 1,000,000 COPY + 1,000 DeleteObjects + 1,000 LIST | {1e6 * S3_COPY + 1000 * S3_DELETE + 1000 * S3_LIST:.3f} |",
+        f"| delete | 1,000 DeleteObjects + 1,000 LIST (DeleteObjects at `s3_delete_per_1000`: {_money(S3_DELETE * 1000)} per 1,000) | "
+        f"{1000 * S3_DELETE + 1000 * S3_LIST:.3f} |",
         "",
         "Objects above the multipart threshold add HEAD, GetObjectTagging, Create/Complete and one UploadPartCopy per part.",
     ]

@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
 from bench.cost_model import (
+    KEY_LOG_LINE_BYTES,
     LATENCY_S,
+    MAX_SHARDS,
+    MESSAGE_BYTES,
+    SCALE_ROWS,
     THREADS,
     at_scale,
     batch_operations,
+    fixed_monthly,
+    item_bytes,
+    lister_calls_per_shard,
     lister_keys_per_s,
     per_million,
+    query_rru,
     render,
     s3_requests,
     worker_memory_for,
@@ -53,10 +62,14 @@ def test_at_100_million_objects_on_one_prefix_the_s3_put_limit_bounds_the_job_an
     assert r.seconds == pytest.approx(1e8 / 3500 + 0.08)  # ~7.9 h
     # 50 workers x 1 GB x 28,571.5 s, at $0.0000133334 per GB-s
     assert r.costs["Lambda workers (GB-s)"] == pytest.approx(50 * (1e8 / 3500 + 0.08) * 0.0000133334)  # ~$19.05
-    # 100,000 messages of 100 KB: 2 requests to send, 2 to receive; 20,000 deletes; $0.40 per million
-    assert r.costs["SQS (send, receive, delete)"] == pytest.approx((1e5 * 4 + 2e4) * 0.40 / 1e6)  # $0.168
-    # 100,000 transactions of 4 WRU + 100,000 checkpoints of 1 WRU at $0.625/M, 100,000 reads at $0.125/M
-    assert r.costs["DynamoDB (TransactWriteItems per batch, checkpoint per page)"] == pytest.approx(0.3125 + 0.0125)
+    # 100,000 pages of one ~100 KB message: a SendMessageBatch of 2 billed requests each; 20,000 invocations, each a
+    # ReceiveMessage of 5 messages (~500 KB: 8 requests) and a DeleteMessageBatch; $0.40 per million
+    assert r.costs["SQS (send, receive, delete)"] == pytest.approx((1e5 * 2 + 2e4 * 8 + 2e4) * 0.40 / 1e6)  # $0.152
+    # 100,000 transactions of 4 WRU + 100,000 checkpoints of 1 WRU at $0.625/M (+ the job's own few writes)
+    assert r.costs["DynamoDB writes (finish_batch, checkpoint)"] == pytest.approx(5e5 * 0.625e-6, abs=1e-4)
+    # Per counted batch: the marker (1 RRU), the job item (1) and the Query of 32 + 16 count# items (4), at $0.125/M;
+    # plus a status read (0.5 RRU) per container every 30 s: 50 x 28,571 s / 30
+    assert r.costs["DynamoDB reads (completion check per batch)"] == pytest.approx((1e5 * 6 + 0.5 * 50 * 28571.5 / 30) * 0.125e-6, rel=1e-3)
     assert batch_operations(1e8) == pytest.approx(0.25 + 100 + 0.25)
     assert s3_requests(1e8) == pytest.approx(500 + (1e5 + 400) * 0.005 / 1000)
 
@@ -94,3 +107,83 @@ def test_the_stacks_worker_defaults_are_the_models_for_the_measured_cpu_per_obje
     defaults = DeployConfig(read_buckets=(), write_buckets=(), delete_buckets=())
     assert defaults.worker_threads == worker_threads_for(cpu_ms, defaults.worker_memory_mb)
     assert defaults.worker_memory_mb == worker_memory_for(cpu_ms, defaults.worker_threads)
+
+
+def test_each_of_the_k_listers_bills_the_whole_listing_time_in_calls_of_270_seconds() -> None:
+    """state_machine.shard_loop calls the lister again until its shard is done; each call ends 30 s before its 5 min timeout."""
+    r = at_scale(1e8, 16, 50, 10, 0.6)
+    list_seconds = 1e8 / (16 * lister_keys_per_s())  # ~1,088 s: each shard holds 1/16 of the keys
+    assert r.costs["Lambda listers (GB-s)"] == pytest.approx(16 * list_seconds * 0.5 * 0.0000133334)  # ~$0.116
+    # The same keys listed by one lister bill the same GB-s, in one sixteenth of the calls' wall time each
+    assert at_scale(1e8, 1, 50, 10, 0.6).costs["Lambda listers (GB-s)"] == pytest.approx(r.costs["Lambda listers (GB-s)"])
+    assert lister_calls_per_shard(list_seconds) == 5  # ceil(1,088 / 270)
+    requests = next(i for i in r.items if i.name == "Lambda requests")
+    # 20,000 worker invocations (5 messages each), 16 x 5 ListShard calls, Validate, PlanListing, Finalize and
+    # AwaitCompletion plus CheckProgress and AwaitCompletion again for each of the 2 timed-out 600 s waits
+    assert requests.quantity == pytest.approx(20_000 + 80 + 3 + 5)
+
+
+def test_every_counted_batch_puts_its_key_log_part_to_the_report_bucket() -> None:
+    r = at_scale(1e8, 16, 50, 10, 0.6)
+    # 100,000 key-log parts (ReportBucket.put_keys) + Finalize's report.json, failures.jsonl and its LIST, at $0.005 per 1,000
+    assert r.costs["S3 report bucket PUTs (key-log part per batch)"] == pytest.approx((1e5 + 3) * 0.005 / 1000)
+
+
+def test_key_logs_are_stored_for_their_retention_and_30_days_more_as_noncurrent_versions() -> None:
+    """ExpireKeyLogs expires a tagged part after keep_key_logs_days; the versioned bucket keeps it 30 days more."""
+    gb = 1e8 * KEY_LOG_LINE_BYTES / 1024**3  # ~49 GB at ~520 B a line
+    for days in (30, 7):
+        r = at_scale(1e8, 16, 50, 10, 0.6, keep_days=days)
+        months = (days + 30) / (730 / 24)
+        assert r.costs["S3 key-log storage"] == pytest.approx(gb * months * 0.023)
+        assert r.costs["S3 key-log tags"] == pytest.approx(1e5 * months * 0.01 / 10_000)  # one tag per part
+    assert 400 < KEY_LOG_LINE_BYTES < 700
+
+
+def test_the_completion_check_reads_every_count_item_in_one_consistent_query() -> None:
+    # DynamoDB's item size: names + string bytes + 1 byte per 2 significant digits + 1 + a boolean's 1
+    assert item_bytes({"pk": {"S": "abc"}, "n": {"N": "123000"}, "b": {"BOOL": True}}) == (2 + 3) + (1 + 3) + (1 + 1)
+    # 32 counter shards and K listing shards together, 1 RRU per 4 KB: more shards, more units per batch
+    assert [query_rru(k) for k in (1, 16, 40)] == [2, 4, 7]
+
+
+def test_step_functions_counts_the_states_a_job_passes() -> None:
+    r = at_scale(1e8, 16, 50, 10, 0.6)  # 48 min: listing takes ~18 min, then two 600 s waits time out
+    # 10 fixed states + per shard 5 x (ListShard, ShardDone?) + ShardListed + 2 x (CheckProgress, AllBatchesDone?, AwaitCompletion)
+    assert r.costs["Step Functions transitions"] == pytest.approx((10 + 16 * 11 + 6) * 0.025 / 1000)
+
+
+def test_one_1000_key_message_is_billed_as_two_sqs_requests() -> None:
+    assert 64 * 1024 < MESSAGE_BYTES <= 2 * 64 * 1024
+
+
+def test_the_fixed_monthly_cost_is_the_dashboard_the_alarms_and_the_idle_queue_polls() -> None:
+    items = {i.name: i.dollars for i in fixed_monthly()}
+    assert items["CloudWatch dashboard"] == 3.00
+    assert items["CloudWatch alarms"] == pytest.approx(4 * 0.10)
+    # 5 pollers, a 20 s ReceiveMessage after another, 730 h a month
+    assert items["SQS: the worker's event source polls the empty queue"] == pytest.approx(5 * 730 * 180 * 0.40 / 1e6)
+    assert sum(items.values()) == pytest.approx(3.6628)
+
+
+def test_the_model_counts_every_custom_metric_the_handlers_emit() -> None:
+    from bench import cost_model
+    from s3bulk import metrics
+
+    names = {v for k, v in vars(metrics).items() if k.isupper() and k not in ("NAMESPACE", "SERVICE")}
+    assert names == {*cost_model.BATCH_METRICS, *cost_model.LISTER_METRICS, *cost_model.EVENT_METRICS}
+
+
+def test_prices_come_from_the_data_file_plan_reads() -> None:
+    from bench import cost_model
+    from s3bulk.local.plan import load_prices
+
+    prices = load_prices()
+    assert prices["sqs_request_per_million"] / 1e6 == cost_model.SQS_REQUEST
+    assert prices["s3_standard_gb_month"] == cost_model.S3_GB_MONTH
+    assert prices["cloudwatch_dashboard_month"] == cost_model.CW_DASHBOARD_MONTH
+
+
+def test_every_scale_row_is_a_shard_count_the_stack_deploys() -> None:
+    assert all(1 <= k <= MAX_SHARDS for k, _, _ in SCALE_ROWS)
+    assert math.isclose(at_scale(1e8, MAX_SHARDS, 1000, 1000, 0.6).listing_per_s, MAX_SHARDS * lister_keys_per_s())
