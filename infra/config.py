@@ -53,6 +53,7 @@ class DeployConfig:
     allow_acl: bool = False  # PutObjectAcl/PutObjectVersionAcl on write buckets (set-acl, destination.acl)
     allow_version_delete: bool = False  # DeleteObjectVersion on delete buckets (a version delete is permanent)
     keep_key_logs_days: int = 30  # per-key log parts in the report bucket expire after this many days
+    destroy_data: bool = False  # cdk destroy deletes the ledger and the report and access-log buckets (emptied first) too
 
     @staticmethod
     def _buckets(value: Any) -> tuple[str, ...]:
@@ -87,6 +88,7 @@ class DeployConfig:
             allow_acl=_flag(get("allow_acl")),
             allow_version_delete=_flag(get("allow_version_delete")),
             keep_key_logs_days=int(get("keep_key_logs_days") or 30),
+            destroy_data=_flag(get("destroy_data")),
         )
         cfg.check()
         return cfg
@@ -145,8 +147,31 @@ class DeployConfig:
 
 
 def _flag(value: Any) -> bool:
-    """A -c flag: true only when said."""
+    """A -c flag (or a deploy file's true): true only when said."""
     return str(value or "").strip().lower() == "true"
+
+
+DEPLOY_FILE = "deploy.json"
+# What a deploy file may hold besides the context keys DeployConfig reads.
+_FILE_ONLY = {"region", "stack_name", "schedules_file"}
+
+
+def read_deploy_file(path: Path) -> dict[str, Any]:
+    """The deploy's settings, kept in a file so `cdk deploy`, `cdk diff` and `cdk destroy` need no -c flags and
+    cannot disagree with each other (see config/deploy.example.json). Lists may be JSON arrays or comma lists."""
+    try:
+        doc = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"deploy file {path.name}: not JSON ({exc.msg} at line {exc.lineno}); fix it or compare with config/deploy.example.json"
+        ) from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"deploy file {path.name}: expected an object of settings, like config/deploy.example.json")
+    known = {f for f in DeployConfig.__dataclass_fields__} | _FILE_ONLY
+    for key in doc:
+        if key not in known and not key.startswith("_"):
+            raise ValueError(f"deploy file {path.name}: unknown setting {key!r}; the settings are the context keys in README's table")
+    return {k: ",".join(map(str, v)) if isinstance(v, list) else v for k, v in doc.items() if not k.startswith("_")}
 
 
 def load_schedules(path: Path) -> tuple[Schedule, ...]:

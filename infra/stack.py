@@ -76,6 +76,8 @@ class S3BulkStack(cdk.Stack):
     def __init__(self, scope: Construct, construct_id: str, *, config: DeployConfig, **kwargs: object) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
         self.config = config
+        # Kept on destroy unless the deployer said they may go (-c destroy_data=true): the reports are the jobs' record.
+        keep = cdk.RemovalPolicy.DESTROY if config.destroy_data else cdk.RemovalPolicy.RETAIN
 
         # -- the job ledger ---------------------------------------------------------------------
         self.table = ddb.Table(
@@ -87,7 +89,7 @@ class S3BulkStack(cdk.Stack):
             encryption=ddb.TableEncryption.AWS_MANAGED,
             point_in_time_recovery_specification=ddb.PointInTimeRecoverySpecification(point_in_time_recovery_enabled=True),
             time_to_live_attribute="expires_at",
-            removal_policy=cdk.RemovalPolicy.RETAIN,
+            removal_policy=keep,
         )
 
         # -- reports ----------------------------------------------------------------------------
@@ -99,7 +101,8 @@ class S3BulkStack(cdk.Stack):
             enforce_ssl=True,
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
             lifecycle_rules=[s3.LifecycleRule(expiration=cdk.Duration.days(90))],
-            removal_policy=cdk.RemovalPolicy.RETAIN,
+            removal_policy=keep,
+            auto_delete_objects=config.destroy_data,
         )
         cdk.Validations.of(access_logs).acknowledge(
             cdk.Acknowledgment(
@@ -126,7 +129,8 @@ class S3BulkStack(cdk.Stack):
                     expiration=cdk.Duration.days(config.keep_key_logs_days),
                 ),
             ],
-            removal_policy=cdk.RemovalPolicy.RETAIN,
+            removal_policy=keep,
+            auto_delete_objects=config.destroy_data,  # every version and delete marker too: `aws s3 rb --force` leaves them
         )
 
         # -- the work queue and its dead-letter queue ---------------------------------------------

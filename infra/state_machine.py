@@ -19,13 +19,27 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
-LAMBDA_TRANSIENT = ["Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException", "Lambda.TooManyRequestsException"]
+LAMBDA_TRANSIENT = ["Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException"]
+# The account's concurrency is in use (a new account has as little as 10, shared with the workers): wait for room
+# rather than fail the job, for up to about 25 minutes (the first retries come fast, then one a minute at most).
+LAMBDA_THROTTLED = "Lambda.TooManyRequestsException"
+THROTTLED_ATTEMPTS = 30
+THROTTLED_MAX_DELAY = cdk.Duration.seconds(60)
 # A function that crashed (out of memory, killed) or timed out. Every job step is idempotent (the lister
 # resumes its shard from the last checkpoint, a re-sent page dedupes by batch id), so these are retried too.
 LAMBDA_CRASHED = ["Lambda.Unknown", "Sandbox.Timedout"]
 
 
 def _retry(task: sfn.TaskStateBase, errors: list[str]) -> None:
+    if isinstance(task, tasks.LambdaInvoke):  # first: Step Functions takes the first retrier whose errors match
+        task.add_retry(
+            errors=[LAMBDA_THROTTLED],
+            interval=cdk.Duration.seconds(1),
+            max_attempts=THROTTLED_ATTEMPTS,
+            backoff_rate=2.0,
+            max_delay=THROTTLED_MAX_DELAY,
+            jitter_strategy=sfn.JitterType.FULL,
+        )
     task.add_retry(errors=errors, interval=cdk.Duration.seconds(2), max_attempts=6, backoff_rate=2.0, jitter_strategy=sfn.JitterType.FULL)
 
 

@@ -22,7 +22,7 @@ from rich.table import Table
 
 from s3bulk import __version__
 from s3bulk.aws.invoke import lambda_invoker
-from s3bulk.aws.remote import DEFAULT_STACK, Deployment, DeploymentError, fetch_report, resume, status, submit
+from s3bulk.aws.remote import DEFAULT_STACK, Deployment, DeploymentError, deploy_file_defaults, fetch_report, resume, status, submit
 from s3bulk.bodies.malloc import pin_mmap_threshold
 from s3bulk.job import Job, JobError, differ, json_schema, load_job, new_job_id, parse_job
 from s3bulk.local import preflight
@@ -375,6 +375,11 @@ def _plan(args: argparse.Namespace, console: Console) -> int:
 
 
 def _remote(args: argparse.Namespace, console: Console) -> int:
+    beside = deploy_file_defaults()
+    if args.region is None and "region" in beside:  # the stack is where cdk deploy put it, whatever AWS_REGION says
+        args.region = beside["region"]
+    if args.stack == DEFAULT_STACK and "stack_name" in beside:
+        args.stack = beside["stack_name"]
     settings = preflight.settings(args)
     if args.command == "submit":
         job = load_job(args.job)  # refuse a bad job before touching AWS

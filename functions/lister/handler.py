@@ -33,6 +33,7 @@ def deps() -> dict[str, Any]:
     return {
         "list_shards": cfg.list_shards,
         "csv_shard_bytes": cfg.csv_shard_bytes,
+        "list_margin": cfg.list_margin,
         "ledger": env.ledger(cfg),
         "store": store,
         "open_side": env.SideStores(cfg, store),
@@ -60,6 +61,7 @@ def handler(event: ListEvent, context: LambdaContext) -> dict[str, Any]:
             allow=d["allow"],
             time_left=lambda: context.get_remaining_time_in_millis() / 1000,
             open_side=d["open_side"],
+            margin=d["list_margin"],
         )
         return {"job_id": counted.job_id, "shard": counted.shard, "done": counted.done, "pages": counted.pages}
     if event.shard is None:
@@ -83,6 +85,7 @@ def handler(event: ListEvent, context: LambdaContext) -> dict[str, Any]:
         reports=d["reports"],
         time_left=lambda: context.get_remaining_time_in_millis() / 1000,
         open_side=d["open_side"],
+        margin=d["list_margin"],
     )
     metrics.add_metric(name=LISTED_PAGES, unit="Count", value=out.pages)
     return {"job_id": out.job_id, "shard": out.shard, "done": out.done, "pages": out.pages}

@@ -16,7 +16,7 @@ from s3bulk.aws.allowlist import AllowList
 from s3bulk.aws.completion import Completion
 from s3bulk.aws.invoke import lambda_invoker
 from s3bulk.aws.ledger import DynamoLedger
-from s3bulk.aws.pipeline import DEFAULT_LIST_SHARDS, DEFAULT_POLL_SECONDS, OUTAGE_STOP_S, WORK_MARGIN_S, WorkerService
+from s3bulk.aws.pipeline import DEFAULT_LIST_SHARDS, DEFAULT_POLL_SECONDS, LIST_MARGIN_S, OUTAGE_STOP_S, WORK_MARGIN_S, WorkerService
 from s3bulk.aws.queue import QueueSender, Returns
 from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.bodies.malloc import pin_mmap_threshold
@@ -37,6 +37,7 @@ class AwsConfig:
     concurrency: int = DEFAULT_CONCURRENCY
     max_receives: int = 5
     work_margin: float = WORK_MARGIN_S
+    list_margin: float = LIST_MARGIN_S  # a lister call stops paging with this much of its time left
     poll_seconds: int = DEFAULT_POLL_SECONDS
     list_page_size: int = 1000
     list_shards: int = DEFAULT_LIST_SHARDS  # listing shards a job is split into (the state machine lists them in parallel)
@@ -57,6 +58,7 @@ class AwsConfig:
             concurrency=int(env.get("S3BULK_CONCURRENCY", DEFAULT_CONCURRENCY)),
             max_receives=int(env.get("S3BULK_MAX_RECEIVES", 5)),
             work_margin=float(env.get("S3BULK_WORK_MARGIN_S", WORK_MARGIN_S)),
+            list_margin=float(env.get("S3BULK_LIST_MARGIN_S", LIST_MARGIN_S)),
             poll_seconds=int(env.get("S3BULK_POLL_SECONDS", DEFAULT_POLL_SECONDS)),
             list_page_size=int(env.get("S3BULK_LIST_PAGE_SIZE", 1000)),
             list_shards=int(env.get("S3BULK_LIST_SHARDS", DEFAULT_LIST_SHARDS)),

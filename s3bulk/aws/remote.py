@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import secrets
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from s3bulk.aws.ledger import DynamoLedger, JobRecord
@@ -13,6 +14,18 @@ from s3bulk.job import Job, JobError, new_job_id
 from s3bulk.s3.clients import ClientSettings, make_client, make_s3_client
 
 DEFAULT_STACK = "S3Bulk"
+
+
+def deploy_file_defaults(path: Path = Path("deploy.json")) -> dict[str, str]:
+    """The Region and stack name of the deploy file beside which the CLI runs (config/deploy.example.json), so
+    submit and friends go where `cdk deploy` went without --region or --stack; nothing when there is none."""
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(doc, dict):
+        return {}
+    return {k: str(doc[k]) for k in ("region", "stack_name") if isinstance(doc.get(k), str) and doc[k]}
 
 
 class DeploymentError(Exception):

@@ -227,13 +227,34 @@ class _Conn:
             buf = buf[size + 2 :]
 
 
+def _tls_context(verify: bool | str) -> ssl.SSLContext:
+    """Certificates checked as botocore checks them: its `verify` (a CA bundle path from AWS_CA_BUNDLE, the
+    profile's ca_bundle or the client's verify=), certifi's bundle by default, or no check when verify is False."""
+    if verify is False:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        return context
+    return ssl.create_default_context(cafile=verify if isinstance(verify, str) else get_cert_path(True))
+
+
 class LeanPool:
     """Keep-alive connections to one host: an idle one is reused, else a new one is opened (never blocks).
 
     At most `maxsize` idle connections are kept; deque append/pop are atomic, so no lock.
     """
 
-    def __init__(self, scheme: str, host: str, port: int | None, *, connect_timeout: float, read_timeout: float, maxsize: int) -> None:
+    def __init__(
+        self,
+        scheme: str,
+        host: str,
+        port: int | None,
+        *,
+        connect_timeout: float,
+        read_timeout: float,
+        maxsize: int,
+        verify: bool | str = True,
+    ) -> None:
         self.scheme = scheme
         self.host = host
         self.port = port or (443 if scheme == "https" else 80)
@@ -244,7 +265,7 @@ class LeanPool:
         self.read_timeout = read_timeout
         self.maxsize = maxsize
         self._idle: deque[_Conn] = deque()
-        self._tls = ssl.create_default_context(cafile=get_cert_path(True)) if scheme == "https" else None
+        self._tls = _tls_context(verify) if scheme == "https" else None
 
     def _connect(self) -> _Conn:
         try:
@@ -322,8 +343,8 @@ class LeanPool:
 class LeanPools:
     """One LeanPool per (scheme, host, port), made on first use."""
 
-    def __init__(self, *, connect_timeout: float, read_timeout: float, maxsize: int) -> None:
-        self._settings = {"connect_timeout": connect_timeout, "read_timeout": read_timeout, "maxsize": maxsize}
+    def __init__(self, *, connect_timeout: float, read_timeout: float, maxsize: int, verify: bool | str = True) -> None:
+        self._settings = {"connect_timeout": connect_timeout, "read_timeout": read_timeout, "maxsize": maxsize, "verify": verify}
         self._pools: dict[tuple[str, str, int | None], LeanPool] = {}
         self._lock = threading.Lock()
 
@@ -497,7 +518,11 @@ class FastS3:
         self._routes: dict[str, Route] = {self.home.region: self.home}
         self.max_attempts = max_attempts
         self.redirects = 0  # requests answered with another Region, then resent
-        self.pool = LeanPools(connect_timeout=connect_timeout, read_timeout=read_timeout, maxsize=max_connections)
+        # botocore resolved the client's certificate check (verify=, AWS_CA_BUNDLE, ca_bundle): the fast path uses the same.
+        verify = getattr(getattr(client, "_endpoint", None), "http_session", None)
+        self.pool = LeanPools(
+            connect_timeout=connect_timeout, read_timeout=read_timeout, maxsize=max_connections, verify=getattr(verify, "_verify", True)
+        )
         self.retries = 0
         self.rate = rate or RateControl()
         self.breaker = breaker or OutageBreaker()

@@ -353,11 +353,14 @@ def test_the_state_machine_logs_under_vendedlogs(template: Template) -> None:
     assert json.dumps(group).startswith('{"Fn::Join": ["", ["/aws/vendedlogs/states/"')
 
 
-def test_lambda_tasks_carry_one_retrier_each(template: Template) -> None:
+def test_lambda_tasks_wait_out_throttling_before_their_one_retrier_for_other_errors(template: Template) -> None:
+    """Throttling (a new account's low concurrency) is waited out for minutes; other errors get CDK's usual few tries."""
     [sm] = resources(template, "AWS::StepFunctions::StateMachine").values()
     definition = json.loads("".join(p if isinstance(p, str) else "0" for p in sm["Properties"]["DefinitionString"]["Fn::Join"][1]))
     for name in ("Validate", "PlanListing", "AwaitCompletion", "CheckProgress", "Finalize", "ReportFailure"):
-        assert len(definition["States"][name]["Retry"]) == 1, name
+        throttled, other = definition["States"][name]["Retry"]
+        assert throttled["ErrorEquals"] == ["Lambda.TooManyRequestsException"] and throttled["MaxAttempts"] >= 20, name
+        assert throttled["MaxDelaySeconds"] <= 60 and "Lambda.TooManyRequestsException" not in other["ErrorEquals"], name
 
 
 def test_every_alarm_notifies_a_topic_cloudwatch_may_publish_to_and_an_email_subscribes_when_given(template: Template) -> None:
@@ -417,7 +420,7 @@ def test_shards_are_listed_in_parallel_up_to_the_deploy_time_setting(template: T
     definition = json.loads("".join(p if isinstance(p, str) else "0" for p in sm["Properties"]["DefinitionString"]["Fn::Join"][1]))
     listing = definition["States"]["ListShards"]
     assert (listing["ItemsPath"], listing["MaxConcurrency"]) == ("$.plan.shards", 16)
-    assert "Lambda.Unknown" in listing["ItemProcessor"]["States"]["ListShard"]["Retry"][0]["ErrorEquals"]  # a killed lister resumes
+    assert "Lambda.Unknown" in listing["ItemProcessor"]["States"]["ListShard"]["Retry"][1]["ErrorEquals"]  # a killed lister resumes
     app = build_app({**CONTEXT, "list_shards": "4"})
     stack = app.node.find_child("S3Bulk")
     assert isinstance(stack, S3BulkStack)

@@ -380,12 +380,12 @@ def test_without_the_proxy_the_https_endpoint_sees_direct_connections(
 ) -> None:
     """The control: the same copy with the proxy running but HTTPS_PROXY unset fails the check the tests above pass.
 
-    It runs on botocore only: the fast path, sent straight to the endpoint, verifies its certificate against certifi's
-    bundle and ignores AWS_CA_BUNDLE, so a fast copy to an endpoint with a private CA fails its handshake."""
+    It runs on the fast path (the default without a proxy), whose connections check the endpoint's certificate as
+    botocore does: against AWS_CA_BUNDLE here, a private CA's certificate that certifi's bundle would refuse."""
     c = client_for(seaweed)
     copy, dst, seeded = copy_job(c, bucket_factory, tmp_path)
     env = https_env(tmp_path, certificate[0], None)
-    args = ("--endpoint-url", https_endpoint.url, "--no-ledger", "-q", "--request-path", "botocore")
+    args = ("--endpoint-url", https_endpoint.url, "--no-ledger", "-q")
     done = run_cli("run", str(copy), *args, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert_exact_copy(c, dst, "in/", seeded)

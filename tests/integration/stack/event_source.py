@@ -9,7 +9,7 @@ from typing import Any
 from tests.integration.aws_harness import sqs_event
 from tests.integration.stack.faults import Faults, draw
 from tests.integration.stack.iam import acting_as
-from tests.integration.stack.lambdas import Function
+from tests.integration.stack.lambdas import Function, Throttled, TimedOut
 
 
 @dataclass
@@ -19,6 +19,8 @@ class SourceStats:
     deleted: int = 0
     returned: int = 0  # records the handler reported as failed, or all of an invocation that raised
     crashed: int = 0
+    throttled: int = 0  # invocations refused for want of concurrency: their records come back after the visibility timeout
+    timed_out: int = 0
     killed: int = 0
     duplicated: int = 0
 
@@ -89,9 +91,11 @@ class SqsEventSource:
         killed = ordinal in self.faults.kill_invocations
         try:
             response = self.fn.invoke(sqs_event(messages, self.queue_arn), self.faults.kill_after if killed else None)
-        except Exception:  # noqa: BLE001 - as Lambda: a failed invocation returns every record, after its visibility timeout
+        except Exception as exc:  # noqa: BLE001 - as Lambda: a failed invocation returns every record, after its visibility timeout
             with self._lock:
                 self.stats.crashed += 1
+                self.stats.throttled += isinstance(exc, Throttled)
+                self.stats.timed_out += isinstance(exc, TimedOut)
                 self.stats.returned += len(messages)
             return
         failed = {f["itemIdentifier"] for f in (response or {}).get("batchItemFailures", [])} if self.partial else set()

@@ -53,27 +53,51 @@ class Need:
 
 # -- who is calling ------------------------------------------------------------------------------
 _ATTR = "_s3bulk_principal"
+_INVOCATION = "_s3bulk_invocation"
+
+
+class Killed(BaseException):
+    """Raised by every AWS call of an invocation Lambda has ended (timeout, memory): its sandbox is gone, so nothing
+    it would still do reaches AWS. A BaseException, so the handler's own `except Exception` cannot carry on."""
+
+
+class Invocation:
+    """One invocation of a function: ended by Lambda with `kill(reason)`, after which its threads' calls raise Killed."""
+
+    def __init__(self, function: str) -> None:
+        self.function = function
+        self.killed: str | None = None
+
+    def kill(self, reason: str) -> None:
+        self.killed = reason
 
 
 def principal_of_thread() -> str | None:
     return getattr(threading.current_thread(), _ATTR, None)
 
 
+def invocation_of_thread() -> Invocation | None:
+    return getattr(threading.current_thread(), _INVOCATION, None)
+
+
 @contextmanager
-def acting_as(name: str) -> Iterator[None]:
+def acting_as(name: str, invocation: Invocation | None = None) -> Iterator[None]:
     """The current thread runs `name` (a function's invocation) until the block ends."""
     me = threading.current_thread()
-    before = getattr(me, _ATTR, None)
+    before = getattr(me, _ATTR, None), getattr(me, _INVOCATION, None)
     setattr(me, _ATTR, name)
+    setattr(me, _INVOCATION, invocation)
     try:
         yield
     finally:
-        setattr(me, _ATTR, before)
+        setattr(me, _ATTR, before[0])
+        setattr(me, _INVOCATION, before[1])
 
 
 def _inheriting_start(real: Callable[[threading.Thread], None]) -> Callable[[threading.Thread], None]:
     def start(self: threading.Thread) -> None:
         setattr(self, _ATTR, principal_of_thread())  # a thread a function starts works for that function
+        setattr(self, _INVOCATION, invocation_of_thread())  # and dies with its invocation
         real(self)
 
     return start
@@ -321,6 +345,7 @@ class IamGate:
     account: str
     state_machine: str = ""
     denied: list[str] = field(default_factory=list)
+    after_kill: list[str] = field(default_factory=list)  # calls a killed invocation still tried (refused, as AWS never sees them)
     checked: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -382,6 +407,10 @@ class IamGate:
         gate = self
 
         def call(client: Any, operation_name: str, api_params: dict[str, Any]) -> Any:
+            invocation = invocation_of_thread()
+            if invocation is not None and invocation.killed:
+                gate.after_kill.append(f"{invocation.function}: {operation_name} after the invocation was {invocation.killed}")
+                raise Killed(f"{invocation.function}'s invocation was {invocation.killed}; {operation_name} never reached AWS")
             principal = principal_of_thread()
             creds = client._request_signer._credentials
             if creds is not None and creds.access_key == _MOTO_SFN_KEY:

@@ -1,4 +1,5 @@
-"""Lambda as the runtime runs it: a context with a clock, one module copy per execution environment, function errors."""
+"""Lambda as the runtime runs it: a context with a clock, one module copy per execution environment, function errors,
+an invocation ended at its Timeout, and the account's concurrency."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from collections import Counter
 from types import ModuleType
 from typing import Any
 
+from moto.core.exceptions import JsonRESTError
 from moto.core.models import DEFAULT_ACCOUNT_ID
 
 from tests.integration.aws_harness import REGION
-from tests.integration.stack.iam import acting_as
+from tests.integration.stack.iam import Invocation, Killed, acting_as
 
 
 class LambdaContext:
@@ -42,18 +44,68 @@ class LambdaContext:
         return max(0, int((self._deadline - time.monotonic()) * 1000))
 
 
-class Function:
-    """One Lambda function: its handler, timeout and memory, and a pool of execution environments."""
+class TimedOut(Exception):
+    """Lambda ended the invocation at its Timeout: the caller sees the runtime's error, the sandbox is discarded."""
 
-    def __init__(self, name: str, handler: str, timeout_s: float, memory_mb: int) -> None:
+    error_type = "Sandbox.Timedout"
+
+
+class Throttled(JsonRESTError):
+    """The account (or the function's reserved concurrency) has no free execution environment: Invoke answers 429."""
+
+    code = 429
+
+    def __init__(self, name: str, limit: int) -> None:
+        super().__init__("TooManyRequestsException", f"Rate Exceeded. ({name}: all {limit} of the account's concurrency in use)")
+
+
+class Concurrency:
+    """The account's concurrent executions, shared by every function (a new account's quota is as low as 10).
+
+    A synchronous Invoke beyond it is refused at once (429); an asynchronous one waits, as Lambda's own queue
+    retries it. `peak` is the most that ever ran at once."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self.running = 0
+        self.peak = 0
+        self.throttled: Counter[str] = Counter()
+        self._cond = threading.Condition()
+
+    def acquire(self, name: str, *, wait: bool) -> None:
+        with self._cond:
+            while self.limit is not None and self.running >= self.limit:
+                if not wait:
+                    self.throttled[name] += 1
+                    raise Throttled(name, self.limit)
+                self._cond.wait(0.05)
+            self.running += 1
+            self.peak = max(self.peak, self.running)
+
+    def release(self) -> None:
+        with self._cond:
+            self.running -= 1
+            self._cond.notify_all()
+
+
+class Function:
+    """One Lambda function: its handler, timeout and memory, and a pool of execution environments.
+
+    Each invocation runs on a thread of its own and is ended at the function's Timeout, as Lambda ends it:
+    the caller gets `Sandbox.Timedout` at once, the environment is thrown away, and whatever the abandoned
+    thread (or a thread it started) still asks of AWS raises Killed instead of reaching it (stack/iam.py)."""
+
+    def __init__(self, name: str, handler: str, timeout_s: float, memory_mb: int, concurrency: Concurrency | None = None) -> None:
         self.name, self.timeout_s, self.memory_mb = name, timeout_s, memory_mb
         self.module_name, _, self.attr = handler.rpartition(".")
         importlib.import_module(self.module_name)  # the shared imports, and a namespace for pydantic's annotations
+        self.concurrency = concurrency or Concurrency(None)
         self._idle: list[ModuleType] = []
         self._lock = threading.Lock()
         self.invocations = 0
         self.errors: Counter[str] = Counter()
         self.in_flight = 0
+        self.timed_out = 0
 
     def _environment(self) -> ModuleType:
         with self._lock:
@@ -67,23 +119,50 @@ class Function:
         spec.loader.exec_module(module)
         return module
 
-    def invoke(self, event: Any, dies_after: int | None = None) -> Any:
-        module = self._environment()
+    def invoke(self, event: Any, dies_after: int | None = None, *, asynchronous: bool = False) -> Any:
+        self.concurrency.acquire(self.name, wait=asynchronous)
         try:
-            ctx = LambdaContext(self.name, self.timeout_s, self.memory_mb, dies_after)
-            with acting_as(self.name):  # its AWS calls are checked against its own role (stack/iam.py)
-                return getattr(module, self.attr)(event, ctx)
-        except Exception as exc:
-            with self._lock:
-                self.errors[type(exc).__name__] += 1
+            module = self._environment()
+        except BaseException:
+            self.concurrency.release()
             raise
-        finally:
-            with self._lock:
-                self._idle.append(module)
-                self.in_flight -= 1
+        invocation = Invocation(self.name)
+        ctx = LambdaContext(self.name, self.timeout_s, self.memory_mb, dies_after)
+        outcome: dict[str, Any] = {}
+
+        def run() -> None:
+            with acting_as(self.name, invocation):  # its AWS calls are checked against its own role (stack/iam.py)
+                try:
+                    outcome["result"] = getattr(module, self.attr)(event, ctx)
+                except Killed:
+                    pass  # the invocation ended without it; nothing it did after that reached AWS
+                except BaseException as exc:  # noqa: BLE001 - handed to the caller as the function's error
+                    outcome["error"] = exc
+
+        worker = threading.Thread(target=run, name=f"lambda-{self.name}", daemon=True)
+        worker.start()
+        worker.join(self.timeout_s)
+        timed_out = worker.is_alive()
+        if timed_out:
+            invocation.kill("ended at its timeout")
+        with self._lock:
+            self.in_flight -= 1
+            if timed_out:
+                self.timed_out += 1
+                self.errors[TimedOut.error_type] += 1
+            else:
+                self._idle.append(module)  # a timed-out sandbox is discarded, its module state with it
+            if "error" in outcome:
+                self.errors[type(outcome["error"]).__name__] += 1
+        self.concurrency.release()
+        if timed_out:
+            raise TimedOut(f"Task timed out after {self.timeout_s:.2f} seconds")
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome.get("result")
 
 
 def function_error(exc: Exception) -> bytes:
     """The payload Lambda returns for an unhandled exception; Step Functions takes errorType as the error name."""
     tb = traceback.format_exception(exc)
-    return json.dumps({"errorType": type(exc).__name__, "errorMessage": str(exc), "stackTrace": tb}).encode()
+    return json.dumps({"errorType": getattr(exc, "error_type", type(exc).__name__), "errorMessage": str(exc), "stackTrace": tb}).encode()

@@ -15,17 +15,23 @@ from typing import Any, cast
 from unittest import mock
 
 import boto3
+from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.awslambda_simple.models import LambdaSimpleBackend
 from moto.core.botocore_stubber import BotocoreStubber
 from moto.core.models import DEFAULT_ACCOUNT_ID
 from moto.events.models import EventPattern
+from moto.stepfunctions.parser.api import HistoryEventType
+from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import CustomErrorName
+from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import FailureEvent
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.state_task_lambda import StateTaskLambda
+from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 
 from tests.integration.aws_harness import REGION
 from tests.integration.stack.event_source import SqsEventSource
 from tests.integration.stack.faults import Faults, hook_dynamo_clients
 from tests.integration.stack.iam import IamGate
-from tests.integration.stack.lambdas import Function, function_error
+from tests.integration.stack.lambdas import Concurrency, Function, Throttled, function_error
 from tests.integration.stack.limits import Limits, inline_maps_over_concurrency
 
 ACCOUNT = DEFAULT_ACCOUNT_ID
@@ -105,6 +111,25 @@ def _bytes_bodies(stub: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
+def _lambda_service_error(real: Callable[..., FailureEvent]) -> Callable[..., FailureEvent]:
+    """A task whose Invoke itself is refused fails as `Lambda.<code>` (Lambda.TooManyRequestsException when throttled),
+    as on AWS and as the stack's retriers expect; moto's interpreter (5.2) names every such error "Exception"."""
+
+    def from_error(self: StateTaskLambda, env: Any, ex: Exception) -> FailureEvent:
+        if not isinstance(ex, ClientError):
+            return real(self, env, ex)
+        error = f"Lambda.{ex.response['Error']['Code']}"
+        details = {"error": error, "cause": str(ex.response["Error"].get("Message", ""))}
+        return FailureEvent(
+            env=env,
+            error_name=CustomErrorName(error),
+            event_type=HistoryEventType.LambdaFunctionFailed,
+            event_details=cast(EventDetails, {"lambdaFunctionFailedEventDetails": details}),
+        )
+
+    return from_error
+
+
 class StackOnMoto:
     """Provision a synthesized template in moto and run it; a context manager (moto, env vars and pollers live inside it).
 
@@ -124,6 +149,8 @@ class StackOnMoto:
         env: dict[str, str] | None = None,
         check_iam: bool = True,
         check_limits: bool = True,
+        account_concurrency: int | None = None,
+        timeouts: dict[str, float] | None = None,
     ) -> None:
         self.template = template
         self.check_iam = check_iam  # False: a test that means to be refused asserts on `iam.denied` itself
@@ -133,6 +160,10 @@ class StackOnMoto:
         self.pollers = pollers
         self.visibility_scale = visibility_scale
         self.extra_env = env or {}
+        # The account's concurrent executions (None: as many as the test starts), and functions deployed with another
+        # Timeout than the template's (logical id prefix -> seconds): each invocation is ended at its function's.
+        self.concurrency = Concurrency(account_concurrency)
+        self.timeouts = timeouts or {}
         self.names: dict[str, Any] = dict(PSEUDO)
         self.functions: dict[str, Function] = {}
         self.sources: list[SqsEventSource] = []
@@ -186,6 +217,7 @@ class StackOnMoto:
             self.limits.refused += inline_maps_over_concurrency(self.definition)
             self._stack.enter_context(self.iam.enforced(self.limits))
             self._stack.enter_context(mock.patch.object(LambdaSimpleBackend, "invoke", self._lambda_invoke()))
+            self._stack.enter_context(mock.patch.object(StateTaskLambda, "_from_error", _lambda_service_error(StateTaskLambda._from_error)))
             if self.faults.dynamo is not None:
                 self._stack.enter_context(hook_dynamo_clients(self.faults.dynamo))
             for source in self.sources:
@@ -244,7 +276,8 @@ class StackOnMoto:
                 Timeout=p.get("Timeout", 3),
             )["FunctionArn"]
             self.names |= {logical: logical, f"{logical}.Arn": arn}
-            self.functions[logical] = Function(logical, p["Handler"], float(p.get("Timeout", 3)), int(p.get("MemorySize", 128)))
+            timeout = next((t for prefix, t in self.timeouts.items() if logical.startswith(prefix)), float(p.get("Timeout", 3)))
+            self.functions[logical] = Function(logical, p["Handler"], timeout, int(p.get("MemorySize", 128)), self.concurrency)
         os.environ.update(env | self.extra_env)
         [(logical, sm)] = resources_of(self.template, "AWS::StepFunctions::StateMachine").items()
         definition = self.resolve(sm["DefinitionString"])
@@ -275,6 +308,8 @@ class StackOnMoto:
                 return json.dumps({"errorType": "States.DataLimitExceeded", "errorMessage": over}).encode()
             try:
                 result = fn.invoke(json.loads(body or b"{}"))
+            except Throttled:
+                raise  # Invoke itself is refused (429): Step Functions sees Lambda.TooManyRequestsException
             except Exception as exc:  # noqa: BLE001 - as Lambda: any exception is a function error
                 response_headers["x-amz-function-error"] = "Unhandled"
                 return function_error(exc)
@@ -300,7 +335,7 @@ class StackOnMoto:
                 FunctionName=name, Runtime="python3.11", Role=role, Handler=handler, Code={"ZipFile": b"0"}, Timeout=int(timeout_s)
             )["FunctionArn"]
         )
-        self.functions[name] = Function(name, handler, timeout_s, 128)
+        self.functions[name] = Function(name, handler, timeout_s, 128, self.concurrency)
         return arn
 
     # running
@@ -382,7 +417,10 @@ class StackOnMoto:
     def publish_status(self, desc: dict[str, Any]) -> list[Any]:
         """Deliver an execution's status-change event to every rule whose pattern matches it; their functions' results."""
         event = self.status_event(desc)
-        return [fn.invoke(event) for _, pattern, fns in self.rules if pattern.matches_event(cast(Any, event)) for fn in fns]
+        # EventBridge invokes its targets asynchronously: a throttled one waits in Lambda's queue rather than failing.
+        return [
+            fn.invoke(event, asynchronous=True) for _, pattern, fns in self.rules if pattern.matches_event(cast(Any, event)) for fn in fns
+        ]
 
     def _quiesce(self, timeout: float = 30.0) -> None:
         """Wait for Lambda invocations the stopped execution still has in flight."""

@@ -1,0 +1,135 @@
+"""The stack under Lambda's own limits: an invocation ended at its Timeout, and an account with little concurrency.
+
+The harness (stack/lambdas.py) runs each invocation on a thread of its own and ends it at its
+function's Timeout as Lambda does: the caller gets `Sandbox.Timedout`, the sandbox is thrown away,
+and nothing the abandoned thread still asks of AWS reaches it (stack/iam.py refuses it and records
+it). The account's concurrency is shared by every function: a synchronous Invoke beyond it is
+refused with 429, and an event-source batch that cannot get an environment comes back later.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+import boto3
+import pytest
+
+from infra.state_machine import LAMBDA_THROTTLED
+from s3bulk.aws.ledger import DynamoLedger
+from tests.integration.aws_harness import REGION
+from tests.integration.stack_harness import StackOnMoto, synthesize
+
+pytestmark = pytest.mark.moto
+
+SRC, DST = "src-bucket", "dst-bucket"
+CONTEXT: dict[str, object] = {"read_buckets": f"{SRC},{DST}", "write_buckets": DST}
+N = 90
+
+
+@pytest.fixture(scope="module")
+def template() -> dict[str, Any]:
+    return synthesize(CONTEXT)
+
+
+def seed() -> list[str]:
+    s3 = boto3.client("s3", region_name=REGION)
+    keys = [f"in/{'abcdef'[i % 6]}/obj-{i:04d}" for i in range(N)]
+    for key in keys:
+        s3.put_object(Bucket=SRC, Key=key, Body=key.encode())
+    return keys
+
+
+def copy_job(**options: Any) -> dict[str, Any]:
+    return {
+        "operation": "copy",
+        "source": {"bucket": SRC, "prefix": "in/"},
+        "destination": {"bucket": DST, "prefix": "out/"},
+        "options": {"batch_size": 10, **options},
+    }
+
+
+def copied(stack: StackOnMoto) -> list[str]:
+    return sorted(o["Key"] for o in stack.s3.list_objects_v2(Bucket=DST, MaxKeys=1000).get("Contents", []))
+
+
+def report(stack: StackOnMoto, job_id: str) -> dict[str, Any]:
+    body = stack.s3.get_object(Bucket=stack.bucket_of("Reports"), Key=f"jobs/{job_id}/report.json")["Body"].read()
+    return dict(json.loads(body))
+
+
+def failed_tasks(events: list[dict[str, Any]]) -> list[str]:
+    return [e["lambdaFunctionFailedEventDetails"]["error"] for e in events if "lambdaFunctionFailedEventDetails" in e] + [
+        e["taskFailedEventDetails"]["error"] for e in events if "taskFailedEventDetails" in e
+    ]
+
+
+def test_a_lister_ended_at_its_timeout_is_retried_and_nothing_it_did_afterwards_lands(
+    template: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ListShard call outlives its Timeout once (a page that hangs): Step Functions sees Sandbox.Timedout and calls
+    again, the checkpoint the dead call still tried never reaches DynamoDB, and the job ends with every key once."""
+    real = DynamoLedger.checkpoint
+    hung = threading.Event()
+
+    def hangs_once(self: DynamoLedger, *args: Any, **kwargs: Any) -> bool:
+        if not hung.is_set():
+            hung.set()
+            time.sleep(5)  # past the Lister's 3 s: Lambda has ended the invocation by the time this returns
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(DynamoLedger, "checkpoint", hangs_once)
+    env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_LIST_PAGE_SIZE": "20", "S3BULK_LIST_MARGIN_S": "1", "S3BULK_LIST_SHARDS": "1"}
+    with StackOnMoto(template, buckets=(SRC, DST), env=env, timeouts={"Lister": 3}) as stack:
+        keys = seed()
+        ex = stack.run(copy_job(), timeout=90)
+        assert ex.status == "SUCCEEDED", (ex.description, stack.describe())
+        [lister] = [f for f in stack.functions.values() if f.name.startswith("Lister")]
+        assert lister.timed_out == 1 and "Sandbox.Timedout" in failed_tasks(ex.events)
+        time.sleep(0.5)  # the abandoned thread wakes from its hang and tries its checkpoint
+        [late] = stack.iam.after_kill
+        assert late.startswith(f"{lister.name}: ") and late.endswith("after the invocation was ended at its timeout")
+        job_id = json.loads(ex.description["output"])["job_id"]
+        r = report(stack, job_id)
+        assert (r["listed"], r["succeeded"], r["failed"]) == (N, N, 0)
+        assert copied(stack) == sorted("out/" + k[3:] for k in keys)
+
+
+def test_an_account_with_little_concurrency_throttles_and_the_job_still_ends_exact(
+    template: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two concurrent executions in all (a new account may have 10): listers and workers are refused with 429 and
+    retried (Step Functions' retry of Lambda.TooManyRequestsException; the queue's redelivery), and nothing is lost."""
+    real = DynamoLedger.checkpoint
+
+    def slow_pages(self: DynamoLedger, *args: Any, **kwargs: Any) -> bool:
+        time.sleep(0.1)  # each shard's lister runs a while, so the Map's shards and the workers overlap
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(DynamoLedger, "checkpoint", slow_pages)
+    env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_LIST_PAGE_SIZE": "10", "S3BULK_LIST_SHARDS": "6"}
+    with StackOnMoto(template, buckets=(SRC, DST), env=env, account_concurrency=2, pollers=4, visibility_scale=1 / 1000) as stack:
+        keys = seed()
+        # Another workload of the account's holds both for the job's first seconds: Validate's Invoke meets 429s.
+        for _ in range(2):
+            stack.concurrency.acquire("another-workload", wait=True)
+
+        def give_back() -> None:
+            for _ in range(2):
+                stack.concurrency.release()
+
+        threading.Timer(3.0, give_back).start()
+        ex = stack.run(copy_job(), timeout=180)
+        assert ex.status == "SUCCEEDED", (failed_tasks(ex.events), ex.description.get("cause"), ex.entered()[-5:], stack.describe())
+        assert stack.concurrency.peak <= 2
+        throttled = {name.rstrip("0123456789ABCDEF"): n for name, n in stack.concurrency.throttled.items()}
+
+        # Both paths reached the limit, or the test proves nothing: Step Functions' Invoke (its retrier took the 429)
+        # and the queue's event source (whose batches came back).
+        assert LAMBDA_THROTTLED in failed_tasks(ex.events) and throttled.get("Worker", 0) > 0, throttled
+        job_id = json.loads(ex.description["output"])["job_id"]
+        r = report(stack, job_id)
+        assert (r["listed"], r["succeeded"], r["failed"]) == (N, N, 0), stack.describe()
+        assert copied(stack) == sorted("out/" + k[3:] for k in keys)
