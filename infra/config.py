@@ -146,6 +146,15 @@ class DeployConfig:
                 raise ValueError(f"schedule {s.name}: {exc}") from None
 
 
+# Validate, Progress (the completion check), Finalize and ExecutionEnded: at most one each per job at a time.
+OTHER_STEPS = 4
+
+
+def concurrency_needed(config: DeployConfig) -> int:
+    """The Lambda executions one job may hold at once: every listing shard, every worker, and the other steps."""
+    return config.list_shards + config.worker_max_concurrency + OTHER_STEPS
+
+
 def _flag(value: Any) -> bool:
     """A -c flag (or a deploy file's true): true only when said."""
     return str(value or "").strip().lower() == "true"

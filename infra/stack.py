@@ -45,7 +45,7 @@ from aws_cdk import (
 from constructs import Construct
 
 from infra.bundling import PROCESS_DIR, RUNTIME_PYTHON, TASK_ROOT, lambda_code
-from infra.config import DeployConfig
+from infra.config import DeployConfig, concurrency_needed
 from infra.monitoring import Monitoring
 from infra.state_machine import build_state_machine
 from s3bulk.aws.reportbucket import KEY_LOG_TAG
@@ -276,6 +276,9 @@ class S3BulkStack(cdk.Stack):
             # For cross-account bucket policies and KMS key policies: the principals that list and that read and write.
             "ListerRoleArn": self.lister_fn.role.role_arn if self.lister_fn.role else "",
             "WorkerRoleArn": self.worker_fn.role.role_arn if self.worker_fn.role else "",
+            # What one job may run at once (listers, workers, and the state machine's own steps): `s3bulk doctor`
+            # compares it with the account's unreserved concurrency (a new account may have 10).
+            "LambdaConcurrencyNeeded": str(concurrency_needed(config)),
         }.items():
             cdk.CfnOutput(self, name, value=value)
         self._acknowledge()

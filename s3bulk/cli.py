@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from s3bulk import __version__
+from s3bulk.aws.doctor import check_concurrency
 from s3bulk.aws.invoke import lambda_invoker
 from s3bulk.aws.remote import DEFAULT_STACK, Deployment, DeploymentError, deploy_file_defaults, fetch_report, resume, status, submit
 from s3bulk.bodies.malloc import pin_mmap_threshold
@@ -118,6 +119,7 @@ def _parser() -> argparse.ArgumentParser:
         return cmd
 
     deployed("submit", "start a job on the deployed stack").add_argument("job")
+    deployed("doctor", "check what the deployed stack needs from its account (Lambda concurrency)")
     deployed("resume", "go on with a stopped or failed deployed job from its checkpoints").add_argument("job_id")
     deployed("status", "show a deployed job's state and counters").add_argument("job_id")
     report_cmd = deployed("report", "fetch a finished deployed job's JSON report")
@@ -374,6 +376,18 @@ def _plan(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK
 
 
+def _warn_if_short(settings: ClientSettings, stack: str) -> None:
+    """One line on stderr when the account cannot run a whole job at once; never in the way of the submit."""
+    try:
+        found = check_concurrency(settings, stack)
+    except Exception:  # noqa: BLE001 - no permission to ask, an older stack: the doctor says more
+        return
+    if not found.ok:
+        Console(stderr=True).print(
+            f"note: {found.lines()[0]}; jobs will be throttled (s3bulk doctor says what to request)", markup=False, soft_wrap=True
+        )
+
+
 def _remote(args: argparse.Namespace, console: Console) -> int:
     beside = deploy_file_defaults()
     if args.region is None and "region" in beside:  # the stack is where cdk deploy put it, whatever AWS_REGION says
@@ -391,7 +405,16 @@ def _remote(args: argparse.Namespace, console: Console) -> int:
         )
     except DeploymentError as exc:
         raise UsageError(str(exc)) from None
+    if args.command == "doctor":
+        try:
+            found = check_concurrency(settings, args.stack)
+        except DeploymentError as exc:
+            raise UsageError(str(exc)) from None
+        for line in found.lines():
+            console.print(line, markup=False, soft_wrap=True)
+        return EXIT_OK if found.ok else EXIT_FAILED
     if args.command == "submit":
+        _warn_if_short(settings, args.stack)
         job_id, execution = submit(dep, job, settings)
         console.print(f"submitted {job_id}\nexecution {execution}\nfollow it with: s3bulk status {job_id}", markup=False, soft_wrap=True)
         return EXIT_OK
@@ -472,7 +495,7 @@ def _main(argv: Sequence[str] | None, interrupt: Interrupt) -> int:
             return run_demo(objects=args.objects, console=console, report_path=args.report, progress=args.progress)
         if args.command == "plan":
             return _plan(args, console)
-        if args.command in {"submit", "resume", "status", "report"}:
+        if args.command in {"submit", "resume", "status", "report", "doctor"}:
             return _remote(args, console)
         if args.command == "undo":
             return _undo(args, console)

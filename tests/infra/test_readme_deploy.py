@@ -73,6 +73,10 @@ def test_following_the_deploy_section_line_by_line_needs_no_flag_and_no_step_fai
                 cfg = DeployConfig.from_context(read_deploy_file(deploy).get)
                 allow = AllowList(frozenset(cfg.read_buckets), frozenset(cfg.write_buckets), frozenset(cfg.delete_buckets))
                 allow.check(parse_job((ROOT / job_file).read_text()))  # the sample job runs on the sample deploy
+            case [".venv/bin/s3bulk", "doctor"]:
+                assert deploy is not None  # reads the deployed stack's LambdaConcurrencyNeeded output: test_remote_cli.py
+                outputs = Template.from_stack(stack_of(deploy)).to_json()["Outputs"]
+                assert int(outputs["LambdaConcurrencyNeeded"]["Value"]) == 16 + 50 + 4
             case [".venv/bin/s3bulk", ("status" | "report" | "resume"), "JOB_ID", *_]:
                 continue  # need a submitted job: test_remote_cli.py and test_execution_ends.py run them
             case _:

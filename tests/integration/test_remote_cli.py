@@ -9,8 +9,10 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.awsrequest import AWSResponse, HTTPHeaders
 from moto import mock_aws
 
+from s3bulk.aws import doctor
 from s3bulk.aws.ledger import initial_item
 from s3bulk.cli import main
 from s3bulk.job import parse_job
@@ -143,3 +145,41 @@ def test_report_fetches_the_finished_report_and_exits_by_its_status(
 def test_a_missing_stack_is_a_usage_error_naming_the_flags(deployed: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["status", "job-1", "--stack", "Elsewhere"]) == 2
     assert "--state-machine-arn, --table and --report-bucket" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("needed", "code"), [(70, 0), (5000, 1)])
+def test_doctor_compares_the_accounts_unreserved_concurrency_with_what_a_job_needs(
+    deployed: dict[str, Any], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, needed: int, code: int
+) -> None:
+    outputs = {"StateMachineArn": deployed["arn"], "LedgerTable": TABLE, "ReportBucket": REPORTS, "LambdaConcurrencyNeeded": str(needed)}
+    template = {"Resources": {"Q": {"Type": "AWS::SQS::Queue"}}, "Outputs": {k: {"Value": v} for k, v in outputs.items()}}
+    boto3.client("cloudformation", region_name=REGION).create_stack(StackName="Sized", TemplateBody=json.dumps(template))
+    # moto (5.2) does not answer GetAccountSettings: AWS's answer for an account of 1,000 with 120 reserved, in its shape.
+    limit = {"ConcurrentExecutions": 1000, "UnreservedConcurrentExecutions": 880, "CodeSizeZipped": 52428800}
+    real = doctor.__dict__["make_client"]
+
+    def make_client(service: str, *args: Any, **kwargs: Any) -> Any:
+        client = real(service, *args, **kwargs)
+        if service == "lambda":
+            answer = {"AccountLimit": limit, "AccountUsage": {"FunctionCount": 7, "TotalCodeSize": 1}, "ResponseMetadata": {}}
+            reply = AWSResponse("https://lambda.invalid", 200, HTTPHeaders(), None)
+            client.meta.events.register("before-call.lambda.GetAccountSettings", lambda **_: (reply, answer))
+        return client
+
+    monkeypatch.setattr(doctor, "make_client", make_client)
+    assert main(["doctor", "--stack", "Sized"]) == code
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == (
+        f"Lambda concurrency in {REGION}: {limit['UnreservedConcurrentExecutions']:,} unreserved of "
+        f"{limit['ConcurrentExecutions']:,}; one job of this stack runs up to {needed:,} at once"
+    )
+    if code:
+        assert out[1].startswith("short: listers and workers will be throttled and retried")
+        assert "--quota-code L-B99A9384 --desired-value 5120 " in out[2]  # the 120 reserved stay reserved
+    else:
+        assert out[1].startswith("ok: ")
+    assert main(["submit", "events/copy-prefix.json", "--stack", "Sized"]) == 0  # a short account is told, not refused
+    note = capsys.readouterr().err
+    assert note.startswith("note: Lambda concurrency in ") == bool(code), note
+    assert main(["doctor"]) == 2  # the fixture's stack predates the output
+    assert "output LambdaConcurrencyNeeded is missing; redeploy it" in capsys.readouterr().err
