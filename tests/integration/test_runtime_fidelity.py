@@ -28,6 +28,7 @@ import boto3
 import pytest
 
 from infra import bundling
+from infra.config import DeployConfig
 from tests.integration.aws_harness import REGION, create_queues, create_table
 
 pytestmark = [pytest.mark.moto, pytest.mark.slow]
@@ -133,22 +134,42 @@ def _drive(python: Path, path: list[Path], stack: Stack) -> subprocess.Completed
     )
 
 
-def test_the_vendored_asset_runs_a_copy_job_through_the_handlers_on_an_old_runtime_sdk(
-    lambda_python: Path, runtime_sdk: Path, stack: Stack, tmp_path: Path
-) -> None:
+@pytest.fixture(scope="module")
+def vendored_task(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The function asset as the stack bundles it (for this machine's architecture)."""
     machine = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "arm64", "arm64": "arm64"}[platform.machine().lower()]
-    task = tmp_path / "var-task"
+    task = tmp_path_factory.mktemp("var-task")
     bundling.build(task, bundling.PLATFORMS[machine])
+    return task
 
+
+def test_the_vendored_asset_runs_a_copy_job_through_the_handlers_on_an_old_runtime_sdk(
+    lambda_python: Path, runtime_sdk: Path, stack: Stack, vendored_task: Path
+) -> None:
+    """All four handlers in one process held to the worker's MemorySize (1,024 MB), as Lambda holds each."""
+    task = vendored_task
     proc = _drive(lambda_python, [task, runtime_sdk], stack)
 
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert (out["botocore"], Path(out["botocore_file"]).is_relative_to(task)) == ("1.44.5", True)
+    assert 0 < out["peak_rss_mb"] < DeployConfig(("a",), (), ()).worker_memory_mb
     assert (out["result"]["status"], out["result"]["failed"]) == ("succeeded", 0)
     for i in range(N):
         body = stack.s3.get_object(Bucket=stack.cfg["dst"], Key=f"out/{i:03d} ü")["Body"].read()
         assert body == f"object {i}".encode() * (i + 1)
+
+
+def test_a_function_over_its_memory_size_is_ended_as_lambda_ends_it(
+    lambda_python: Path, runtime_sdk: Path, stack: Stack, vendored_task: Path
+) -> None:
+    """The same job in a function of 48 MB: less than the interpreter with boto3 needs, so it is ended, never finished."""
+    stack.cfg["memory_mb"] = 48
+    proc = _drive(lambda_python, [vendored_task, runtime_sdk], stack)
+    assert proc.returncode == 137, proc.stdout[-2000:] + proc.stderr[-2000:]
+    killed = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert killed["killed"] == "Runtime.OutOfMemory" and killed["rss_mb"] > killed["limit_mb"] == 48
+    assert "Contents" not in stack.s3.list_objects_v2(Bucket=stack.cfg["dst"])
 
 
 def test_without_vendoring_the_old_runtime_sdk_fails_the_job_on_its_first_s3_client(

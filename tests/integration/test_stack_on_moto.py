@@ -188,7 +188,7 @@ def test_10000_objects_nested_and_flat_under_every_fault_at_once_copy_exactly_on
 
     monkeypatch.setattr(DynamoLedger, "checkpoint", dies_once)
     conflicts = DynamoConflicts(rate=0.05, seed=CONFLICT_SEED)
-    faults = Faults(dynamo=conflicts, kill_invocations=frozenset({3}), kill_after=20, duplicate_rate=0.2, seed=3)
+    faults = Faults(dynamo=conflicts, kill_first=1, kill_after=20, duplicate_rate=0.2, seed=3)
     # 125-key pages: 80 pages for the lister checkpoints to count, in shards plan_shards keeps ~10 pages long or more.
     with StackOnMoto(template, buckets=(SRC, DST), env={**ENV, "S3BULK_LIST_PAGE_SIZE": "125"}, faults=faults) as stack:
         expected = seed_keys(

@@ -11,7 +11,10 @@ line: the report and where botocore came from.
 from __future__ import annotations
 
 import json
+import os
 import sys
+import threading
+import time
 from typing import Any
 
 
@@ -51,8 +54,29 @@ def sqs_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]:
     }
 
 
+def watch_memory(limit_mb: int) -> dict[str, float]:
+    """Lambda ends an execution environment whose memory passes the function's MemorySize: this process's resident
+    set, read every 10 ms, is held to the same limit (exit 137 with Runtime.OutOfMemory, as the runtime reports it)."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    seen = {"peak_mb": 0.0}
+
+    def watch() -> None:
+        while True:
+            with open("/proc/self/statm") as f:
+                rss_mb = int(f.read().split()[1]) * page / 2**20
+            seen["peak_mb"] = max(seen["peak_mb"], rss_mb)
+            if rss_mb > limit_mb:
+                print(json.dumps({"killed": "Runtime.OutOfMemory", "rss_mb": round(rss_mb, 1), "limit_mb": limit_mb}), flush=True)
+                os._exit(137)
+            time.sleep(0.01)
+
+    threading.Thread(target=watch, name="memory-watch", daemon=True).start()
+    return seen
+
+
 def main() -> None:
     cfg = json.loads(sys.argv[1])
+    memory = watch_memory(int(cfg.get("memory_mb", Context.memory_limit_in_mb)))
     import boto3
     import botocore
 
@@ -82,7 +106,8 @@ def main() -> None:
             if m["MessageId"] not in failed:
                 sqs.delete_message(QueueUrl=cfg["queue_url"], ReceiptHandle=m["ReceiptHandle"])
     result = finalize.handler({"job_id": job_id}, Context())
-    print(json.dumps({"botocore": botocore.__version__, "botocore_file": botocore.__file__, "result": result}))
+    out = {"botocore": botocore.__version__, "botocore_file": botocore.__file__, "result": result, "peak_rss_mb": memory["peak_mb"]}
+    print(json.dumps(out))
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ class SqsEventSource:
         self._lock = threading.Lock()  # moto's SQS is not thread-safe; one receive at a time, as one queue would serve them
         self._threads: list[threading.Thread] = []
         self._duplicated: set[str] = set()
+        self._kills_taken = 0
 
     def start(self) -> None:
         for i in range(self.pollers):
@@ -89,8 +90,9 @@ class SqsEventSource:
         for m in messages:
             self._maybe_duplicate(m)
         killed = ordinal in self.faults.kill_invocations
+        dies_after = self.faults.kill_after if killed or self.faults.kill_first else None
         try:
-            response = self.fn.invoke(sqs_event(messages, self.queue_arn), self.faults.kill_after if killed else None)
+            response = self.fn.invoke(sqs_event(messages, self.queue_arn), dies_after, may_die=None if killed else self._take_kill)
         except Exception as exc:  # noqa: BLE001 - as Lambda: a failed invocation returns every record, after its visibility timeout
             with self._lock:
                 self.stats.crashed += 1
@@ -108,6 +110,15 @@ class SqsEventSource:
             self.stats.killed += killed
             self.stats.deleted += len(done)
             self.stats.returned += len(messages) - len(done)
+
+    def _take_kill(self) -> bool:
+        """One of the `kill_first` deaths, if any is left (counted as the invocation's kill)."""
+        with self._lock:
+            if self._kills_taken >= self.faults.kill_first:
+                return False
+            self._kills_taken += 1
+            self.stats.killed += 1
+            return True
 
     def _maybe_duplicate(self, m: dict[str, Any]) -> None:
         rate = self.faults.duplicate_rate

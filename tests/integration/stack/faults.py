@@ -94,6 +94,9 @@ class Faults:
     dynamo: DynamoConflicts | None = None
     kill_invocations: frozenset[int] = frozenset()
     kill_after: int = 20
+    # Instead of by ordinal: the first `kill_first` invocations that read the clock past `kill_after` (so they were
+    # working objects, not skipping a duplicate already counted) have their time run out there.
+    kill_first: int = 0
     duplicate_rate: float = 0.0
     seed: int = 0
 

@@ -11,6 +11,7 @@ import time
 import traceback
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -23,9 +24,12 @@ from tests.integration.stack.iam import Invocation, Killed, acting_as
 
 class LambdaContext:
     """What the runtime passes as `context`: the remaining time follows the wall clock from the function's Timeout,
-    or drops to zero after `dies_after` reads (a worker whose time runs out mid-batch)."""
+    or drops to zero after `dies_after` reads (a worker whose time runs out mid-batch). With `may_die`, it drops only
+    if that says yes when the reads pass `dies_after` (a shared number of deaths, taken by whoever reaches it first)."""
 
-    def __init__(self, name: str, timeout_s: float, memory_mb: int, dies_after: int | None = None) -> None:
+    def __init__(
+        self, name: str, timeout_s: float, memory_mb: int, dies_after: int | None = None, may_die: Callable[[], bool] | None = None
+    ) -> None:
         self.function_name = name
         self.function_version = "$LATEST"
         self.memory_limit_in_mb = memory_mb
@@ -35,12 +39,17 @@ class LambdaContext:
         self.log_stream_name = self.aws_request_id
         self._deadline = time.monotonic() + timeout_s
         self._dies_after = dies_after
+        self._may_die = may_die
+        self._dead: bool | None = None
         self.reads = 0
 
     def get_remaining_time_in_millis(self) -> int:
         self.reads += 1
         if self._dies_after is not None and self.reads > self._dies_after:
-            return 0
+            if self._dead is None:
+                self._dead = self._may_die() if self._may_die is not None else True
+            if self._dead:
+                return 0
         return max(0, int((self._deadline - time.monotonic()) * 1000))
 
 
@@ -106,6 +115,13 @@ class Function:
         self.errors: Counter[str] = Counter()
         self.in_flight = 0
         self.timed_out = 0
+        self.running: set[Invocation] = set()
+
+    def end_all(self, reason: str) -> None:
+        """The stack is torn down: an invocation still running (a lister a stopped execution left) does nothing more."""
+        with self._lock:
+            for invocation in self.running:
+                invocation.kill(reason)
 
     def _environment(self) -> ModuleType:
         with self._lock:
@@ -119,7 +135,9 @@ class Function:
         spec.loader.exec_module(module)
         return module
 
-    def invoke(self, event: Any, dies_after: int | None = None, *, asynchronous: bool = False) -> Any:
+    def invoke(
+        self, event: Any, dies_after: int | None = None, *, asynchronous: bool = False, may_die: Callable[[], bool] | None = None
+    ) -> Any:
         self.concurrency.acquire(self.name, wait=asynchronous)
         try:
             module = self._environment()
@@ -127,7 +145,9 @@ class Function:
             self.concurrency.release()
             raise
         invocation = Invocation(self.name)
-        ctx = LambdaContext(self.name, self.timeout_s, self.memory_mb, dies_after)
+        with self._lock:
+            self.running.add(invocation)
+        ctx = LambdaContext(self.name, self.timeout_s, self.memory_mb, dies_after, may_die)
         outcome: dict[str, Any] = {}
 
         def run() -> None:
@@ -145,8 +165,11 @@ class Function:
         timed_out = worker.is_alive()
         if timed_out:
             invocation.kill("ended at its timeout")
+            with self._lock:
+                self.running.discard(invocation)
         with self._lock:
             self.in_flight -= 1
+            self.running.discard(invocation)
             if timed_out:
                 self.timed_out += 1
                 self.errors[TimedOut.error_type] += 1

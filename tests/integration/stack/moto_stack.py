@@ -29,6 +29,7 @@ from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 
 from tests.integration.aws_harness import REGION
 from tests.integration.stack.event_source import SqsEventSource
+from tests.integration.stack.fastpath import through_moto as fast_path_through_moto
 from tests.integration.stack.faults import Faults, hook_dynamo_clients
 from tests.integration.stack.iam import IamGate
 from tests.integration.stack.lambdas import Concurrency, Function, Throttled, function_error
@@ -42,8 +43,8 @@ PSEUDO = {
     "AWS::URLSuffix": "amazonaws.com",
     "AWS::StackName": "S3Bulk",
 }
-# Process-wide settings the functions need here: in-process moto intercepts botocore, not the fast path's raw
-# sockets; no X-Ray daemon; Powertools Metrics keeps one class-level metric set per process, which concurrent
+# Process-wide settings the functions need here: no X-Ray daemon (the fast path's requests, which in-process moto
+# would not see on their sockets, are handed to it by stack/fastpath.py); Powertools Metrics keeps one class-level metric set per process, which concurrent
 # in-process invocations would flush under each other, so EMF output is off (tests/unit covers the metrics).
 RUNTIME_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -51,7 +52,6 @@ RUNTIME_ENV = {
     "AWS_DEFAULT_REGION": REGION,
     "AWS_REGION": REGION,
     "AWS_EC2_METADATA_DISABLED": "true",
-    "S3BULK_REQUEST_PATH": "botocore",
     "POWERTOOLS_TRACE_DISABLED": "true",
     "POWERTOOLS_METRICS_DISABLED": "true",
     "POWERTOOLS_LOG_LEVEL": "WARNING",
@@ -216,6 +216,7 @@ class StackOnMoto:
             )
             self.limits.refused += inline_maps_over_concurrency(self.definition)
             self._stack.enter_context(self.iam.enforced(self.limits))
+            self.fast_requests = self._stack.enter_context(fast_path_through_moto(self.iam))
             self._stack.enter_context(mock.patch.object(LambdaSimpleBackend, "invoke", self._lambda_invoke()))
             self._stack.enter_context(mock.patch.object(StateTaskLambda, "_from_error", _lambda_service_error(StateTaskLambda._from_error)))
             if self.faults.dynamo is not None:
@@ -229,6 +230,8 @@ class StackOnMoto:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        for fn in self.functions.values():  # nothing a test leaves running reaches AWS (or the next test) afterwards
+            fn.end_all("ended with the stack")
         self._stack.close()
         if kind is None and self.check_iam and self.iam.denied:
             raise AssertionError("AWS would refuse these calls (each role as synthesized):\n" + "\n".join(self.iam.denied))
