@@ -539,7 +539,13 @@ class DynamoLedger:
             raise
 
     def is_batch_done(self, job_id: str, batch_id: str) -> bool:
-        return "Item" in self.client.get_item(TableName=self.table, Key=_key(job_id, f"batch#{batch_id}"), ConsistentRead=True)
+        return self.counted_batch(job_id, batch_id) is not None
+
+    def counted_batch(self, job_id: str, batch_id: str) -> dict[str, Any] | None:
+        """The batch's marker once it was counted (with `child`, the rest it handed on, when it was split), else None."""
+        r = self.client.get_item(TableName=self.table, Key=_key(job_id, f"batch#{batch_id}"), ConsistentRead=True)
+        item = r.get("Item")
+        return dict(item) if item is not None else None
 
     def counted_attempts(self, job_id: str, batch_ids: Sequence[str]) -> dict[str, str]:
         """The attempt each of these batches was counted from (finish_batch's `attempt`); uncounted ones are absent."""
@@ -560,7 +566,9 @@ class DynamoLedger:
                     self._sleep(0.1)  # throttled keys come back unprocessed: ask again after a pause
         return found
 
-    def finish_batch(self, job_id: str, batch_id: str, counts: BatchCounts, ttl_days: int = DEFAULT_TTL_DAYS, *, attempt: str = "") -> bool:
+    def finish_batch(
+        self, job_id: str, batch_id: str, counts: BatchCounts, ttl_days: int = DEFAULT_TTL_DAYS, *, attempt: str = "", child: str = ""
+    ) -> bool:
         """Count a finished batch exactly once, on its counter shard; False means it was already counted.
 
         The marker keeps `attempt` (the worker's id for this try of the batch), so the report reads only the
@@ -568,6 +576,8 @@ class DynamoLedger:
         """
         expires = {"N": str(int(time.time() + ttl_days * 86400))}
         marker = {**_key(job_id, f"batch#{batch_id}"), "expires_at": expires, **({"attempt": {"S": attempt}} if attempt else {})}
+        if child:  # the rest of the batch goes on as a batch of its own: still pending, so the job waits for it
+            marker["child"] = {"S": child}
         values = {
             ":s": counts.succeeded,
             ":k": counts.skipped,
@@ -575,7 +585,7 @@ class DynamoLedger:
             ":b": counts.bytes,
             ":r": counts.retries,
             ":o": counts.object_retries,
-            ":minus": -1,
+            ":minus": 0 if child else -1,
         }
         update = {
             "TableName": self.table,

@@ -37,6 +37,16 @@ class BatchMessage(BaseModel):
     def rechecks(self) -> dict[int, bool]:
         return dict(self.check)
 
+    def rest(self, objects: Sequence[ObjectInfo], checks: Mapping[int, bool], attempt: str) -> BatchMessage:
+        """The part of this batch one invocation could not reach, as a batch of its own (a "child"): its id derives
+        from this one's and from the try that counted this one, so whoever sends it again sends the same batch."""
+        return BatchMessage(
+            job_id=self.job_id,
+            batch_id=f"{self.batch_id}~{attempt[:8]}",
+            items=[_item(o) for o in objects],
+            check=sorted(checks.items()),
+        )
+
     def encode(self) -> str:
         """ASCII-only JSON: any key survives SQS's character rules."""
         return json.dumps(self.model_dump(mode="json", exclude_defaults=True), ensure_ascii=True, separators=(",", ":"))

@@ -468,8 +468,9 @@ class NotStarted(RuntimeError):
     """Too little time left to start this message; it comes back untouched."""
 
 
-class BatchIncomplete(RuntimeError):
-    """Time ran out mid-batch; nothing of it is counted, and the whole batch comes back."""
+class WorkerTimedOut(RuntimeError):
+    """Time ran out before the batch's first unfinished object could be done: nothing of it is counted, and it
+    comes back whole (one object outlasting a worker's time fails with this code on the batch's last delivery)."""
 
 
 class EndpointDown(RuntimeError):
@@ -599,7 +600,12 @@ class WorkerService:
             raise NotStarted(f"batch {msg.batch_id}: {time_left():.0f}s left, under the {self.margin:.0f}s margin")
         job = self.job(msg.job_id)
         self.allow.check(job)
-        if self.ledger.is_batch_done(msg.job_id, msg.batch_id):
+        marker = self.ledger.counted_batch(msg.job_id, msg.batch_id)
+        if marker is not None:
+            if "child" in marker and self.returns is not None:
+                # The try that counted this batch handed its rest on; it may have ended before sending it (the
+                # child's id dedupes a second copy).
+                self.returns.requeue(str(marker["child"]["S"]))
             return WorkOutcome(BatchCounts(), counted=False)
         status = self.status(msg.job_id)
         if status in PAUSED:
@@ -637,15 +643,18 @@ class WorkerService:
                 if runner.outage is not None:
                     self._stop_if_lasting(msg.job_id, runner.outage)
                     raise EndpointDown(f"batch {msg.batch_id}: {runner.outage}; it comes back uncounted") from runner.outage
+                rest: BatchMessage | None = None
                 if not run.complete:
-                    raise BatchIncomplete(f"batch {msg.batch_id} of {len(items)} objects: time ran out; it will be redone whole")
+                    rest = self._rest(msg, items, run.untaken(), attempt)
                 self.reports.put_failures(msg.job_id, msg.batch_id, tally.failures(), attempt)
                 self.reports.put_keys(msg.job_id, msg.batch_id, spool, attempt)
                 retries = sum(s.retries for s in stores) - retries_before
                 counts = BatchCounts(tally.succeeded, tally.skipped, tally.failed, tally.bytes, retries, tally.retried)
             finally:
                 tally.close()
-        counted = self.ledger.finish_batch(msg.job_id, msg.batch_id, counts, attempt=attempt)
+        counted = self.ledger.finish_batch(msg.job_id, msg.batch_id, counts, attempt=attempt, child=rest.encode() if rest else "")
+        if counted and rest is not None and self.returns is not None:
+            self.returns.requeue(rest.encode())  # after the count: a try that ends between the two is redelivered and sends it
         if counted:
             notify_if_complete(msg.job_id, self.ledger, self.completion)
         else:  # another try of this batch was counted first: its parts, not these, are the batch's
@@ -653,6 +662,17 @@ class WorkerService:
         if self.rate is not None and self.rate.enabled and self.rate.send_rate is not None:
             self.ledger.publish_rate(msg.job_id, self.rate.send_rate, cut=self.rate.cuts > cuts_before)
         return WorkOutcome(counts, counted)
+
+    def _rest(self, msg: BatchMessage, items: list[Item], untaken: list[Item] | None, attempt: str) -> BatchMessage:
+        """Time ran out mid-batch: what no task took goes on as a batch of its own, and what was finished is counted
+        now, so a batch that needs several invocations makes progress in each instead of being redone whole."""
+        if untaken is None or not untaken or len(untaken) == len(items) or self.returns is None:
+            raise WorkerTimedOut(
+                f"batch {msg.batch_id} of {len(items)} objects: time ran out before an object could finish in the worker's "
+                f"{WORKER_TIME_S} s less its {self.margin:.0f} s margin; raise worker_timeout_s (deploy.json) or lower options.batch_size"
+            )
+        checks = {j: it.recheck for j, it in enumerate(untaken) if it.recheck is not None}
+        return msg.rest([it.obj for it in untaken], checks, attempt)
 
     def _stop_if_lasting(self, job_id: str, outage: EndpointUnreachable) -> None:
         """An endpoint gone for longer than `outage_stop` (this container's breaker remembers since when): stop the job.

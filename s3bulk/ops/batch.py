@@ -166,6 +166,9 @@ class BatchRun:
         self._cut = False
         self._confirmed: list[Item] = []
         self._done = threading.Event()
+        # What a cut run never started, once it has ended (None: this kind of batch cannot be split, e.g. a move,
+        # whose closing deletes sources only for a whole batch).
+        self._untaken: Callable[[], list[Item]] | None = None
 
     def add(self, n: int = 1) -> None:
         with self._lock:
@@ -214,6 +217,11 @@ class BatchRun:
 
     def wait(self, timeout: float | None = None) -> bool:
         return self._done.wait(timeout)
+
+    def untaken(self) -> list[Item] | None:
+        """After wait(): the items no task took (a deadline or halt cut the batch), each of which has no outcome, while
+        every other item has its final one; None when the batch cannot be split that way."""
+        return self._untaken() if self._untaken is not None else None
 
     @property
     def complete(self) -> bool:
@@ -350,11 +358,14 @@ class BatchRunner:
                 run.add()
                 self.pool.submit(self._process_task, group, tally, run)
                 started += 1
+            run._untaken = lambda: [item for group in groups[started:] for item in group]
             run.seal(all_submitted=started == len(groups))
             return run
         # The batch is worked as a unit: a few lanes (at most one per worker) take its objects from one queue,
         # each counting into its own Counted and key-log block, merged once when the lane leaves the batch.
         queue = deque(todo)
+        if closing is None:  # lanes take from the front: what is left is exactly what no lane took
+            run._untaken = lambda: list(queue)
         lanes = min(self.pool.max_workers, len(todo))
         submitted = 0
         for _ in range(lanes):  # keep_going is asked by the lanes, once before each object

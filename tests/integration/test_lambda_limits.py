@@ -19,6 +19,7 @@ import pytest
 
 from infra.state_machine import LAMBDA_THROTTLED
 from s3bulk.aws.ledger import DynamoLedger
+from s3bulk.s3.stores import FastS3Store
 from tests.integration.aws_harness import REGION
 from tests.integration.stack_harness import StackOnMoto, synthesize
 
@@ -74,21 +75,27 @@ def test_a_lister_ended_at_its_timeout_is_retried_and_nothing_it_did_afterwards_
     real = DynamoLedger.checkpoint
     hung = threading.Event()
 
-    def hangs_once(self: DynamoLedger, *args: Any, **kwargs: Any) -> bool:
-        if not hung.is_set():
+    def hangs_once(self: DynamoLedger, job_id: str, *args: Any, **kwargs: Any) -> bool:
+        if job_id == "lister-times-out" and not hung.is_set():  # this job's lister only, not one an earlier test left
             hung.set()
             time.sleep(5)  # past the Lister's 3 s: Lambda has ended the invocation by the time this returns
-        return real(self, *args, **kwargs)
+        return real(self, job_id, *args, **kwargs)
 
     monkeypatch.setattr(DynamoLedger, "checkpoint", hangs_once)
     env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_LIST_PAGE_SIZE": "20", "S3BULK_LIST_MARGIN_S": "1", "S3BULK_LIST_SHARDS": "1"}
     with StackOnMoto(template, buckets=(SRC, DST), env=env, timeouts={"Lister": 3}) as stack:
         keys = seed()
-        ex = stack.run(copy_job(), timeout=90)
+        ex = stack.run({**copy_job(), "job_id": "lister-times-out"}, timeout=90)
         assert ex.status == "SUCCEEDED", (ex.description, stack.describe())
         [lister] = [f for f in stack.functions.values() if f.name.startswith("Lister")]
-        assert lister.timed_out == 1 and "Sandbox.Timedout" in failed_tasks(ex.events)
-        time.sleep(0.5)  # the abandoned thread wakes from its hang and tries its checkpoint
+        assert lister.timed_out == 1 and "Sandbox.Timedout" in failed_tasks(ex.events), (
+            lister.timed_out,
+            failed_tasks(ex.events),
+            stack.describe(),
+        )
+        woke = time.monotonic() + 10
+        while not stack.iam.after_kill and time.monotonic() < woke:  # the abandoned thread wakes and tries its checkpoint
+            time.sleep(0.1)
         [late] = stack.iam.after_kill
         assert late.startswith(f"{lister.name}: ") and late.endswith("after the invocation was ended at its timeout")
         job_id = json.loads(ex.description["output"])["job_id"]
@@ -133,3 +140,38 @@ def test_an_account_with_little_concurrency_throttles_and_the_job_still_ends_exa
         r = report(stack, job_id)
         assert (r["listed"], r["succeeded"], r["failed"]) == (N, N, 0), stack.describe()
         assert copied(stack) == sorted("out/" + k[3:] for k in keys)
+
+
+def test_a_batch_that_needs_three_invocations_counts_what_each_finished_and_copies_every_object_once(
+    template: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 4 s worker with two threads, 30 objects of 0.5 s each in one batch: each invocation counts what it finished
+    and hands the rest on as a batch of its own (a child), so nothing is redone and every object is copied once."""
+    real = FastS3Store.copy_object
+
+    def slow_copy(self: FastS3Store, *args: Any, **kwargs: Any) -> str:
+        time.sleep(0.5)
+        return str(real(self, *args, **kwargs))
+
+    monkeypatch.setattr(FastS3Store, "copy_object", slow_copy)
+    env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_WORK_MARGIN_S": "1", "S3BULK_CONCURRENCY": "2"}
+    with StackOnMoto(template, buckets=(SRC, DST), env=env, timeouts={"Worker": 4}, pollers=1) as stack:
+        keys = seed()[:30]
+        for key in seed()[30:]:
+            stack.s3.delete_object(Bucket=SRC, Key=key)
+        ex = stack.run({**copy_job(batch_size=30), "job_id": "split-batch"}, timeout=120)
+        assert ex.status == "SUCCEEDED", (ex.description.get("cause"), stack.describe())
+        [worker] = [f for f in stack.functions.values() if f.name.startswith("Worker")]
+        assert worker.invocations >= 3 and worker.timed_out == 0, stack.describe()  # it ended each itself, in time
+        copies = [r for r in stack.fast_requests if r.startswith("CopyObject ")]
+        assert len(copies) == 30, f"{len(copies)} COPY requests for 30 objects"
+        r = report(stack, "split-batch")
+        assert (r["listed"], r["succeeded"], r["failed"]) == (30, 30, 0)
+        assert copied(stack) == sorted("out/" + k[3:] for k in keys)
+        markers = [
+            i
+            for i in stack.ddb.scan(TableName=stack.names[next(k for k in stack.names if k.startswith("Ledger") and "." not in k)])["Items"]
+            if i["sk"]["S"].startswith("batch#")
+        ]
+        children = [m for m in markers if "child" in m]
+        assert len(markers) >= 3 and len(children) == len(markers) - 1  # a chain: each split once, the last one whole

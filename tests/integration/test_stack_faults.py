@@ -253,3 +253,29 @@ def test_the_report_holds_only_the_failures_of_the_try_that_was_counted(aws: Aws
     parts = aws.s3.list_objects_v2(Bucket=REPORTS, Prefix=f"jobs/{job_id}/keys/")["Contents"]
     assert {o["Key"].rsplit("/", 1)[1]: o["Size"] for o in parts} == {"b1~tryA.jsonl": 0, "b1~tryB.jsonl": len(spool.getvalue())}
     assert ledger.counted_attempts(job_id, ["b1", "b2", "b3"]) == {"b1": "tryB", "b2": "tryD"}
+
+
+def test_a_worker_out_of_time_mid_batch_counts_what_it_did_and_a_redelivery_sends_the_rest_it_never_sent(
+    aws: Aws, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Time runs short after some objects: those are counted and the rest is handed on as a child batch. The worker
+    then dies before it sends the child (after the count): the parent, delivered again, finds its marker and sends it."""
+    expected = seed(aws, 40)
+    job_id = start(aws, batch_size=40)
+    list_all(job_id)
+    [message] = _receive_now(aws)
+    worker = worker_handler.service()
+    sent = worker.returns.requeue if worker.returns is not None else None
+    assert sent is not None
+    monkeypatch.setattr(worker.returns, "requeue", _raising(RuntimeError("the invocation ended here")))
+    # 600 s at the start, then under the 150 s margin after about a dozen objects' checks.
+    out = worker_handler.handler(sqs_event([message], aws.queue_arn), Context([600.0] * 12 + [100.0]))
+    assert out["batchItemFailures"] == [{"itemIdentifier": message["MessageId"]}]  # it raised after the count
+    counted = aws.ledger.load(job_id).counters
+    assert 0 < counted["succeeded"] < 40 and counted["pending"] == 1, counted  # the child is pending, not lost
+    monkeypatch.setattr(worker.returns, "requeue", sent)
+    aws.sqs.change_message_visibility(QueueUrl=aws.queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+    work_all(aws)  # the parent again (already counted: it sends its child), then the child
+    rec = aws.ledger.load(job_id)
+    assert (rec.counters["succeeded"], rec.counters["failed"], rec.counters["pending"]) == (40, 0, 0), rec.counters
+    assert dest_bodies(aws) == {"out/" + k[3:]: v for k, v in expected.items()}
