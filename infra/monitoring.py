@@ -135,9 +135,17 @@ class Monitoring(Construct):
             alarm(
                 "DeadLettersAlarm",
                 self.dlq.metric_approximate_number_of_messages_visible(period=five, statistic="Maximum"),
-                "A batch was dead-lettered: its objects are in the job report as failed; inspect and redrive.",
+                "A dead-lettered batch is waiting: the dead-letter counter could not count it (see its logs); inspect and redrive.",
                 0,
                 above,
+            ),
+            alarm(
+                "DeadLetteredBatchesAlarm",
+                _metric(m.DEAD_LETTERED_BATCHES),
+                "A batch was dead-lettered and counted failed (its worker raised, or Lambda ended it at its timeout or "
+                "memory on every delivery): its objects are in the job report with what to change.",
+                1,
+                at_least,
             ),
             alarm(
                 "FailedExecutionsAlarm",

@@ -72,6 +72,10 @@ def _object_arns(buckets: tuple[str, ...]) -> list[str]:
     return [f"arn:{cdk.Aws.PARTITION}:s3:::{b}/*" for b in buckets]
 
 
+# The dead-letter counter's timeout: it writes a failures part and one transaction per batch, ten batches a call.
+COUNTER_TIMEOUT_S = 120
+
+
 class S3BulkStack(cdk.Stack):
     def __init__(self, scope: Construct, construct_id: str, *, config: DeployConfig, **kwargs: object) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
@@ -141,6 +145,8 @@ class S3BulkStack(cdk.Stack):
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
             retention_period=cdk.Duration.days(14),
+            # Its consumer (the dead-letter counter) has COUNTER_TIMEOUT_S; AWS asks for 6x on an event source's queue.
+            visibility_timeout=cdk.Duration.seconds(COUNTER_TIMEOUT_S * VISIBILITY_RATIO),
         )
         self.queue = sqs.Queue(
             self,
@@ -200,6 +206,14 @@ class S3BulkStack(cdk.Stack):
         self.progress_fn = function("Progress", "functions.progress.handler.handler", 256, cdk.Duration.seconds(60))
         self.finalize_fn = function("Finalize", "functions.finalize.handler.handler", 1024, cdk.Duration.minutes(14))
         self.ended_fn = function("ExecutionEnded", "functions.ended.handler.handler", 1024, cdk.Duration.minutes(14))
+        # A batch whose worker Lambda never finished it (ended at its timeout or memory on every delivery) is counted
+        # failed here, so its job ends with a report instead of waiting for it.
+        self.dead_letters_fn = function(
+            "DeadLetterCounter", "functions.deadletters.handler.handler", 256, cdk.Duration.seconds(COUNTER_TIMEOUT_S)
+        )
+        self.dead_letters_fn.add_event_source(
+            sources.SqsEventSource(self.dlq, batch_size=10, report_batch_item_failures=True, max_concurrency=2)
+        )
 
         self.worker_fn.add_event_source(
             sources.SqsEventSource(
@@ -409,9 +423,16 @@ class S3BulkStack(cdk.Stack):
         )
         # A batch that could not start on its last delivery is sent again instead of dead-lettered.
         self.queue.grant_send_messages(worker)
+        # The dead-letter counter counts a batch as the worker does (marker, counters, failures part), and sends on the
+        # rest of a batch that was split; it touches no bucket of the user's.
+        counter = self.dead_letters_fn
+        self.table.grant(counter, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query")
+        counter.add_to_role_policy(iam.PolicyStatement(actions=["s3:PutObject"], resources=[self.reports.arn_for_objects("jobs/*")]))
+        self.queue.grant_send_messages(counter)
         # The worker that counts a job's last batch resumes its waiting execution; so does Progress.
         resume = iam.PolicyStatement(actions=["states:SendTaskSuccess"], resources=[self.state_machine_arn])
         worker.add_to_role_policy(resume)
+        counter.add_to_role_policy(resume)
         self.progress_fn.add_to_role_policy(resume)
         self.table.grant(self.progress_fn, "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query")
 

@@ -538,9 +538,6 @@ class DynamoLedger:
                 return False
             raise
 
-    def is_batch_done(self, job_id: str, batch_id: str) -> bool:
-        return self.counted_batch(job_id, batch_id) is not None
-
     def counted_batch(self, job_id: str, batch_id: str) -> dict[str, Any] | None:
         """The batch's marker once it was counted (with `child`, the rest it handed on, when it was split), else None."""
         r = self.client.get_item(TableName=self.table, Key=_key(job_id, f"batch#{batch_id}"), ConsistentRead=True)

@@ -468,6 +468,10 @@ class NotStarted(RuntimeError):
     """Too little time left to start this message; it comes back untouched."""
 
 
+# The code of the objects of a batch whose worker Lambda never finished it (see WorkerService.dead_lettered).
+WORKER_DIED = "WorkerDied"
+
+
 class WorkerTimedOut(RuntimeError):
     """Time ran out before the batch's first unfinished object could be done: nothing of it is counted, and it
     comes back whole (one object outlasting a worker's time fails with this code on the batch's last delivery)."""
@@ -666,7 +670,9 @@ class WorkerService:
     def _rest(self, msg: BatchMessage, items: list[Item], untaken: list[Item] | None, attempt: str) -> BatchMessage:
         """Time ran out mid-batch: what no task took goes on as a batch of its own, and what was finished is counted
         now, so a batch that needs several invocations makes progress in each instead of being redone whole."""
-        if untaken is None or not untaken or len(untaken) == len(items) or self.returns is None:
+        if untaken is not None and len(untaken) == len(items):  # no object was started: as if too late to start
+            raise NotStarted(f"batch {msg.batch_id}: time ran short before its first object")
+        if untaken is None or not untaken or self.returns is None:
             raise WorkerTimedOut(
                 f"batch {msg.batch_id} of {len(items)} objects: time ran out before an object could finish in the worker's "
                 f"{WORKER_TIME_S} s less its {self.margin:.0f} s margin; raise worker_timeout_s (deploy.json) or lower options.batch_size"
@@ -712,6 +718,23 @@ class WorkerService:
         message = f"not processed: the job was {status} before this batch ran; run the job again with if_exists=skip to finish it"
         counts, counted = self._fail_all(msg, JOB_STOPPED, message)
         return WorkOutcome(counts, counted, cancelled=True)
+
+    def dead_lettered(self, msg: BatchMessage, receives: int) -> WorkOutcome:
+        """A batch SQS moved to the dead-letter queue. One that raised was counted on its last delivery; one whose
+        worker Lambda ended every time (its timeout, its memory) never was, and the job would wait for it until its
+        execution ran out: its objects are counted failed now, with what to change, so the job ends."""
+        marker = self.ledger.counted_batch(msg.job_id, msg.batch_id)
+        if marker is not None:
+            if "child" in marker and self.returns is not None:  # counted, then ended before it handed its rest on
+                self.returns.requeue(str(marker["child"]["S"]))
+            return WorkOutcome(BatchCounts(), counted=False)
+        message = (
+            f"the worker Lambda working this batch was ended before it finished, on each of its {receives} deliveries: "
+            "at its timeout (an object outlasting it) or at its memory; raise worker_timeout_s or worker_memory_mb "
+            "(deploy.json) or lower options.batch_size, then run the job again with if_exists=skip"
+        )
+        counts, counted = self._fail_all(msg, WORKER_DIED, message)
+        return WorkOutcome(counts, counted)
 
     def dead_letter(self, msg: BatchMessage, exc: BaseException, attempts: int) -> BatchCounts:
         """Last delivery: report every object of the batch as failed so the job can finish, then let SQS dead-letter it."""

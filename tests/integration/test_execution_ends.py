@@ -223,7 +223,7 @@ def test_an_execution_stopped_while_it_runs_gets_its_report_and_its_queued_batch
     monkeypatch.setattr(DynamoLedger, "checkpoint", slow_pages)
     with StackOnMoto(template, buckets=(SRC, DST), env={**ENV, "S3BULK_LIST_PAGE_SIZE": "10"}) as stack:
         keys = seed()
-        [source] = stack.sources
+        source = stack.worker_source
         source.pause()  # the batches wait in the queue, as a big job's would when its owner stops it
         job_id = "copy-stopped-by-owner"
         deployment = Deployment(stack.state_machine_arn, ledger(stack).table, stack.bucket_of("Reports"))

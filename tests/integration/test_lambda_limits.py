@@ -78,12 +78,12 @@ def test_a_lister_ended_at_its_timeout_is_retried_and_nothing_it_did_afterwards_
     def hangs_once(self: DynamoLedger, job_id: str, *args: Any, **kwargs: Any) -> bool:
         if job_id == "lister-times-out" and not hung.is_set():  # this job's lister only, not one an earlier test left
             hung.set()
-            time.sleep(5)  # past the Lister's 3 s: Lambda has ended the invocation by the time this returns
+            time.sleep(9)  # past the Lister's 6 s: Lambda has ended the invocation by the time this returns
         return real(self, job_id, *args, **kwargs)
 
     monkeypatch.setattr(DynamoLedger, "checkpoint", hangs_once)
     env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_LIST_PAGE_SIZE": "20", "S3BULK_LIST_MARGIN_S": "1", "S3BULK_LIST_SHARDS": "1"}
-    with StackOnMoto(template, buckets=(SRC, DST), env=env, timeouts={"Lister": 3}) as stack:
+    with StackOnMoto(template, buckets=(SRC, DST), env=env, timeouts={"Lister": 6}) as stack:
         keys = seed()
         ex = stack.run({**copy_job(), "job_id": "lister-times-out"}, timeout=90)
         assert ex.status == "SUCCEEDED", (ex.description, stack.describe())
@@ -93,10 +93,10 @@ def test_a_lister_ended_at_its_timeout_is_retried_and_nothing_it_did_afterwards_
             failed_tasks(ex.events),
             stack.describe(),
         )
-        woke = time.monotonic() + 10
+        woke = time.monotonic() + 15
         while not stack.iam.after_kill and time.monotonic() < woke:  # the abandoned thread wakes and tries its checkpoint
             time.sleep(0.1)
-        [late] = stack.iam.after_kill
+        late = stack.iam.after_kill[0]
         assert late.startswith(f"{lister.name}: ") and late.endswith("after the invocation was ended at its timeout")
         job_id = json.loads(ex.description["output"])["job_id"]
         r = report(stack, job_id)
@@ -175,3 +175,43 @@ def test_a_batch_that_needs_three_invocations_counts_what_each_finished_and_copi
         ]
         children = [m for m in markers if "child" in m]
         assert len(markers) >= 3 and len(children) == len(markers) - 1  # a chain: each split once, the last one whole
+
+
+def test_a_batch_whose_worker_is_ended_at_its_timeout_on_every_delivery_is_counted_and_the_job_ends(
+    template: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One object outlasts the worker's 3 s on every delivery, so Lambda ends each invocation: after the fifth, SQS
+    dead-letters the batch, the dead-letter counter counts its objects failed (WorkerDied, saying what to change),
+    and the job ends with an exact report instead of waiting for a batch that never comes back."""
+    real = FastS3Store.copy_object
+
+    def one_hangs(self: FastS3Store, src_bucket: str, src_key: str, *args: Any, **kwargs: Any) -> str:
+        if src_key.endswith("obj-0007"):
+            time.sleep(5)  # past the worker's Timeout: the invocation is ended, and this copy never reaches S3
+        return str(real(self, src_bucket, src_key, *args, **kwargs))
+
+    monkeypatch.setattr(FastS3Store, "copy_object", one_hangs)
+    env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_WORK_MARGIN_S": "1", "S3BULK_CONCURRENCY": "2"}
+    # The queue's visibility follows the worker's Timeout as the stack sets it (6x): 6 s here for a 3 s worker would
+    # be 18 s; 2x keeps the test short and still lets every live invocation finish before its records come back.
+    with StackOnMoto(template, buckets=(SRC, DST), env=env, timeouts={"Worker": 3}, visibility_scale=6 / 3600) as stack:
+        keys = seed()
+        began = time.monotonic()
+        ex = stack.run({**copy_job(batch_size=5), "job_id": "worker-dies"}, timeout=180)
+        assert ex.description.get("error") == "TooManyFailures", (ex.description.get("cause"), stack.describe())
+        [worker] = [f for f in stack.functions.values() if f.name.startswith("Worker")]
+        assert worker.timed_out >= 5, stack.describe()  # ended by Lambda on each of the batch's deliveries
+        r = report(stack, "worker-dies")
+        # The batch with the hung object, and any batch Lambda delivered in the same invocation every time (an
+        # invocation is ended whole), whole batches of 5: the rest succeeded, and the counts add up to the listing.
+        assert r["listed"] == N and r["failed"] % 5 == 0 and 5 <= r["failed"] < N and r["succeeded"] == N - r["failed"], r
+        assert {f["error"] for f in r["failures"]} == {"WorkerDied"} and any(f["key"].endswith("obj-0007") for f in r["failures"])
+        assert "raise worker_timeout_s or worker_memory_mb" in r["failures"][0]["message"]
+        failed = {"out/" + f["key"][3:] for f in r["failures"]}
+        done = {"out/" + k[3:] for k in keys} - failed
+        # Every object counted done was copied. Objects of a dead batch that finished before Lambda ended it were
+        # copied too, but are reported WorkerDied (nothing recorded them before the end): a rerun with if_exists=skip
+        # finds them done. The hung object's own copy, tried after its invocation ended, never reached S3.
+        assert done <= set(copied(stack)) and set(copied(stack)) - done <= failed - {"out/b/obj-0007"}
+        assert stack.queue_depths() == {q: 0 for q in stack.queue_depths()}  # nothing left in the dead-letter queue either
+        print(f"ended in {time.monotonic() - began:.0f} s")

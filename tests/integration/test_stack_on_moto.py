@@ -128,7 +128,7 @@ def test_a_3000_object_copy_through_the_real_state_machine_succeeds_with_exact_c
     assert names[:4] == ["Validate", "CreateLedgerEntry", "KeepIdsOnly", "PlanListing"] and names[-1] == "JobSucceeded"
     [lister] = [f for name, f in clean.functions.items() if name.startswith("Lister")]
     assert lister.invocations >= 3  # the plan and at least two listing shards
-    [source] = clean.sources
+    source = clean.worker_source
     assert (source.stats.crashed, source.stats.returned) == (0, 0)
     assert source.stats.deleted == N // BATCH
     assert dead_lettered(clean) == 0
@@ -195,9 +195,14 @@ def test_10000_objects_nested_and_flat_under_every_fault_at_once_copy_exactly_on
             [f"in/n/{i % 5}/{i % 13}/obj-{i:05d}" for i in range(BIG // 2)] + [f"in/flat-{i:06d}" for i in range(BIG // 2)]
         )
         ex = stack.run(copy_job(), timeout=600)
-        [source] = stack.sources
+        source = stack.worker_source
         assert len(kills) == 1 and sum(conflicts.injected.values()) > 0, stack.describe()
-        assert source.stats.killed == 1 and source.stats.returned >= 1 and source.stats.duplicated > 0, stack.describe()
+        # The worker whose time ran out mid-batch counted what it finished and handed the rest on as a child batch
+        # (or, if it had started nothing, handed the batch back): either way nothing was lost or redone for nothing.
+        table = next(v for k, v in stack.names.items() if k.startswith("Ledger") and "." not in k)
+        children = sum("child" in i for i in stack.ddb.scan(TableName=table, ProjectionExpression="sk, child")["Items"])
+        assert source.stats.killed == 1 and (children >= 1 or source.stats.returned >= 1), stack.describe()
+        assert source.stats.duplicated > 0, stack.describe()
         assert ex.status == "SUCCEEDED", f"{ex.status}: {ex.description.get('error')} {str(ex.description.get('cause'))[:1500]}"
         r = report(stack, ex.description.get("output"))
         assert (r["listed"], r["succeeded"], r["failed"], r["failures"]) == (BIG, BIG, 0, [])
@@ -426,7 +431,7 @@ def test_an_endpoint_outage_returns_batches_uncounted_and_the_job_completes_exac
     for page in clean.s3.get_paginator("list_objects_v2").paginate(Bucket=DST, Prefix="after-outage/"):
         got.update({o["Key"]: o["ETag"].strip('"') for o in page.get("Contents", ())})
     assert got == expected
-    [source] = clean.sources
+    source = clean.worker_source
     assert source.stats.returned >= 1  # the outage really cut into the work: at least one batch went back
     assert dead_lettered(clean) == 0
 

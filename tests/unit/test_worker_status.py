@@ -72,8 +72,8 @@ class StoppedLedger(StatusLedger):
     def spec(self, job_id: str) -> Any:
         return parse_job(json.dumps({"operation": "delete", "source": {"bucket": "b-b", "prefix": "p/"}}))
 
-    def is_batch_done(self, job_id: str, batch_id: str) -> bool:
-        return False
+    def counted_batch(self, job_id: str, batch_id: str) -> dict[str, Any] | None:
+        return None
 
     def stopped_at(self, job_id: str) -> float:
         return self.at

@@ -17,11 +17,13 @@ A denied call raises AccessDenied, as AWS answers it, and is recorded; the harne
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import functools
 import re
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -92,6 +94,24 @@ def acting_as(name: str, invocation: Invocation | None = None) -> Iterator[None]
     finally:
         setattr(me, _ATTR, before[0])
         setattr(me, _INVOCATION, before[1])
+
+
+def _submitter_runs(real: Callable[..., Any]) -> Callable[..., Any]:
+    """Work handed to a thread pool runs for whoever handed it over: a warm container's pool threads were started
+    by an earlier invocation, but each task belongs to the invocation (and role) that submitted it."""
+
+    def submit(pool: Any, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        principal, invocation = principal_of_thread(), invocation_of_thread()
+        if principal is None and invocation is None:
+            return real(pool, fn, *args, **kwargs)
+
+        def run(*a: Any, **kw: Any) -> Any:
+            with acting_as(principal or "", invocation) if principal else contextlib.nullcontext():
+                return fn(*a, **kw)
+
+        return real(pool, run, *args, **kwargs)
+
+    return submit
 
 
 def _inheriting_start(real: Callable[[threading.Thread], None]) -> Callable[[threading.Thread], None]:
@@ -427,6 +447,7 @@ class IamGate:
         with (
             mock.patch.object(BaseClient, "_make_api_call", call),
             mock.patch.object(threading.Thread, "start", _inheriting_start(threading.Thread.start)),
+            mock.patch.object(ThreadPoolExecutor, "submit", _submitter_runs(ThreadPoolExecutor.submit)),
         ):
             yield self
 

@@ -440,6 +440,12 @@ class StackOnMoto:
         lines.append(f"queues {self.queue_depths()}")
         return "\n".join(lines)
 
+    @property
+    def worker_source(self) -> SqsEventSource:
+        """The work queue's event source (the dead-letter queue has one of its own, the counter's)."""
+        [source] = [s for s in self.sources if s.fn.name.startswith("Worker")]
+        return source
+
     def queue_depths(self) -> dict[str, int]:
         """Visible plus in-flight messages per queue logical id."""
         out = {}
