@@ -171,32 +171,31 @@ def build_state_machine(
     )
     _retry(why_refused, ["DynamoDB.ProvisionedThroughputExceededException", "DynamoDB.InternalServerErrorException"])
     why_refused.add_catch(failed, errors=["States.ALL"], result_path="$.error")
+
+    def refused(name: str, cause: str) -> sfn.Fail:
+        return sfn.Fail(scope, name, error=name, cause=cause)
+
+    status = "$.existing.Item.status.S"
     why_refused.next(
         sfn.Choice(scope, "RunningOrChanged?")
         .when(
-            sfn.Condition.string_equals("$.existing.Item.status.S", "RUNNING"),
-            sfn.Fail(
-                scope,
+            sfn.Condition.string_equals(status, "RUNNING"),
+            refused(
                 "JobAlreadyRunning",
-                error="JobAlreadyRunning",
-                cause="This job id is running already; follow it with s3bulk status JOB_ID, or give the new job another job_id.",
+                "This job id is running already; follow it with s3bulk status JOB_ID, or give the new job another job_id.",
             ),
         )
         .when(
-            sfn.Condition.string_equals("$.existing.Item.status.S", "SUCCEEDED"),
-            sfn.Fail(
-                scope,
+            sfn.Condition.string_equals(status, "SUCCEEDED"),
+            refused(
                 "JobAlreadySucceeded",
-                error="JobAlreadySucceeded",
-                cause="This job id has finished already (s3bulk report JOB_ID); give the job another job_id to run it again.",
+                "This job id has finished already (s3bulk report JOB_ID); give the job another job_id to run it again.",
             ),
         )
         .otherwise(
-            sfn.Fail(
-                scope,
+            refused(
                 "JobSpecChanged",
-                error="JobSpecChanged",
-                cause="This job id was submitted with another spec; resume it as it was (s3bulk resume JOB_ID) or give this job another job_id.",
+                "This job id was submitted with another spec; resume it as it was (s3bulk resume JOB_ID) or give this job another job_id.",
             )
         )
     )

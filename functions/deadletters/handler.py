@@ -6,14 +6,12 @@ from functools import cache
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.batch import process_partial_response
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
-from aws_lambda_powertools.utilities.parser.models import SqsRecordModel
-from aws_lambda_powertools.utilities.parser.types import Json
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from functions.batches import SqsBatchRecord, batch_processor
 from s3bulk.aws import env
-from s3bulk.aws.messages import BatchMessage
 from s3bulk.aws.pipeline import WorkerService
 from s3bulk.metrics import DEAD_LETTERED_BATCHES, NAMESPACE, OBJECTS_FAILED, SERVICE
 
@@ -22,11 +20,7 @@ metrics = Metrics(namespace=NAMESPACE, service=SERVICE)
 tracer = Tracer(service=SERVICE)
 
 
-class SqsBatchRecord(SqsRecordModel):
-    body: Json[BatchMessage]
-
-
-processor = BatchProcessor(event_type=EventType.SQS, model=SqsBatchRecord, raise_on_entire_batch_failure=False)
+processor = batch_processor()
 
 
 @cache

@@ -14,6 +14,7 @@ import pytest
 from botocore.awsrequest import AWSResponse, HTTPHeaders
 from moto import mock_aws
 
+from functions.batches import SqsBatchRecord
 from functions.finalize import handler as finalize_handler
 from functions.lister import handler as lister_handler
 from functions.validate import handler as validate_handler
@@ -287,7 +288,7 @@ def test_sqs_event_shape_is_what_the_worker_parses(aws: Aws) -> None:
     seed(aws, 5)
     list_all(start(aws))
     event = sqs_event(receive(aws.sqs, aws.queue_url), aws.queue_arn)
-    record = worker_handler.SqsBatchRecord.model_validate(event["Records"][0])
+    record = SqsBatchRecord.model_validate(event["Records"][0])
     assert record.body.items and record.body.items[0][0].startswith("in/")
 
 

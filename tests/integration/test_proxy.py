@@ -17,6 +17,7 @@ import ssl
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -277,6 +278,21 @@ def test_a_copy_a_listing_and_a_delete_all_go_through_the_proxy(
 PROXY_VARIABLES = {"http_proxy", "https_proxy", "all_proxy", "no_proxy"}
 
 
+@dataclass(frozen=True)
+class Https:
+    """An HTTPS endpoint in front of SeaweedFS, its certificate, the proxy, and a client straight to SeaweedFS."""
+
+    client: Any
+    endpoint: TlsTerminator
+    cert: Path
+    proxy: ForwardingProxy
+
+
+@pytest.fixture
+def https(seaweed: str, proxy: ForwardingProxy, https_endpoint: TlsTerminator, certificate: tuple[Path, Path]) -> Https:
+    return Https(client_for(seaweed), https_endpoint, certificate[0], proxy)
+
+
 def https_env(tmp_path: Path, cert: Path, proxy: ForwardingProxy | None) -> dict[str, str]:
     """The CLI's environment for the HTTPS endpoint: its certificate trusted, HTTPS_PROXY set only when `proxy` is given,
     and no proxy setting of the machine's (NO_PROXY empty, so 127.0.0.1 is not exempt)."""
@@ -312,82 +328,56 @@ def copy_job(client: Any, bucket_factory: Callable[[Any, str], str], tmp_path: P
     return write_job(tmp_path / "c.json", doc), dst, seeded
 
 
-def test_an_https_copy_goes_through_the_proxys_tunnels(
-    seaweed: str,
-    bucket_factory: Callable[[Any, str], str],
-    tmp_path: Path,
-    proxy: ForwardingProxy,
-    https_endpoint: TlsTerminator,
-    certificate: tuple[Path, Path],
-) -> None:
-    c = client_for(seaweed)
+def test_an_https_copy_goes_through_the_proxys_tunnels(https: Https, bucket_factory: Callable[[Any, str], str], tmp_path: Path) -> None:
+    c = https.client
     copy, dst, seeded = copy_job(c, bucket_factory, tmp_path)
-    env = https_env(tmp_path, certificate[0], proxy)
-    done = run_cli("run", str(copy), "--endpoint-url", https_endpoint.url, "--no-ledger", "-q", env=env)
+    env = https_env(tmp_path, https.cert, https.proxy)
+    done = run_cli("run", str(copy), "--endpoint-url", https.endpoint.url, "--no-ledger", "-q", env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert_exact_copy(c, dst, "in/", seeded)
-    assert_all_tunnelled(https_endpoint, proxy)  # the copies too: the fast path would have opened its own connections
+    assert_all_tunnelled(https.endpoint, https.proxy)  # the copies too: the fast path would have opened its own connections
 
 
-def test_an_https_delete_goes_through_the_proxys_tunnels(
-    seaweed: str,
-    bucket_factory: Callable[[Any, str], str],
-    tmp_path: Path,
-    proxy: ForwardingProxy,
-    https_endpoint: TlsTerminator,
-    certificate: tuple[Path, Path],
-) -> None:
-    c = client_for(seaweed)
+def test_an_https_delete_goes_through_the_proxys_tunnels(https: Https, bucket_factory: Callable[[Any, str], str], tmp_path: Path) -> None:
+    c = https.client
     bucket = bucket_factory(c, "del")
     seed_small(c, bucket, "in/", 50)
     seed_small(c, bucket, "keep/", 3)
     delete = write_job(
         tmp_path / "d.json", {"operation": "delete", "source": {"bucket": bucket, "prefix": "in/"}, "options": {"outage_seconds": 10}}
     )
-    env = https_env(tmp_path, certificate[0], proxy)
-    gone = run_cli("run", str(delete), "--endpoint-url", https_endpoint.url, "--no-ledger", "-q", env=env)
+    env = https_env(tmp_path, https.cert, https.proxy)
+    gone = run_cli("run", str(delete), "--endpoint-url", https.endpoint.url, "--no-ledger", "-q", env=env)
     assert gone.returncode == 0, gone.stdout + gone.stderr
     assert list_keys(c, bucket, "in/") == [] and len(list_keys(c, bucket, "keep/")) == 3
-    assert_all_tunnelled(https_endpoint, proxy)
+    assert_all_tunnelled(https.endpoint, https.proxy)
 
 
-def test_an_https_listing_goes_through_the_proxys_tunnels(
-    seaweed: str,
-    bucket_factory: Callable[[Any, str], str],
-    tmp_path: Path,
-    proxy: ForwardingProxy,
-    https_endpoint: TlsTerminator,
-    certificate: tuple[Path, Path],
-) -> None:
-    c = client_for(seaweed)
+def test_an_https_listing_goes_through_the_proxys_tunnels(https: Https, bucket_factory: Callable[[Any, str], str], tmp_path: Path) -> None:
+    c = https.client
     copy, dst, _ = copy_job(c, bucket_factory, tmp_path)
-    env = https_env(tmp_path, certificate[0], proxy)
-    listed = run_cli("plan", str(copy), "--endpoint-url", https_endpoint.url, "--json", env=env)  # ListObjectsV2, no change
+    env = https_env(tmp_path, https.cert, https.proxy)
+    listed = run_cli("plan", str(copy), "--endpoint-url", https.endpoint.url, "--json", env=env)  # ListObjectsV2, no change
     assert listed.returncode == 0, listed.stdout + listed.stderr
     plan = json.loads(listed.stdout)
     assert plan["scanned"] == plan["objects"] == 50 and plan["requests"]["ListObjectsV2"] >= 1, plan
     assert list_keys(c, dst, "") == []
-    assert_all_tunnelled(https_endpoint, proxy)
+    assert_all_tunnelled(https.endpoint, https.proxy)
 
 
 def test_without_the_proxy_the_https_endpoint_sees_direct_connections(
-    seaweed: str,
-    bucket_factory: Callable[[Any, str], str],
-    tmp_path: Path,
-    proxy: ForwardingProxy,
-    https_endpoint: TlsTerminator,
-    certificate: tuple[Path, Path],
+    https: Https, bucket_factory: Callable[[Any, str], str], tmp_path: Path
 ) -> None:
     """The control: the same copy with the proxy running but HTTPS_PROXY unset fails the check the tests above pass.
 
     It runs on the fast path (the default without a proxy), whose connections check the endpoint's certificate as
     botocore does: against AWS_CA_BUNDLE here, a private CA's certificate that certifi's bundle would refuse."""
-    c = client_for(seaweed)
+    c = https.client
     copy, dst, seeded = copy_job(c, bucket_factory, tmp_path)
-    env = https_env(tmp_path, certificate[0], None)
-    args = ("--endpoint-url", https_endpoint.url, "--no-ledger", "-q")
+    env = https_env(tmp_path, https.cert, None)
+    args = ("--endpoint-url", https.endpoint.url, "--no-ledger", "-q")
     done = run_cli("run", str(copy), *args, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert_exact_copy(c, dst, "in/", seeded)
-    assert not proxy.tunnels and not proxy.upstreams and not proxy.seen, (proxy.tunnels, proxy.seen)
-    assert https_endpoint.peers and direct(https_endpoint, proxy) == https_endpoint.peers
+    assert not https.proxy.tunnels and not https.proxy.upstreams and not https.proxy.seen, (https.proxy.tunnels, https.proxy.seen)
+    assert https.endpoint.peers and direct(https.endpoint, https.proxy) == https.endpoint.peers

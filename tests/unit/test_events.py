@@ -8,9 +8,9 @@ from typing import get_args
 
 import pytest
 
+from functions.batches import SqsBatchRecord
 from functions.finalize.handler import FinalizeEvent
 from functions.lister.handler import ListEvent
-from functions.worker.handler import SqsBatchRecord
 from s3bulk.job import Operation, parse_job
 
 JOBS = sorted(p for p in Path("events").glob("*.json"))
