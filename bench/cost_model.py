@@ -209,7 +209,10 @@ SFN_PER_POLL = 3  # AwaitCompletion times out: CheckProgress, AllBatchesDone?, A
 
 # -- CloudWatch, X-Ray and SNS (infra/monitoring.py, infra/stack.py, s3bulk/metrics.py, functions/*/handler.py) ----
 DASHBOARDS = 1  # Monitoring._dashboard
-ALARMS = 4  # Monitoring._alarms: DeadLetters, FailedExecutions, WorkerErrors, OldestMessage; one metric each
+# Monitoring._alarms, billed per metric an alarm reads: DeadLetters, DeadLetteredBatches, FailedExecutions, WorkerErrors
+# and ExecutionEndedDeadLetters read one each; StuckWork (age, deleted) and ExecutionsEndedEarly (timed out, aborted) two;
+# FunctionErrors one per other function (Validate, Lister, Progress, Finalize, ExecutionEnded, DeadLetterCounter).
+ALARMS = 5 * 1 + 2 * 2 + 6
 # Custom metrics, each with the one dimension service=s3bulk: one billed metric per name, for the hours it is sent.
 BATCH_METRICS = (metrics.OBJECTS_SUCCEEDED, metrics.OBJECTS_FAILED, metrics.OBJECTS_SKIPPED, metrics.BYTES, metrics.RETRIES)
 LISTER_METRICS = (metrics.LISTED_PAGES,)
@@ -512,13 +515,21 @@ def fixed_monthly() -> list[LineItem]:
             "CloudWatch alarms",
             "infra/monitoring.py Monitoring._alarms",
             ALARMS,
-            "alarm",
+            "alarm metric",
             CW_ALARM_MONTH,
-            "DeadLetters, FailedExecutions, WorkerErrors, OldestMessage: standard resolution, one metric each",
+            "8 alarms, standard resolution, billed per metric they read (metric math alarms read several)",
         ),
         LineItem(
             "SQS: the worker's event source polls the empty queue",
             "infra/stack.py SqsEventSource(max_concurrency=...)",
+            IDLE_POLLERS * HOURS_PER_MONTH * 3600 / LONG_POLL_S,
+            "request",
+            SQS_REQUEST,
+            f"{IDLE_POLLERS} pollers x one {LONG_POLL_S} s ReceiveMessage after another x {HOURS_PER_MONTH} h",
+        ),
+        LineItem(
+            "SQS: the dead-letter counter's event source polls the empty dead-letter queue",
+            "infra/stack.py DeadLetterCounter SqsEventSource",
             IDLE_POLLERS * HOURS_PER_MONTH * 3600 / LONG_POLL_S,
             "request",
             SQS_REQUEST,
@@ -813,8 +824,8 @@ def render_at_scale(cpu_ms: float) -> list[str]:
         f"${(len(BATCH_METRICS) + len(LISTER_METRICS) + len(EVENT_METRICS)) * CW_METRIC_HOUR * HOURS_PER_MONTH:,.2f} in a month in which some job sends every one of them every hour.",
         "The pollers are AWS's description, not a measurement: Lambda long-polls an idle queue and scales back to 5",
         "concurrent batches, down to 2 only for an event source without MaximumConcurrency; the stack sets one (50).",
-        "AWS's free tier (3 dashboards, 10 alarms, 10 metrics, 1 million SQS requests a month) would cover all of it",
-        "in an account with nothing else; prices.json leaves free tiers out.",
+        "AWS's free tier (3 dashboards, 10 alarm metrics, 10 metrics, 1 million SQS requests a month) would cover most",
+        "of it in an account with nothing else (all but 5 alarm metrics); prices.json leaves free tiers out.",
     ]
     return lines
 

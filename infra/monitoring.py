@@ -6,6 +6,9 @@ built and tested on its own and the stack does not import back from it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_cloudwatch_actions as cw_actions
@@ -18,7 +21,8 @@ from constructs import Construct
 from s3bulk import metrics as m
 
 PERIOD = cdk.Duration.minutes(1)
-# Oldest message older than this means workers are not keeping up (or are stuck).
+# Work older than this while no batch is being finished means the workers are stuck. Age alone is not a signal: a
+# 100 M-object job keeps messages waiting for hours while its workers are busy.
 OLDEST_MESSAGE_ALARM_S = 3600
 
 
@@ -44,10 +48,14 @@ class Monitoring(Construct):
         dlq: sqs.IQueue,
         state_machine: sfn.IStateMachine,
         alarm_topic: sns.ITopic | None = None,
+        functions: Sequence[lambda_.IFunction] = (),
+        ended_dlq: sqs.IQueue | None = None,
     ) -> None:
-        """With `alarm_topic`, every alarm notifies it when it fires and when it clears."""
+        """With `alarm_topic`, every alarm notifies it when it fires and when it clears. `functions` are the other
+        functions whose errors alarm together; `ended_dlq` holds execution-ended events that could not be delivered."""
         super().__init__(scope, construct_id)
         self.worker, self.queue, self.dlq, self.state_machine = worker, queue, dlq, state_machine
+        self.functions, self.ended_dlq = list(functions), ended_dlq
         self.dashboard = self._dashboard()
         self.alarms = self._alarms()
         if alarm_topic is not None:
@@ -113,15 +121,49 @@ class Monitoring(Construct):
         )
         return dash
 
+    def _other_alarms(self, alarm: Any, five: cdk.Duration, at_least: Any, above: Any) -> list[cw.Alarm]:
+        """Errors of the functions other than the worker (listers, Finalize, ExecutionEnded, ...), and events about
+        ended executions that could not be delivered to ExecutionEnded."""
+        out = []
+        if self.functions:
+            ids = {f"f{i}": fn.metric_errors(period=five) for i, fn in enumerate(self.functions)}
+            out.append(
+                alarm(
+                    "FunctionErrorsAlarm",
+                    cw.MathExpression(expression=" + ".join(ids), using_metrics=ids, period=five, label="errors of the other functions"),
+                    "A job step's function is erroring (a lister, Validate, Progress, Finalize, ExecutionEnded or the "
+                    "dead-letter counter); Step Functions retries it, but see its logs.",
+                    1,
+                    at_least,
+                )
+            )
+        if self.ended_dlq is not None:
+            out.append(
+                alarm(
+                    "ExecutionEndedDeadLettersAlarm",
+                    self.ended_dlq.metric_approximate_number_of_messages_visible(period=five, statistic="Maximum"),
+                    "An ended execution's event could not reach ExecutionEnded: its job may lack a report; "
+                    "run s3bulk status on it and redrive the event.",
+                    0,
+                    above,
+                )
+            )
+        return out
+
     def _alarms(self) -> list[cw.Alarm]:
         five = cdk.Duration.minutes(5)
         above = cw.ComparisonOperator.GREATER_THAN_THRESHOLD
         at_least = cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
 
         def alarm(
-            name: str, metric: cw.Metric, description: str, threshold: float, op: cw.ComparisonOperator, periods: int = 1
+            name: str,
+            metric: cw.Metric | cw.MathExpression,
+            description: str,
+            threshold: float,
+            op: cw.ComparisonOperator,
+            periods: int = 1,
         ) -> cw.Alarm:
-            return metric.create_alarm(
+            return metric.create_alarm(  # a Metric or a MathExpression
                 self,
                 name,
                 alarm_description=description,
@@ -162,11 +204,36 @@ class Monitoring(Construct):
                 at_least,
             ),
             alarm(
-                "OldestMessageAlarm",
-                self.queue.metric_approximate_age_of_oldest_message(period=five, statistic="Maximum"),
-                f"Work has waited over {OLDEST_MESSAGE_ALARM_S // 60} minutes: workers are not keeping up or are stuck.",
-                OLDEST_MESSAGE_ALARM_S,
-                above,
+                "StuckWorkAlarm",
+                cw.MathExpression(
+                    expression=f"IF(age > {OLDEST_MESSAGE_ALARM_S} AND deleted == 0, 1, 0)",
+                    using_metrics={
+                        "age": self.queue.metric_approximate_age_of_oldest_message(period=five, statistic="Maximum"),
+                        "deleted": self.queue.metric_number_of_messages_deleted(period=five, statistic="Sum"),
+                    },
+                    period=five,
+                    label="work waiting, none finished",
+                ),
+                f"Work has waited over {OLDEST_MESSAGE_ALARM_S // 60} minutes and no batch was finished for 15 minutes: "
+                "the workers are stuck (throttled, failing, or the event source disabled).",
+                1,
+                at_least,
                 periods=3,
             ),
+            alarm(
+                "ExecutionsEndedEarlyAlarm",
+                cw.MathExpression(
+                    expression="timedOut + aborted",
+                    using_metrics={
+                        "timedOut": self.state_machine.metric_timed_out(period=five),
+                        "aborted": self.state_machine.metric_aborted(period=five),
+                    },
+                    period=five,
+                    label="executions timed out or aborted",
+                ),
+                "A job execution timed out or was stopped: ExecutionEnded writes its report; check it.",
+                1,
+                at_least,
+            ),
+            *self._other_alarms(alarm, five, at_least, above),
         ]

@@ -178,23 +178,26 @@ def test_a_batch_that_needs_three_invocations_counts_what_each_finished_and_copi
 
 
 def test_a_batch_whose_worker_is_ended_at_its_timeout_on_every_delivery_is_counted_and_the_job_ends(
-    template: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """One object outlasts the worker's 3 s on every delivery, so Lambda ends each invocation: after the fifth, SQS
+    """One object outlasts the worker's 8 s on every delivery, so Lambda ends each invocation: after the fifth, SQS
     dead-letters the batch, the dead-letter counter counts its objects failed (WorkerDied, saying what to change),
     and the job ends with an exact report instead of waiting for a batch that never comes back."""
     real = FastS3Store.copy_object
 
     def one_hangs(self: FastS3Store, src_bucket: str, src_key: str, *args: Any, **kwargs: Any) -> str:
         if src_key.endswith("obj-0007"):
-            time.sleep(5)  # past the worker's Timeout: the invocation is ended, and this copy never reaches S3
+            time.sleep(10)  # past the worker's Timeout: the invocation is ended, and this copy never reaches S3
         return str(real(self, src_bucket, src_key, *args, **kwargs))
 
     monkeypatch.setattr(FastS3Store, "copy_object", one_hangs)
-    env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_WORK_MARGIN_S": "1", "S3BULK_CONCURRENCY": "2"}
-    # The queue's visibility follows the worker's Timeout as the stack sets it (6x): 6 s here for a 3 s worker would
-    # be 18 s; 2x keeps the test short and still lets every live invocation finish before its records come back.
-    with StackOnMoto(template, buckets=(SRC, DST), env=env, timeouts={"Worker": 3}, visibility_scale=6 / 3600) as stack:
+    env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_WORK_MARGIN_S": "3", "S3BULK_CONCURRENCY": "2"}
+    # One record per invocation (Lambda ends an invocation whole, so a batch delivered with the hung one would die
+    # with it), and an 8 s worker that stops starting objects 3 s before its end: a cold environment builds its
+    # clients inside its first invocation's time, as on AWS, which on a loaded machine took over 4 s. The queue's
+    # visibility follows the worker's Timeout (the stack sets 6x; just over 1x here, to keep the test short).
+    template = synthesize({**CONTEXT, "worker_batch_size": 1})
+    with StackOnMoto(template, buckets=(SRC, DST), env=env, timeouts={"Worker": 8}, visibility_scale=9 / 3600) as stack:
         keys = seed()
         began = time.monotonic()
         ex = stack.run({**copy_job(batch_size=5), "job_id": "worker-dies"}, timeout=180)
@@ -202,9 +205,7 @@ def test_a_batch_whose_worker_is_ended_at_its_timeout_on_every_delivery_is_count
         [worker] = [f for f in stack.functions.values() if f.name.startswith("Worker")]
         assert worker.timed_out >= 5, stack.describe()  # ended by Lambda on each of the batch's deliveries
         r = report(stack, "worker-dies")
-        # The batch with the hung object, and any batch Lambda delivered in the same invocation every time (an
-        # invocation is ended whole), whole batches of 5: the rest succeeded, and the counts add up to the listing.
-        assert r["listed"] == N and r["failed"] % 5 == 0 and 5 <= r["failed"] < N and r["succeeded"] == N - r["failed"], r
+        assert (r["listed"], r["succeeded"], r["failed"]) == (N, N - 5, 5), (r["failures"][:2], stack.describe())  # the hung batch only
         assert {f["error"] for f in r["failures"]} == {"WorkerDied"} and any(f["key"].endswith("obj-0007") for f in r["failures"])
         assert "raise worker_timeout_s or worker_memory_mb" in r["failures"][0]["message"]
         failed = {"out/" + f["key"][3:] for f in r["failures"]}

@@ -160,10 +160,12 @@ def test_one_1000_key_message_is_billed_as_two_sqs_requests() -> None:
 def test_the_fixed_monthly_cost_is_the_dashboard_the_alarms_and_the_idle_queue_polls() -> None:
     items = {i.name: i.dollars for i in fixed_monthly()}
     assert items["CloudWatch dashboard"] == 3.00
-    assert items["CloudWatch alarms"] == pytest.approx(4 * 0.10)
+    assert items["CloudWatch alarms"] == pytest.approx(15 * 0.10)  # 8 alarms reading 15 metrics
     # 5 pollers, a 20 s ReceiveMessage after another, 730 h a month
-    assert items["SQS: the worker's event source polls the empty queue"] == pytest.approx(5 * 730 * 180 * 0.40 / 1e6)
-    assert sum(items.values()) == pytest.approx(3.6628)
+    idle_polls = 5 * 730 * 180 * 0.40 / 1e6
+    assert items["SQS: the worker's event source polls the empty queue"] == pytest.approx(idle_polls)
+    assert items["SQS: the dead-letter counter's event source polls the empty dead-letter queue"] == pytest.approx(idle_polls)
+    assert sum(items.values()) == pytest.approx(3.00 + 1.50 + 2 * idle_polls)
 
 
 def test_the_model_counts_every_custom_metric_the_handlers_emit() -> None:
