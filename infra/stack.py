@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import (
@@ -139,23 +140,17 @@ class S3BulkStack(cdk.Stack):
 
         # -- the work queue and its dead-letter queue ---------------------------------------------
         worker_timeout = cdk.Duration.seconds(config.worker_timeout_s)
-        self.dlq = sqs.Queue(
-            self,
-            "DeadLetters",
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            retention_period=cdk.Duration.days(14),
-            # Its consumer (the dead-letter counter) has COUNTER_TIMEOUT_S; AWS asks for 6x on an event source's queue.
-            visibility_timeout=cdk.Duration.seconds(COUNTER_TIMEOUT_S * VISIBILITY_RATIO),
-        )
+
+        def queue(name: str, **props: Any) -> sqs.Queue:
+            """Every queue: SSE, TLS only, messages kept 14 days."""
+            return sqs.Queue(
+                self, name, encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True, retention_period=cdk.Duration.days(14), **props
+            )
+
+        # Its consumer (the dead-letter counter) has COUNTER_TIMEOUT_S; AWS asks for 6x on an event source's queue.
+        self.dlq = queue("DeadLetters", visibility_timeout=cdk.Duration.seconds(COUNTER_TIMEOUT_S * VISIBILITY_RATIO))
         # Events about ended executions that EventBridge could not deliver to ExecutionEnded within its retries.
-        self.ended_dlq = sqs.Queue(
-            self,
-            "EndedEventDeadLetters",
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            retention_period=cdk.Duration.days(14),
-        )
+        self.ended_dlq = queue("EndedEventDeadLetters")
         cdk.Validations.of(self.ended_dlq).acknowledge(
             cdk.Acknowledgment(
                 id="AwsSolutions::AwsSolutions-SQS3",
@@ -163,13 +158,9 @@ class S3BulkStack(cdk.Stack):
                 "which cdk-nag does not recognize as one); an alarm watches its depth.",
             )
         )
-        self.queue = sqs.Queue(
-            self,
+        self.queue = queue(
             "Work",
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
             visibility_timeout=cdk.Duration.seconds(config.worker_timeout_s * VISIBILITY_RATIO),
-            retention_period=cdk.Duration.days(14),
             dead_letter_queue=sqs.DeadLetterQueue(queue=self.dlq, max_receive_count=MAX_RECEIVES),
         )
 
