@@ -180,7 +180,7 @@ def test_a_batch_that_needs_three_invocations_counts_what_each_finished_and_copi
 def test_a_batch_whose_worker_is_ended_at_its_timeout_on_every_delivery_is_counted_and_the_job_ends(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """One object outlasts the worker's 8 s on every delivery, so Lambda ends each invocation: after the fifth, SQS
+    """One object outlasts the worker's 8 s on every delivery, so Lambda ends the invocations that start it: after five receives, SQS
     dead-letters the batch, the dead-letter counter counts its objects failed (WorkerDied, saying what to change),
     and the job ends with an exact report instead of waiting for a batch that never comes back."""
     real = FastS3Store.copy_object
@@ -203,9 +203,15 @@ def test_a_batch_whose_worker_is_ended_at_its_timeout_on_every_delivery_is_count
         ex = stack.run({**copy_job(batch_size=5), "job_id": "worker-dies"}, timeout=180)
         assert ex.description.get("error") == "TooManyFailures", (ex.description.get("cause"), stack.describe())
         [worker] = [f for f in stack.functions.values() if f.name.startswith("Worker")]
-        assert worker.timed_out >= 5, stack.describe()  # ended by Lambda on each of the batch's deliveries
+        # Lambda ended the hung batch's invocations; on a loaded machine a delivery may also hand it back unstarted
+        # (too little time left to start it) or split it, so not every one of its five receives ends in a kill.
+        assert worker.timed_out >= 1, stack.describe()
+        [counter] = [s for s in stack.sources if s.fn.name.startswith("DeadLetterCounter")]
+        assert counter.stats.records == 1, stack.describe()  # the hung batch reached the dead-letter queue and was counted there
         r = report(stack, "worker-dies")
-        assert (r["listed"], r["succeeded"], r["failed"]) == (N, N - 5, 5), (r["failures"][:2], stack.describe())  # the hung batch only
+        # The hung batch only: all five of its objects, or fewer if a delivery that could not start the hung object
+        # counted the others and handed on the rest as a child batch.
+        assert r["listed"] == N and 1 <= r["failed"] <= 5 and r["succeeded"] == N - r["failed"], (r["failures"][:2], stack.describe())
         assert {f["error"] for f in r["failures"]} == {"WorkerDied"} and any(f["key"].endswith("obj-0007") for f in r["failures"])
         assert "raise worker_timeout_s or worker_memory_mb" in r["failures"][0]["message"]
         failed = {"out/" + f["key"][3:] for f in r["failures"]}
