@@ -320,8 +320,12 @@ class S3BulkStack(cdk.Stack):
         # Manifests (source.manifest) are read by the lister; their bad rows go to the report bucket.
         self.lister_fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=_object_arns(config.read_buckets)))
         # PutObjectTagging: key-log parts are written with their expiry tag (AWS authorizes a PutObject with Tagging as both).
-        reports_write = ["s3:PutObject", "s3:PutObjectTagging"]
-        self.lister_fn.add_to_role_policy(iam.PolicyStatement(actions=reports_write, resources=[self.reports.arn_for_objects("jobs/*")]))
+        # GetObject, and ListBucket so a missing object answers 404, not 403: a lister reads back its shard's last page
+        # intent (s3bulk/aws/intents.py) to redo a page it sent but did not record.
+        reports_rw = ["s3:GetObject", "s3:PutObject", "s3:PutObjectTagging"]
+        self.lister_fn.add_to_role_policy(iam.PolicyStatement(actions=reports_rw, resources=[self.reports.arn_for_objects("jobs/*")]))
+        # No s3:prefix condition: a GET carries no prefix, so S3's is-it-missing check would not match one.
+        self.lister_fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[self.reports.bucket_arn]))
         if config.delete_buckets:
             # A sync with delete_extraneous: the lister deletes destination objects no source maps to, as it finds them.
             self.lister_fn.add_to_role_policy(
@@ -444,16 +448,25 @@ class S3BulkStack(cdk.Stack):
         self.progress_fn.add_to_role_policy(resume)
         self.table.grant(self.progress_fn, "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query")
 
+        # ExecutionEnded goes on with a report it could not finish in one call by invoking itself (asynchronously). In a
+        # policy of its own: the function's default policy naming the function's own ARN would be a dependency cycle.
+        iam.Policy(
+            self,
+            "ExecutionEndedContinues",
+            roles=[self.ended_fn.role] if self.ended_fn.role else [],
+            statements=[iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[self.ended_fn.function_arn])],
+        )
         for finalize in (self.finalize_fn, self.ended_fn):  # ExecutionEnded writes the report Finalize could not
             # BatchGetItem: which try of each batch was counted, so the report reads only its failures.
             self.table.grant(finalize, "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:UpdateItem", "dynamodb:Query")
+            # No s3:prefix condition: the report's assembly state is read with a GET, whose "missing" answer is a 404
+            # only to a caller that may list the bucket (a GET carries no prefix for a condition to match).
+            finalize.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[self.reports.bucket_arn]))
             finalize.add_to_role_policy(
+                # failures.jsonl is a multipart upload as the parts are read; a failed one is aborted, not left billed.
                 iam.PolicyStatement(
-                    actions=["s3:ListBucket"], resources=[self.reports.bucket_arn], conditions={"StringLike": {"s3:prefix": ["jobs/*"]}}
+                    actions=["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"], resources=[self.reports.arn_for_objects("jobs/*")]
                 )
-            )
-            finalize.add_to_role_policy(
-                iam.PolicyStatement(actions=["s3:GetObject", "s3:PutObject"], resources=[self.reports.arn_for_objects("jobs/*")])
             )
 
     def _on_execution_end(self, machine_name: str) -> None:

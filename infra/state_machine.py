@@ -205,6 +205,11 @@ def build_state_machine(
     create.add_catch(reopen, errors=["DynamoDb.ConditionalCheckFailedException"], result_path=sfn.JsonPath.DISCARD)
     create.add_catch(failed, errors=["States.ALL"], result_path="$.error")
 
+    def unfinished(result: str) -> sfn.Condition:
+        """A report step's answer says call again (`report_done: false`); an answer without the field is finished."""
+        done = f"{result}.report_done"
+        return sfn.Condition.and_(sfn.Condition.is_present(done), sfn.Condition.boolean_equals(done, False))
+
     # A step that failed for good: write the report with the error and what was counted, then fail.
     report_failure = tasks.LambdaInvoke(
         scope,
@@ -225,9 +230,13 @@ def build_state_machine(
         cause="An endpoint stopped answering (see the report); resume the job once it answers: s3bulk resume JOB_ID.",
     )
     report_failure.next(
-        sfn.Choice(scope, "StoppedByOutage?")
-        .when(sfn.Condition.string_equals("$.failure_report.status", "stopped"), job_stopped)
-        .otherwise(failed)
+        sfn.Choice(scope, "FailureReportWritten?")
+        .when(unfinished("$.failure_report"), report_failure)
+        .otherwise(
+            sfn.Choice(scope, "StoppedByOutage?")
+            .when(sfn.Condition.string_equals("$.failure_report.status", "stopped"), job_stopped)
+            .otherwise(failed)
+        )
     )
 
     def job_task(name: str, fn: lambda_.IFunction, result_path: str) -> tasks.LambdaInvoke:
@@ -335,6 +344,9 @@ def build_state_machine(
         .otherwise(succeeded)
     )
 
+    # failures.jsonl is assembled over as many Finalize calls as it takes (s3bulk/aws/assembly.py).
+    report_written = sfn.Choice(scope, "ReportWritten?").when(unfinished("$.result"), finalize_task).otherwise(verdict)
+
     create.next(slim)
     slim.next(plan)
     plan.next(guard)
@@ -343,7 +355,7 @@ def build_state_machine(
     list_shards.next(await_completion)
     await_completion.next(finalize_task)
     check.next(all_done)
-    finalize_task.next(verdict)
+    finalize_task.next(report_written)
     definition = validate_task.next(create)
 
     # Under /aws/vendedlogs/states/, as AWS advises: other names grow the account's CloudWatch Logs

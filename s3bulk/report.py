@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import tempfile
 import threading
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,8 @@ from typing import IO, Any, Protocol
 from s3bulk.outage import Outage
 
 SHOWN_FAILURES = 20
+# report.json lists at most this many failures (with the count of each error code); the rest are in a JSONL beside it.
+REPORT_FAILURES = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,13 +310,68 @@ def summarize(
     return out
 
 
-def write_report(fh: IO[str], summary: Mapping[str, Any], failures: Iterable[Mapping[str, str]]) -> None:
-    """report.json: the summary and every failure, streamed into the file rather than built as one list."""
-    head = json.dumps(summary, ensure_ascii=False, indent=1)
-    fh.write(head[:-2] + ',\n "failures": [')
-    for i, failure in enumerate(failures):
+class FailureDigest:
+    """What report.json says of a job's failures, gathered in one pass over any number of them: the count of each
+    error code and the first REPORT_FAILURES. The whole list goes to failures.jsonl beside it (`failures_file`), so a
+    job with millions of failures still gets a report of bounded size."""
+
+    def __init__(self, keep: int = REPORT_FAILURES) -> None:
+        self.keep = keep
+        self.total = 0
+        self.by_code: Counter[str] = Counter()
+        self.sample: list[dict[str, str]] = []
+
+    @classmethod
+    def restore(cls, total: int, by_code: Mapping[str, int], sample: list[dict[str, str]], keep: int = REPORT_FAILURES) -> FailureDigest:
+        """A digest saved part way (aws/assembly.py), to go on adding to."""
+        digest = cls(keep)
+        digest.total, digest.by_code, digest.sample = total, Counter(by_code), list(sample)
+        return digest
+
+    def add(self, failure: Mapping[str, str]) -> None:
+        self.total += 1
+        self.by_code[str(failure.get("error", ""))] += 1
+        if len(self.sample) < self.keep:
+            self.sample.append(dict(failure))
+
+    def through(self, failures: Iterable[Mapping[str, str]]) -> Iterator[Mapping[str, str]]:
+        """Each failure as it passes, digested on the way (to a failures.jsonl being written)."""
+        for failure in failures:
+            self.add(failure)
+            yield failure
+
+    @property
+    def complete(self) -> bool:
+        """report.json itself lists every failure."""
+        return self.total <= len(self.sample)
+
+
+def failures_file(report_path: str | Path) -> Path:
+    """Where the CLI writes every failure when report.json lists only the first REPORT_FAILURES: beside it."""
+    target = Path(report_path)
+    return target.with_name(f"{target.stem}.failures.jsonl")
+
+
+def write_report(fh: IO[str], summary: Mapping[str, Any], digest: FailureDigest, every_failure: str | None = None) -> None:
+    """report.json: the summary, the failures by error code, and the digest's failures (one per line); when it does
+    not list them all, how many it leaves out and `failures_file`, the JSONL that lists every one."""
+    head = dict(summary)
+    head["failures_by_code"] = dict(sorted(digest.by_code.items(), key=lambda kv: (-kv[1], kv[0])))
+    if not digest.complete:
+        head["failures_not_listed"] = digest.total - len(digest.sample)
+        if every_failure is not None:
+            head["failures_file"] = every_failure
+    text = json.dumps(head, ensure_ascii=False, indent=1)
+    fh.write(text[:-2] + ',\n "failures": [')
+    for i, failure in enumerate(digest.sample):
         fh.write(("," if i else "") + "\n  " + json.dumps(failure, ensure_ascii=False))
     fh.write("\n ]\n}\n")
+
+
+def write_failures(fh: IO[str], failures: Iterable[Mapping[str, str]]) -> None:
+    """failures.jsonl: one failure per line, every one."""
+    for failure in failures:
+        fh.write(json.dumps(failure, ensure_ascii=False) + "\n")
 
 
 @dataclass
@@ -341,11 +399,23 @@ class Report:
         )
 
     def write(self, path: str | Path) -> None:
-        """Written beside the target and renamed over it, so a reader never sees half a report."""
+        """Written beside the target and renamed over it, so a reader never sees half a report. Past REPORT_FAILURES
+        failures, every one goes to failures_file(path) beside it as well (report.json lists the first ones)."""
         target = Path(path)
-        tmp = target.with_name(f".{target.name}.tmp")
+        everything = failures_file(target)
+        tmp, tmp_all = target.with_name(f".{target.name}.tmp"), everything.with_name(f".{everything.name}.tmp")
+        digest = FailureDigest()
+        try:
+            with open(tmp_all, "w", encoding="utf-8") as fh:
+                write_failures(fh, digest.through(self.tally.failures()))
+            if digest.complete:
+                tmp_all.unlink()
+            else:
+                tmp_all.replace(everything)
+        finally:
+            tmp_all.unlink(missing_ok=True)
         with open(tmp, "w", encoding="utf-8") as fh:
-            write_report(fh, self.summary(), self.tally.failures())
+            write_report(fh, self.summary(), digest, None if digest.complete else everything.name)
         tmp.replace(target)
 
     @property

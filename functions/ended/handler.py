@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from functools import cache
 from typing import Any
 
@@ -26,16 +27,19 @@ class StatusChange(BaseModel):
 
 
 @cache
-def deps() -> tuple[DynamoLedger, ReportBucket]:
+def deps() -> tuple[DynamoLedger, ReportBucket, Any]:
     cfg = env.AwsConfig.from_env()
-    return env.ledger(cfg), env.reports(cfg)
+    return env.ledger(cfg), env.reports(cfg), env.lambda_client()
 
 
 @tracer.capture_lambda_handler
 @logger.inject_lambda_context
 @event_parser(model=StatusChange)
 def handler(event: StatusChange, context: LambdaContext) -> dict[str, Any]:
-    ledger, reports = deps()
-    out = execution_ended(event.detail, ledger=ledger, reports=reports)
+    ledger, reports, lambdas = deps()
+    out = execution_ended(event.detail, ledger=ledger, reports=reports, time_left=lambda: context.get_remaining_time_in_millis() / 1000)
+    if out.get("report_done") is False:  # failures.jsonl not complete yet: go on in a fresh invocation of this function
+        again = json.dumps({"detail": event.detail}).encode()
+        lambdas.invoke(FunctionName=context.invoked_function_arn, InvocationType="Event", Payload=again)
     logger.info("execution ended", extra={"execution": event.detail.get("executionArn"), **out})
     return out

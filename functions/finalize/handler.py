@@ -36,4 +36,5 @@ def deps() -> tuple[DynamoLedger, ReportBucket]:
 def handler(event: FinalizeEvent, context: LambdaContext) -> dict[str, Any]:
     logger.append_keys(job_id=event.job_id)
     ledger, reports = deps()
-    return finalize(event.job_id, ledger=ledger, reports=reports, error=step_error(event.error))
+    time_left = lambda: context.get_remaining_time_in_millis() / 1000  # noqa: E731 - the step's own clock
+    return finalize(event.job_id, ledger=ledger, reports=reports, error=step_error(event.error), time_left=time_left)

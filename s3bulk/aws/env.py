@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from s3bulk.aws.allowlist import AllowList
 from s3bulk.aws.completion import Completion
@@ -77,8 +78,13 @@ def ledger(cfg: AwsConfig) -> DynamoLedger:
     return DynamoLedger(make_client("dynamodb", SETTINGS), cfg.table)
 
 
+def lambda_client() -> Any:
+    """For a function that continues its own work in another invocation of itself."""
+    return make_client("lambda", SETTINGS)
+
+
 def reports(cfg: AwsConfig) -> ReportBucket:
-    return ReportBucket(make_s3_client(SETTINGS, 10), cfg.report_bucket)
+    return ReportBucket(make_s3_client(SETTINGS, 16), cfg.report_bucket, readers=12)
 
 
 def store(cfg: AwsConfig) -> S3Store:

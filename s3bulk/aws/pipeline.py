@@ -17,7 +17,9 @@ from itertools import islice, takewhile
 from typing import Any
 
 from s3bulk.aws.allowlist import AllowList
+from s3bulk.aws.assembly import assemble
 from s3bulk.aws.completion import Completion
+from s3bulk.aws.intents import PageIntent
 from s3bulk.aws.ledger import MAX_LIST_SHARDS, BatchCounts, DynamoLedger, ListShard, initial_item
 from s3bulk.aws.messages import BatchMessage, pack
 from s3bulk.aws.queue import QueueSender, Returns
@@ -219,9 +221,10 @@ def list_step(
 ) -> ListOutcome:
     """List one shard's pages from its cursor until it is done or time is short, checkpointing after each page.
 
-    A page's messages are sent before its checkpoint; a crash in between re-sends
-    them with the same batch ids, and the ledger counts each batch once. A page that
-    runs past the shard's end keeps only the shard's keys, and ends the shard.
+    A page's intent (aws/intents.py) is stored before its messages are sent; a death
+    between the send and the checkpoint is redone from the intent, never by listing
+    the page again. A page that runs past the shard's end keeps only the shard's keys,
+    and ends the shard.
     """
     job = ledger.spec(job_id)
     allow.check(job)
@@ -235,7 +238,7 @@ def list_step(
     selector = Selector(src, job.operation)
     mapper = key_mapper(job)
     syncing = mapper is not None and (job.options.if_exists != "overwrite" or job.options.delete_extraneous)
-    pages = 0
+    state, pages = _redo_intent(job_id, state, ledger=ledger, sender=sender, reports=reports)
     while not state.done and time_left() > margin:
         page_no, last_key = state.page, state.last_key if state.page else (state.after or None)
         page = list_shard_page(lister(store, src), src.bucket, src.prefix, Shard(state.after, state.upto), state.cursor)
@@ -254,39 +257,76 @@ def list_step(
                 reports.put_failures(job_id, f"{part}-extraneous", failures)
         borrowed = _hold_to_count(ledger, job, job_id, state, len(todo))
         messages = [] if job.options.dry_run else list(pack(job_id, part, todo, job.options.batch_size, rechecks=rechecks))
-        sender.send(messages)
-        recorded = ledger.checkpoint(
-            job_id,
-            shard,
-            page_no,
-            page.next_token,
-            last,
+        intent = PageIntent.of(
+            messages,
+            shard=shard,
+            page=page_no,
+            cursor=page.next_token,
+            done=last,
+            last_key=objs[-1].key if objs else last_key,
             scanned=len(objs),
             listed=len(selected),
             listed_bytes=sum(o.size for o in selected),
             skipped=skipped,
-            batches=len(messages),
             failed=failed,
             extraneous=extraneous,
-            last_key=objs[-1].key if objs else last_key,
             sent=len(todo),
             borrowed=borrowed,
         )
+        if messages:  # a page that sends nothing can be listed again safely: no id of it is on the queue
+            reports.put_intent(job_id, intent)
+        sender.send(messages)
+        state, recorded = _record(job_id, state, intent, len(messages), ledger=ledger)
         pages += recorded
-        if recorded:
-            new_last = objs[-1].key if objs else last_key
-            state = replace(
-                state,
-                page=page_no + 1,
-                cursor=page.next_token,
-                done=last,
-                last_key=new_last,
-                sent=state.sent + len(todo),
-                borrowed=state.borrowed + borrowed,
-            )
-        else:  # another invocation recorded this page first: carry on from its checkpoint
-            state = ledger.list_shard(job_id, shard)
     return ListOutcome(job_id, shard, state.done, pages)
+
+
+def _record(job_id: str, state: ListShard, intent: PageIntent, batches: int, *, ledger: DynamoLedger) -> tuple[ListShard, int]:
+    """Checkpoint a sent page; the shard's state after it, and 1 if this call recorded it (0 if another invocation had:
+    then carry on from that invocation's checkpoint)."""
+    recorded = ledger.checkpoint(
+        job_id,
+        state.index,
+        intent.page,
+        intent.cursor,
+        intent.done,
+        scanned=intent.scanned,
+        listed=intent.listed,
+        listed_bytes=intent.listed_bytes,
+        skipped=intent.skipped,
+        batches=batches,
+        failed=intent.failed,
+        extraneous=intent.extraneous,
+        last_key=intent.last_key,
+        sent=intent.sent,
+        borrowed=intent.borrowed,
+    )
+    if not recorded:
+        return ledger.list_shard(job_id, state.index), 0
+    advanced = replace(
+        state,
+        page=intent.page + 1,
+        cursor=intent.cursor,
+        done=intent.done,
+        last_key=intent.last_key,
+        sent=state.sent + intent.sent,
+        borrowed=state.borrowed + intent.borrowed,
+    )
+    return advanced, 1
+
+
+def _redo_intent(
+    job_id: str, state: ListShard, *, ledger: DynamoLedger, sender: QueueSender, reports: ReportBucket
+) -> tuple[ListShard, int]:
+    """A page an earlier invocation stored and sent (some of it) but never recorded: send exactly it again and record it."""
+    if state.done:
+        return state, 0
+    intent = reports.intent(job_id, state.index)
+    if intent is None or intent.page != state.page:
+        return state, 0
+    batches = intent.batches()
+    sender.send(batches)
+    return _record(job_id, state, intent, len(batches), ledger=ledger)
 
 
 def selected_rows(rows: Iterable[Row], selector: Selector, prefix: str) -> list[ObjectInfo]:
@@ -787,15 +827,28 @@ def progress_step(job_id: str, *, ledger: DynamoLedger) -> dict[str, Any]:
 
 # -- finalize -------------------------------------------------------------------------------------
 def finalize(
-    job_id: str, *, ledger: DynamoLedger, reports: ReportBucket, error: str | None = None, now: Callable[[], float] = time.time
+    job_id: str,
+    *,
+    ledger: DynamoLedger,
+    reports: ReportBucket,
+    error: str | None = None,
+    now: Callable[[], float] = time.time,
+    time_left: TimeLeft = lambda: float("inf"),
+    writer: str = "finalize",
 ) -> dict[str, Any]:
-    """Write report.json and failures.jsonl; say whether failures exceed the job's tolerance.
+    """Write failures.jsonl and report.json; say whether failures exceed the job's tolerance.
 
-    With `error` (a step of the execution failed for good), the report is written all the
-    same, with what was counted so far and the error, and the job is marked FAILED: no
-    execution that got as far as its ledger entry ends without a report.
+    failures.jsonl is assembled over as many calls as it takes (aws/assembly.py): until it
+    is complete the answer is `report_done: false`, and the caller calls again. With `error`
+    (a step of the execution failed for good), the report is written all the same, with what
+    was counted so far and the error, and the job is marked FAILED: no execution that got
+    as far as its ledger entry ends without a report.
     """
     rec = ledger.load(job_id)
+    digest = assemble(reports, job_id, writer=writer, execution=rec.execution or "", counted=ledger.counted_attempts, time_left=time_left)
+    if digest is None:
+        return {"job_id": job_id, "report_done": False}
+    rec = ledger.load(job_id)  # the counts as they are now that every failure has been read
     counts = Counts.of_counters(rec.counters)
     opts = rec.job.options
     # Stopped, not failed: workers found an endpoint gone past the bound, or the listing did (its step's error).
@@ -805,11 +858,12 @@ def finalize(
     summary = summarize(
         job_id, rec.job.operation, status, counts, now() - rec.created_at, tolerated_failures=opts.tolerated_failures, error=reason
     )
-    uri = reports.write_report(job_id, summary, ledger.counted_attempts)
+    uri = reports.put_report(job_id, summary, digest)
     over = not stopped and over_tolerance(status=status, failed=counts.failed, tolerated=opts.tolerated_failures, error=error)
     ledger.set_status(job_id, "STOPPED" if stopped else "FAILED" if over else "SUCCEEDED", report=uri)
     return {
         "job_id": job_id,
+        "report_done": True,
         "status": status,
         "failed": counts.failed,
         "tolerated_failures": opts.tolerated_failures,
@@ -839,7 +893,12 @@ def job_id_of(detail: dict[str, Any]) -> str | None:
 
 
 def execution_ended(
-    detail: dict[str, Any], *, ledger: DynamoLedger, reports: ReportBucket, now: Callable[[], float] = time.time
+    detail: dict[str, Any],
+    *,
+    ledger: DynamoLedger,
+    reports: ReportBucket,
+    now: Callable[[], float] = time.time,
+    time_left: TimeLeft = lambda: float("inf"),
 ) -> dict[str, Any]:
     """An execution FAILED, TIMED_OUT or was ABORTED: make sure its job has a report and is no longer RUNNING.
 
@@ -849,7 +908,8 @@ def execution_ended(
     errors, and the 25,000-event history limit. For those, Step Functions' status-change event
     brings the execution here; the job's report is written with what was counted and the
     reason, and its queued batches are then cancelled by the workers (JobStopped). A job that
-    already has its report is left alone, so this and ReportFailure may both run.
+    already has its report is left alone, so this and ReportFailure may both run (each assembles
+    its own failures.jsonl). `report_done: false` means call again with the same event.
     """
     status = str(detail.get("status", ""))
     job_id = job_id_of(detail)
@@ -866,8 +926,8 @@ def execution_ended(
     if rec.report is not None and rec.status != "RUNNING":
         return {"job_id": job_id, "finalized": False, "reason": f"already reported ({rec.status})"}
     why = step_error({"Error": str(detail.get("error") or status), "Cause": str(detail.get("cause") or "")})
-    out = finalize(job_id, ledger=ledger, reports=reports, error=f"execution {status}: {why}", now=now)
-    return {**out, "finalized": True}
+    out = finalize(job_id, ledger=ledger, reports=reports, error=f"execution {status}: {why}", now=now, time_left=time_left, writer="ended")
+    return {**out, "finalized": bool(out["report_done"])}
 
 
 def step_error(error: dict[str, str] | None) -> str | None:

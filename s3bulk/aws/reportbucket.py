@@ -5,17 +5,21 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import IO, Any
 
-from s3bulk.report import write_report
+from botocore.exceptions import ClientError
+
+from s3bulk.aws.intents import PageIntent
+from s3bulk.report import FailureDigest, write_report
 
 # Which try of each batch its counted numbers came from: ledger.counted_attempts(job_id, batch_ids).
 CountedAttempts = Callable[[str, Sequence[str]], Mapping[str, str]]
 # Key-log parts carry this tag: S3 lifecycle filters take a prefix, not jobs/*/keys/, so the expiry rule matches the tag.
 KEY_LOG_TAG = "s3bulk-part=keys"
 ATTEMPT = "~"  # a worker's part is named BATCH~ATTEMPT.jsonl; a lister's (rows, extraneous) has no attempt
+JSONL = "application/x-ndjson"
 
 
 class ReportBucket:
@@ -26,9 +30,10 @@ class ReportBucket:
     that lost the count empties its parts, so a failure that was not counted never reaches the report.
     """
 
-    def __init__(self, client: Any, bucket: str) -> None:
+    def __init__(self, client: Any, bucket: str, readers: int = 6) -> None:
         self.client = client
         self.bucket = bucket
+        self.readers = readers  # parallel part reads; the client's pool also serves failures.jsonl's upload (4 more)
 
     @staticmethod
     def _name(part: str, attempt: str) -> str:
@@ -39,7 +44,7 @@ class ReportBucket:
         if lines:
             body = ("\n".join(lines) + "\n").encode("utf-8")
             self.client.put_object(
-                Bucket=self.bucket, Key=f"jobs/{job_id}/failures/{self._name(part, attempt)}", Body=body, ContentType="application/x-ndjson"
+                Bucket=self.bucket, Key=f"jobs/{job_id}/failures/{self._name(part, attempt)}", Body=body, ContentType=JSONL
             )
         return len(lines)
 
@@ -52,9 +57,22 @@ class ReportBucket:
                 Bucket=self.bucket,
                 Key=f"jobs/{job_id}/keys/{self._name(part, attempt)}",
                 Body=body,
-                ContentType="application/x-ndjson",
+                ContentType=JSONL,
                 Tagging=KEY_LOG_TAG,  # the bucket's lifecycle rule expires key-log parts by this tag (-c keep_key_logs_days)
             )
+
+    def put_intent(self, job_id: str, intent: PageIntent) -> None:
+        """The page a listing shard is about to send (aws/intents.py); one object per shard, overwritten page by page."""
+        self.client.put_object(Bucket=self.bucket, Key=self._intent_key(job_id, intent.shard), Body=intent.dump())
+
+    def intent(self, job_id: str, shard: int) -> PageIntent | None:
+        """The shard's last stored intent, None if it never stored one."""
+        body = self._get(self._intent_key(job_id, shard))
+        return None if body is None else PageIntent.load(body)
+
+    @staticmethod
+    def _intent_key(job_id: str, shard: int) -> str:
+        return f"jobs/{job_id}/intents/{shard:04d}.json.gz"
 
     def discard(self, job_id: str, part: str, attempt: str) -> None:
         """A try that lost the count: its parts are emptied (best effort; the report skips them anyway). Emptied, not
@@ -63,42 +81,88 @@ class ReportBucket:
             for kind in ("failures", "keys"):
                 self.client.put_object(Bucket=self.bucket, Key=f"jobs/{job_id}/{kind}/{self._name(part, attempt)}", Body=b"")
 
-    def iter_failures(self, job_id: str, counted: CountedAttempts | None = None) -> Iterator[dict[str, str]]:
-        """Every failure in the job's parts; with `counted`, a worker's part only if its try is the one counted."""
+    def iter_parts(
+        self, job_id: str, counted: CountedAttempts | None = None, after: str | None = None
+    ) -> Generator[tuple[str, bytes], None, None]:
+        """Each failures part (key, body) in key order after `after`, read `readers` at a time (a 100 M-object job with
+        10% failed has up to a million parts: one GET after another would take hours); with `counted`, a worker's
+        part only if its try is the one counted. Emptied parts (tries that lost the count) are not read."""
         paginator = self.client.get_paginator("list_objects_v2")
         prefix = f"jobs/{job_id}/failures/"
-        for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix):
-            keys = [str(obj["Key"]) for obj in page.get("Contents", ())]
-            tries = {k: k[len(prefix) :].removesuffix(".jsonl").rpartition(ATTEMPT) for k in keys}
-            winners = counted(job_id, [b for b, sep, _ in tries.values() if sep]) if counted is not None else {}
-            for key in keys:
-                batch, sep, attempt = tries[key]
-                if sep and counted is not None and winners.get(batch) != attempt:
-                    continue  # a try the ledger did not count (its own cleanup did not happen)
-                body = self.client.get_object(Bucket=self.bucket, Key=key)["Body"]
-                for line in body.iter_lines():
-                    if line:
-                        yield json.loads(line)
+        window = self.readers * 4
+        with ThreadPoolExecutor(self.readers, thread_name_prefix="failure-parts") as pool:
+            for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix, **({"StartAfter": after} if after else {})):
+                keys = [str(obj["Key"]) for obj in page.get("Contents", ()) if obj.get("Size", 1)]
+                tries = {k: k[len(prefix) :].removesuffix(".jsonl").rpartition(ATTEMPT) for k in keys}
+                winners = counted(job_id, [b for b, sep, _ in tries.values() if sep]) if counted is not None else {}
+                wanted = [k for k in keys if not (tries[k][1] and counted is not None and winners.get(tries[k][0]) != tries[k][2])]
+                for start in range(0, len(wanted), window):
+                    chunk = wanted[start : start + window]
+                    yield from zip(chunk, pool.map(self._read, chunk), strict=True)
 
-    def write_report(self, job_id: str, summary: dict[str, Any], counted: CountedAttempts | None = None) -> str:
-        """report.json (report.write_report, as the CLI writes it) and failures.jsonl; spooled, not held in memory."""
-        with tempfile.TemporaryFile("w+b") as report_bin, tempfile.TemporaryFile("w+b") as jsonl_bin:
-            report = io.TextIOWrapper(report_bin, encoding="utf-8")
-            jsonl = io.TextIOWrapper(jsonl_bin, encoding="utf-8")
+    def iter_failures(self, job_id: str, counted: CountedAttempts | None = None) -> Iterator[dict[str, str]]:
+        """Every failure in the job's parts (see iter_parts)."""
+        for _, body in self.iter_parts(job_id, counted):
+            for line in body.splitlines():
+                if line.strip():
+                    yield json.loads(line)
 
-            def tee(failures: Iterable[dict[str, str]]) -> Iterator[dict[str, str]]:
-                for failure in failures:
-                    jsonl.write(json.dumps(failure, ensure_ascii=False) + "\n")
-                    yield failure
+    def _read(self, key: str) -> bytes:
+        return bytes(self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read())
 
-            write_report(report, summary, tee(self.iter_failures(job_id, counted)))
-            for text, name, ctype in ((jsonl, "failures.jsonl", "application/x-ndjson"), (report, "report.json", "application/json")):
-                # Detach (which flushes) before the upload: over real HTTP, upload_fileobj closes the file it
-                # is given, and a wrapper still attached would then fail on it. The with block closes the rest.
-                binary = text.detach()
-                binary.seek(0)
-                self.client.upload_fileobj(binary, self.bucket, f"jobs/{job_id}/{name}", ExtraArgs={"ContentType": ctype})
+    # -- failures.jsonl and report.json (aws/assembly.py puts them together) -----------------------
+    def _failures_file(self, job_id: str) -> str:
+        return f"jobs/{job_id}/failures.jsonl"
+
+    def start_failures_upload(self, job_id: str) -> str:
+        answer = self.client.create_multipart_upload(Bucket=self.bucket, Key=self._failures_file(job_id), ContentType=JSONL)
+        return str(answer["UploadId"])
+
+    def upload_failures_part(self, job_id: str, upload_id: str, number: int, body: bytes) -> str:
+        answer = self.client.upload_part(
+            Bucket=self.bucket, Key=self._failures_file(job_id), UploadId=upload_id, PartNumber=number, Body=body
+        )
+        return str(answer["ETag"])
+
+    def complete_failures_upload(self, job_id: str, upload_id: str, parts: Sequence[tuple[int, str]]) -> None:
+        self.client.complete_multipart_upload(
+            Bucket=self.bucket,
+            Key=self._failures_file(job_id),
+            UploadId=upload_id,
+            MultipartUpload={"Parts": [{"PartNumber": n, "ETag": etag} for n, etag in parts]},
+        )
+
+    def abort_failures_upload(self, job_id: str, upload_id: str) -> None:
+        with contextlib.suppress(ClientError):  # already completed or aborted
+            self.client.abort_multipart_upload(Bucket=self.bucket, Key=self._failures_file(job_id), UploadId=upload_id)
+
+    def put_failures_file(self, job_id: str, body: bytes) -> None:
+        """failures.jsonl whole, when it is smaller than one part."""
+        self.client.put_object(Bucket=self.bucket, Key=self._failures_file(job_id), Body=body, ContentType=JSONL)
+
+    def assembly(self, job_id: str, writer: str) -> bytes | None:
+        """Where `writer`'s assembly of failures.jsonl stands (aws/assembly.py), None before it starts."""
+        return self._get(f"jobs/{job_id}/assembly/{writer}.json")
+
+    def put_assembly(self, job_id: str, writer: str, state: bytes) -> None:
+        self.client.put_object(Bucket=self.bucket, Key=f"jobs/{job_id}/assembly/{writer}.json", Body=state)
+
+    def put_report(self, job_id: str, summary: Mapping[str, Any], digest: FailureDigest) -> str:
+        """report.json (report.write_report, as the CLI writes it): the summary, failures by code, the first failures."""
+        text = io.StringIO()
+        write_report(text, summary, digest, None if digest.complete else "failures.jsonl")
+        body = text.getvalue().encode("utf-8")
+        self.client.put_object(Bucket=self.bucket, Key=f"jobs/{job_id}/report.json", Body=body, ContentType="application/json")
         return f"s3://{self.bucket}/jobs/{job_id}/report.json"
+
+    def _get(self, key: str) -> bytes | None:
+        """An object's body, None if there is none (S3 says so with a 404 to a caller allowed to list the bucket)."""
+        try:
+            return bytes(self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read())
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in {"NoSuchKey", "404"}:
+                return None
+            raise
 
     def read_report(self, job_id: str) -> dict[str, Any]:
         body = self.client.get_object(Bucket=self.bucket, Key=f"jobs/{job_id}/report.json")["Body"].read()

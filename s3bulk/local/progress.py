@@ -14,7 +14,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
 from rich.table import Table
 
 from s3bulk.outage import OutageBreaker
-from s3bulk.report import Report, Snapshot, Tally
+from s3bulk.report import REPORT_FAILURES, Report, Snapshot, Tally, failures_file
 
 _UNITS = ("B", "KB", "MB", "GB", "TB", "PB")
 
@@ -194,6 +194,11 @@ def failures_table(report: Report, report_path: str | None = None) -> Table | No
         table.add_row(repr(f["key"])[1:-1], f["error"], f["message"])
     rest = report.tally.failed - len(shown)
     if rest > 0:
-        where = f"the report at {report_path}" if report_path else "--report PATH"
+        if not report_path:
+            where = "--report PATH"
+        elif report.tally.failed > REPORT_FAILURES:  # report.json lists the first ones and counts each error code
+            where = str(failures_file(report_path))
+        else:
+            where = f"the report at {report_path}"
         table.caption = f"... and {rest:,} more; {where} lists every one"
     return table

@@ -17,7 +17,7 @@ import boto3
 import pytest
 
 import s3bulk.aws.pipeline as pipeline
-from s3bulk.aws import remote
+from s3bulk.aws import assembly, remote
 from s3bulk.aws.ledger import DynamoLedger
 from s3bulk.aws.remote import Deployment
 from s3bulk.aws.reportbucket import ReportBucket
@@ -144,16 +144,16 @@ def test_a_step_that_fails_for_good_is_reported_by_the_execution_itself(template
 def test_a_report_step_that_fails_too_is_made_good_when_the_execution_ends(
     template: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = ReportBucket.write_report
+    real = ReportBucket.put_report
     calls: list[str] = []
 
-    def fails_once(self: ReportBucket, job_id: str, summary: dict[str, Any], counted: Any = None) -> str:
+    def fails_once(self: ReportBucket, job_id: str, summary: dict[str, Any], digest: Any) -> str:
         calls.append(job_id)
         if len(calls) == 1:
             raise RuntimeError("report bucket unreachable")
-        return real(self, job_id, summary, counted)
+        return real(self, job_id, summary, digest)
 
-    monkeypatch.setattr(ReportBucket, "write_report", fails_once)
+    monkeypatch.setattr(ReportBucket, "put_report", fails_once)
     with StackOnMoto(template, buckets=(DST,), env=ENV) as stack:
         ex = stack.run(copy_job(), timeout=60)
         assert ex.status == "FAILED" and "MarkFailed" in ex.entered(), why(stack, ex)
@@ -202,6 +202,39 @@ def test_a_timed_out_execution_gets_its_report(stack: StackOnMoto) -> None:
     assert report_of(stack, "timed-out-job")["error"] == "execution TIMED_OUT: TIMED_OUT: "
     other = {**desc, "stateMachineArn": desc["stateMachineArn"] + "-other"}
     assert stack.publish_status(other) == []  # another state machine's executions are not this stack's
+
+
+def test_an_ended_execution_whose_failures_take_several_calls_to_read_gets_its_whole_report(
+    stack: StackOnMoto, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ExecutionEnded cannot loop in a state machine: when failures.jsonl is not complete by its time, it invokes itself
+    asynchronously with the same event and goes on from the last uploaded part, until the report is written."""
+    monkeypatch.setattr(assembly, "ASSEMBLY_MARGIN_S", 1e9)  # "time is short" after every part: one 8 MiB part per call
+    job = copy_job("ended-big")
+    ledger(stack).create("ended-big", parse_job(json.dumps(job)))
+    bucket = stack.bucket_of("Reports")
+    for p in range(280):  # about 18 MiB of failures: three parts
+        lines = [json.dumps({"key": f"in/{p:04d}/k{i:03d}", "error": "AccessDenied", "message": "x" * 600}) for i in range(100)]
+        body = "\n".join(lines) + "\n"
+        stack.s3.put_object(Bucket=bucket, Key=f"jobs/ended-big/failures/0000-{p:09d}-rows.jsonl", Body=body.encode())
+    desc = {
+        "executionArn": f"{stack.state_machine_arn.replace(':stateMachine:', ':execution:')}:big",
+        "stateMachineArn": stack.state_machine_arn,
+        "name": "big",
+        "status": "ABORTED",
+        "input": json.dumps(job),
+    }
+    [first] = stack.publish_status(desc)
+    assert (first["finalized"], first["report_done"]) == (False, False)
+    stack.settle()
+    [ended] = [f for f in stack.functions.values() if f.name.startswith("ExecutionEnded")]
+    assert (ended.invocations, dict(ended.errors)) == (3, {})  # the first, then two it started itself
+    r = report_of(stack, "ended-big")
+    assert r["failures_by_code"] == {"AccessDenied": 28000} and r["failures_not_listed"] == 27000
+    written = stack.s3.get_object(Bucket=bucket, Key="jobs/ended-big/failures.jsonl")["Body"].read().splitlines()
+    assert len(written) == len(set(written)) == 28000
+    assert stack.s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
+    assert_nothing_left_running(stack)
 
 
 def test_an_execution_stopped_while_it_runs_gets_its_report_and_its_queued_batches_are_reported_not_lost(

@@ -217,6 +217,35 @@ def test_a_lister_crash_between_send_and_checkpoint_resends_without_double_count
     assert rec.counters["batches"] == 3
 
 
+def test_a_lister_dead_before_its_checkpoint_on_a_live_prefix_redoes_the_page_it_sent_and_loses_no_key(
+    aws: Aws, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keys added inside a page's range while its lister lay dead between sending the page and recording it: listing
+    the page again would give some batch ids other keys than the ones already queued under them (the ledger counts an
+    id once, so keys were dropped). The redo sends the stored page instead: every listed key is copied, counts exact."""
+    expected = seed(aws, 700)
+    job_id = start(aws, batch_size=60)
+    real = DynamoLedger.checkpoint
+    crashes = iter([True])
+
+    def crash_once(self: DynamoLedger, *args: Any, **kwargs: Any) -> bool:
+        if args[2] == 1 and next(crashes, False):  # (job_id, shard, page, ...)
+            for i in range(5):  # keys sorting inside page 1 (in/2/obj-00352 .. in/4/...), ahead of most of its batches
+                aws.s3.put_object(Bucket=SRC, Key=f"in/3/new-{i}", Body=b"late")
+            raise RuntimeError("lister killed after sending page 1")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(DynamoLedger, "checkpoint", crash_once)
+    with pytest.raises(RuntimeError):
+        list_all(job_id, pages_per_call=10)
+    list_all(job_id, pages_per_call=10)
+    work_all(aws)
+    rec = aws.ledger.load(job_id)
+    assert (rec.counters["listed"], rec.counters["succeeded"], rec.counters["failed"], rec.counters["pending"]) == (700, 700, 0, 0)
+    # Every listed key was copied; the late keys sorted behind the listing's cursor, so this job never listed them.
+    assert dest_bodies(aws) == {"out/" + k[3:]: v for k, v in expected.items()}
+
+
 def test_a_poison_message_ends_in_the_dlq_and_in_the_report(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> None:
     seed(aws, 30)
     job_id = start(aws)

@@ -207,7 +207,7 @@ def test_a_batch_whose_worker_is_ended_at_its_timeout_on_every_delivery_is_count
         # (too little time left to start it) or split it, so not every one of its five receives ends in a kill.
         assert worker.timed_out >= 1, stack.describe()
         [counter] = [s for s in stack.sources if s.fn.name.startswith("DeadLetterCounter")]
-        assert counter.stats.records == 1, stack.describe()  # the hung batch reached the dead-letter queue and was counted there
+        assert counter.stats.records >= 1, stack.describe()  # the hung batch reached the dead-letter queue and was counted there
         r = report(stack, "worker-dies")
         # The hung batch only: all five of its objects, or fewer if a delivery that could not start the hung object
         # counted the others and handed on the rest as a child batch.

@@ -155,6 +155,7 @@ def test_a_job_whose_last_batch_sends_the_token_finalizes_without_polling(aws: d
         "ShardListed",
         "AwaitCompletion",
         "Finalize",
+        "ReportWritten?",
         "WithinTolerance?",
         "JobSucceeded",
     ]
@@ -175,7 +176,7 @@ def test_when_no_token_comes_the_safety_net_asks_the_ledger_until_the_job_is_com
     assert desc["status"] == "SUCCEEDED"
     names = entered(events)
     assert (names.count("AwaitCompletion"), names.count("CheckProgress")) == (2, 2)
-    assert names[-3:] == ["Finalize", "WithinTolerance?", "JobSucceeded"]
+    assert names[-4:] == ["Finalize", "ReportWritten?", "WithinTolerance?", "JobSucceeded"]
     # One wait-and-check cycle costs ~12 events (the 14-day bound in docs/architecture.md assumes at most 15).
     starts = [i for i, e in enumerate(events) if e.get("stateEnteredEventDetails", {}).get("name") in {"AwaitCompletion", "Finalize"}]
     assert (starts[-1] - starts[0]) / 2 <= 15
@@ -189,3 +190,22 @@ def test_failures_over_the_threshold_end_in_fail(aws: dict[str, Any]) -> None:
     assert desc["status"] == "FAILED"
     failed = [e for e in events if e["type"] == "ExecutionFailed"]
     assert failed and failed[0]["executionFailedEventDetails"]["error"] == "TooManyFailures"
+
+
+def test_finalize_is_called_again_until_its_report_is_written(aws: dict[str, Any]) -> None:
+    canned(aws, {"job_id": "job-1", "resumed": False}, {"job_id": "job-1", "report_done": False}, {"job_id": "job-1", "report_done": False})
+    started: list[str] = []
+    resume_when_waiting(aws, started)
+    desc, events = run(aws, started=started)
+    assert desc["status"] == "SUCCEEDED"
+    names = entered(events)
+    assert names[names.index("Finalize") :] == [
+        "Finalize",
+        "ReportWritten?",
+        "Finalize",
+        "ReportWritten?",
+        "Finalize",
+        "ReportWritten?",
+        "WithinTolerance?",
+        "JobSucceeded",
+    ]

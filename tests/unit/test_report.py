@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,7 +13,7 @@ import pytest
 from s3bulk.aws.ledger import COUNTERS, JobRecord
 from s3bulk.aws.pipeline import finalize
 from s3bulk.job import parse_job
-from s3bulk.report import Counts, Report, Tally, job_status, summarize, write_report
+from s3bulk.report import REPORT_FAILURES, Counts, FailureDigest, Report, Tally, failures_file, job_status, summarize, write_report
 
 
 @pytest.mark.parametrize(
@@ -35,11 +37,44 @@ def test_a_dry_run_summary_reports_listed_bytes_and_what_it_would_do() -> None:
     assert "deleted_extraneous" not in s and "error" not in s
 
 
-def test_write_report_streams_the_summary_and_every_failure_as_one_json_document() -> None:
+def test_write_report_writes_the_summary_the_failures_by_code_and_every_failure_as_one_json_document() -> None:
     fh = io.StringIO()
     failures = [{"key": "a ü", "error": "AccessDenied", "message": "no"}, {"key": "b", "error": "NoSuchKey", "message": "gone"}]
-    write_report(fh, {"job_id": "j", "failed": 2}, iter(failures))
-    assert json.loads(fh.getvalue()) == {"job_id": "j", "failed": 2, "failures": failures}
+    digest = FailureDigest()
+    assert list(digest.through(iter(failures))) == failures
+    write_report(fh, {"job_id": "j", "failed": 2}, digest)
+    by_code = {"AccessDenied": 1, "NoSuchKey": 1}
+    assert json.loads(fh.getvalue()) == {"job_id": "j", "failed": 2, "failures_by_code": by_code, "failures": failures}
+
+
+def test_a_report_past_its_failure_cap_lists_the_first_ones_counts_every_code_and_names_the_jsonl_with_all() -> None:
+    digest = FailureDigest(keep=3)
+    for i in range(10):
+        digest.add({"key": f"k{i}", "error": "AccessDenied" if i % 3 else "NoSuchKey", "message": "m"})
+    fh = io.StringIO()
+    write_report(fh, {"failed": 10}, digest, "failures.jsonl")
+    r = json.loads(fh.getvalue())
+    assert [f["key"] for f in r["failures"]] == ["k0", "k1", "k2"]
+    assert list(r["failures_by_code"].items()) == [("AccessDenied", 6), ("NoSuchKey", 4)]  # the most frequent first
+    assert (r["failures_not_listed"], r["failures_file"]) == (7, "failures.jsonl")
+
+
+def test_the_cli_report_past_its_cap_writes_every_failure_beside_it_and_none_when_under(tmp_path: Path) -> None:
+    for n, beside in ((REPORT_FAILURES + 5, True), (3, False)):
+        tally = Tally()
+        for i in range(n):
+            tally.fail(f"k{i:05d}", "AccessDenied", "no")
+        path = tmp_path / f"r{n}.json"
+        Report("j", "copy", "failed", tally, 1.0).write(path)
+        r = json.loads(path.read_text())
+        assert (len(r["failures"]), r["failures_by_code"]) == (min(n, REPORT_FAILURES), {"AccessDenied": n})
+        every = failures_file(path)
+        assert every.exists() == beside and ("failures_file" in r) == beside
+        if beside:
+            assert r["failures_file"] == every.name and r["failures_not_listed"] == 5
+            assert [json.loads(line)["key"] for line in every.read_text().splitlines()] == [f"k{i:05d}" for i in range(n)]
+        assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # no temp file left behind
+        tally.close()
 
 
 class _Ledger:
@@ -58,9 +93,24 @@ class _Ledger:
 
 
 class _Reports:
-    summary: dict[str, Any] | None = None
+    """A report bucket with no failure parts: finalize's assembly writes an empty failures.jsonl, then the report."""
 
-    def write_report(self, job_id: str, summary: dict[str, Any], counted: Any = None) -> str:
+    summary: dict[str, Any] | None = None
+    failures_file: bytes | None = None
+
+    def assembly(self, job_id: str, writer: str) -> bytes | None:
+        return None
+
+    def put_assembly(self, job_id: str, writer: str, state: bytes) -> None:
+        pass
+
+    def iter_parts(self, job_id: str, counted: Any = None, after: str | None = None) -> Iterator[tuple[str, bytes]]:
+        yield from ()
+
+    def put_failures_file(self, job_id: str, body: bytes) -> None:
+        self.failures_file = body
+
+    def put_report(self, job_id: str, summary: dict[str, Any], digest: FailureDigest) -> str:
         self.summary = summary
         return f"s3://r/jobs/{job_id}/report.json"
 

@@ -66,7 +66,7 @@ def watch_memory(limit_mb: int) -> dict[str, float]:
                 rss_mb = int(f.read().split()[1]) * page / 2**20
             seen["peak_mb"] = max(seen["peak_mb"], rss_mb)
             if rss_mb > limit_mb:
-                print(json.dumps({"killed": "Runtime.OutOfMemory", "rss_mb": round(rss_mb, 1), "limit_mb": limit_mb}), flush=True)
+                print(json.dumps({"killed": "Runtime.OutOfMemory", "rss_mb": rss_mb, "limit_mb": limit_mb}), flush=True)
                 os._exit(137)
             time.sleep(0.01)
 

@@ -19,10 +19,11 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from xml.etree import ElementTree
 
 from botocore.awsrequest import AWSPreparedRequest, HTTPHeaders
+from botocore.exceptions import ClientError
 from moto.core.models import botocore_stubber
 
 from s3bulk.s3 import fastpath
-from tests.integration.stack.iam import IamGate, Killed, invocation_of_thread, principal_of_thread
+from tests.integration.stack.iam import MISSING_NEEDS_LIST, IamGate, Killed, invocation_of_thread, principal_of_thread
 
 
 class UnknownRequest(Exception):
@@ -124,6 +125,12 @@ def through_moto(gate: IamGate, limits: Any = None) -> Iterator[list[str]]:
         if answer is None:
             raise UnknownRequest(f"moto has no handler for {method} {target} on {pool.host}")
         status, answered, data = answer
+        if principal is not None and int(status) == 404 and op in MISSING_NEEDS_LIST:
+            missing: Any = {"Error": {"Code": "NoSuchKey"}, "ResponseMetadata": {"HTTPStatusCode": 404}}
+            try:
+                gate.missing_object(principal, op, params, ClientError(missing, op))
+            except ClientError as exc:
+                return _denied(str(exc))
         raw = data if isinstance(data, bytes) else str(data or "").encode()
         return fastpath._Answer(int(status), {k.lower(): str(v) for k, v in answered.items()}, raw)
 

@@ -42,6 +42,10 @@ BASIC_EXECUTION = [{"Effect": "Allow", "Action": ["logs:CreateLogGroup", "logs:C
 MANAGED = {"AWSLambdaBasicExecutionRole": BASIC_EXECUTION}
 
 
+# Reads whose "no such key" answer AWS gives only to a caller that may list the bucket (else 403).
+MISSING_NEEDS_LIST = frozenset({"GetObject", "HeadObject"})
+
+
 class Unmapped(Exception):
     """An operation whose IAM actions this module does not know: a call nobody can vouch for is not allowed."""
 
@@ -419,6 +423,27 @@ class IamGate:
             }
             raise ClientError(answer, op)
 
+    def missing_object(self, principal: str, op: str, params: dict[str, Any], exc: ClientError) -> None:
+        """S3 says an object is missing (404) only to a caller allowed s3:ListBucket on its bucket; anyone else gets
+        403 AccessDenied, so code that reads "absent" from a 404 needs that permission."""
+        statements = self.statements.get(principal)
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if statements is None or status != 404:
+            return
+        bucket = str(params.get("Bucket", ""))
+        need = Need("s3:ListBucket", f"arn:aws:s3:::{bucket}")  # the GET's own context: no s3:prefix for a condition to match
+        if allowed(statements, need):
+            return
+        refused = f"{principal}: {op} of a missing key in {bucket} answers 403 without s3:ListBucket on the bucket"
+        with self._lock:
+            if refused not in self.denied:
+                self.denied.append(refused)
+        answer: Any = {
+            "Error": {"Code": "AccessDenied", "Message": f"not authorized: {refused}"},
+            "ResponseMetadata": {"HTTPStatusCode": 403},
+        }
+        raise ClientError(answer, op) from exc
+
     @contextmanager
     def enforced(self, limits: Any = None) -> Iterator[IamGate]:
         """Check every botocore call made on behalf of a principal while inside, and then (`limits`, stack/limits.py)
@@ -442,6 +467,12 @@ class IamGate:
                     gate.check(principal, PREFIX.get(service, service), operation_name, api_params)
                 if limits is not None:
                     limits.check(PREFIX.get(service, service), operation_name, api_params)
+                if principal is not None and service == "s3" and operation_name in MISSING_NEEDS_LIST:
+                    try:
+                        return real_call(client, operation_name, api_params)
+                    except ClientError as exc:
+                        gate.missing_object(principal, operation_name, api_params, exc)
+                        raise
             return real_call(client, operation_name, api_params)
 
         with (

@@ -111,6 +111,31 @@ def _bytes_bodies(stub: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
+# Lambda's limit on an asynchronous (Event) invocation's payload.
+ASYNC_PAYLOAD_BYTES = 256 * 1024
+# Lambda retries an asynchronous invocation that raised or timed out twice, then drops it (or sends it to a DLQ).
+ASYNC_RETRIES = 2
+
+
+def asynchronously(fn: Function, event: Any, closed: threading.Event) -> threading.Thread:
+    """An asynchronous invocation as Lambda runs it: later, on its own, waiting for concurrency, retried twice on error;
+    none starts once the stack is `closed`."""
+
+    def run() -> None:
+        for _ in range(1 + ASYNC_RETRIES):
+            if closed.is_set():
+                return
+            try:
+                fn.invoke(event, asynchronous=True)
+                return
+            except Exception:  # noqa: BLE001 - counted in fn.errors; Lambda tries the event again
+                continue
+
+    thread = threading.Thread(target=run, name=f"async-{fn.name}", daemon=True)
+    thread.start()
+    return thread
+
+
 def _lambda_service_error(real: Callable[..., FailureEvent]) -> Callable[..., FailureEvent]:
     """A task whose Invoke itself is refused fails as `Lambda.<code>` (Lambda.TooManyRequestsException when throttled),
     as on AWS and as the stack's retriers expect; moto's interpreter (5.2) names every such error "Exception"."""
@@ -168,6 +193,8 @@ class StackOnMoto:
         self.functions: dict[str, Function] = {}
         self.sources: list[SqsEventSource] = []
         self.rules: list[tuple[str, EventPattern, list[Function]]] = []
+        self.background: list[threading.Thread] = []  # asynchronous Invokes a function made, each run as Lambda's queue would
+        self.closed = threading.Event()
         self._stack = ExitStack()
 
     # intrinsic functions
@@ -230,6 +257,7 @@ class StackOnMoto:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        self.closed.set()
         for fn in self.functions.values():  # nothing a test leaves running reaches AWS (or the next test) afterwards
             fn.end_all("ended with the stack")
         self._stack.close()
@@ -299,13 +327,18 @@ class StackOnMoto:
             self.sources.append(SqsEventSource(self.sqs, url, source_arn, self.functions[fn], p, self.faults, self.pollers))
 
     def _lambda_invoke(self) -> Callable[..., bytes]:
-        functions, limits = self.functions, self.limits
+        functions, limits, started, closed = self.functions, self.limits, self.background, self.closed
 
         def invoke(
             backend: LambdaSimpleBackend, function_name: str, qualifier: str | None, body: Any, headers: Any, response_headers: Any
         ) -> bytes:
             fn = functions[backend.get_function(function_name, qualifier).function_name]
             data = body if isinstance(body, bytes) else str(body or "").encode()
+            if headers.get("X-Amz-Invocation-Type") == "Event":
+                if len(data) > ASYNC_PAYLOAD_BYTES:
+                    raise ValueError(f"{fn.name}: an asynchronous Invoke's payload is {len(data):,} bytes, over Lambda's 256 KiB")
+                started.append(asynchronously(fn, json.loads(data or b"{}"), closed))
+                return b""  # 202: Lambda queued the event
             if (over := limits.state_data(f"{fn.name}'s task input", data)) is not None:
                 response_headers["x-amz-function-error"] = "Unhandled"
                 return json.dumps({"errorType": "States.DataLimitExceeded", "errorMessage": over}).encode()
@@ -424,6 +457,14 @@ class StackOnMoto:
         return [
             fn.invoke(event, asynchronous=True) for _, pattern, fns in self.rules if pattern.matches_event(cast(Any, event)) for fn in fns
         ]
+
+    def settle(self, timeout: float = 120.0) -> None:
+        """Wait for the asynchronous invocations functions started (and those they started in turn)."""
+        deadline = time.monotonic() + timeout
+        while any(t.is_alive() for t in self.background):
+            if time.monotonic() > deadline:
+                raise AssertionError("asynchronous invocations still running")
+            time.sleep(0.05)
 
     def _quiesce(self, timeout: float = 30.0) -> None:
         """Wait for Lambda invocations the stopped execution still has in flight."""
