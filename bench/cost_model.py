@@ -447,11 +447,13 @@ def job_items(
         ),
         LineItem(
             "S3 report bucket PUTs (key-log part per batch)",
-            "ReportBucket.put_keys, put_failures; finalize",
-            batches + 3,
+            "ReportBucket.put_keys, put_failures, put_intent; finalize",
+            batches + pages + lister_calls + 4,
             "PUT",
             S3_PUT,
-            f"{batches:,.0f} key-log parts (+1 failures part per batch with a failure) + report.json, failures.jsonl, 1 LIST",
+            f"{batches:,.0f} key-log parts (+1 failures part per batch with a failure) + {pages:,.0f} page intents + "
+            f"{lister_calls:,} intent GETs (one per lister call, at PUT price to round up) + report.json, failures.jsonl, "
+            "its assembly state, 1 LIST",
         ),
         LineItem(
             "S3 key-log storage",
@@ -726,8 +728,10 @@ def render_at_scale(cpu_ms: float) -> list[str]:
         "  or move with `max_delete` adds the count pass.",
         "- **The report bucket** (`s3bulk/aws/reportbucket.py`): each counted batch PUTs its key-log part (`put_keys`), tagged",
         f"  `{KEY_LOG_TAG}` in the same PUT (no request of its own); a batch with a failure PUTs a failures part too",
-        "  (`put_failures`), and a try that lost the count to a duplicate empties both (2 PUTs). Finalize writes report.json and",
-        f"  failures.jsonl. A key-log line is {KEY_LOG_LINE_BYTES} B (`KeyRecord.line`), so a billion objects leave",
+        "  (`put_failures`), and a try that lost the count to a duplicate empties both (2 PUTs). Each listing page that sends",
+        "  batches first PUTs its intent (`put_intent`: what a lister that dies before its checkpoint sends again), and each",
+        "  lister call GETs its shard's. Finalize writes report.json, failures.jsonl (one multipart part per 8 MiB of",
+        f"  failures) and its assembly state. A key-log line is {KEY_LOG_LINE_BYTES} B (`KeyRecord.line`), so a billion objects leave",
         f"  {1e9 * KEY_LOG_LINE_BYTES / GB:,.0f} GB of key logs. The ExpireKeyLogs rule expires them after `-c keep_key_logs_days`",
         f"  ({KEEP_KEY_LOGS_DAYS} by default), but the bucket is versioned: expiry leaves a delete marker, and the part is",
         f"  deleted {NONCURRENT_DAYS} days later by the noncurrent-version rule, so it is billed for {KEEP_KEY_LOGS_DAYS + NONCURRENT_DAYS} days,",
