@@ -125,8 +125,9 @@ def test_each_of_the_k_listers_bills_the_whole_listing_time_in_calls_of_270_seco
 
 def test_every_counted_batch_puts_its_key_log_part_to_the_report_bucket() -> None:
     r = at_scale(1e8, 16, 50, 10, 0.6)
-    # 100,000 key-log parts (ReportBucket.put_keys) + Finalize's report.json, failures.jsonl and its LIST, at $0.005 per 1,000
-    assert r.costs["S3 report bucket PUTs (key-log part per batch)"] == pytest.approx((1e5 + 3) * 0.005 / 1000)
+    # 100,000 key-log parts (ReportBucket.put_keys) + 100,000 page intents (put_intent) + one intent GET for each of the
+    # 16 shards' 5 lister calls + Finalize's report.json, failures.jsonl, assembly state and LIST, at $0.005 per 1,000
+    assert r.costs["S3 report bucket PUTs (key-log part per batch)"] == pytest.approx((2e5 + 16 * 5 + 4) * 0.005 / 1000)
 
 
 def test_key_logs_are_stored_for_their_retention_and_30_days_more_as_noncurrent_versions() -> None:
