@@ -20,9 +20,10 @@ from typing import Any
 from infra.config import MAX_INLINE_MAP, DeployConfig
 from s3bulk import metrics
 from s3bulk.aws.ledger import COUNTER_SHARDS, LISTER_COUNTERS, WORKER_COUNTERS, counter_shard, initial_item, list_shard_key
+from s3bulk.aws.lister import LIST_MARGIN_S
 from s3bulk.aws.messages import pack
-from s3bulk.aws.pipeline import LIST_MARGIN_S, STATUS_TTL_S
 from s3bulk.aws.reportbucket import KEY_LOG_TAG
+from s3bulk.aws.worker import STATUS_TTL_S
 from s3bulk.job import parse_job
 from s3bulk.keys import KeyRecord
 from s3bulk.store import ObjectInfo
@@ -82,10 +83,10 @@ LISTER_MB = 512  # infra/stack.py: the Lister function (PlanListing, ListShard)
 LISTER_TIMEOUT_S = 300.0  # its timeout (5 min); list_step starts no page with LIST_MARGIN_S or less left
 LISTER_RUN_S = LISTER_TIMEOUT_S - LIST_MARGIN_S
 # The other steps' functions (infra/stack.py) and how long one call takes, assumed: a few DynamoDB calls each.
-VALIDATE_MB, VALIDATE_S = 256, 1.0  # pipeline.validate
-PLAN_S = 2.0  # PlanListing (pipeline.plan_step): a few hundred 20 ms probes on 16 threads (docs/benchmarks-listing.md)
-PROGRESS_MB, PROGRESS_S = 256, 0.5  # AwaitCompletion (pipeline.await_step) and CheckProgress (pipeline.progress_step)
-FINALIZE_MB, FINALIZE_S = 1024, 2.0  # pipeline.finalize: lists the failures parts, writes report.json and failures.jsonl
+VALIDATE_MB, VALIDATE_S = 256, 1.0  # validation.validate
+PLAN_S = 2.0  # PlanListing (lister.plan_step): a few hundred 20 ms probes on 16 threads (docs/benchmarks-listing.md)
+PROGRESS_MB, PROGRESS_S = 256, 0.5  # AwaitCompletion (completion.await_step) and CheckProgress (completion.progress_step)
+FINALIZE_MB, FINALIZE_S = 1024, 2.0  # finish.finalize: lists the failures parts, writes report.json and failures.jsonl
 
 # -- messages and key-log parts, measured on the code with 50-character keys ------------------------------------
 KEYS_PER_MESSAGE = 1000  # options.batch_size: a 1,000-key page packs into one message (messages.pack)
@@ -309,14 +310,14 @@ class LineItem:
 
 
 def lister_calls_per_shard(list_seconds: float) -> int:
-    """A shard's ListShard calls: each pages for LISTER_RUN_S and returns (pipeline.list_step), and the shard's loop in
+    """A shard's ListShard calls: each pages for LISTER_RUN_S and returns (lister.list_step), and the shard's loop in
     the ListShards Map (state_machine.shard_loop) calls it again until it answers done."""
     return max(1, math.ceil(list_seconds / LISTER_RUN_S))
 
 
 def poll_timeouts(seconds: float, list_seconds: float) -> int:
     """AwaitCompletion's waits that time out: it starts when every shard is listed and waits POLL_SECONDS at a time
-    until the worker that counts the last batch sends its token (pipeline.notify_if_complete)."""
+    until the worker that counts the last batch sends its token (completion.notify_if_complete)."""
     return int(max(0.0, seconds - list_seconds) // POLL_SECONDS)
 
 
@@ -375,7 +376,7 @@ def job_items(
     return [
         LineItem(
             "Lambda workers (GB-s)",
-            "functions/worker, pipeline.WorkerService.work",
+            "functions/worker, worker.WorkerService.work",
             worker_gb_s,
             "GB-s",
             LAMBDA_GB_S,
@@ -384,7 +385,7 @@ def job_items(
         ),
         LineItem(
             "Lambda listers (GB-s)",
-            "pipeline.list_step, state_machine.shard_loop",
+            "lister.list_step, state_machine.shard_loop",
             shards * list_seconds * LISTER_MB / 1024,
             "GB-s",
             LAMBDA_GB_S,
@@ -393,7 +394,7 @@ def job_items(
         ),
         LineItem(
             "Lambda, other steps (GB-s)",
-            "pipeline.validate, plan_step, await_step, progress_step, finalize",
+            "validation.validate, plan_step, await_step, progress_step, finalize",
             other_gb_s,
             "GB-s",
             LAMBDA_GB_S,
@@ -428,7 +429,7 @@ def job_items(
         ),
         LineItem(
             "DynamoDB reads (completion check per batch)",
-            "ledger.is_batch_done, pipeline.notify_if_complete -> ledger.progress",
+            "ledger.is_batch_done, completion.notify_if_complete -> ledger.progress",
             reads,
             "RRU",
             DDB_RRU,
@@ -705,7 +706,7 @@ def render_at_scale(cpu_ms: float) -> list[str]:
         "",
         "- **Lambda**: workers bill wall time, so a worker slowed by S3 (SlowDown, or `adaptive_rate`) costs GB-seconds while",
         "  it waits; an empty queue invokes no worker. Each of the K listers pages its shard for the whole listing time, in",
-        f"  calls of up to {LISTER_RUN_S:.0f} s ({LISTER_TIMEOUT_S:.0f} s timeout, no new page with {LIST_MARGIN_S:.0f} s left: `pipeline.list_step`) that",
+        f"  calls of up to {LISTER_RUN_S:.0f} s ({LISTER_TIMEOUT_S:.0f} s timeout, no new page with {LIST_MARGIN_S:.0f} s left: `lister.list_step`) that",
         "  `state_machine.shard_loop` repeats until the shard is done: K x the listing time in GB-s, K x the calls in requests.",
         f"  A worker takes {MESSAGES_PER_INVOCATION} messages per invocation (the event source's batch_size).",
         f"- **SQS**: a 1,000-key page is one message of {MESSAGE_BYTES / 1000:,.0f} KB (`messages.pack`, {len(SAMPLE_KEY)}-character keys),",
@@ -714,7 +715,7 @@ def render_at_scale(cpu_ms: float) -> list[str]:
         f"  {math.ceil(MESSAGES_PER_INVOCATION * MESSAGE_BYTES / SQS_CHUNK)}, and its DeleteMessageBatch 1.",
         "- **DynamoDB**, on demand (`s3bulk/aws/ledger.py`): per batch, `finish_batch`'s TransactWriteItems (the batch",
         f"  marker's Put and its counter shard's Update, 1 KB each, at 2 WRU per KB in a transaction: {FINISH_BATCH_WRU} WRU), and",
-        "  the completion check (`pipeline.notify_if_complete`): a consistent GetItem of the absent marker first",
+        "  the completion check (`completion.notify_if_complete`): a consistent GetItem of the absent marker first",
         f"  (`is_batch_done`, 1 RRU), then `ledger.progress`, a consistent GetItem of the job item ({item_bytes(JOB_ITEM):,} B with its",
         f"  completion token: 1 RRU) and a consistent Query of every `count#` item: {COUNTER_SHARDS} counter shards of {item_bytes(COUNTER_ITEM)} B and",
         f"  K listing shards of {item_bytes(LIST_SHARD_ITEM)} B (three 50-character keys, a {CURSOR_CHARS}-character cursor), 1 RRU per 4 KB together:",

@@ -5,7 +5,7 @@
     python -m bench.listing_shards --store plan     # the plan alone on 0.3, 10 and 123 M generated keys: probes, balance
 
 Each K is timed from the plan to the last shard's last page. The plan comes from two planners:
-  stack       pipeline.plan_step itself (listing.plan_ranges: the first page its own range, the rest cut by
+  stack       lister.plan_step itself (listing.plan_ranges: the first page its own range, the rest cut by
               plan_shards from the first page's last key, at most K ranges), called with a stub ledger that
               records the ranges it would write;
   even        K ranges of equal key counts, cut at known keys: the ceiling any planner could reach.
@@ -41,7 +41,7 @@ from bench.synthetic import GeneratedStore
 from bench.toxiproxy import Toxiproxy, build
 from s3bulk.aws.allowlist import AllowList
 from s3bulk.aws.ledger import DynamoLedger, JobRecord
-from s3bulk.aws.pipeline import plan_step
+from s3bulk.aws.lister import plan_step
 from s3bulk.job import parse_job
 from s3bulk.listing import Shard, list_shard_page, plan_ranges
 from s3bulk.local.server import ACCESS_KEY, SECRET_KEY, SeaweedServer
@@ -103,7 +103,7 @@ class _RecordingLedger:
 
 
 def stack_plan(store: ObjectStore, prefix: str, k: int) -> Ranges:
-    """The ranges pipeline.plan_step writes for this source and list_shards=k."""
+    """The ranges lister.plan_step writes for this source and list_shards=k."""
     doc = {"operation": "copy", "source": {"bucket": BUCKET, "prefix": prefix}, "destination": {"bucket": "bench-dst", "prefix": "out/"}}
     ledger = _RecordingLedger(json.dumps(doc))
     allow = AllowList(frozenset({BUCKET}), frozenset({"bench-dst"}), frozenset())

@@ -10,7 +10,7 @@ from typing import Any
 
 from s3bulk.aws.allowlist import AllowList
 from s3bulk.aws.ledger import MAX_LIST_SHARDS
-from s3bulk.aws.pipeline import DEFAULT_LIST_SHARDS
+from s3bulk.aws.lister import DEFAULT_LIST_SHARDS
 from s3bulk.job import SECRET_ARN, JobError, parse_job
 
 # Step Functions runs at most this many iterations of an inline Map at once, whatever its MaxConcurrency says.

@@ -12,7 +12,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.batches import SqsBatchRecord, batch_processor
 from s3bulk.aws import env
-from s3bulk.aws.pipeline import WorkerService
+from s3bulk.aws.worker import WorkerService
 from s3bulk.metrics import DEAD_LETTERED_BATCHES, NAMESPACE, OBJECTS_FAILED, SERVICE
 
 logger = Logger(service=SERVICE)

@@ -11,8 +11,8 @@ from aws_lambda_powertools.utilities.parser import BaseModel, event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from s3bulk.aws import env
+from s3bulk.aws.finish import execution_ended
 from s3bulk.aws.ledger import DynamoLedger
-from s3bulk.aws.pipeline import execution_ended
 from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.metrics import SERVICE
 

@@ -10,8 +10,8 @@ from aws_lambda_powertools.utilities.parser import BaseModel, event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from s3bulk.aws import env
+from s3bulk.aws.finish import finalize, step_error
 from s3bulk.aws.ledger import DynamoLedger
-from s3bulk.aws.pipeline import finalize, step_error
 from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.metrics import SERVICE
 

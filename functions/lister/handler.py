@@ -12,7 +12,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from s3bulk.aws import env
 from s3bulk.aws.guard import check_step, count_step, guarded
-from s3bulk.aws.pipeline import list_step, plan_step
+from s3bulk.aws.lister import list_step, plan_step
 from s3bulk.metrics import LISTED_PAGES, NAMESPACE, SERVICE
 
 logger = Logger(service=SERVICE)

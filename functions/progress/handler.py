@@ -10,9 +10,8 @@ from aws_lambda_powertools.utilities.parser import BaseModel, event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from s3bulk.aws import env
-from s3bulk.aws.completion import Completion
+from s3bulk.aws.completion import Completion, await_step, progress_step
 from s3bulk.aws.ledger import DynamoLedger
-from s3bulk.aws.pipeline import await_step, progress_step
 from s3bulk.metrics import SERVICE
 
 logger = Logger(service=SERVICE)

@@ -10,7 +10,7 @@ from aws_lambda_powertools.utilities.parser import BaseModel, event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from s3bulk.aws import env
-from s3bulk.aws.pipeline import validate
+from s3bulk.aws.validation import validate
 from s3bulk.metrics import SERVICE
 
 logger = Logger(service=SERVICE)

@@ -12,7 +12,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.batches import SqsBatchRecord, batch_processor
 from s3bulk.aws import env
-from s3bulk.aws.pipeline import BatchReturned, EndpointDown, WorkerService
+from s3bulk.aws.worker import BatchReturned, EndpointDown, WorkerService
 from s3bulk.metrics import (
     BATCHES_RETURNED,
     BYTES,

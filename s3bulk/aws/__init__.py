@@ -1,4 +1,4 @@
-"""The distributed job on AWS: pipeline steps, the DynamoDB job ledger, SQS, messages, the report bucket, the allow-list.
+"""The distributed job on AWS: its steps (validation, lister, worker, completion, finish), the DynamoDB job ledger, SQS, messages, the report bucket, the allow-list.
 
 `env` builds these from the Lambda's environment; `remote` is the CLI's view of a
 deployed stack (submit, status, report).

@@ -13,6 +13,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from s3bulk.aws.ledger import DynamoLedger
+
 # The token's wait already ended (sent by someone else, or timed out and replaced by a new one).
 _SPENT = {"TaskTimedOut", "TaskDoesNotExist", "InvalidToken"}
 
@@ -30,3 +32,32 @@ class Completion:
             if exc.response.get("Error", {}).get("Code") in _SPENT:
                 return False
             raise
+
+
+def notify_if_complete(job_id: str, ledger: DynamoLedger, completion: Completion | None) -> bool:
+    """Resume the execution if the job is complete and it is waiting; True if this call resumed it.
+
+    The worker counting a batch and the Await step storing the token each write, then
+    read the other's write (strongly consistent), so at least one of them sees both.
+    """
+    if completion is None:
+        return False
+    progress = ledger.progress(job_id)
+    if not progress.complete or progress.token is None:
+        return False
+    return completion.send(progress.token, job_id)
+
+
+def await_step(job_id: str, token: str, *, ledger: DynamoLedger, completion: Completion) -> dict[str, Any]:
+    """The state machine waits on `token` until the job is complete; store it, then check, in that order."""
+    ledger.await_completion(job_id, token)
+    resumed = notify_if_complete(job_id, ledger, completion)
+    return {"job_id": job_id, "resumed": resumed}
+
+
+def progress_step(job_id: str, *, ledger: DynamoLedger) -> dict[str, Any]:
+    """The safety net when no one sent the token in time: is the job complete?"""
+    p = ledger.progress(job_id)
+    # A job an outage stopped is finalized now (as stopped), whatever is pending.
+    complete = p.complete or p.status == "STOPPING"
+    return {"job_id": job_id, "complete": complete, "pending": p.pending, "listing_done": p.listing_done}

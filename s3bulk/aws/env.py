@@ -17,9 +17,11 @@ from s3bulk.aws.allowlist import AllowList
 from s3bulk.aws.completion import Completion
 from s3bulk.aws.invoke import lambda_invoker
 from s3bulk.aws.ledger import DynamoLedger
-from s3bulk.aws.pipeline import DEFAULT_LIST_SHARDS, DEFAULT_POLL_SECONDS, LIST_MARGIN_S, OUTAGE_STOP_S, WORK_MARGIN_S, WorkerService
+from s3bulk.aws.lister import DEFAULT_LIST_SHARDS, LIST_MARGIN_S
 from s3bulk.aws.queue import QueueSender, Returns
 from s3bulk.aws.reportbucket import ReportBucket
+from s3bulk.aws.validation import DEFAULT_POLL_SECONDS
+from s3bulk.aws.worker import OUTAGE_STOP_S, WORK_MARGIN_S, WorkerService
 from s3bulk.bodies.malloc import pin_mmap_threshold
 from s3bulk.job import Destination, Process, Source
 from s3bulk.manifest import MIN_CSV_SHARD_BYTES

@@ -19,7 +19,8 @@ from itertools import islice
 
 from s3bulk.aws.allowlist import AllowList
 from s3bulk.aws.ledger import DynamoLedger
-from s3bulk.aws.pipeline import LIST_MARGIN_S, MANIFEST_PAGE, ListOutcome, OpenSide, TimeLeft, job_stores, selected_rows
+from s3bulk.aws.lister import LIST_MARGIN_S, MANIFEST_PAGE, ListOutcome, selected_rows
+from s3bulk.aws.steps import OpenSide, TimeLeft, job_stores
 from s3bulk.job import Job, JobError
 from s3bulk.listing import Shard, list_shard_page, lister
 from s3bulk.manifest import ManifestReader

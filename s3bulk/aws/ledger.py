@@ -436,7 +436,7 @@ class DynamoLedger:
         return total, "shards" in item and done >= int(item["shards"]["N"])
 
     def await_completion(self, job_id: str, token: str) -> None:
-        """Store the execution's task token; whoever sees the job complete next sends it (see pipeline.notify_if_complete)."""
+        """Store the execution's task token; whoever sees the job complete next sends it (see completion.notify_if_complete)."""
         self._write(
             lambda: self.client.update_item(
                 TableName=self.table,

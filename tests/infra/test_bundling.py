@@ -41,7 +41,7 @@ def test_the_asset_vendors_the_pinned_sdk_and_arm64_wheels(asset: Path) -> None:
 
 def test_the_asset_holds_the_lambda_side_code_and_nothing_of_the_local_runtime_or_tests(asset: Path) -> None:
     assert (asset / "functions" / "worker" / "handler.py").is_file()
-    assert (asset / "s3bulk" / "aws" / "pipeline.py").is_file()
+    assert (asset / "s3bulk" / "aws" / "worker.py").is_file()
     for gone in ("s3bulk/local", "s3bulk/testing", "s3bulk/cli.py", "tests", "infra", "bench"):
         assert not (asset / gone).exists(), gone
 
@@ -51,10 +51,10 @@ def test_every_module_is_precompiled_with_unchecked_hash_pycs_for_the_task_root(
     sources = [p for p in asset.rglob("*.py") if "wrapt-stubs" not in p.parts]
     missing = [p for p in sources if not Path(importlib.util.cache_from_source(str(p))).is_file()]
     assert missing == []
-    pyc = Path(importlib.util.cache_from_source(str(asset / "s3bulk" / "aws" / "pipeline.py"))).read_bytes()
+    pyc = Path(importlib.util.cache_from_source(str(asset / "s3bulk" / "aws" / "worker.py"))).read_bytes()
     assert pyc[:4] == importlib.util.MAGIC_NUMBER
     assert int.from_bytes(pyc[4:8], "little") == 0b01  # hash-based, source never checked: no compile, no mtime compare
-    assert marshal.loads(pyc[16:]).co_filename == "/var/task/s3bulk/aws/pipeline.py"
+    assert marshal.loads(pyc[16:]).co_filename == "/var/task/s3bulk/aws/worker.py"
 
 
 def test_two_builds_are_byte_identical(asset: Path, tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import boto3
 import pytest
 
-import s3bulk.aws.pipeline as pipeline
+import s3bulk.aws.validation as validation
 from s3bulk.aws import assembly, remote
 from s3bulk.aws.ledger import DynamoLedger
 from s3bulk.aws.remote import Deployment
@@ -166,14 +166,14 @@ def test_a_report_step_that_fails_too_is_made_good_when_the_execution_ends(
 
 def test_an_error_no_catch_takes_still_ends_with_a_report(template: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     """A Pass state's missing path is a States.Runtime error, which no Catch (not even States.ALL) takes."""
-    real = pipeline.validate
+    real = validation.validate
 
     def loses_poll_seconds(*args: Any, **kwargs: Any) -> dict[str, Any]:
         out = real(*args, **kwargs)
         del out["poll_seconds"]
         return out
 
-    monkeypatch.setattr(pipeline, "validate", loses_poll_seconds)
+    monkeypatch.setattr(validation, "validate", loses_poll_seconds)
     with StackOnMoto(template, buckets=(SRC, DST), env=ENV) as stack:
         seed(10)
         ex = stack.run(copy_job(), timeout=60)

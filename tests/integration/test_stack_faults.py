@@ -24,9 +24,8 @@ from moto.core.botocore_stubber import BotocoreStubber
 from functions.finalize import handler as finalize_handler
 from functions.lister import handler as lister_handler
 from functions.worker import handler as worker_handler
-from s3bulk.aws.completion import Completion
+from s3bulk.aws.completion import Completion, notify_if_complete
 from s3bulk.aws.ledger import BatchCounts, DynamoLedger
-from s3bulk.aws.pipeline import notify_if_complete
 from s3bulk.aws.reportbucket import ReportBucket
 from tests.integration.aws_harness import Context, receive, sqs_event
 from tests.integration.test_handlers import MAX_RECEIVES, REPORTS, TABLE, Aws, aws, dest_bodies, list_all, seed, start, work_all

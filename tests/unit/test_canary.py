@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from s3bulk.aws.allowlist import AllowList
-from s3bulk.aws.pipeline import validate
+from s3bulk.aws.validation import validate
 from s3bulk.job import JobError, parse_job
 from s3bulk.local import canary
 from s3bulk.local.ledger import LocalLedger

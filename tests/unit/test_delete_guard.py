@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from s3bulk.aws.allowlist import AllowList
-from s3bulk.aws.pipeline import validate
+from s3bulk.aws.validation import validate
 from s3bulk.job import JobError, parse_job
 from s3bulk.listing import iter_objects
 from s3bulk.local.engine import Engine
@@ -101,7 +101,7 @@ def test_a_selection_that_grew_after_the_count_is_still_never_deleted_past_the_l
 
 def test_a_shard_on_the_stack_knows_how_far_a_page_would_take_it_past_its_count() -> None:
     from s3bulk.aws.ledger import ListShard
-    from s3bulk.aws.pipeline import past_count
+    from s3bulk.aws.lister import past_count
 
     assert past_count(ListShard(3, "a", "b", sent=900), 10_000) == 0  # no count: no guard
     assert past_count(ListShard(3, "a", "b", sent=900, counted=1000), 100) == 0  # exactly up to its count

@@ -34,7 +34,7 @@ def test_a_lambda_handler_imports_nothing_of_the_local_runtime(handler: str) -> 
     code = f"import importlib, json, sys; importlib.import_module({handler!r}); print(json.dumps(sorted(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True, timeout=120)
     loaded = json.loads(out.stdout)
-    assert "s3bulk.aws.pipeline" in loaded  # the closure really was the handler's
+    assert "s3bulk.aws.steps" in loaded  # the closure really was the handler's
     assert [m for m in loaded if m == "s3bulk" or m.startswith(LOCAL_ONLY)] == ["s3bulk"]
 
 

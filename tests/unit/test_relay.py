@@ -118,7 +118,7 @@ SECRET = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:legacy-keys"
 
 def test_the_stack_refuses_another_endpoint_without_a_secret_and_a_secret_it_has_not_allow_listed() -> None:
     from s3bulk.aws.allowlist import AllowList
-    from s3bulk.aws.pipeline import validate
+    from s3bulk.aws.validation import validate
 
     allow = AllowList(frozenset({"a-b"}), frozenset({"c-d"}), frozenset(), secrets=frozenset({SECRET}))
     doc: dict[str, Any] = {"operation": "copy", "source": {"bucket": "a-b", "endpoint_url": OTHER}, "destination": {"bucket": "c-d"}}

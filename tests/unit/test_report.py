@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from s3bulk.aws.finish import finalize
 from s3bulk.aws.ledger import COUNTERS, JobRecord
-from s3bulk.aws.pipeline import finalize
 from s3bulk.job import parse_job
 from s3bulk.report import REPORT_FAILURES, Counts, FailureDigest, Report, Tally, failures_file, job_status, summarize, write_report
 

@@ -10,8 +10,8 @@ import pytest
 from s3bulk.aws.allowlist import AllowList
 from s3bulk.aws.ledger import BatchCounts, DynamoLedger, Progress
 from s3bulk.aws.messages import BatchMessage
-from s3bulk.aws.pipeline import STATUS_TTL_S, STOPPED_KEEP_S, EndpointDown, WorkerService
 from s3bulk.aws.reportbucket import ReportBucket
+from s3bulk.aws.worker import STATUS_TTL_S, STOPPED_KEEP_S, EndpointDown, WorkerService
 from s3bulk.job import parse_job
 from s3bulk.testing.memstore import MemoryStore
 

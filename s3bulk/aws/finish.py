@@ -1,0 +1,131 @@
+"""The job's end: its report and status (Finalize, ReportFailure), and an execution that ended on its own terms."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from s3bulk.aws.assembly import assemble
+from s3bulk.aws.ledger import DynamoLedger
+from s3bulk.aws.reportbucket import ReportBucket
+from s3bulk.aws.steps import TimeLeft
+from s3bulk.job import JobError, new_job_id, parse_job
+from s3bulk.outage import EndpointUnreachable
+from s3bulk.report import Counts, job_status, over_tolerance, summarize
+
+
+def finalize(
+    job_id: str,
+    *,
+    ledger: DynamoLedger,
+    reports: ReportBucket,
+    error: str | None = None,
+    now: Callable[[], float] = time.time,
+    time_left: TimeLeft = lambda: float("inf"),
+    writer: str = "finalize",
+) -> dict[str, Any]:
+    """Write failures.jsonl and report.json; say whether failures exceed the job's tolerance.
+
+    failures.jsonl is assembled over as many calls as it takes (aws/assembly.py): until it
+    is complete the answer is `report_done: false`, and the caller calls again. With `error`
+    (a step of the execution failed for good), the report is written all the same, with what
+    was counted so far and the error, and the job is marked FAILED: no execution that got
+    as far as its ledger entry ends without a report.
+    """
+    rec = ledger.load(job_id)
+    digest = assemble(reports, job_id, writer=writer, execution=rec.execution or "", counted=ledger.counted_attempts, time_left=time_left)
+    if digest is None:
+        return {"job_id": job_id, "report_done": False}
+    rec = ledger.load(job_id)  # the counts as they are now that every failure has been read
+    counts = Counts.of_counters(rec.counters)
+    opts = rec.job.options
+    # Stopped, not failed: workers found an endpoint gone past the bound, or the listing did (its step's error).
+    stopped = rec.stop_reason is not None or (error is not None and error.startswith(f"{EndpointUnreachable.__name__}:"))
+    reason = rec.stop_reason or error if stopped else error
+    status = job_status(dry_run=opts.dry_run, failed=counts.failed, error=error, stopped=stopped)
+    summary = summarize(
+        job_id, rec.job.operation, status, counts, now() - rec.created_at, tolerated_failures=opts.tolerated_failures, error=reason
+    )
+    uri = reports.put_report(job_id, summary, digest)
+    over = not stopped and over_tolerance(status=status, failed=counts.failed, tolerated=opts.tolerated_failures, error=error)
+    ledger.set_status(job_id, "STOPPED" if stopped else "FAILED" if over else "SUCCEEDED", report=uri)
+    return {
+        "job_id": job_id,
+        "report_done": True,
+        "status": status,
+        "failed": counts.failed,
+        "tolerated_failures": opts.tolerated_failures,
+        "over_threshold": over,
+        "report": uri,
+    }
+
+
+# -- an execution that ended on its own terms ----------------------------------------------------
+# The execution statuses whose event reaches execution_ended (the stack's EventBridge rule).
+ENDED = ("FAILED", "TIMED_OUT", "ABORTED")
+
+
+def job_id_of(detail: dict[str, Any]) -> str | None:
+    """The job id an execution ran, from its status-change event: as Validate derived it (input and name), or None if invalid."""
+    raw = detail.get("input")
+    if not isinstance(raw, str):
+        return None
+    try:
+        job = parse_job(raw)
+    except JobError:
+        return None  # Validate refused it: no ledger entry was made
+    name = detail.get("name")
+    if not job.job_id and not name:
+        return None
+    return new_job_id(job, str(name or ""))
+
+
+def execution_ended(
+    detail: dict[str, Any],
+    *,
+    ledger: DynamoLedger,
+    reports: ReportBucket,
+    now: Callable[[], float] = time.time,
+    time_left: TimeLeft = lambda: float("inf"),
+) -> dict[str, Any]:
+    """An execution FAILED, TIMED_OUT or was ABORTED: make sure its job has a report and is no longer RUNNING.
+
+    The state machine writes the report itself on every path it controls (Finalize, and
+    ReportFailure for a step that failed for good). Some ends bypass every Catch: a user's
+    StopExecution, the execution's own timeout, States.Runtime and States.DataLimitExceeded
+    errors, and the 25,000-event history limit. For those, Step Functions' status-change event
+    brings the execution here; the job's report is written with what was counted and the
+    reason, and its queued batches are then cancelled by the workers (JobStopped). A job that
+    already has its report is left alone, so this and ReportFailure may both run (each assembles
+    its own failures.jsonl). `report_done: false` means call again with the same event.
+    """
+    status = str(detail.get("status", ""))
+    job_id = job_id_of(detail)
+    if status not in ENDED or job_id is None:
+        return {"job_id": job_id, "finalized": False, "reason": f"nothing to report for a {status or 'malformed'} event"}
+    try:
+        rec = ledger.load(job_id)
+    except KeyError:
+        return {"job_id": job_id, "finalized": False, "reason": "the execution ended before it made a ledger entry"}
+    if rec.execution and detail.get("name") and rec.execution != detail["name"]:
+        # A submission refused because the job runs (or ran with another spec), or an older execution whose end
+        # arrives after the job was resumed: neither is the job's current execution.
+        return {"job_id": job_id, "finalized": False, "reason": f"not the job's current execution ({rec.execution})"}
+    if rec.report is not None and rec.status != "RUNNING":
+        return {"job_id": job_id, "finalized": False, "reason": f"already reported ({rec.status})"}
+    why = step_error({"Error": str(detail.get("error") or status), "Cause": str(detail.get("cause") or "")})
+    out = finalize(job_id, ledger=ledger, reports=reports, error=f"execution {status}: {why}", now=now, time_left=time_left, writer="ended")
+    return {**out, "finalized": bool(out["report_done"])}
+
+
+def step_error(error: dict[str, str] | None) -> str | None:
+    """One line from a Step Functions error object ({"Error", "Cause"}), the Cause cut to 500 characters."""
+    if not error:
+        return None
+    cause = str(error.get("Cause") or "")
+    with contextlib.suppress(ValueError, AttributeError):  # a Lambda's Cause is JSON: {"errorMessage", "errorType", ...}
+        cause = str(json.loads(cause).get("errorMessage", cause))
+    return f"{error.get('Error', 'Error')}: {cause[:500]}"

@@ -1,0 +1,352 @@
+"""Work one queued batch: run it, count it in the ledger, hand back what it could not finish."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from s3bulk.aws.allowlist import AllowList
+from s3bulk.aws.completion import Completion, notify_if_complete
+from s3bulk.aws.ledger import BatchCounts, DynamoLedger
+from s3bulk.aws.messages import BatchMessage
+from s3bulk.aws.queue import Returns
+from s3bulk.aws.reportbucket import ReportBucket
+from s3bulk.aws.steps import WORKER_TIME_S, OpenSide, TimeLeft, job_stores
+from s3bulk.bodies.budget import MemoryBudget
+from s3bulk.errors import error_code, error_message
+from s3bulk.job import Job, JobError, Process
+from s3bulk.keys import JsonlKeyLog
+from s3bulk.ops.batch import BatchRunner, Item, part_pool
+from s3bulk.ops.executor import BoundedExecutor
+from s3bulk.ops.process import ProcessCode, Processor, make_processor
+from s3bulk.outage import EndpointUnreachable
+from s3bulk.report import Tally
+from s3bulk.s3.ratecontrol import RateControl
+from s3bulk.selection import key_mapper
+from s3bulk.store import ObjectStore
+
+# The worker submits no new object with less than this left, so copies already
+# running (each bounded by the client's read timeout) finish before the Lambda does.
+WORK_MARGIN_S = 150.0
+# A record handed back comes back this soon: at once-ish when the worker only ran out of time
+# (another container has it), with backoff when the batch raised (a transient fault, or a
+# poison message on its way to the DLQ). Never the hour-long visibility timeout.
+RETURN_NOT_STARTED_S = 2
+RETURN_BASE_S = 10
+RETURN_CAP_S = 300
+# A stopped job's batches wait for it to be submitted again, coming back this often (not every few seconds for days),
+# for at most STOPPED_KEEP_S: after that they are cancelled (reported JobStopped) so a forgotten job costs nothing more.
+RETURN_STOPPED_S = 900
+STOPPED_KEEP_S = 7 * 86400
+# How long workers hand batches back for an endpoint that gives no answer before the job is stopped (resumable).
+OUTAGE_STOP_S = 900.0
+
+
+def return_delay(attempts: int, *, not_started: bool) -> int:
+    """Seconds until a returned record is visible again, by how often it has been received."""
+    if not_started:
+        return RETURN_NOT_STARTED_S
+    return int(min(RETURN_CAP_S, RETURN_BASE_S * 2 ** max(0, attempts - 1)))
+
+
+# How long a worker container trusts the job status it read: a stopped job's queued batches are cancelled
+# within this long, for one small read per container per period (never one per batch on the job's item).
+STATUS_TTL_S = 30.0
+# The error code a stopped job's unworked objects are reported with.
+JOB_STOPPED = "JobStopped"
+# Statuses of a job stopped by an endpoint outage: its batches are kept (handed back uncounted), not cancelled.
+PAUSED = frozenset({"STOPPING", "STOPPED"})
+
+
+class NotStarted(RuntimeError):
+    """Too little time left to start this message; it comes back untouched."""
+
+
+# The code of the objects of a batch whose worker Lambda never finished it (see WorkerService.dead_lettered).
+WORKER_DIED = "WorkerDied"
+
+
+class WorkerTimedOut(RuntimeError):
+    """Time ran out before the batch's first unfinished object could be done: nothing of it is counted, and it
+    comes back whole (one object outlasting a worker's time fails with this code on the batch's last delivery)."""
+
+
+class EndpointDown(RuntimeError):
+    """The job's outage breaker tripped (s3bulk/outage.py), or the job was stopped by one: nothing of the batch is
+    counted, and it comes back later (`stopped`: once the job is submitted again).
+
+    Like NotStarted, never a reason to dead-letter: on its last delivery it is sent again as a new message.
+    """
+
+    def __init__(self, message: str, *, stopped: bool = False) -> None:
+        super().__init__(message)
+        self.stopped = stopped
+
+
+class BatchReturned(RuntimeError):
+    """The record goes back to the queue (a partial batch failure): it could not start, or it raised `cause`.
+
+    `dead_lettered` holds the counts when this was its last delivery: its objects were
+    reported failed and counted, and SQS moves the record to the dead-letter queue.
+    """
+
+    def __init__(self, cause: BaseException, dead_lettered: BatchCounts | None = None) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+        self.dead_lettered = dead_lettered
+
+
+@dataclass(frozen=True, slots=True)
+class WorkOutcome:
+    counts: BatchCounts
+    counted: bool  # False: a duplicate delivery, already counted
+    requeued: bool = False  # not started on its last delivery: sent again as a new message instead of dead-lettered
+    cancelled: bool = False  # its job had stopped: its objects were reported failed (JobStopped), not worked
+
+
+class WorkerService:
+    """One per Lambda container: pools and job specs are reused across invocations."""
+
+    def __init__(
+        self,
+        *,
+        ledger: DynamoLedger,
+        store: ObjectStore,
+        reports: ReportBucket,
+        allow: AllowList,
+        concurrency: int,
+        margin: float = WORK_MARGIN_S,
+        rate: RateControl | None = None,
+        completion: Completion | None = None,
+        returns: Returns | None = None,
+        max_receives: int = 5,
+        clock: Callable[[], float] = time.monotonic,
+        load_code: Callable[[Process], ProcessCode] | None = None,
+        body_budget: int = 256 * 1024 * 1024,
+        open_side: OpenSide | None = None,
+        outage_stop: float = OUTAGE_STOP_S,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.ledger = ledger
+        self.open_side = open_side
+        self.outage_stop = outage_stop
+        self.wall = wall
+        self.load_code = load_code
+        self.budget = MemoryBudget(body_budget)  # one per container: every batch's readers and writers share it
+        self._code: dict[str, ProcessCode] = {}
+        self.completion = completion
+        self.store = store
+        self.reports = reports
+        self.allow = allow
+        self.margin = margin
+        self.rate = rate  # the store's, so the job's adaptive_rate can switch it and share it
+        self.returns = returns
+        self.max_receives = max_receives
+        self.clock = clock
+        self.pool = BoundedExecutor(concurrency, name="s3bulk-worker")
+        self.parts = part_pool()
+        self._jobs: dict[str, Job] = {}
+        self._status: dict[str, tuple[str, float]] = {}
+
+    def job(self, job_id: str) -> Job:
+        if job_id not in self._jobs:
+            self._jobs[job_id] = self.ledger.spec(job_id)
+        return self._jobs[job_id]
+
+    def status(self, job_id: str) -> str:
+        """The job's status as of at most STATUS_TTL_S ago; any other status than RUNNING is read afresh (a job may be reopened)."""
+        status, at = self._status.get(job_id, ("", -STATUS_TTL_S))
+        if status != "RUNNING" or self.clock() - at >= STATUS_TTL_S:
+            status = self.ledger.status(job_id)
+            self._status[job_id] = (status, self.clock())
+        return status
+
+    def handle(self, msg: BatchMessage, attempts: int, receipt: str, time_left: TimeLeft) -> WorkOutcome:
+        """One SQS record, by the queue's rules: work it, or hand it back soon, or on its last delivery dead-letter it.
+
+        A record that could not start comes back in seconds (another container has time)
+        and is never dead-lettered for it: on its last delivery it is sent again as a new
+        message. One whose endpoint was unreachable (the breaker tripped) comes back with
+        backoff, uncounted, and is never dead-lettered for it either. One that raised comes
+        back with backoff; on its last delivery its objects are reported failed and counted,
+        so the job can finish, and SQS dead-letters it.
+        Raises BatchReturned whenever the record must go back to the queue.
+        """
+        try:
+            return self.work(msg, time_left)
+        except (NotStarted, EndpointDown) as exc:
+            if attempts >= self.max_receives and self.returns is not None:
+                self.returns.requeue(msg.encode())
+                return WorkOutcome(BatchCounts(), counted=False, requeued=True)
+            if self.returns is not None:  # an outage backs off as an error does; a batch short of time comes back at once
+                if isinstance(exc, EndpointDown) and exc.stopped:  # as often as the outage bound, at most every 15 minutes
+                    delay = max(1, min(RETURN_STOPPED_S, int(self.outage_stop)))
+                else:
+                    delay = return_delay(attempts, not_started=isinstance(exc, NotStarted))
+                self.returns.later(receipt, delay)
+            raise BatchReturned(exc) from exc
+        except Exception as exc:
+            if attempts < self.max_receives:
+                if self.returns is not None:
+                    self.returns.later(receipt, return_delay(attempts, not_started=False))
+                raise BatchReturned(exc) from exc
+            counts = self.dead_letter(msg, exc, attempts)
+            raise BatchReturned(exc, dead_lettered=counts) from exc
+
+    def work(self, msg: BatchMessage, time_left: TimeLeft) -> WorkOutcome:
+        if time_left() < self.margin:
+            raise NotStarted(f"batch {msg.batch_id}: {time_left():.0f}s left, under the {self.margin:.0f}s margin")
+        job = self.job(msg.job_id)
+        self.allow.check(job)
+        marker = self.ledger.counted_batch(msg.job_id, msg.batch_id)
+        if marker is not None:
+            if "child" in marker and self.returns is not None:
+                # The try that counted this batch handed its rest on; it may have ended before sending it (the
+                # child's id dedupes a second copy).
+                self.returns.requeue(str(marker["child"]["S"]))
+            return WorkOutcome(BatchCounts(), counted=False)
+        status = self.status(msg.job_id)
+        if status in PAUSED:
+            since = self.ledger.stopped_at(msg.job_id)
+            if since is None or self.wall() - since < STOPPED_KEEP_S:
+                raise EndpointDown(f"job {msg.job_id} is stopped (an endpoint stopped answering); submit it again to resume", stopped=True)
+            return self._cancel(msg, status)  # never submitted again: its batches drain, reported JobStopped
+        if status != "RUNNING":
+            return self._cancel(msg, status)
+        attempt = uuid.uuid4().hex[:12]  # this try's parts are named by it; the ledger keeps the counted one's
+        mapper = key_mapper(job)
+        checks = msg.rechecks()
+        items = [Item(o, mapper(o.key) if mapper else "", recheck=checks.get(i)) for i, o in enumerate(msg.objects())]
+        tally = Tally()
+        store, dst_store = job_stores(job, self.store, self.open_side)
+        stores = {id(s): s for s in (store, dst_store)}.values()
+        retries_before = sum(s.retries for s in stores)
+        cuts_before = self._pace(msg.job_id, job)
+        # A batch's key lines (at most batch_size of them) spool to disk past 1 MiB.
+        with tempfile.SpooledTemporaryFile(1024 * 1024, "w+", encoding="utf-8") as spool:
+            keylog = JsonlKeyLog(spool, msg.job_id, job.operation)
+            try:
+                runner = BatchRunner(
+                    job,
+                    store,
+                    self.pool,
+                    self.parts,
+                    keylog=keylog,
+                    processor=self._processor(msg.job_id, job, store, dst_store),
+                    dst_store=dst_store,
+                    budget=self.budget,
+                )
+                run = runner.start(items, tally, keep_going=lambda: time_left() > self.margin)
+                run.wait()
+                if runner.outage is not None:
+                    self._stop_if_lasting(msg.job_id, runner.outage)
+                    raise EndpointDown(f"batch {msg.batch_id}: {runner.outage}; it comes back uncounted") from runner.outage
+                rest: BatchMessage | None = None
+                if not run.complete:
+                    rest = self._rest(msg, items, run.untaken(), attempt)
+                self.reports.put_failures(msg.job_id, msg.batch_id, tally.failures(), attempt)
+                self.reports.put_keys(msg.job_id, msg.batch_id, spool, attempt)
+                retries = sum(s.retries for s in stores) - retries_before
+                counts = BatchCounts(tally.succeeded, tally.skipped, tally.failed, tally.bytes, retries, tally.retried)
+            finally:
+                tally.close()
+        counted = self.ledger.finish_batch(msg.job_id, msg.batch_id, counts, attempt=attempt, child=rest.encode() if rest else "")
+        if counted and rest is not None and self.returns is not None:
+            self.returns.requeue(rest.encode())  # after the count: a try that ends between the two is redelivered and sends it
+        if counted:
+            notify_if_complete(msg.job_id, self.ledger, self.completion)
+        else:  # another try of this batch was counted first: its parts, not these, are the batch's
+            self.reports.discard(msg.job_id, msg.batch_id, attempt)
+        if self.rate is not None and self.rate.enabled and self.rate.send_rate is not None:
+            self.ledger.publish_rate(msg.job_id, self.rate.send_rate, cut=self.rate.cuts > cuts_before)
+        return WorkOutcome(counts, counted)
+
+    def _rest(self, msg: BatchMessage, items: list[Item], untaken: list[Item] | None, attempt: str) -> BatchMessage:
+        """Time ran out mid-batch: what no task took goes on as a batch of its own, and what was finished is counted
+        now, so a batch that needs several invocations makes progress in each instead of being redone whole."""
+        if untaken is not None and len(untaken) == len(items):  # no object was started: as if too late to start
+            raise NotStarted(f"batch {msg.batch_id}: time ran short before its first object")
+        if untaken is None or not untaken or self.returns is None:
+            raise WorkerTimedOut(
+                f"batch {msg.batch_id} of {len(items)} objects: time ran out before an object could finish in the worker's "
+                f"{WORKER_TIME_S} s less its {self.margin:.0f} s margin; raise worker_timeout_s (deploy.json) or lower options.batch_size"
+            )
+        checks = {j: it.recheck for j, it in enumerate(untaken) if it.recheck is not None}
+        return msg.rest([it.obj for it in untaken], checks, attempt)
+
+    def _stop_if_lasting(self, job_id: str, outage: EndpointUnreachable) -> None:
+        """An endpoint gone for longer than `outage_stop` (this container's breaker remembers since when): stop the job.
+
+        The one worker whose write stops it resumes the execution, which finalizes the job as stopped.
+        """
+        lasted = self.wall() - outage.since
+        if lasted < self.outage_stop:
+            return
+        reason = f"{outage.outage.endpoint} gave no answer for {lasted:.0f} s: {outage.error}"
+        if self.ledger.stop_for_outage(job_id, reason):
+            self._status.pop(job_id, None)
+            token = self.ledger.progress(job_id).token
+            if token is not None and self.completion is not None:
+                self.completion.send(token, job_id)
+
+    def _processor(self, job_id: str, job: Job, store: ObjectStore, dst_store: ObjectStore) -> Processor | None:
+        """A process job's code, loaded once per container and job."""
+        if job.process is None:
+            return None
+        if job_id not in self._code:
+            if self.load_code is None:
+                raise JobError("job.process: this worker cannot load process code; deploy it with -c process_code=DIR")
+            self._code[job_id] = self.load_code(job.process)
+        return make_processor(job, job_id, self._code[job_id], store, self.parts.submit, self.budget, dst_store)
+
+    def _pace(self, job_id: str, job: Job) -> int:
+        """Start the batch at the rate all of the job's workers share, so a fresh worker does not storm a throttled prefix."""
+        if self.rate is None:
+            return 0
+        adaptive = job.options.adaptive_rate
+        self.rate.configure(adaptive, self.ledger.shared_rate(job_id) if adaptive else None)
+        return self.rate.cuts
+
+    def _cancel(self, msg: BatchMessage, status: str) -> WorkOutcome:
+        """The job stopped (aborted, timed out, failed) while this batch was queued: report its objects, work none of them."""
+        message = f"not processed: the job was {status} before this batch ran; run the job again with if_exists=skip to finish it"
+        counts, counted = self._fail_all(msg, JOB_STOPPED, message)
+        return WorkOutcome(counts, counted, cancelled=True)
+
+    def dead_lettered(self, msg: BatchMessage, receives: int) -> WorkOutcome:
+        """A batch SQS moved to the dead-letter queue. One that raised was counted on its last delivery; one whose
+        worker Lambda ended every time (its timeout, its memory) never was, and the job would wait for it until its
+        execution ran out: its objects are counted failed now, with what to change, so the job ends."""
+        marker = self.ledger.counted_batch(msg.job_id, msg.batch_id)
+        if marker is not None:
+            if "child" in marker and self.returns is not None:  # counted, then ended before it handed its rest on
+                self.returns.requeue(str(marker["child"]["S"]))
+            return WorkOutcome(BatchCounts(), counted=False)
+        message = (
+            f"the worker Lambda working this batch was ended before it finished, on each of its {receives} deliveries: "
+            "at its timeout (an object outlasting it) or at its memory; raise worker_timeout_s or worker_memory_mb "
+            "(deploy.json) or lower options.batch_size, then run the job again with if_exists=skip"
+        )
+        counts, counted = self._fail_all(msg, WORKER_DIED, message)
+        return WorkOutcome(counts, counted)
+
+    def dead_letter(self, msg: BatchMessage, exc: BaseException, attempts: int) -> BatchCounts:
+        """Last delivery: report every object of the batch as failed so the job can finish, then let SQS dead-letter it."""
+        message = f"dead-lettered after {attempts} deliveries: {error_message(exc)}"
+        return self._fail_all(msg, error_code(exc), message)[0]
+
+    def _fail_all(self, msg: BatchMessage, code: str, message: str) -> tuple[BatchCounts, bool]:
+        """Every object of the batch as failed with `code`, in the failures and counted once."""
+        failures = [{"key": key, "error": code, "message": message} for key, *_ in msg.items]
+        attempt = uuid.uuid4().hex[:12]
+        self.reports.put_failures(msg.job_id, msg.batch_id, failures, attempt)
+        counts = BatchCounts(failed=len(failures))
+        counted = self.ledger.finish_batch(msg.job_id, msg.batch_id, counts, attempt=attempt)
+        if counted:
+            notify_if_complete(msg.job_id, self.ledger, self.completion)
+        else:
+            self.reports.discard(msg.job_id, msg.batch_id, attempt)
+        return counts, counted
