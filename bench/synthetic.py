@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from s3bulk.job import parse_job
 from s3bulk.local.engine import Engine
 from s3bulk.outage import OutageBreaker
-from s3bulk.store import Body, Carried, CopiedPart, KeyFailure, ListPage, ObjectHead, ObjectInfo
+from s3bulk.store import Body, Carried, CopiedPart, KeyFailure, ListedPart, ListPage, ObjectHead, ObjectInfo
 
 
 class GeneratedStore:
@@ -131,6 +131,9 @@ class GeneratedStore:
         raise NotImplementedError
 
     def abort_multipart_upload(self, *a: object, **k: object) -> None:
+        raise NotImplementedError
+
+    def list_parts(self, *a: object, **k: object) -> list[ListedPart]:
         raise NotImplementedError
 
 

@@ -367,6 +367,8 @@ class S3BulkStack(cdk.Stack):
                         "s3:PutObjectTagging",
                         "s3:DeleteObjectTagging",
                         "s3:AbortMultipartUpload",
+                        # ListParts: a multipart copy paused at an invocation's deadline goes on from the parts it holds.
+                        "s3:ListMultipartUploadParts",
                         "s3:GetObject",
                         "s3:RestoreObject",
                         "s3:PutObjectVersionTagging",
@@ -440,6 +442,10 @@ class S3BulkStack(cdk.Stack):
         counter = self.dead_letters_fn
         self.table.grant(counter, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query")
         counter.add_to_role_policy(iam.PolicyStatement(actions=["s3:PutObject"], resources=[self.reports.arn_for_objects("jobs/*")]))
+        if config.write_buckets:  # a dead-lettered batch's paused multipart copies are aborted, not left billed
+            counter.add_to_role_policy(
+                iam.PolicyStatement(actions=["s3:AbortMultipartUpload"], resources=_object_arns(config.write_buckets))
+            )
         self.queue.grant_send_messages(counter)
         # The worker that counts a job's last batch resumes its waiting execution; so does Progress.
         resume = iam.PolicyStatement(actions=["states:SendTaskSuccess"], resources=[self.state_machine_arn])

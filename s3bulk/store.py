@@ -109,6 +109,15 @@ class CopiedPart(NamedTuple):
     checksum: str = ""
 
 
+class ListedPart(NamedTuple):
+    """One part an open multipart upload already holds (ListParts): a copy that went on in another invocation skips it."""
+
+    number: int
+    etag: str
+    size: int
+    checksum: str = ""  # "ALGORITHM:value" when the upload was created with a checksum algorithm
+
+
 @dataclass(frozen=True, slots=True)
 class KeyFailure:
     """A per-key error inside a 200 response (DeleteObjects)."""
@@ -349,6 +358,10 @@ class ObjectStore(Protocol):
         ...
 
     def abort_multipart_upload(self, bucket: str, key: str, upload_id: str) -> None: ...
+
+    def list_parts(self, bucket: str, key: str, upload_id: str) -> list[ListedPart]:
+        """ListParts, every page: the parts an open upload holds (NoSuchUpload once it was completed or aborted)."""
+        ...
 
     def delete_objects(self, bucket: str, keys: Sequence[str], version_ids: Sequence[str] = ()) -> list[KeyFailure]:
         """Delete up to 1,000 keys (each at its version, when `version_ids` gives them, "" for none); per-key errors come

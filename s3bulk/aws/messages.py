@@ -27,6 +27,8 @@ class BatchMessage(BaseModel):
     items: list[Entry]
     # skip-unchanged pairs only checksums can decide (multipart ETags): item index, and the answer if they cannot
     check: list[tuple[int, bool]] = Field(default_factory=list)
+    # multipart copies an earlier invocation paused (a child batch's): item index, and the open upload to go on with
+    resume: list[tuple[int, str]] = Field(default_factory=list)
 
     def objects(self) -> list[ObjectInfo]:
         return [
@@ -37,14 +39,21 @@ class BatchMessage(BaseModel):
     def rechecks(self) -> dict[int, bool]:
         return dict(self.check)
 
-    def rest(self, objects: Sequence[ObjectInfo], checks: Mapping[int, bool], attempt: str) -> BatchMessage:
+    def uploads(self) -> dict[int, str]:
+        return dict(self.resume)
+
+    def rest(
+        self, objects: Sequence[ObjectInfo], checks: Mapping[int, bool], attempt: str, uploads: Mapping[int, str] | None = None
+    ) -> BatchMessage:
         """The part of this batch one invocation could not reach, as a batch of its own (a "child"): its id derives
-        from this one's and from the try that counted this one, so whoever sends it again sends the same batch."""
+        from this one's and from the try that counted this one, so whoever sends it again sends the same batch. An
+        object whose copy paused part way carries its open upload (`uploads`), so the child goes on with it."""
         return BatchMessage(
             job_id=self.job_id,
             batch_id=f"{self.batch_id}~{attempt[:8]}",
             items=[_item(o) for o in objects],
             check=sorted(checks.items()),
+            resume=sorted((uploads or {}).items()),
         )
 
     def encode(self) -> str:

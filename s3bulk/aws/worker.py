@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 import time
 import uuid
@@ -218,8 +219,11 @@ class WorkerService:
             return self._cancel(msg, status)
         attempt = uuid.uuid4().hex[:12]  # this try's parts are named by it; the ledger keeps the counted one's
         mapper = key_mapper(job)
-        checks = msg.rechecks()
-        items = [Item(o, mapper(o.key) if mapper else "", recheck=checks.get(i)) for i, o in enumerate(msg.objects())]
+        checks, uploads = msg.rechecks(), msg.uploads()
+        items = [
+            Item(o, mapper(o.key) if mapper else "", recheck=checks.get(i), upload_id=uploads.get(i, ""))
+            for i, o in enumerate(msg.objects())
+        ]
         tally = Tally()
         store, dst_store = job_stores(job, self.store, self.open_side)
         stores = {id(s): s for s in (store, dst_store)}.values()
@@ -238,6 +242,7 @@ class WorkerService:
                     processor=self._processor(msg.job_id, job, store, dst_store),
                     dst_store=dst_store,
                     budget=self.budget,
+                    pause_copies=self.returns is not None,  # a paused copy goes on in a child batch, which needs the queue
                 )
                 run = runner.start(items, tally, keep_going=lambda: time_left() > self.margin)
                 run.wait()
@@ -246,7 +251,7 @@ class WorkerService:
                     raise EndpointDown(f"batch {msg.batch_id}: {runner.outage}; it comes back uncounted") from runner.outage
                 rest: BatchMessage | None = None
                 if not run.complete:
-                    rest = self._rest(msg, items, run.untaken(), attempt)
+                    rest = self._rest(msg, items, run.untaken(), attempt, advanced=run.paused > 0)
                 self.reports.put_failures(msg.job_id, msg.batch_id, tally.failures(), attempt)
                 self.reports.put_keys(msg.job_id, msg.batch_id, spool, attempt)
                 retries = sum(s.retries for s in stores) - retries_before
@@ -264,10 +269,13 @@ class WorkerService:
             self.ledger.publish_rate(msg.job_id, self.rate.send_rate, cut=self.rate.cuts > cuts_before)
         return WorkOutcome(counts, counted)
 
-    def _rest(self, msg: BatchMessage, items: list[Item], untaken: list[Item] | None, attempt: str) -> BatchMessage:
+    def _rest(
+        self, msg: BatchMessage, items: list[Item], untaken: list[Item] | None, attempt: str, *, advanced: bool = False
+    ) -> BatchMessage:
         """Time ran out mid-batch: what no task took goes on as a batch of its own, and what was finished is counted
-        now, so a batch that needs several invocations makes progress in each instead of being redone whole."""
-        if untaken is not None and len(untaken) == len(items):  # no object was started: as if too late to start
+        now, so a batch that needs several invocations makes progress in each instead of being redone whole. An object
+        whose multipart copy paused (`advanced`) goes on in the child from its open upload."""
+        if untaken is not None and len(untaken) == len(items) and not advanced:  # nothing started: as if too late to start
             raise NotStarted(f"batch {msg.batch_id}: time ran short before its first object")
         if untaken is None or not untaken or self.returns is None:
             raise WorkerTimedOut(
@@ -275,7 +283,8 @@ class WorkerService:
                 f"{WORKER_TIME_S} s less its {self.margin:.0f} s margin; raise worker_timeout_s (deploy.json) or lower options.batch_size"
             )
         checks = {j: it.recheck for j, it in enumerate(untaken) if it.recheck is not None}
-        return msg.rest([it.obj for it in untaken], checks, attempt)
+        uploads = {j: it.upload_id for j, it in enumerate(untaken) if it.upload_id}
+        return msg.rest([it.obj for it in untaken], checks, attempt, uploads)
 
     def _stop_if_lasting(self, job_id: str, outage: EndpointUnreachable) -> None:
         """An endpoint gone for longer than `outage_stop` (this container's breaker remembers since when): stop the job.
@@ -333,13 +342,27 @@ class WorkerService:
         counts, counted = self._fail_all(msg, WORKER_DIED, message)
         return WorkOutcome(counts, counted)
 
+    def _abort_uploads(self, msg: BatchMessage) -> None:
+        job = self.job(msg.job_id)
+        if job.destination is None:
+            return
+        mapper = key_mapper(job)
+        _, dst_store = job_stores(job, self.store, self.open_side)
+        for index, upload_id in msg.resume:
+            key = msg.items[index][0]
+            with contextlib.suppress(Exception):  # best effort: the failure is what the report needs
+                dst_store.abort_multipart_upload(job.destination.bucket, mapper(key) if mapper else key, upload_id)
+
     def dead_letter(self, msg: BatchMessage, exc: BaseException, attempts: int) -> BatchCounts:
         """Last delivery: report every object of the batch as failed so the job can finish, then let SQS dead-letter it."""
         message = f"dead-lettered after {attempts} deliveries: {error_message(exc)}"
         return self._fail_all(msg, error_code(exc), message)[0]
 
     def _fail_all(self, msg: BatchMessage, code: str, message: str) -> tuple[BatchCounts, bool]:
-        """Every object of the batch as failed with `code`, in the failures and counted once."""
+        """Every object of the batch as failed with `code`, in the failures and counted once; a multipart copy an
+        earlier invocation paused is aborted, so its parts stop costing storage in the destination bucket."""
+        if msg.resume:
+            self._abort_uploads(msg)
         failures = [{"key": key, "error": code, "message": message} for key, *_ in msg.items]
         attempt = uuid.uuid4().hex[:12]
         self.reports.put_failures(msg.job_id, msg.batch_id, failures, attempt)

@@ -120,6 +120,7 @@ class Engine:
             breaker.configure(job.options.outage_seconds)
         self.tally = Tally()
         self._committed_lock = threading.Lock()
+        self._closing_error: Exception | None = None  # a batch's commit (or a move's deletes) raised: the run failed
         self._committed = (0, 0, 0)  # (scanned, listed, listed bytes) of the batches this run committed to the ledger
         self._tail = 0  # keys scanned after the last selected one, recorded with the listing's end
         self._stop = threading.Event()
@@ -373,6 +374,8 @@ class Engine:
                 if runner.outage is not None:  # the breaker tripped: queued tasks are dropped (not done), running ones end at once
                     halt(cancel=True)
                 pool.shutdown(wait=True)  # in the try: a Ctrl-C while the last tasks finish still ends in a report
+                if runner.closing_errors:
+                    self._closing_error = runner.closing_errors[0]
                 # A stop asked for while the last tasks ran: lanes took no more objects, so batches may be incomplete.
                 interrupted = stop.is_set()
                 listing_thread.join()  # it sent its end marker: only the tail's record is left
@@ -425,6 +428,12 @@ class Engine:
             error = f"stopped: {outage}"
         elif self._over_cap is not None:
             error = self._over_cap
+        elif self._closing_error is not None:
+            failed = self._closing_error
+            error = (
+                f"a batch's outcome could not be recorded ({error_code(failed)}: {error_message(failed)}); it is not counted "
+                "as done: resume the job (s3bulk run --resume JOB_ID) to redo it"
+            )
         elif self._listing_error is not None:
             exc = self._listing_error
             error = (

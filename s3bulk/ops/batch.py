@@ -26,7 +26,7 @@ from s3bulk.job import ACTS_ON_VERSIONS, MAX_KEY_BYTES, Job, Restore, relays
 from s3bulk.keys import KeyLog, KeyRecord
 from s3bulk.ops.acl import AclsEnabled, acl_doc, set_acl
 from s3bulk.ops.checksum import add_checksum
-from s3bulk.ops.copies import CopySettings, copy_in_place, copy_object
+from s3bulk.ops.copies import CopyPaused, CopySettings, copy_in_place, copy_object
 from s3bulk.ops.delete import delete_keys
 from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.ops.lock import retention_doc, set_legal_hold, set_retention
@@ -80,6 +80,7 @@ class Item:
     # skip-unchanged with a multipart ETag: the worker compares checksums; this is the answer when they cannot decide
     recheck: bool | None = None
     problem: tuple[str, str] | None = None  # (code, message): a manifest row that names no usable object
+    upload_id: str = ""  # a multipart copy an earlier invocation paused (ops/copies.CopyPaused): go on with it
 
 
 # Operations that need an object's size or storage class, which a CSV manifest row does not give.
@@ -154,9 +155,15 @@ class BatchRun:
     The batch is whole when every task was submitted (`seal`) and no task left items of it untaken (`cut`).
     """
 
-    def __init__(self, closing: Callable[[list[Item]], None] | None, on_complete: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        closing: Callable[[list[Item]], None] | None,
+        on_complete: Callable[[], None] | None = None,
+        on_error: Callable[[Exception], None] | None = None,
+    ) -> None:
         self._closing = closing
         self._on_complete = on_complete
+        self._on_error = on_error
         self._lock = threading.Lock()
         self._open = 0
         self._sealed = False
@@ -169,6 +176,20 @@ class BatchRun:
         # What a cut run never started, once it has ended (None: this kind of batch cannot be split, e.g. a move,
         # whose closing deletes sources only for a whole batch).
         self._untaken: Callable[[], list[Item]] | None = None
+        self._paused: list[Item] = []  # objects whose multipart copy paused: each carries its open upload
+
+    def pause(self, item: Item) -> None:
+        """An object's copy paused with its upload open: not done, handed on (untaken) with the upload to go on with."""
+        with self._lock:
+            self._paused.append(item)
+            self._cut = True
+            self._all_submitted = False
+
+    @property
+    def paused(self) -> int:
+        """Objects this run advanced without finishing (multipart copies paused part way)."""
+        with self._lock:
+            return len(self._paused)
 
     def add(self, n: int = 1) -> None:
         with self._lock:
@@ -212,6 +233,12 @@ class BatchRun:
                 self._closing(self._confirmed)
             if self._on_complete is not None and self._all_submitted and not self._abandoned:  # the closing may abandon it
                 self._on_complete()
+        except Exception as exc:
+            # Whichever thread closes the batch (a pool thread, or the caller's when its tasks all ended before the
+            # seal), a failed closing step (a commit, the sources' deletes) reaches the runner, never a lost future.
+            if self._on_error is None:
+                raise
+            self._on_error(exc)
         finally:
             self._done.set()
 
@@ -221,7 +248,11 @@ class BatchRun:
     def untaken(self) -> list[Item] | None:
         """After wait(): the items no task took (a deadline or halt cut the batch), each of which has no outcome, while
         every other item has its final one; None when the batch cannot be split that way."""
-        return self._untaken() if self._untaken is not None else None
+        if self._untaken is None:
+            return None
+        with self._lock:
+            paused = list(self._paused)
+        return paused + self._untaken()
 
     @property
     def complete(self) -> bool:
@@ -244,6 +275,7 @@ class BatchRunner:
         dst_store: ObjectStore | None = None,
         budget: MemoryBudget | None = None,
         head_destination: bool = False,
+        pause_copies: bool = False,
     ) -> None:
         if (job.operation == "process") != (processor is not None):
             raise ValueError("a process job needs its processor (ops.process.make_processor), and only a process job takes one")
@@ -267,7 +299,14 @@ class BatchRunner:
         # Set once a request raised EndpointUnreachable (the outage breaker tripped): nothing more is submitted.
         self.outage: EndpointUnreachable | None = None
         self._halted = False  # set by halt(): lanes take no more objects
+        # A batch's closing step (its commit, a move's deletes) that raised: the batch is not done, and the run must say so.
+        self.closing_errors: list[Exception] = []
+        self._errors_lock = threading.Lock()
         self._move = job.operation == "move"
+        # On the stack a copy's multipart upload may outlast an invocation: it pauses when the deadline nears and goes
+        # on in the next one (Item.upload_id). Not for a move (its batch deletes sources whole) nor locally (a Ctrl-C
+        # must not leave uploads open that nothing would finish).
+        self._pause_copies = pause_copies and job.operation == "copy"
 
     def _left(self, exc: EndpointUnreachable, run: BatchRun) -> None:
         """Objects left not done because their endpoint is unreachable: nothing counted, and the batch cannot complete."""
@@ -336,7 +375,7 @@ class BatchRunner:
                     if counted:
                         tally.merge(counted)
 
-        run = BatchRun(closing, on_complete)
+        run = BatchRun(closing, on_complete, self._closing_failed)
         if self.job.options.dry_run or not todo:
             run.seal(all_submitted=True)
             return run
@@ -377,6 +416,10 @@ class BatchRunner:
         run.seal(all_submitted=submitted > 0)
         return run
 
+    def _closing_failed(self, exc: Exception) -> None:
+        with self._errors_lock:
+            self.closing_errors.append(exc)
+
     def halt(self) -> None:
         """Take no more objects (Ctrl-C): the lanes running stop after their current object; their batches are not complete."""
         self._halted = True
@@ -395,7 +438,7 @@ class BatchRunner:
                     item = queue.popleft()
                 except IndexError:  # another lane took the last one
                     break
-                done = self._object(item, counted, lines, run)
+                done = self._object(item, counted, lines, run, keep_going)
                 if done is not None:
                     confirmed.append(done)
         finally:
@@ -419,7 +462,7 @@ class BatchRunner:
                 tally.merge(counted)
             run.finish()
 
-    def _copy(self, item: Item) -> Done:
+    def _copy(self, item: Item, keep_going: Callable[[], bool] = _always) -> Done:
         """One copy (and, for a move, its confirmation); the source is deleted later, per batch."""
         dst = self.job.destination
         assert dst is not None
@@ -458,7 +501,18 @@ class BatchRunner:
                     budget=self.budget,
                 )
             else:
-                done = copy_object(self.store, self.parts, self.job.source.bucket, obj, dst.bucket, item.dst_key, self._copy_settings)
+                pausable = self._pause_copies and not self.job.options.dry_run
+                done = copy_object(
+                    self.store,
+                    self.parts,
+                    self.job.source.bucket,
+                    obj,
+                    dst.bucket,
+                    item.dst_key,
+                    self._copy_settings,
+                    keep_going=keep_going if pausable else None,
+                    upload_id=item.upload_id,
+                )
             if move:
                 confirm_copy(self.dst, obj, dst.bucket, item.dst_key, done)
             return Done(True, done.etag, obj=obj)
@@ -491,11 +545,11 @@ class BatchRunner:
         same = checksums_match(self.store.head_object(self.job.source.bucket, obj.key), existing)
         return decision.recheck if same is None else same
 
-    def _act(self, item: Item) -> Done:
+    def _act(self, item: Item, keep_going: Callable[[], bool] = _always) -> Done:
         """One object's work: the call(s) its operation needs, nothing more."""
         job, bucket = self.job, self.job.source.bucket
         if job.operation in {"copy", "move"}:
-            return self._copy(item)
+            return self._copy(item, keep_going)
         obj = self._resolve(item.obj)
         found = obj if obj is not item.obj else None
         journal = self.keylog is not None  # what a change replaced is read only for the per-key log (s3bulk undo)
@@ -545,7 +599,9 @@ class BatchRunner:
         v = verify_object(self.store, bucket, obj, job.destination.bucket, item.dst_key, self.dst)
         return Done(True, "", v.src_checksum, v.dst_checksum)
 
-    def _object(self, item: Item, tally: Outcomes, keylog: KeyLog | None, run: BatchRun) -> Item | None:
+    def _object(
+        self, item: Item, tally: Outcomes, keylog: KeyLog | None, run: BatchRun, keep_going: Callable[[], bool] = _always
+    ) -> Item | None:
         """Rounds of `_act` with a pause between them; a move's object is done only when the batch deletes its source,
         so it comes back (confirmed) instead of being counted here."""
         attempts = 0
@@ -553,7 +609,7 @@ class BatchRunner:
             for round_ in range(self.job.options.object_retries + 1):
                 attempts = round_ + 1
                 try:
-                    done = self._act(item)
+                    done = self._act(item, keep_going)
                     if done.obj is not None:
                         item = replace(item, obj=done.obj)
                     break
@@ -574,6 +630,8 @@ class BatchRunner:
                     _log(keylog, item, "skipped", done, attempts)
         except EndpointUnreachable as exc:
             self._left(exc, run)  # not done, not failed: a resume or a redelivery does it
+        except CopyPaused as exc:
+            run.pause(replace(item, upload_id=exc.upload_id, attempts=attempts))  # not done: handed on with its upload
         except Exception as exc:  # noqa: BLE001 - every per-object error is reported, never raised
             tally.fail(item.obj.key, error_code(exc), _of(item.obj, error_message(exc)))
             _log(keylog, item, "failed", attempts=attempts, error=error_code(exc), message=error_message(exc))

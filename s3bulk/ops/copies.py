@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -47,6 +49,17 @@ def part_ranges(size: int, part_size: int) -> list[tuple[int, int]]:
     return [(start, min(start + part, size) - 1) for start in range(0, size, part)]
 
 
+class CopyPaused(Exception):
+    """A multipart copy stopped submitting parts because its caller's time is short; the upload stays open, every
+    part it started has landed, and `multipart_copy(..., upload_id=...)` goes on with it (in another invocation)."""
+
+    def __init__(self, upload_id: str, parts_done: int, parts_total: int) -> None:
+        super().__init__(f"paused after {parts_done} of {parts_total} parts (upload {upload_id[:16]}...)")
+        self.upload_id = upload_id
+        self.parts_done = parts_done
+        self.parts_total = parts_total
+
+
 def copy_object(
     store: ObjectStore,
     parts: BoundedExecutor,
@@ -55,12 +68,17 @@ def copy_object(
     dst_bucket: str,
     dst_key: str,
     settings: CopySettings,
+    *,
+    keep_going: Callable[[], bool] | None = None,
+    upload_id: str = "",
 ) -> CopyDone:
-    """Use the listed size to choose the path, so a small object costs exactly one request."""
-    if obj.size <= settings.multipart_threshold:
+    """Use the listed size to choose the path, so a small object costs exactly one request. With `keep_going`, a
+    multipart copy may pause (CopyPaused) and be continued from `upload_id`."""
+    if obj.size <= settings.multipart_threshold and not upload_id:
         etag = store.copy_object(src_bucket, obj.key, dst_bucket, dst_key, storage_class=settings.storage_class, src_version=obj.version_id)
         return CopyDone(etag, multipart=False)
-    return CopyDone(multipart_copy(store, parts, src_bucket, obj, dst_bucket, dst_key, settings), multipart=True)
+    etag = multipart_copy(store, parts, src_bucket, obj, dst_bucket, dst_key, settings, keep_going=keep_going, upload_id=upload_id)
+    return CopyDone(etag, multipart=True)
 
 
 def copy_in_place(
@@ -136,54 +154,98 @@ def multipart_copy(
     *,
     head: ObjectHead | None = None,
     carry: Carried | None = None,
+    keep_going: Callable[[], bool] | None = None,
+    upload_id: str = "",
 ) -> str:
     """Parts are guarded by CopySourceIfMatch, so a source overwritten mid-copy fails instead of mixing versions.
 
     Content-Type, user metadata, standard headers and tags are read once (the HEAD, unless the caller
     read it) and re-applied, because UploadPartCopy carries none of them. `carry` names what the
     object keeps that S3 does not copy (copy_in_place's). Any failure aborts the upload so no orphaned parts keep costing storage.
+
+    A copy longer than one Lambda invocation: with `keep_going`, no part is started once it says no; the parts
+    in flight land, and CopyPaused carries the open upload. Called again with that `upload_id`, the copy asks
+    S3 which parts the upload holds (ListParts) and copies only the others, up to S3's 5 TiB and 10,000 parts.
     """
     version = obj.version_id
     head = head or store.head_object(src_bucket, obj.key, version_id=version)
     if obj.etag and head.etag != obj.etag:
+        if upload_id:
+            with contextlib.suppress(StoreError):
+                store.abort_multipart_upload(dst_bucket, dst_key, upload_id)
         raise StoreError("PreconditionFailed", "the source changed after it was listed", 412)
-    tags = store.get_tags(src_bucket, obj.key, version_id=version)
-    upload_id = store.create_multipart_upload(
-        dst_bucket,
-        dst_key,
-        head,
-        tags,
-        storage_class=settings.storage_class,
-        checksum_algorithm=settings.checksum_algorithm,
-        carry=carry,
-    )
-    futures: list[Future[CopiedPart]] = []
+    ranges = part_ranges(head.size, settings.part_size)
+    held = _held_parts(store, dst_bucket, dst_key, upload_id, ranges) if upload_id else None
+    if held is None:
+        tags = store.get_tags(src_bucket, obj.key, version_id=version)
+        upload_id = store.create_multipart_upload(
+            dst_bucket,
+            dst_key,
+            head,
+            tags,
+            storage_class=settings.storage_class,
+            checksum_algorithm=settings.checksum_algorithm,
+            carry=carry,
+        )
+        held = {}
+    futures: dict[int, Future[CopiedPart]] = {}
+    waiting: deque[Future[CopiedPart]] = deque()  # this object's parts not yet landed, oldest first
     try:
-        for number, (first, last) in enumerate(part_ranges(head.size, settings.part_size), start=1):
-            futures.append(
-                parts.submit(
-                    functools.partial(store.upload_part_copy, src_version=version),
-                    src_bucket,
-                    obj.key,
-                    dst_bucket,
-                    dst_key,
-                    upload_id,
-                    number,
-                    first,
-                    last,
-                    head.etag,
-                )
+        for number, (first, last) in enumerate(ranges, start=1):
+            if number in held:
+                continue
+            if keep_going is not None:
+                while len(waiting) >= parts.max_workers:  # a pool's worth in flight, so the deadline is asked as parts land
+                    waiting.popleft().result()
+                if not keep_going():
+                    for f in futures.values():
+                        f.result()  # every part started lands (or fails the copy) before the pause is reported
+                    raise CopyPaused(upload_id, len(held) + len(futures), len(ranges))
+            futures[number] = parts.submit(
+                functools.partial(store.upload_part_copy, src_version=version),
+                src_bucket,
+                obj.key,
+                dst_bucket,
+                dst_key,
+                upload_id,
+                number,
+                first,
+                last,
+                head.etag,
             )
-        copied = [f.result() for f in futures]
-        checksums = [p.checksum for p in copied] if settings.checksum_algorithm else []
-        return store.complete_multipart_upload(dst_bucket, dst_key, upload_id, [p.etag for p in copied], part_checksums=checksums)
+            waiting.append(futures[number])
+        copied = {**held, **{n: f.result() for n, f in futures.items()}}
+        ordered = [copied[n] for n in range(1, len(ranges) + 1)]
+        checksums = [p.checksum for p in ordered] if settings.checksum_algorithm else []
+        return store.complete_multipart_upload(dst_bucket, dst_key, upload_id, [p.etag for p in ordered], part_checksums=checksums)
+    except CopyPaused:
+        raise
     except BaseException:
-        for f in futures:
+        for f in futures.values():
             f.cancel()
-        for f in futures:
+        for f in futures.values():
             if not f.cancelled():
                 f.exception()  # wait, so no part lands after the abort
         # The original error is what the report needs; a lifecycle rule reaps a failed abort.
         with contextlib.suppress(StoreError):
             store.abort_multipart_upload(dst_bucket, dst_key, upload_id)
         raise
+
+
+def _held_parts(store: ObjectStore, bucket: str, key: str, upload_id: str, ranges: list[tuple[int, int]]) -> dict[int, CopiedPart] | None:
+    """The parts an earlier invocation's upload already holds, by number; None when the upload is gone (completed,
+    aborted, or reaped) or holds a part that does not fit these ranges (then it is aborted): start a new one."""
+    try:
+        listed = store.list_parts(bucket, key, upload_id)
+    except StoreError as exc:
+        if exc.code == "NoSuchUpload":
+            return None
+        raise
+    held: dict[int, CopiedPart] = {}
+    for p in listed:
+        if not 1 <= p.number <= len(ranges) or p.size != ranges[p.number - 1][1] - ranges[p.number - 1][0] + 1:
+            with contextlib.suppress(StoreError):
+                store.abort_multipart_upload(bucket, key, upload_id)
+            return None
+        held[p.number] = CopiedPart(p.etag, p.checksum)
+    return held

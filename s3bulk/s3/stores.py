@@ -27,6 +27,7 @@ from s3bulk.store import (
     CopiedPart,
     Encryption,
     KeyFailure,
+    ListedPart,
     ListPage,
     ObjectHead,
     ObjectInfo,
@@ -608,6 +609,18 @@ class S3Store:
 
     def abort_multipart_upload(self, bucket: str, key: str, upload_id: str) -> None:
         self._call(self._s3(bucket).abort_multipart_upload, Bucket=bucket, Key=key, UploadId=upload_id, **self._params(bucket))
+
+    def list_parts(self, bucket: str, key: str, upload_id: str) -> list[ListedPart]:
+        parts: list[ListedPart] = []
+        marker: dict[str, Any] = {}
+        while True:
+            r = self._call(self._s3(bucket).list_parts, Bucket=bucket, Key=key, UploadId=upload_id, **marker, **self._params(bucket))
+            for p in r.get("Parts", ()):
+                checksum = next((f"{alg}:{p[f'Checksum{alg}']}" for alg in _CHECKSUMS if p.get(f"Checksum{alg}")), "")
+                parts.append(ListedPart(int(p["PartNumber"]), quoted_etag(p.get("ETag")), int(p.get("Size", 0)), checksum))
+            if not r.get("IsTruncated"):
+                return parts
+            marker = {"PartNumberMarker": int(r["NextPartNumberMarker"])}
 
     def delete_objects(self, bucket: str, keys: Sequence[str], version_ids: Sequence[str] = ()) -> list[KeyFailure]:
         objects = [{"Key": k, **_version(v)} for k, v in zip(keys, version_ids or [""] * len(keys), strict=True)]

@@ -27,6 +27,7 @@ from s3bulk.store import (
     CopiedPart,
     Encryption,
     KeyFailure,
+    ListedPart,
     ListPage,
     ObjectHead,
     ObjectInfo,
@@ -621,6 +622,18 @@ class MemoryStore:
                 ),
             )
             return etag
+
+    def list_parts(self, bucket: str, key: str, upload_id: str) -> list[ListedPart]:
+        self._count("ListParts")
+        with self._lock:
+            upload = self._uploads.get(upload_id)
+            if upload is None:
+                raise StoreError("NoSuchUpload", "The specified upload does not exist", 404)
+            alg = upload.checksum_algorithm
+            return [
+                ListedPart(n, etag, size, _checksum(alg, chunk if chunk is not None else etag.encode()) if alg else "")
+                for n, (chunk, size, etag) in sorted(upload.parts.items())
+            ]
 
     def abort_multipart_upload(self, bucket: str, key: str, upload_id: str) -> None:
         self._count("AbortMultipartUpload")

@@ -222,3 +222,36 @@ def test_a_batch_whose_worker_is_ended_at_its_timeout_on_every_delivery_is_count
         assert done <= set(copied(stack)) and set(copied(stack)) - done <= failed - {"out/b/obj-0007"}
         assert stack.queue_depths() == {q: 0 for q in stack.queue_depths()}  # nothing left in the dead-letter queue either
         print(f"ended in {time.monotonic() - began:.0f} s")
+
+
+def test_an_object_whose_multipart_copy_outlasts_an_invocation_goes_on_in_the_next_and_lands_byte_exact(
+    template: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 61 MiB object in 5 MiB parts (13), each part copy slowed to 5 s, through an 8 s worker that starts nothing with
+    under 4 s left: no invocation can copy it whole. Each pauses the copy before its deadline (the parts started land), counts nothing for it and hands
+    it on in a child batch with its open upload; the next one lists the parts the upload holds and copies the rest."""
+    real = FastS3Store.upload_part_copy
+    copies: list[int] = []
+
+    def slow(self: FastS3Store, *args: Any, **kwargs: Any) -> Any:
+        time.sleep(5)
+        copies.append(args[5])  # the part number
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(FastS3Store, "upload_part_copy", slow)
+    env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_WORK_MARGIN_S": "4", "S3BULK_CONCURRENCY": "2"}
+    with StackOnMoto(template, buckets=(SRC, DST), env=env, timeouts={"Worker": 8}, visibility_scale=9 / 3600) as stack:
+        body = bytes(range(256)) * (61 * 1024 * 1024 // 256)
+        stack.s3.put_object(Bucket=SRC, Key="in/big", Body=body, Metadata={"m": "1"})
+        stack.s3.put_object(Bucket=SRC, Key="in/small", Body=b"small")
+        options = {"multipart_threshold": 5 * 1024 * 1024, "part_size": 5 * 1024 * 1024}
+        ex = stack.run({**copy_job(**options), "job_id": "big-copy"}, timeout=240)
+        assert ex.status == "SUCCEEDED", (ex.description.get("cause"), stack.describe())
+        r = report(stack, "big-copy")
+        assert (r["listed"], r["succeeded"], r["failed"], r["bytes"]) == (2, 2, 0, len(body) + 5), r["failures"][:2]
+        got = stack.s3.get_object(Bucket=DST, Key="out/big")
+        assert got["Body"].read() == body and got["Metadata"] == {"m": "1"}
+        assert sorted(copies) == list(range(1, 14))  # each part copied once, over several invocations
+        [worker] = [f for f in stack.functions.values() if f.name.startswith("Worker")]
+        assert worker.invocations >= 2 and worker.timed_out == 0, stack.describe()  # paused in time, never killed
+        assert stack.s3.list_multipart_uploads(Bucket=DST).get("Uploads", []) == []

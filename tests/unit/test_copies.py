@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from s3bulk.job import MiB
-from s3bulk.ops.copies import MAX_PARTS, CopySettings, copy_in_place, copy_object, part_ranges
+from s3bulk.ops.copies import MAX_PARTS, CopyPaused, CopySettings, copy_in_place, copy_object, part_ranges
 from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.s3.stores import _apply_carry
 from s3bulk.store import Carried, Encryption, ObjectInfo, StoreError
@@ -159,3 +159,78 @@ def test_carried_grants_and_encryption_become_the_parameters_s3_takes_on_a_copy(
         "GrantRead": 'uri="http://acs.amazonaws.com/groups/global/AllUsers"',  # WRITE: no GrantWrite on a copy
         "ObjectLockLegalHoldStatus": "ON",
     }
+
+
+def _countdown(parts_allowed: int) -> tuple[list[int], Callable[[], bool]]:
+    """A keep_going that says yes `parts_allowed` times, then no (the invocation's deadline)."""
+    asked = [0]
+
+    def keep_going() -> bool:
+        asked[0] += 1
+        return asked[0] <= parts_allowed
+
+    return asked, keep_going
+
+
+def test_a_multipart_copy_paused_at_a_deadline_goes_on_from_its_upload_and_copies_each_part_once(
+    store: MemoryStore, parts: BoundedExecutor
+) -> None:
+    body = bytes(range(256)) * (23 * MiB // 256)  # 23 MiB: five 5 MiB parts
+    store.put_object("src-b", "big", body, metadata={"m": "1"}, tags={"t": "v"})
+    obj = listed(store, "big")
+    upload = ""
+    invocations = 0
+    for allowed in (2, 1, 99):  # three invocations: two parts, one part, the rest
+        invocations += 1
+        _, keep_going = _countdown(allowed)
+        try:
+            done = copy_object(store, parts, "src-b", obj, "dst-b", "big", SETTINGS, keep_going=keep_going, upload_id=upload)
+            break
+        except CopyPaused as paused:
+            assert paused.parts_total == 5 and paused.parts_done == {2: 2, 1: 3}[allowed]
+            upload = paused.upload_id
+    assert invocations == 3 and done.multipart
+    assert store.get_body("dst-b", "big") == body
+    assert (store.get("dst-b", "big").metadata, store.get("dst-b", "big").tags) == ({"m": "1"}, {"t": "v"})
+    assert store.calls["UploadPartCopy"] == 5  # each part copied once across the three invocations
+    assert (store.calls["CreateMultipartUpload"], store.calls["ListParts"], store.calls.get("AbortMultipartUpload", 0)) == (1, 2, 0)
+    assert store.open_uploads == 0
+
+
+def test_a_paused_copy_whose_upload_is_gone_starts_a_new_one(store: MemoryStore, parts: BoundedExecutor) -> None:
+    body = b"z" * (12 * MiB)
+    store.put_object("src-b", "big", body)
+    obj = listed(store, "big")
+    _, keep_going = _countdown(1)
+    with pytest.raises(CopyPaused) as paused:
+        copy_object(store, parts, "src-b", obj, "dst-b", "big", SETTINGS, keep_going=keep_going)
+    store.abort_multipart_upload("dst-b", "big", paused.value.upload_id)  # a lifecycle rule reaped it meanwhile
+    done = copy_object(store, parts, "src-b", obj, "dst-b", "big", SETTINGS, upload_id=paused.value.upload_id)
+    assert done.multipart and store.get_body("dst-b", "big") == body
+    assert store.calls["CreateMultipartUpload"] == 2 and store.open_uploads == 0
+
+
+def test_a_paused_copy_whose_source_changed_meanwhile_fails_and_aborts_its_upload(store: MemoryStore, parts: BoundedExecutor) -> None:
+    store.put_object("src-b", "big", b"a" * (12 * MiB))
+    obj = listed(store, "big")
+    _, keep_going = _countdown(1)
+    with pytest.raises(CopyPaused) as paused:
+        copy_object(store, parts, "src-b", obj, "dst-b", "big", SETTINGS, keep_going=keep_going)
+    store.put_object("src-b", "big", b"b" * (12 * MiB))  # overwritten between two invocations
+    with pytest.raises(StoreError) as err:
+        copy_object(store, parts, "src-b", obj, "dst-b", "big", SETTINGS, upload_id=paused.value.upload_id)
+    assert err.value.code == "PreconditionFailed" and store.open_uploads == 0
+    assert "big" not in store.keys("dst-b")
+
+
+def test_a_paused_upload_holding_parts_of_another_size_is_aborted_and_started_again(store: MemoryStore, parts: BoundedExecutor) -> None:
+    body = b"q" * (16 * MiB)
+    store.put_object("src-b", "big", body)
+    obj = listed(store, "big")
+    _, keep_going = _countdown(2)
+    with pytest.raises(CopyPaused) as paused:
+        copy_object(store, parts, "src-b", obj, "dst-b", "big", SETTINGS, keep_going=keep_going)
+    other = CopySettings(multipart_threshold=8 * MiB, part_size=6 * MiB)  # the job's part_size changed in between
+    done = copy_object(store, parts, "src-b", obj, "dst-b", "big", other, upload_id=paused.value.upload_id)
+    assert done.multipart and store.get_body("dst-b", "big") == body
+    assert store.calls["AbortMultipartUpload"] == 1 and store.open_uploads == 0
