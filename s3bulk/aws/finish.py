@@ -117,6 +117,10 @@ def execution_ended(
     if rec.report is not None and rec.status != "RUNNING":
         return {"job_id": job_id, "finalized": False, "reason": f"already reported ({rec.status})"}
     why = step_error({"Error": str(detail.get("error") or status), "Cause": str(detail.get("cause") or "")})
+    if status == "ABORTED":
+        # Its owner stopped it: a stop, not a failure. Its queued batches are held (workers hand them back uncounted,
+        # listers send no more), the report says stopped with what is done and not, and a resume finishes it exactly.
+        ledger.stop(job_id, f"stopped by its owner (execution ABORTED: {why}); resume it with s3bulk resume {job_id}")
     out = finalize(job_id, ledger=ledger, reports=reports, error=f"execution {status}: {why}", now=now, time_left=time_left, writer="ended")
     return {**out, "finalized": bool(out["report_done"])}
 

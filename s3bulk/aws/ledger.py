@@ -641,11 +641,12 @@ class DynamoLedger:
             ExpressionAttributeValues=values,
         )
 
-    def stop_for_outage(self, job_id: str, reason: str) -> bool:
-        """Mark a RUNNING job STOPPING (its endpoint is gone for good); True for the one call that did.
+    def stop(self, job_id: str, reason: str) -> bool:
+        """Mark a RUNNING job STOPPING (its endpoint is gone for good, or its owner stopped its execution); True for the
+        one call that did.
 
-        Workers then hand its batches back uncounted, and its execution finalizes it as stopped.
-        Submitting the job again (ReopenJob) makes it RUNNING and removes the reason.
+        Workers then hand its batches back uncounted (kept for the resume, not cancelled), listers send no more
+        pages, and its report says stopped. Submitting the job again (ReopenJob) makes it RUNNING and removes the reason.
         """
         try:
             self._write(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tempfile
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from itertools import islice, takewhile
@@ -31,6 +32,8 @@ LIST_MARGIN_S = 30.0
 # Manifest rows the lister reads per checkpoint, as many as a ListObjectsV2 page holds.
 MANIFEST_PAGE = 1000
 
+# How often a lister asks whether its job still runs (one small read): a stopped job's listers stop within this.
+STATUS_EVERY_S = 30.0
 # Listing shards a job is split into by default: see docs/benchmarks-listing.md ("the stack").
 DEFAULT_LIST_SHARDS = 16
 
@@ -115,7 +118,14 @@ def list_step(
     mapper = key_mapper(job)
     syncing = mapper is not None and (job.options.if_exists != "overwrite" or job.options.delete_extraneous)
     state, pages = _redo_intent(job_id, state, ledger=ledger, sender=sender, reports=reports)
+    asked = time.monotonic()
     while not state.done and time_left() > margin:
+        if time.monotonic() - asked >= STATUS_EVERY_S:
+            # Stopping an execution does not stop a Lambda already running: a lister of a job its owner stopped (or an
+            # outage stopped) sends no more pages; the resume lists on from this shard's checkpoint.
+            asked = time.monotonic()
+            if ledger.status(job_id) != "RUNNING":
+                break
         page_no, last_key = state.page, state.last_key if state.page else (state.after or None)
         page = list_shard_page(lister(store, src), src.bucket, src.prefix, Shard(state.after, state.upto), state.cursor)
         objs, last = page.objects, page.done

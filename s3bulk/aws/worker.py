@@ -213,7 +213,7 @@ class WorkerService:
         if status in PAUSED:
             since = self.ledger.stopped_at(msg.job_id)
             if since is None or self.wall() - since < STOPPED_KEEP_S:
-                raise EndpointDown(f"job {msg.job_id} is stopped (an endpoint stopped answering); submit it again to resume", stopped=True)
+                raise EndpointDown(f"job {msg.job_id} is stopped; its batches wait for s3bulk resume {msg.job_id}", stopped=True)
             return self._cancel(msg, status)  # never submitted again: its batches drain, reported JobStopped
         if status != "RUNNING":
             return self._cancel(msg, status)
@@ -295,7 +295,7 @@ class WorkerService:
         if lasted < self.outage_stop:
             return
         reason = f"{outage.outage.endpoint} gave no answer for {lasted:.0f} s: {outage.error}"
-        if self.ledger.stop_for_outage(job_id, reason):
+        if self.ledger.stop(job_id, reason):
             self._status.pop(job_id, None)
             token = self.ledger.progress(job_id).token
             if token is not None and self.completion is not None:

@@ -404,20 +404,26 @@ class StackOnMoto:
                 break
             time.sleep(0.1)
             desc = self.sfn.describe_execution(executionArn=arn)
-        if desc["status"] == "RUNNING":  # stop it, and wait until it has (its thread must not outlive moto)
+        ended: list[Any] = []
+        if stopped:
+            # AWS ends a stopped execution at once, ABORTED with StopExecution's error and cause, and EventBridge tells
+            # ExecutionEnded within seconds while the Lambdas it started still run (stopping an execution stops none of
+            # them). moto's interpreter (5.2) ends it only once its running task returns, and FAILED, with an error of
+            # its own stop handling: the event is published as AWS sends it, before that.
+            desc = {**desc, "status": "ABORTED", "error": "User.Stopped", "cause": "stopped by its owner"}
+            ended = self.publish_status(desc)
+        in_flight = self.sfn.describe_execution(executionArn=arn)["status"] == "RUNNING"
+        if in_flight:  # stop it, and wait until moto has (its thread, and the invocations it runs, must not outlive moto)
             if not stopped:
                 self.sfn.stop_execution(executionArn=arn, error="Harness.Timeout", cause=f"not ended after {timeout:.0f}s")
             stopping = time.monotonic()
-            while desc["status"] == "RUNNING" and time.monotonic() - stopping < 30:
+            while self.sfn.describe_execution(executionArn=arn)["status"] == "RUNNING" and time.monotonic() - stopping < 30:
                 time.sleep(0.1)
-                desc = self.sfn.describe_execution(executionArn=arn)
             self._quiesce()
         events = self.sfn.get_execution_history(executionArn=arn, maxResults=1000)["events"]
-        if stopped:
-            # AWS ends a stopped execution ABORTED, with StopExecution's error and cause. moto's interpreter
-            # (5.2) ends it FAILED instead, with an error of its own stop handling (States.Runtime, States.Timeout).
-            desc = {**desc, "status": "ABORTED", "error": "User.Stopped", "cause": "stopped by its owner"}
-        ended = self.publish_status(desc)
+        if not stopped:
+            desc = self.sfn.describe_execution(executionArn=arn)
+            ended = self.publish_status(desc)
         return Execution(arn, desc["status"], desc, events, time.monotonic() - began, ended)
 
     def status_event(self, desc: dict[str, Any]) -> dict[str, Any]:
