@@ -23,7 +23,7 @@ from rich.table import Table
 from s3bulk import __version__
 from s3bulk.aws.doctor import check_concurrency
 from s3bulk.aws.invoke import lambda_invoker
-from s3bulk.aws.remote import DEFAULT_STACK, Deployment, DeploymentError, deploy_file_defaults, fetch_report, resume, status, submit
+from s3bulk.aws.remote import DEFAULT_STACK, Deployment, DeploymentError, deploy_file_defaults, fetch_report, resume, status, stop, submit
 from s3bulk.bodies.malloc import pin_mmap_threshold
 from s3bulk.job import Job, JobError, differ, json_schema, load_job, new_job_id, parse_job
 from s3bulk.local import preflight
@@ -121,6 +121,7 @@ def _parser() -> argparse.ArgumentParser:
     deployed("submit", "start a job on the deployed stack").add_argument("job")
     deployed("doctor", "check what the deployed stack needs from its account (Lambda concurrency)")
     deployed("resume", "go on with a stopped or failed deployed job from its checkpoints").add_argument("job_id")
+    deployed("stop", "stop a running deployed job; its queued work is held for s3bulk resume").add_argument("job_id")
     deployed("status", "show a deployed job's state and counters").add_argument("job_id")
     report_cmd = deployed("report", "fetch a finished deployed job's JSON report")
     report_cmd.add_argument("job_id")
@@ -424,6 +425,14 @@ def _remote(args: argparse.Namespace, console: Console) -> int:
             f"resumed {args.job_id}\nexecution {execution}\nfollow it with: s3bulk status {args.job_id}", markup=False, soft_wrap=True
         )
         return EXIT_OK
+    if args.command == "stop":
+        execution = stop(dep, args.job_id, settings)
+        console.print(
+            f"stopping {args.job_id}\nexecution {execution}\nits report will say stopped; go on with: s3bulk resume {args.job_id}",
+            markup=False,
+            soft_wrap=True,
+        )
+        return EXIT_OK
     if args.command == "status":
         rec = status(dep, args.job_id, settings)
         table = Table(title=f"{rec.job.operation}: {rec.status}", show_header=False)
@@ -495,7 +504,7 @@ def _main(argv: Sequence[str] | None, interrupt: Interrupt) -> int:
             return run_demo(objects=args.objects, console=console, report_path=args.report, progress=args.progress)
         if args.command == "plan":
             return _plan(args, console)
-        if args.command in {"submit", "resume", "status", "report", "doctor"}:
+        if args.command in {"submit", "resume", "stop", "status", "report", "doctor"}:
             return _remote(args, console)
         if args.command == "undo":
             return _undo(args, console)

@@ -91,6 +91,18 @@ def resume(deployment: Deployment, job_id: str, settings: ClientSettings) -> str
     return _start(deployment, job_id, doc, settings)
 
 
+def stop(deployment: Deployment, job_id: str, settings: ClientSettings) -> str:
+    """Stop a running job: its execution is stopped (ABORTED), which the stack takes as a resumable stop (listers send
+    no more pages, workers hold its queued batches uncounted, the report says stopped); `resume` goes on with it."""
+    rec = status(deployment, job_id, settings)
+    if rec.status != "RUNNING" or not rec.execution:
+        raise JobError(f"job_id: {job_id!r} is not running ({rec.status}); nothing to stop (s3bulk status {job_id})")
+    arn = f"{deployment.state_machine_arn.replace(':stateMachine:', ':execution:', 1)}:{rec.execution}"
+    sfn = make_client("stepfunctions", settings)
+    sfn.stop_execution(executionArn=arn, error="User.Stopped", cause="stopped with s3bulk stop")
+    return arn
+
+
 def _start(deployment: Deployment, job_id: str, doc: dict[str, Any], settings: ClientSettings) -> str:
     doc["job_id"] = job_id
     sfn = make_client("stepfunctions", settings)

@@ -17,6 +17,7 @@ import boto3
 import pytest
 
 import s3bulk.aws.validation as validation
+from s3bulk import cli
 from s3bulk.aws import assembly, lister, remote
 from s3bulk.aws.ledger import DynamoLedger
 from s3bulk.aws.remote import Deployment
@@ -316,6 +317,57 @@ def test_an_execution_its_owner_stops_is_a_resumable_stop_its_batches_held_and_t
         assert again.arn.rsplit(":", 1)[1].startswith(f"{job_id}-")
         final = report_of(stack, job_id)
         assert (final["status"], final["listed"], final["succeeded"], final["failed"], "error" in final) == ("succeeded", N, N, 0, False)
+        copied = {o["Key"] for o in stack.s3.list_objects_v2(Bucket=DST, MaxKeys=1000).get("Contents", [])}
+        assert copied == {"out/" + k[3:] for k in keys}
+
+
+def test_s3bulk_stop_stops_a_running_job_resumably_and_s3bulk_resume_finishes_it(
+    template: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    real = DynamoLedger.checkpoint
+
+    def slow_pages(self: DynamoLedger, *args: Any, **kwargs: Any) -> bool:
+        time.sleep(0.5)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(DynamoLedger, "checkpoint", slow_pages)
+    monkeypatch.setattr(lister, "STATUS_EVERY_S", 0.0)
+    env = {**ENV, "S3BULK_LIST_PAGE_SIZE": "10", "S3BULK_LIST_SHARDS": "1", "S3BULK_OUTAGE_STOP_S": "2"}
+    with StackOnMoto(template, buckets=(SRC, DST), env=env) as stack:
+        keys = seed()
+        stack.worker_source.pause()
+        job_id = "stopped-from-the-cli"
+        deployment = Deployment(stack.state_machine_arn, ledger(stack).table, stack.bucket_of("Reports"))
+        flags = ["--region", REGION, "--state-machine-arn", deployment.state_machine_arn, "--table", deployment.table]
+        flags += ["--report-bucket", deployment.report_bucket]
+        _, arn = remote.submit(deployment, parse_job(json.dumps(copy_job(job_id))), ClientSettings(region=REGION))
+
+        def listed() -> int:
+            try:
+                return int(ledger(stack).counters(job_id).get("listed", 0))
+            except KeyError:  # Validate has not made its ledger entry yet
+                return 0
+
+        deadline = time.monotonic() + 30
+        while listed() < BATCH and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert cli.main(["stop", job_id, *flags]) == 0
+        assert f"go on with: s3bulk resume {job_id}" in capsys.readouterr().out
+        ex = stack.follow(arn, timeout=30)
+        assert ex.status == "ABORTED" and ex.ended[0]["status"] == "stopped", ex.ended
+        r = report_of(stack, job_id)
+        assert (r["status"], r["done"], r["failed"]) == ("stopped", 0, 0) and r["not_done"] == r["listed"] < N
+        assert "stopped with s3bulk stop" in r["error"]
+        assert cli.main(["stop", job_id, *flags]) == 2  # not running any more: nothing to stop, said in one line
+        assert f"'{job_id}' is not running (STOPPED)" in capsys.readouterr().err
+
+        stack.worker_source.resume()
+        assert cli.main(["resume", job_id, *flags]) == 0
+        resumed = capsys.readouterr().out.split("execution ")[1].split()[0]
+        again = stack.follow(resumed, timeout=120)
+        assert again.status == "SUCCEEDED", why(stack, again)
+        final = report_of(stack, job_id)
+        assert (final["status"], final["listed"], final["succeeded"], final["failed"]) == ("succeeded", N, N, 0)
         copied = {o["Key"] for o in stack.s3.list_objects_v2(Bucket=DST, MaxKeys=1000).get("Contents", [])}
         assert copied == {"out/" + k[3:] for k in keys}
 

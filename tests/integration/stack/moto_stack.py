@@ -26,6 +26,7 @@ from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name
 from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import FailureEvent
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.state_task_lambda import StateTaskLambda
 from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
+from moto.stepfunctions.responses import StepFunctionResponse
 
 from tests.integration.aws_harness import REGION
 from tests.integration.stack.event_source import SqsEventSource
@@ -195,6 +196,7 @@ class StackOnMoto:
         self.rules: list[tuple[str, EventPattern, list[Function]]] = []
         self.background: list[threading.Thread] = []  # asynchronous Invokes a function made, each run as Lambda's queue would
         self.closed = threading.Event()
+        self.user_stops: dict[str, tuple[str, str]] = {}  # execution ARN -> StopExecution's (error, cause)
         self._stack = ExitStack()
 
     # intrinsic functions
@@ -245,6 +247,7 @@ class StackOnMoto:
             self._stack.enter_context(self.iam.enforced(self.limits))
             self.fast_requests = self._stack.enter_context(fast_path_through_moto(self.iam))
             self._stack.enter_context(mock.patch.object(LambdaSimpleBackend, "invoke", self._lambda_invoke()))
+            self._stack.enter_context(mock.patch.object(StepFunctionResponse, "stop_execution", self._recording_stops()))
             self._stack.enter_context(mock.patch.object(StateTaskLambda, "_from_error", _lambda_service_error(StateTaskLambda._from_error)))
             if self.faults.dynamo is not None:
                 self._stack.enter_context(hook_dynamo_clients(self.faults.dynamo))
@@ -326,6 +329,17 @@ class StackOnMoto:
             [url] = [self.names[q] for q in queues if self.names[f"{q}.Arn"] == source_arn]
             self.sources.append(SqsEventSource(self.sqs, url, source_arn, self.functions[fn], p, self.faults, self.pollers))
 
+    def _recording_stops(self) -> Callable[..., Any]:
+        """StopExecution by anyone (a test, the CLI's s3bulk stop): its error and cause, for the ABORTED event AWS sends."""
+        real, stops = StepFunctionResponse.stop_execution, self.user_stops
+
+        def stop_execution(response: StepFunctionResponse) -> Any:
+            arn = str(response._get_param("executionArn"))
+            stops.setdefault(arn, (str(response._get_param("error") or ""), str(response._get_param("cause") or "")))
+            return real(response)
+
+        return stop_execution
+
     def _lambda_invoke(self) -> Callable[..., bytes]:
         functions, limits, started, closed = self.functions, self.limits, self.background, self.closed
 
@@ -400,17 +414,20 @@ class StackOnMoto:
         while desc["status"] == "RUNNING" and time.monotonic() - began < timeout:
             if stop_when is not None and stop_when():
                 self.sfn.stop_execution(executionArn=arn, error="User.Stopped", cause="stopped by its owner")
+            if arn in self.user_stops:
                 stopped = True
                 break
             time.sleep(0.1)
             desc = self.sfn.describe_execution(executionArn=arn)
+        stopped = stopped or arn in self.user_stops
         ended: list[Any] = []
         if stopped:
             # AWS ends a stopped execution at once, ABORTED with StopExecution's error and cause, and EventBridge tells
             # ExecutionEnded within seconds while the Lambdas it started still run (stopping an execution stops none of
             # them). moto's interpreter (5.2) ends it only once its running task returns, and FAILED, with an error of
             # its own stop handling: the event is published as AWS sends it, before that.
-            desc = {**desc, "status": "ABORTED", "error": "User.Stopped", "cause": "stopped by its owner"}
+            error, cause = self.user_stops[arn]
+            desc = {**desc, "status": "ABORTED", "error": error, "cause": cause}
             ended = self.publish_status(desc)
         in_flight = self.sfn.describe_execution(executionArn=arn)["status"] == "RUNNING"
         if in_flight:  # stop it, and wait until moto has (its thread, and the invocations it runs, must not outlive moto)
