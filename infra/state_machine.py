@@ -227,7 +227,8 @@ def build_state_machine(
         scope,
         "JobStopped",
         error="JobStopped",
-        cause="An endpoint stopped answering (see the report); resume the job once it answers: s3bulk resume JOB_ID.",
+        cause="The job stopped (its report's error says why: an endpoint that stopped answering, a step that kept failing, "
+        "its owner); its queued work is kept. Resume it once the cause is fixed: s3bulk resume JOB_ID.",
     )
     report_failure.next(
         sfn.Choice(scope, "FailureReportWritten?")

@@ -16,6 +16,9 @@ from s3bulk.job import JobError, new_job_id, parse_job
 from s3bulk.outage import EndpointUnreachable
 from s3bulk.report import Counts, job_status, over_tolerance, summarize
 
+# Step errors that are the job's own verdict (its spec, its delete guard), not a fault to resume past.
+FAILS_THE_JOB = ("JobError",)
+
 
 def finalize(
     job_id: str,
@@ -32,10 +35,17 @@ def finalize(
     failures.jsonl is assembled over as many calls as it takes (aws/assembly.py): until it
     is complete the answer is `report_done: false`, and the caller calls again. With `error`
     (a step of the execution failed for good), the report is written all the same, with what
-    was counted so far and the error, and the job is marked FAILED: no execution that got
-    as far as its ledger entry ends without a report.
+    was counted so far and the error: no execution that got as far as its ledger entry ends
+    without a report. Once its listing was planned, such a job is stopped (resumable, its
+    queued batches kept) unless the error is its own verdict (FAILS_THE_JOB); before, FAILED.
     """
     rec = ledger.load(job_id)
+    planned = rec.shards is not None and rec.status == "RUNNING"
+    if error is not None and writer == "finalize" and planned and not error.startswith(FAILS_THE_JOB):
+        # A step that failed for good once the listing was planned (a lister's call still refused after its retries,
+        # a completion check that kept failing): the job stops, resumable, its queued batches held for the resume,
+        # instead of failing and having its workers cancel them.
+        ledger.stop(job_id, f"{error[:800]}; fix the cause, then s3bulk resume {job_id}")
     digest = assemble(reports, job_id, writer=writer, execution=rec.execution or "", counted=ledger.counted_attempts, time_left=time_left)
     if digest is None:
         return {"job_id": job_id, "report_done": False}

@@ -213,16 +213,27 @@ def _receive_now(aws: Aws) -> list[dict[str, Any]]:
     return []
 
 
-def test_a_failed_execution_still_writes_the_report_with_the_error_and_the_counts_so_far(aws: Aws) -> None:
+def test_a_step_that_failed_for_good_after_listing_was_planned_stops_the_job_resumably_with_its_report(aws: Aws) -> None:
+    """ReportFailure for a step that kept failing once batches may be queued: the report says stopped with the error and
+    the counts so far, and the job is STOPPED (its queued batches held for s3bulk resume), not FAILED and cancelled."""
     seed(aws, 30)
     job_id = start(aws)
     list_all(job_id)
     work_all(aws)
     error = {"Error": "Lambda.Unknown", "Cause": json.dumps({"errorMessage": "the lister ran out of memory", "errorType": "Runtime"})}
     result = finalize_handler.handler({"job_id": job_id, "error": error}, Context())
-    assert (result["status"], result["over_threshold"]) == ("failed", True)
+    assert (result["status"], result["over_threshold"]) == ("stopped", False)
     report = json.loads(aws.s3.get_object(Bucket=REPORTS, Key=f"jobs/{job_id}/report.json")["Body"].read())
-    assert (report["status"], report["succeeded"], report["error"]) == ("failed", 30, "Lambda.Unknown: the lister ran out of memory")
+    assert (report["status"], report["succeeded"]) == ("stopped", 30)
+    assert report["error"] == f"Lambda.Unknown: the lister ran out of memory; fix the cause, then s3bulk resume {job_id}"
+    assert aws.ledger.load(job_id).status == "STOPPED"
+
+
+def test_a_step_that_failed_before_listing_was_planned_fails_the_job(aws: Aws) -> None:
+    job_id = start(aws)  # no PlanListing yet: nothing can be queued, nothing to resume past
+    error = {"Error": "NoSuchBucket", "Cause": "The specified bucket does not exist"}
+    result = finalize_handler.handler({"job_id": job_id, "error": error}, Context())
+    assert (result["status"], result["over_threshold"]) == ("failed", True)
     assert aws.ledger.load(job_id).status == "FAILED"
 
 
