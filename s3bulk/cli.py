@@ -35,6 +35,7 @@ from s3bulk.local.plan import STACK_THREADS, STACK_WORKERS, cost, eta_seconds, l
 from s3bulk.local.preflight import UsageError, check_report_path, origin_of, profile_problem
 from s3bulk.local.run import execute
 from s3bulk.local.undo import undo_log
+from s3bulk.local.watch import watch
 from s3bulk.manifest import ManifestError
 from s3bulk.ops.batch import connections_needed
 from s3bulk.ops.extraneous import empty_source_message, first_selected
@@ -123,6 +124,9 @@ def _parser() -> argparse.ArgumentParser:
     deployed("resume", "go on with a stopped or failed deployed job from its checkpoints").add_argument("job_id")
     deployed("stop", "stop a running deployed job; its queued work is held for s3bulk resume").add_argument("job_id")
     deployed("status", "show a deployed job's state and counters").add_argument("job_id")
+    watch_cmd = deployed("watch", "follow a deployed job's progress until it ends; exit by its outcome (0, 1, 3)")
+    watch_cmd.add_argument("job_id")
+    watch_cmd.add_argument("--every", type=float, default=5.0, metavar="SECONDS", help="seconds between polls (default 5)")
     report_cmd = deployed("report", "fetch a finished deployed job's JSON report")
     report_cmd.add_argument("job_id")
     report_cmd.add_argument("--output", "-o", metavar="PATH", help="write the report here instead of printing it")
@@ -433,6 +437,23 @@ def _remote(args: argparse.Namespace, console: Console) -> int:
             soft_wrap=True,
         )
         return EXIT_OK
+    if args.command == "watch":
+        if args.every < 1:
+            raise UsageError("--every: poll at most once a second (each poll reads the job's ledger items)")
+        ended = watch(lambda: status(dep, args.job_id, settings), console, every=args.every)
+        try:
+            doc = fetch_report(dep, args.job_id, settings)
+        except JobError:
+            console.print(f"{args.job_id} ended {ended.status}; no report yet (s3bulk report {args.job_id})", markup=False)
+            return EXIT_OK if ended.status == "SUCCEEDED" else EXIT_STOPPED if ended.status == "STOPPED" else EXIT_FAILED
+        fields = ("status", "listed", "succeeded", "skipped", "failed", "bytes", "seconds", "not_done", "error", "failures_by_code")
+        table = Table(title=f"{args.job_id}: {doc.get('status')}", show_header=False)
+        for name in fields:
+            if name in doc:
+                value = doc[name]
+                table.add_row(name, f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value))
+        console.print(table)
+        return _exit_for(doc.get("status"))
     if args.command == "status":
         rec = status(dep, args.job_id, settings)
         table = Table(title=f"{rec.job.operation}: {rec.status}", show_header=False)
@@ -446,7 +467,11 @@ def _remote(args: argparse.Namespace, console: Console) -> int:
         Path(args.output).write_text(text + "\n", encoding="utf-8")
     else:
         print(text)
-    outcome = doc.get("status")
+    return _exit_for(doc.get("status"))
+
+
+def _exit_for(outcome: object) -> int:
+    """A deployed job's exit code, from its report's status (as `s3bulk run` exits for a local one)."""
     return EXIT_OK if outcome in {"succeeded", "dry-run"} else EXIT_STOPPED if outcome == "stopped" else EXIT_FAILED
 
 
@@ -504,7 +529,7 @@ def _main(argv: Sequence[str] | None, interrupt: Interrupt) -> int:
             return run_demo(objects=args.objects, console=console, report_path=args.report, progress=args.progress)
         if args.command == "plan":
             return _plan(args, console)
-        if args.command in {"submit", "resume", "stop", "status", "report", "doctor"}:
+        if args.command in {"submit", "resume", "stop", "status", "watch", "report", "doctor"}:
             return _remote(args, console)
         if args.command == "undo":
             return _undo(args, console)

@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 from botocore.exceptions import ClientError
 
 from s3bulk.job import Job, parse_job
+from s3bulk.report import Snapshot
 
 COUNTERS = (
     "scanned",
@@ -80,6 +81,20 @@ class JobRecord:
     report: str | None = None  # report.json's URI, once written
     stop_reason: str | None = None  # set when an endpoint outage outlasted the stack's bound (the job stops, resumable)
     execution: str | None = None  # the name of the execution that runs (or last ran) the job
+
+    def snapshot(self) -> Snapshot:
+        """The counts as the CLI's live line shows a local run's (report.Snapshot)."""
+        c = self.counters
+        return Snapshot(
+            c.get("scanned", 0),
+            c.get("listed", 0),
+            c.get("listed_bytes", 0),
+            self.listing_done,
+            c.get("succeeded", 0),
+            c.get("skipped", 0),
+            c.get("failed", 0),
+            c.get("bytes", 0),
+        )
 
     def summary(self) -> dict[str, Any]:
         c = self.counters

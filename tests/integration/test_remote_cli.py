@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -183,3 +184,33 @@ def test_doctor_compares_the_accounts_unreserved_concurrency_with_what_a_job_nee
     assert note.startswith("note: Lambda concurrency in ") == bool(code), note
     assert main(["doctor"]) == 2  # the fixture's stack predates the output
     assert "output LambdaConcurrencyNeeded is missing; redeploy it" in capsys.readouterr().err
+
+
+def test_watch_follows_a_deployed_job_until_it_ends_then_shows_its_report_and_exits_by_it(
+    deployed: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    item = initial_item("job-w", parse_job(Path("events/copy-prefix.json").read_text()))
+    item["listed"], item["succeeded"] = {"N": "1000"}, {"N": "250"}
+    deployed["ddb"].put_item(TableName=TABLE, Item=item)
+    doc = {"job_id": "job-w", "status": "failed", "listed": 1000, "succeeded": 998, "failed": 2, "failures_by_code": {"AccessDenied": 2}}
+
+    def finish() -> None:
+        key = {"pk": {"S": "job#job-w"}, "sk": {"S": "job"}}
+        deployed["s3"].put_object(Bucket=REPORTS, Key="jobs/job-w/report.json", Body=json.dumps(doc).encode())
+        deployed["ddb"].update_item(
+            TableName=TABLE,
+            Key=key,
+            UpdateExpression="SET #s = :s",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues={":s": {"S": "FAILED"}},
+        )
+
+    timer = threading.Timer(1.5, finish)
+    timer.start()
+    assert main(["watch", "job-w", "--every", "1"]) == 1  # the report's outcome: failed
+    timer.join()
+    out = capsys.readouterr().out
+    assert out.startswith("job-w running  250/1,000")
+    assert "job-w failed" in out and "AccessDenied" in out and "998" in out
+    assert main(["watch", "job-w", "--every", "0.1"]) == 2
+    assert "--every: poll at most once a second" in capsys.readouterr().err

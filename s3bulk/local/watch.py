@@ -1,0 +1,55 @@
+"""`s3bulk watch JOB_ID`: a deployed job's live line, as `s3bulk run` shows a local one, until the job ends.
+
+The counts come from the ledger (one GetItem and one Query of the job's counter shards per poll);
+the line is the local run's (`progress_fields`), so done/listed, objects/s, bytes/s, failures
+and the ETA read the same wherever a job runs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from contextlib import nullcontext
+
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+from s3bulk.aws.ledger import JobRecord
+from s3bulk.local.progress import Rates, progress_fields
+
+# Ledger statuses of a job that is still going (workers may still count batches while it stops).
+GOING = frozenset({"RUNNING", "STOPPING"})
+
+
+def watch_line(rec: JobRecord, objects_per_s: float, bytes_per_s: float) -> str:
+    fields = progress_fields(rec.snapshot(), objects_per_s, bytes_per_s)
+    return f"{rec.job_id} {rec.status.lower()}  {fields['counts']}  {fields['rates']}  {fields['eta']}"
+
+
+def watch(
+    fetch: Callable[[], JobRecord],
+    console: Console,
+    *,
+    every: float = 5.0,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> JobRecord:
+    """Poll the job every `every` seconds and show its line (updated in place on a terminal, a line per change
+    otherwise) until its status says it ended; its last record."""
+    rates = Rates(window=max(60.0, 6 * every))  # a minute of polls: the pace, not one poll's noise
+    live = Live(console=console, auto_refresh=False, transient=False) if console.is_terminal else None
+    shown = ""
+    with live if live is not None else nullcontext():
+        while True:
+            rec = fetch()
+            objects_per_s, bytes_per_s = rates.add(clock(), rec.snapshot())
+            line = watch_line(rec, objects_per_s, bytes_per_s)
+            if live is not None:
+                live.update(Text.from_markup(line), refresh=True)
+            elif line != shown:
+                console.print(line, soft_wrap=True, highlight=False)
+            shown = line
+            if rec.status not in GOING:
+                return rec
+            sleep(every)
