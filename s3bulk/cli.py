@@ -41,6 +41,7 @@ from s3bulk.ops.batch import connections_needed
 from s3bulk.ops.extraneous import empty_source_message, first_selected
 from s3bulk.ops.process import ProcessCode, load_code
 from s3bulk.outage import EndpointUnreachable
+from s3bulk.report import Snapshot
 from s3bulk.s3.clients import ClientSettings, S3Clients, for_side, has_credentials
 from s3bulk.s3.ratecontrol import RateControl
 from s3bulk.s3.stores import S3Store, open_store
@@ -440,12 +441,17 @@ def _remote(args: argparse.Namespace, console: Console) -> int:
     if args.command == "watch":
         if args.every < 1:
             raise UsageError("--every: poll at most once a second (each poll reads the job's ledger items)")
-        ended = watch(lambda: status(dep, args.job_id, settings), console, every=args.every)
+
+        def poll() -> tuple[str, Snapshot]:
+            rec = status(dep, args.job_id, settings)
+            return rec.status, rec.snapshot()
+
+        ended = watch(args.job_id, poll, console, every=args.every)
         try:
             doc = fetch_report(dep, args.job_id, settings)
         except JobError:
-            console.print(f"{args.job_id} ended {ended.status}; no report yet (s3bulk report {args.job_id})", markup=False)
-            return EXIT_OK if ended.status == "SUCCEEDED" else EXIT_STOPPED if ended.status == "STOPPED" else EXIT_FAILED
+            console.print(f"{args.job_id} ended {ended}; no report yet (s3bulk report {args.job_id})", markup=False)
+            return EXIT_OK if ended == "SUCCEEDED" else EXIT_STOPPED if ended == "STOPPED" else EXIT_FAILED
         fields = ("status", "listed", "succeeded", "skipped", "failed", "bytes", "seconds", "not_done", "error", "failures_by_code")
         table = Table(title=f"{args.job_id}: {doc.get('status')}", show_header=False)
         for name in fields:

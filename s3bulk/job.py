@@ -410,6 +410,14 @@ class Process(_Strict):
         return self
 
 
+class FailureBreaker(_Strict):
+    """Stop a job whose objects fail systematically (a destination that refuses every write, a source of archived
+    objects) before it fails them all: S3 Batch Operations' rule, more than half of at least 1,000 (s3bulk/breaker.py)."""
+
+    after: int = Field(1000, ge=1, description="Objects that must have finished before the breaker may trip.")
+    rate: float = Field(0.5, gt=0, le=1, description="The share of finished objects that must have failed (more than this) to trip it.")
+
+
 class Options(_Strict):
     """How a job runs; every default is a measured choice documented in docs/architecture.md."""
 
@@ -492,6 +500,14 @@ class Options(_Strict):
             "Run the job first on this many objects sampled across the key range, check each one (a verify for copy and "
             "move, a read-back for in-place operations), and stop with the result; `s3bulk run --resume` then does the "
             "rest without redoing them. CLI only."
+        ),
+    )
+    failure_breaker: FailureBreaker | Literal[False] = Field(
+        default_factory=FailureBreaker,
+        description=(
+            "Once `after` objects have finished and more than `rate` of them failed (throttling and outages aside), stop "
+            "taking new work (exit 4 locally, the execution fails FailureBreaker on AWS; resumable) and say which errors; "
+            "false turns it off."
         ),
     )
     outage_seconds: float = Field(

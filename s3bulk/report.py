@@ -101,6 +101,8 @@ class Tally:
         self.extraneous_deleted = 0  # sync: destination objects with no source, deleted (or, in a dry run, found)
         self.listing_done = False
         self.first_failures: list[dict[str, str]] = []
+        self.by_code: Counter[str] = Counter()  # failures by error code, for the failure breaker (breaker.py)
+        self.examples: dict[str, tuple[str, str]] = {}  # the first (key, message) of each code
         self._spool: IO[str] = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115 - closed by close()
 
     def seen(self, size: int, selected: bool) -> None:
@@ -139,6 +141,8 @@ class Tally:
     def _fail(self, key: str, error: str, message: str) -> None:
         entry = {"key": key, "error": error, "message": message}
         self.failed += 1
+        self.by_code[error] += 1
+        self.examples.setdefault(error, (key, message))
         self._spool.write(json.dumps(entry, ensure_ascii=True) + "\n")
         if len(self.first_failures) < SHOWN_FAILURES:
             self.first_failures.append(entry)
@@ -165,6 +169,11 @@ class Tally:
                 self.failed,
                 self.bytes,
             )
+
+    def codes(self) -> tuple[dict[str, int], dict[str, tuple[str, str]]]:
+        """Failures by code so far, and each code's first (key, message)."""
+        with self._lock:
+            return dict(self.by_code), dict(self.examples)
 
     def failures(self) -> Iterator[dict[str, str]]:
         """Every failure, streamed back from the spool; call once the job has finished."""
@@ -273,7 +282,15 @@ def over_tolerance(*, status: str, failed: int, tolerated: int, error: str | Non
 
 
 def summarize(
-    job_id: str, operation: str, status: str, counts: Counts, seconds: float, *, tolerated_failures: int, error: str | None = None
+    job_id: str,
+    operation: str,
+    status: str,
+    counts: Counts,
+    seconds: float,
+    *,
+    tolerated_failures: int,
+    error: str | None = None,
+    stop_reason: str | None = None,
 ) -> dict[str, Any]:
     """The report's summary fields, the same on the CLI and on the stack (docs/architecture.md, "Exit codes and the report")."""
     dry = status == "dry-run"
@@ -302,6 +319,8 @@ def summarize(
         # to do (listed objects only: a listing cut short names no more).
         out["done"] = counts.succeeded + counts.skipped
         out["not_done"] = max(0, unfinished)
+    if stop_reason:
+        out["stop_reason"] = stop_reason  # what stopped it: "failure_breaker" (breaker.py); absent for an outage or a user
     if error:
         out["error"] = error
         # A job stopped early: objects listed but neither done nor failed when the report was written.
@@ -391,11 +410,19 @@ class Report:
     # This run's own objects done and bytes (a resumed run's tally holds every run's): its rates divide these.
     run_done: int | None = None
     run_bytes: int | None = None
+    stop_reason: str | None = None  # "failure_breaker" when the failure breaker stopped the run
 
     def summary(self) -> dict[str, Any]:
         counts = Counts.of_tally(self.tally, self.retries)
         return summarize(
-            self.job_id, self.operation, self.status, counts, self.seconds, tolerated_failures=self.tolerated_failures, error=self.error
+            self.job_id,
+            self.operation,
+            self.status,
+            counts,
+            self.seconds,
+            tolerated_failures=self.tolerated_failures,
+            error=self.error,
+            stop_reason=self.stop_reason,
         )
 
     def write(self, path: str | Path) -> None:
@@ -421,10 +448,10 @@ class Report:
     @property
     def exit_code(self) -> int:
         """The CLI's: 0 succeeded, a dry run, or failures within options.tolerated_failures; 1 failed; 3 stopped (an
-        endpoint unreachable; resumable); 130 interrupted (resumable)."""
+        endpoint unreachable; resumable); 4 stopped by the failure breaker (resumable); 130 interrupted (resumable)."""
         if self.interrupted:
             return 130
         if self.status == "stopped":
-            return 3
+            return 4 if self.stop_reason == "failure_breaker" else 3
         failed = self.tally.snapshot().failed
         return 1 if over_tolerance(status=self.status, failed=failed, tolerated=self.tolerated_failures, error=self.error) else 0

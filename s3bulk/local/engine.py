@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import IO
 
 from s3bulk.bodies.budget import MemoryBudget
+from s3bulk.breaker import STOP_REASON, Trip, tripped
 from s3bulk.errors import error_code, error_message
 from s3bulk.job import Job, new_job_id, request_options
 from s3bulk.keys import JsonlKeyLog
@@ -121,6 +122,7 @@ class Engine:
         self.tally = Tally()
         self._committed_lock = threading.Lock()
         self._closing_error: Exception | None = None  # a batch's commit (or a move's deletes) raised: the run failed
+        self.trip: Trip | None = None  # set once the failure breaker (breaker.py) tripped: the run takes no new work
         self._committed = (0, 0, 0)  # (scanned, listed, listed bytes) of the batches this run committed to the ledger
         self._tail = 0  # keys scanned after the last selected one, recorded with the listing's end
         self._stop = threading.Event()
@@ -346,11 +348,13 @@ class Engine:
             stop = self.interrupt.event
 
             def keep_going() -> bool:
-                return not stop.is_set()
+                return not stop.is_set() and not self._breaker_tripped()
 
             try:
                 while (entry := self._next(batches)) is not None:
                     batch, rec = entry
+                    if self._breaker_tripped():  # no new work: the batches already started finish what they took
+                        break
                     sent += len(batch)
                     if cap is not None and sent > cap:
                         self._over_cap = (
@@ -369,7 +373,7 @@ class Engine:
                         break
                 else:
                     listed_all = True
-                if self._over_cap is not None:  # batches already sent finish; the lister stops
+                if self._over_cap is not None or self.trip is not None:  # batches already sent finish; the lister stops
                     halt(cancel=False)
                 if runner.outage is not None:  # the breaker tripped: queued tasks are dropped (not done), running ones end at once
                     halt(cancel=True)
@@ -379,7 +383,8 @@ class Engine:
                 # A stop asked for while the last tasks ran: lanes took no more objects, so batches may be incomplete.
                 interrupted = stop.is_set()
                 listing_thread.join()  # it sent its end marker: only the tail's record is left
-                if listed_all and not interrupted and runner.outage is None and self._listing_error is None and self._over_cap is None:
+                clean = self._listing_error is None and self._over_cap is None and self.trip is None
+                if listed_all and not interrupted and runner.outage is None and clean:
                     # A sync's deletes come last (rclone's --delete-after): after a whole listing read without an
                     # error, and after every copy, so a stop at any point before leaves the destination complete.
                     try:
@@ -404,6 +409,24 @@ class Engine:
             outage = self._listing_error
         return self._report(time.monotonic() - started, interrupted, outage)
 
+    def _breaker_tripped(self) -> bool:
+        """options.failure_breaker on this run's counts (asked before each batch and each object; cheap until `after`)."""
+        if self.trip is not None:
+            return True
+        rule = self.job.options.failure_breaker
+        if rule is False or self.job.options.dry_run:
+            return False
+        snap = self.tally.snapshot()
+        finished = snap.succeeded + snap.skipped + snap.failed
+        if finished < rule.after:
+            return False
+        by_code, examples = self.tally.codes()
+        trip = tripped(rule, finished=finished, failed=snap.failed, by_code=by_code)
+        if trip is not None and trip.by_code:
+            trip = replace(trip, example=examples.get(trip.by_code[0][0]))
+        self.trip = trip
+        return trip is not None
+
     def _next(self, batches: queue.Queue[tuple[list[Item], BatchEntry] | None]) -> tuple[list[Item], BatchEntry] | None:
         """The lister's next batch, or Interrupted once a stop is asked for (polled: a signal only sets the event)."""
         while True:
@@ -421,13 +444,15 @@ class Engine:
 
     def _report(self, seconds: float, interrupted: bool, outage: EndpointUnreachable | None = None) -> Report:
         error = None
-        stopped = outage is not None and not interrupted
+        stopped = (outage is not None or self.trip is not None) and not interrupted
         if interrupted:
             error = "interrupted before the job finished; counts cover the work done"
         elif outage is not None:
             error = f"stopped: {outage}"
         elif self._over_cap is not None:
             error = self._over_cap
+        elif self.trip is not None:
+            error = self.trip.line(f"s3bulk run --resume {self.job_id}")
         elif self._closing_error is not None:
             failed = self._closing_error
             error = (
@@ -462,6 +487,7 @@ class Engine:
             outage=outage.outage if stopped and outage is not None else None,
             run_done=this_run.done,
             run_bytes=this_run.bytes,
+            stop_reason=STOP_REASON if self.trip is not None and stopped and outage is None else None,
         )
 
     def _ledger_tally(self) -> Tally:

@@ -12,6 +12,7 @@ from typing import IO
 
 from rich.console import Console
 
+from s3bulk.breaker import STOP_REASON
 from s3bulk.job import Job, JobError
 from s3bulk.local import canary as sampling
 from s3bulk.local.engine import Engine, JobAbort, finish_journaled_deletes
@@ -162,6 +163,9 @@ def _finish(job: Job, report: Report, engine: Engine, console: Console, *, quiet
         report.write(report_path)
     if report.outage is not None:  # on stderr even with --quiet: it says why the run stopped and how to finish it
         print(stop_message(report, resume_command(engine.job_id, resume_args) if resumable else None), file=sys.stderr, flush=True)
+    if engine.trip is not None and report.stop_reason == STOP_REASON:  # on stderr even with --quiet, as an outage's
+        how = resume_command(engine.job_id, resume_args) if resumable else "run the job again (no ledger was kept, so it starts over)"
+        print(engine.trip.line(how), file=sys.stderr, flush=True)
     if report.interrupted:
         s = report.summary()
         how = resume_command(engine.job_id, resume_args) if resumable else "run the job again (no ledger was kept, so it starts over)"
@@ -176,7 +180,7 @@ def _finish(job: Job, report: Report, engine: Engine, console: Console, *, quiet
         failures = failures_table(report, report_path)
         if failures is not None:
             console.print(failures)
-        if report.error and report.outage is None and not report.interrupted:
+        if report.error and report.outage is None and not report.interrupted and report.stop_reason is None:
             console.print(f"[red]error:[/] {report.error}")
         elif report.error is None and report.tally.snapshot().listed == 0:
             where = f"s3://{job.source.bucket}/{job.source.prefix}"

@@ -15,41 +15,45 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from s3bulk.aws.ledger import JobRecord
 from s3bulk.local.progress import Rates, progress_fields
+from s3bulk.report import Snapshot
+
+# One poll of a job: its ledger status and its counts.
+Poll = tuple[str, Snapshot]
 
 # Ledger statuses of a job that is still going (workers may still count batches while it stops).
 GOING = frozenset({"RUNNING", "STOPPING"})
 
 
-def watch_line(rec: JobRecord, objects_per_s: float, bytes_per_s: float) -> str:
-    fields = progress_fields(rec.snapshot(), objects_per_s, bytes_per_s)
-    return f"{rec.job_id} {rec.status.lower()}  {fields['counts']}  {fields['rates']}  {fields['eta']}"
+def watch_line(job_id: str, status: str, snap: Snapshot, objects_per_s: float, bytes_per_s: float) -> str:
+    fields = progress_fields(snap, objects_per_s, bytes_per_s)
+    return f"{job_id} {status.lower()}  {fields['counts']}  {fields['rates']}  {fields['eta']}"
 
 
 def watch(
-    fetch: Callable[[], JobRecord],
+    job_id: str,
+    fetch: Callable[[], Poll],
     console: Console,
     *,
     every: float = 5.0,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
-) -> JobRecord:
+) -> str:
     """Poll the job every `every` seconds and show its line (updated in place on a terminal, a line per change
-    otherwise) until its status says it ended; its last record."""
+    otherwise) until its status says it ended; its last status."""
     rates = Rates(window=max(60.0, 6 * every))  # a minute of polls: the pace, not one poll's noise
     live = Live(console=console, auto_refresh=False, transient=False) if console.is_terminal else None
     shown = ""
     with live if live is not None else nullcontext():
         while True:
-            rec = fetch()
-            objects_per_s, bytes_per_s = rates.add(clock(), rec.snapshot())
-            line = watch_line(rec, objects_per_s, bytes_per_s)
+            status, snap = fetch()
+            objects_per_s, bytes_per_s = rates.add(clock(), snap)
+            line = watch_line(job_id, status, snap, objects_per_s, bytes_per_s)
             if live is not None:
                 live.update(Text.from_markup(line), refresh=True)
             elif line != shown:
                 console.print(line, soft_wrap=True, highlight=False)
             shown = line
-            if rec.status not in GOING:
-                return rec
+            if status not in GOING:
+                return status
             sleep(every)
