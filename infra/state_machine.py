@@ -222,6 +222,19 @@ def build_state_machine(
     )
     _retry(report_failure, [*LAMBDA_TRANSIENT, "States.Timeout"])
     report_failure.add_catch(mark_failed, errors=["States.ALL"], result_path="$.report_error")
+    # The failure breaker (s3bulk/breaker.py) stopped the job: as resumable as any stop, under an error of its own.
+    breaker_tripped = sfn.Fail(
+        scope,
+        "FailureBreakerTripped",
+        error="FailureBreaker",
+        cause="More than options.failure_breaker.rate of at least options.failure_breaker.after finished objects failed; "
+        "the job stopped taking work (its report names the errors). Fix the cause, then: s3bulk resume JOB_ID.",
+    )
+
+    def by_breaker(result: str) -> sfn.Condition:
+        reason = f"{result}.stop_reason"
+        return sfn.Condition.and_(sfn.Condition.is_present(reason), sfn.Condition.string_equals(reason, "failure_breaker"))
+
     # An endpoint that stopped answering stops the job, resumable: the same job submitted again goes on from its checkpoints.
     job_stopped = sfn.Fail(
         scope,
@@ -235,6 +248,7 @@ def build_state_machine(
         .when(unfinished("$.failure_report"), report_failure)
         .otherwise(
             sfn.Choice(scope, "StoppedByOutage?")
+            .when(by_breaker("$.failure_report"), breaker_tripped)
             .when(sfn.Condition.string_equals("$.failure_report.status", "stopped"), job_stopped)
             .otherwise(failed)
         )
@@ -340,6 +354,7 @@ def build_state_machine(
     )
     verdict = (
         sfn.Choice(scope, "WithinTolerance?")
+        .when(by_breaker("$.result"), breaker_tripped)
         .when(sfn.Condition.string_equals("$.result.status", "stopped"), job_stopped)
         .when(sfn.Condition.boolean_equals("$.result.over_threshold", True), too_many)
         .otherwise(succeeded)

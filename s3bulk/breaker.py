@@ -21,6 +21,8 @@ THROTTLING = frozenset(
 # The exit code of a local run the breaker stopped (3 is an outage, 130 an interrupt).
 EXIT_BREAKER = 4
 STOP_REASON = "failure_breaker"
+# How a stop reason the breaker wrote begins (the stack keeps it on the job item, as an outage's).
+LINE_START = "failure breaker:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,17 @@ def counted_failures(failed: int, by_code: Mapping[str, int]) -> int:
     return failed - sum(n for code, n in by_code.items() if code in THROTTLING)
 
 
+def over(rule: FailureBreaker | bool, *, finished: int, weighed: int) -> bool:
+    """The rule itself: at least `after` objects finished, and more than `rate` of them failed (`weighed`: failures
+    other than throttling's)."""
+    return isinstance(rule, FailureBreaker) and finished >= rule.after and weighed > rule.rate * finished
+
+
+def ranked(by_code: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
+    """Error codes other than throttling's, the most frequent first."""
+    return tuple(sorted(((c, n) for c, n in by_code.items() if c not in THROTTLING and n), key=lambda kv: (-kv[1], kv[0])))
+
+
 def tripped(
     rule: FailureBreaker | bool,
     *,
@@ -57,10 +70,7 @@ def tripped(
 ) -> Trip | None:
     """The breaker's verdict on a job's counts so far: a Trip once at least `after` objects have finished (succeeded,
     skipped or failed) and more than `rate` of them failed for reasons other than throttling; else None."""
-    if not isinstance(rule, FailureBreaker) or finished < rule.after:
-        return None
     weighed = counted_failures(failed, by_code)
-    if weighed <= rule.rate * finished:
+    if not over(rule, finished=finished, weighed=weighed):
         return None
-    ranked = tuple(sorted(((c, n) for c, n in by_code.items() if c not in THROTTLING and n), key=lambda kv: (-kv[1], kv[0])))
-    return Trip(finished, weighed, ranked, example)
+    return Trip(finished, weighed, ranked(by_code), example)

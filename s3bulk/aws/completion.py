@@ -13,7 +13,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from s3bulk.aws.ledger import DynamoLedger
+from s3bulk.aws.ledger import DynamoLedger, Progress
 
 # The token's wait already ended (sent by someone else, or timed out and replaced by a new one).
 _SPENT = {"TaskTimedOut", "TaskDoesNotExist", "InvalidToken"}
@@ -34,15 +34,16 @@ class Completion:
             raise
 
 
-def notify_if_complete(job_id: str, ledger: DynamoLedger, completion: Completion | None) -> bool:
+def notify_if_complete(job_id: str, ledger: DynamoLedger, completion: Completion | None, progress: Progress | None = None) -> bool:
     """Resume the execution if the job is complete and it is waiting; True if this call resumed it.
 
     The worker counting a batch and the Await step storing the token each write, then
     read the other's write (strongly consistent), so at least one of them sees both.
+    `progress`: that read, when the caller made it already (after its own write).
     """
     if completion is None:
         return False
-    progress = ledger.progress(job_id)
+    progress = progress or ledger.progress(job_id)
     if not progress.complete or progress.token is None:
         return False
     return completion.send(progress.token, job_id)

@@ -12,6 +12,7 @@ from s3bulk.aws.assembly import assemble
 from s3bulk.aws.ledger import DynamoLedger
 from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.aws.steps import TimeLeft
+from s3bulk.breaker import LINE_START, STOP_REASON
 from s3bulk.job import JobError, new_job_id, parse_job
 from s3bulk.outage import EndpointUnreachable
 from s3bulk.report import Counts, job_status, over_tolerance, summarize
@@ -56,8 +57,16 @@ def finalize(
     stopped = rec.stop_reason is not None or (error is not None and error.startswith(f"{EndpointUnreachable.__name__}:"))
     reason = rec.stop_reason or error if stopped else error
     status = job_status(dry_run=opts.dry_run, failed=counts.failed, error=error, stopped=stopped)
+    breaker = STOP_REASON if stopped and (rec.stop_reason or "").startswith(LINE_START) else None
     summary = summarize(
-        job_id, rec.job.operation, status, counts, now() - rec.created_at, tolerated_failures=opts.tolerated_failures, error=reason
+        job_id,
+        rec.job.operation,
+        status,
+        counts,
+        now() - rec.created_at,
+        tolerated_failures=opts.tolerated_failures,
+        error=reason,
+        stop_reason=breaker,
     )
     uri = reports.put_report(job_id, summary, digest)
     over = not stopped and over_tolerance(status=status, failed=counts.failed, tolerated=opts.tolerated_failures, error=error)
@@ -70,6 +79,7 @@ def finalize(
         "tolerated_failures": opts.tolerated_failures,
         "over_threshold": over,
         "report": uri,
+        **({"stop_reason": breaker} if breaker else {}),
     }
 
 

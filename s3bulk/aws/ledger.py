@@ -29,7 +29,7 @@ import random
 import time
 import zlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
@@ -50,10 +50,11 @@ COUNTERS = (
     "extraneous",
     "retries",
     "object_retries",
+    "throttled",
 )
 # Counters the lister adds on the job item; the rest are only ever added on shards.
 LISTER_COUNTERS = ("scanned", "listed", "listed_bytes", "skipped", "failed", "batches", "pending", "extraneous")
-WORKER_COUNTERS = ("succeeded", "skipped", "failed", "bytes", "retries", "object_retries", "pending")
+WORKER_COUNTERS = ("succeeded", "skipped", "failed", "bytes", "retries", "object_retries", "pending", "throttled")
 DEFAULT_TTL_DAYS = 30
 # Enough shards that 1,000 concurrent workers finishing a batch a second each put ~30 writes/s
 # on any one item (DynamoDB's per-item limit is 1,000 WCU/s, and transactions conflict far sooner).
@@ -144,6 +145,7 @@ class BatchCounts:
     bytes: int = 0
     retries: int = 0  # requests the S3 client retried while working the batch
     object_retries: int = 0  # extra rounds its objects needed
+    throttled: int = 0  # of `failed`, those whose error was throttling (the failure breaker leaves them out)
 
 
 def job_key(job_id: str) -> dict[str, Any]:
@@ -194,6 +196,7 @@ class Progress:
     pending: int
     status: str
     token: str | None
+    counters: dict[str, int] = field(default_factory=dict)  # the job's counters, as read for this check
 
     @property
     def complete(self) -> bool:
@@ -331,14 +334,15 @@ class DynamoLedger:
             TableName=self.table,
             Key=job_key(job_id),
             ConsistentRead=True,
-            ProjectionExpression="#s, #t, pending, shards",
+            ProjectionExpression="#s, #t, pending, shards, failed, skipped",  # failed, skipped: the failure breaker
             ExpressionAttributeNames={"#s": "status", "#t": "completion_token"},
         )
         item = r.get("Item")
         if item is None:
             raise KeyError(f"job {job_id!r} is not in the ledger")
         counters, listing_done = self._sum(item, self._shard_items(job_id))
-        return Progress(listing_done, counters.get("pending", 0), item["status"]["S"], item.get("completion_token", {}).get("S"))
+        token = item.get("completion_token", {}).get("S")
+        return Progress(listing_done, counters.get("pending", 0), item["status"]["S"], token, counters)
 
     # -- listing shards ---------------------------------------------------------------------------
     def plan(self, job_id: str, ranges: list[tuple[str, str | None]]) -> int:
@@ -597,12 +601,13 @@ class DynamoLedger:
             ":b": counts.bytes,
             ":r": counts.retries,
             ":o": counts.object_retries,
+            ":t": counts.throttled,
             ":minus": 0 if child else -1,
         }
         update = {
             "TableName": self.table,
             "Key": _key(job_id, counter_shard(batch_id, self.shards)),
-            "UpdateExpression": "ADD #s :s, #k :k, #f :f, #b :b, #r :r, #o :o, #p :minus SET expires_at = :exp",
+            "UpdateExpression": "ADD #s :s, #k :k, #f :f, #b :b, #r :r, #o :o, #t :t, #p :minus SET expires_at = :exp",
             "ExpressionAttributeNames": {
                 "#s": "succeeded",
                 "#k": "skipped",
@@ -610,6 +615,7 @@ class DynamoLedger:
                 "#b": "bytes",
                 "#r": "retries",
                 "#o": "object_retries",
+                "#t": "throttled",
                 "#p": "pending",
             },
             "ExpressionAttributeValues": {**{k: {"N": str(v)} for k, v in values.items()}, ":exp": expires},

@@ -108,6 +108,7 @@ def list_step(
     job = ledger.spec(job_id)
     allow.check(job)
     store, dst_store = job_stores(job, store, open_side)
+    halted(ledger, job_id)  # a stopped job's shard loop ends here, not in a call that lists nothing, again and again
     state = ledger.list_shard(job_id, shard)
     src = job.source
     if src.manifest is not None:
@@ -124,8 +125,7 @@ def list_step(
             # Stopping an execution does not stop a Lambda already running: a lister of a job its owner stopped (or an
             # outage stopped) sends no more pages; the resume lists on from this shard's checkpoint.
             asked = time.monotonic()
-            if ledger.status(job_id) != "RUNNING":
-                break
+            halted(ledger, job_id)
         page_no, last_key = state.page, state.last_key if state.page else (state.after or None)
         page = list_shard_page(lister(store, src), src.bucket, src.prefix, Shard(state.after, state.upto), state.cursor)
         objs, last = page.objects, page.done
@@ -165,6 +165,18 @@ def list_step(
         state, recorded = _record(job_id, state, intent, len(messages), ledger=ledger)
         pages += recorded
     return ListOutcome(job_id, shard, state.done, pages)
+
+
+class JobHalted(RuntimeError):
+    """The job stopped (an outage, the failure breaker, its owner) while its listing ran: this step ends with an error,
+    so the state machine reports the job as stopped (its listing resumes from this shard's checkpoint)."""
+
+
+def halted(ledger: DynamoLedger, job_id: str) -> None:
+    """Raise JobHalted unless the job still runs."""
+    status = ledger.status(job_id)
+    if status != "RUNNING":
+        raise JobHalted(f"job {job_id} is {status}; its listing goes on when it is resumed (s3bulk resume {job_id})")
 
 
 def _record(job_id: str, state: ListShard, intent: PageIntent, batches: int, *, ledger: DynamoLedger) -> tuple[ListShard, int]:

@@ -11,12 +11,13 @@ from dataclasses import dataclass
 
 from s3bulk.aws.allowlist import AllowList
 from s3bulk.aws.completion import Completion, notify_if_complete
-from s3bulk.aws.ledger import BatchCounts, DynamoLedger
+from s3bulk.aws.ledger import BatchCounts, DynamoLedger, Progress
 from s3bulk.aws.messages import BatchMessage
 from s3bulk.aws.queue import Returns
 from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.aws.steps import WORKER_TIME_S, OpenSide, TimeLeft, job_stores
 from s3bulk.bodies.budget import MemoryBudget
+from s3bulk.breaker import THROTTLING, Trip, over, ranked
 from s3bulk.errors import error_code, error_message
 from s3bulk.job import Job, JobError, Process
 from s3bulk.keys import JsonlKeyLog
@@ -151,6 +152,7 @@ class WorkerService:
         self.parts = part_pool()
         self._jobs: dict[str, Job] = {}
         self._status: dict[str, tuple[str, float]] = {}
+        self._failing: set[str] = set()  # jobs whose last batch counted here had failures (their status is read per batch)
 
     def job(self, job_id: str) -> Job:
         if job_id not in self._jobs:
@@ -158,9 +160,11 @@ class WorkerService:
         return self._jobs[job_id]
 
     def status(self, job_id: str) -> str:
-        """The job's status as of at most STATUS_TTL_S ago; any other status than RUNNING is read afresh (a job may be reopened)."""
+        """The job's status as of at most STATUS_TTL_S ago; any other status than RUNNING is read afresh (a job may be
+        reopened), and so is that of a job whose last batch here failed objects: the failure breaker may have stopped
+        it, and a failing job must not go on failing batch after batch for the cache's lifetime."""
         status, at = self._status.get(job_id, ("", -STATUS_TTL_S))
-        if status != "RUNNING" or self.clock() - at >= STATUS_TTL_S:
+        if status != "RUNNING" or self.clock() - at >= STATUS_TTL_S or job_id in self._failing:
             status = self.ledger.status(job_id)
             self._status[job_id] = (status, self.clock())
         return status
@@ -255,14 +259,23 @@ class WorkerService:
                 self.reports.put_failures(msg.job_id, msg.batch_id, tally.failures(), attempt)
                 self.reports.put_keys(msg.job_id, msg.batch_id, spool, attempt)
                 retries = sum(s.retries for s in stores) - retries_before
-                counts = BatchCounts(tally.succeeded, tally.skipped, tally.failed, tally.bytes, retries, tally.retried)
+                codes, examples = tally.codes()
+                throttled = sum(n for code, n in codes.items() if code in THROTTLING)
+                counts = BatchCounts(tally.succeeded, tally.skipped, tally.failed, tally.bytes, retries, tally.retried, throttled)
             finally:
                 tally.close()
         counted = self.ledger.finish_batch(msg.job_id, msg.batch_id, counts, attempt=attempt, child=rest.encode() if rest else "")
         if counted and rest is not None and self.returns is not None:
             self.returns.requeue(rest.encode())  # after the count: a try that ends between the two is redelivered and sends it
+        if counts.failed > counts.throttled:
+            self._failing.add(msg.job_id)
+        else:
+            self._failing.discard(msg.job_id)
         if counted:
-            notify_if_complete(msg.job_id, self.ledger, self.completion)
+            progress = self.ledger.progress(msg.job_id) if counts.failed or self.completion is not None else None
+            if progress is not None and counts.failed > counts.throttled:
+                self._break_if_failing(msg.job_id, job, progress, codes, examples)
+            notify_if_complete(msg.job_id, self.ledger, self.completion, progress)
         else:  # another try of this batch was counted first: its parts, not these, are the batch's
             self.reports.discard(msg.job_id, msg.batch_id, attempt)
         if self.rate is not None and self.rate.enabled and self.rate.send_rate is not None:
@@ -285,6 +298,23 @@ class WorkerService:
         checks = {j: it.recheck for j, it in enumerate(untaken) if it.recheck is not None}
         uploads = {j: it.upload_id for j, it in enumerate(untaken) if it.upload_id}
         return msg.rest([it.obj for it in untaken], checks, attempt, uploads)
+
+    def _break_if_failing(
+        self, job_id: str, job: Job, progress: Progress, codes: dict[str, int], examples: dict[str, tuple[str, str]]
+    ) -> None:
+        """options.failure_breaker on the job's counts, read after this batch was counted: past it, the job stops as an
+        outage stops it (batches held, listers halted, the execution resumed to report), with a line saying why."""
+        c = progress.counters
+        finished = c.get("succeeded", 0) + c.get("skipped", 0) + c.get("failed", 0)
+        weighed = c.get("failed", 0) - c.get("throttled", 0)
+        if progress.status != "RUNNING" or not over(job.options.failure_breaker, finished=finished, weighed=weighed):
+            return
+        top = ranked(codes)
+        trip = Trip(finished, weighed, top, examples.get(top[0][0]) if top else None)
+        if self.ledger.stop(job_id, trip.line(f"s3bulk resume {job_id}")):
+            self._status.pop(job_id, None)
+            if progress.token is not None and self.completion is not None:
+                self.completion.send(progress.token, job_id)
 
     def _stop_if_lasting(self, job_id: str, outage: EndpointUnreachable) -> None:
         """An endpoint gone for longer than `outage_stop` (this container's breaker remembers since when): stop the job.
@@ -366,7 +396,7 @@ class WorkerService:
         failures = [{"key": key, "error": code, "message": message} for key, *_ in msg.items]
         attempt = uuid.uuid4().hex[:12]
         self.reports.put_failures(msg.job_id, msg.batch_id, failures, attempt)
-        counts = BatchCounts(failed=len(failures))
+        counts = BatchCounts(failed=len(failures), throttled=len(failures) if code in THROTTLING else 0)
         counted = self.ledger.finish_batch(msg.job_id, msg.batch_id, counts, attempt=attempt)
         if counted:
             notify_if_complete(msg.job_id, self.ledger, self.completion)

@@ -1,0 +1,83 @@
+"""The failure breaker on the stack: a destination that refuses every write stops the job after `after` objects,
+resumably, with a report that names the error; the resume, after the fix, works the batches it held."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+
+from s3bulk.aws import remote
+from s3bulk.aws.ledger import DynamoLedger
+from s3bulk.aws.remote import Deployment
+from s3bulk.job import parse_job
+from s3bulk.s3.clients import ClientSettings
+from s3bulk.s3.stores import FastS3Store
+from s3bulk.store import StoreError
+from tests.integration.aws_harness import REGION
+from tests.integration.stack_harness import StackOnMoto, synthesize
+
+SRC, DST = "src-bucket", "dst-bucket"
+CONTEXT: dict[str, object] = {"read_buckets": f"{SRC},{DST}", "write_buckets": DST}
+N = 600
+
+
+@pytest.fixture(scope="module")
+def template() -> dict[str, Any]:
+    return synthesize(CONTEXT)
+
+
+@pytest.fixture
+def refusing(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
+    """While its flag is up, the destination refuses every copy (a bucket policy, a missing KMS grant)."""
+    real = FastS3Store.copy_object
+    up = [True]
+
+    def copy_object(self: FastS3Store, src_bucket: str, src_key: str, dst_bucket: str, *args: Any, **kwargs: Any) -> str:
+        if up[0] and dst_bucket == DST:
+            raise StoreError("AccessDenied", "Access Denied (the destination's bucket policy)", 403)
+        return str(real(self, src_bucket, src_key, dst_bucket, *args, **kwargs))
+
+    monkeypatch.setattr(FastS3Store, "copy_object", copy_object)
+    yield up
+
+
+def test_a_destination_refusing_every_write_trips_the_breaker_and_the_resume_after_the_fix_works_what_it_held(
+    template: dict[str, Any], refusing: list[bool]
+) -> None:
+    env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_OUTAGE_STOP_S": "2", "S3BULK_CONCURRENCY": "4"}
+    with StackOnMoto(template, buckets=(SRC, DST), env=env) as stack:
+        s3 = boto3.client("s3", region_name=REGION)
+        for i in range(N):
+            s3.put_object(Bucket=SRC, Key=f"in/{i % 4}/obj-{i:04d}", Body=f"body {i}".encode())
+        job = {
+            "job_id": "refused",
+            "operation": "copy",
+            "source": {"bucket": SRC, "prefix": "in/"},
+            "destination": {"bucket": DST, "prefix": "out/"},
+            "options": {"batch_size": 25, "failure_breaker": {"after": 100, "rate": 0.5}},
+        }
+        ex = stack.run(job, timeout=120)
+        assert (ex.status, ex.description.get("error")) == ("FAILED", "FailureBreaker"), (ex.description, stack.describe())
+        r = json.loads(stack.s3.get_object(Bucket=stack.bucket_of("Reports"), Key="jobs/refused/report.json")["Body"].read())
+        assert (r["status"], r["stop_reason"], r["succeeded"]) == ("stopped", "failure_breaker", 0)
+        assert r["failures_by_code"] == {"AccessDenied": r["failed"]} and 100 <= r["failed"] < N  # not every object tried
+        assert r["error"].startswith("failure breaker:") and "AccessDenied" in r["error"] and "s3bulk resume refused" in r["error"]
+        assert "Contents" not in stack.s3.list_objects_v2(Bucket=DST)
+        ledger = DynamoLedger(stack.ddb, stack.bucket_of("Ledger"))
+        assert ledger.status("refused") == "STOPPED"
+
+        refusing[0] = False  # the policy fixed: the held batches are worked, the objects that failed stay reported
+        deployment = Deployment(stack.state_machine_arn, ledger.table, stack.bucket_of("Reports"))
+        again = stack.follow(remote.resume(deployment, "refused", ClientSettings(region=REGION)), timeout=120)
+        assert again.description.get("error") == "TooManyFailures", (again.description, stack.describe())
+        final = json.loads(stack.s3.get_object(Bucket=stack.bucket_of("Reports"), Key="jobs/refused/report.json")["Body"].read())
+        # Batches workers had in hand when the breaker tripped finished (failed) after the first report was written.
+        assert final["listed"] == N and final["failed"] >= r["failed"] and final["succeeded"] == N - final["failed"] > 0
+        assert final["failures_by_code"] == {"AccessDenied": final["failed"]}
+        copied = stack.s3.list_objects_v2(Bucket=DST, MaxKeys=1000).get("KeyCount", 0)
+        assert copied == final["succeeded"]
+        assert parse_job(json.dumps(job)).options.failure_breaker  # the rule the job ran with
