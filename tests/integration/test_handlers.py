@@ -199,11 +199,23 @@ def test_a_worker_out_of_time_mid_batch_returns_the_batch_and_nothing_is_lost(aw
 def test_a_lister_crash_between_send_and_checkpoint_resends_without_double_counting(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> None:
     seed(aws, 700)
     job_id = start(aws)
+    list_with_a_death_before_page_1s_checkpoint(job_id, monkeypatch)
+    work_all(aws)
+    rec = aws.ledger.load(job_id)
+    assert (rec.counters["listed"], rec.counters["succeeded"], rec.counters["pending"]) == (700, 700, 0)
+    assert rec.counters["batches"] == 3
+
+
+def list_with_a_death_before_page_1s_checkpoint(
+    job_id: str, monkeypatch: pytest.MonkeyPatch, meanwhile: Callable[[], None] = lambda: None
+) -> None:
+    """List the job, its lister dying once between sending page 1 and recording it (`meanwhile` runs then), then again."""
     real = DynamoLedger.checkpoint
     crashes = iter([True])
 
     def crash_once(self: DynamoLedger, *args: Any, **kwargs: Any) -> bool:
         if args[2] == 1 and next(crashes, False):  # (job_id, shard, page, ...)
+            meanwhile()
             raise RuntimeError("lister killed after sending page 1")
         return real(self, *args, **kwargs)
 
@@ -211,10 +223,6 @@ def test_a_lister_crash_between_send_and_checkpoint_resends_without_double_count
     with pytest.raises(RuntimeError):
         list_all(job_id, pages_per_call=10)
     list_all(job_id, pages_per_call=10)
-    work_all(aws)
-    rec = aws.ledger.load(job_id)
-    assert (rec.counters["listed"], rec.counters["succeeded"], rec.counters["pending"]) == (700, 700, 0)
-    assert rec.counters["batches"] == 3
 
 
 def test_a_lister_dead_before_its_checkpoint_on_a_live_prefix_redoes_the_page_it_sent_and_loses_no_key(
@@ -225,20 +233,12 @@ def test_a_lister_dead_before_its_checkpoint_on_a_live_prefix_redoes_the_page_it
     id once, so keys were dropped). The redo sends the stored page instead: every listed key is copied, counts exact."""
     expected = seed(aws, 700)
     job_id = start(aws, batch_size=60)
-    real = DynamoLedger.checkpoint
-    crashes = iter([True])
 
-    def crash_once(self: DynamoLedger, *args: Any, **kwargs: Any) -> bool:
-        if args[2] == 1 and next(crashes, False):  # (job_id, shard, page, ...)
-            for i in range(5):  # keys sorting inside page 1 (in/2/obj-00352 .. in/4/...), ahead of most of its batches
-                aws.s3.put_object(Bucket=SRC, Key=f"in/3/new-{i}", Body=b"late")
-            raise RuntimeError("lister killed after sending page 1")
-        return real(self, *args, **kwargs)
+    def keys_added() -> None:
+        for i in range(5):  # keys sorting inside page 1 (in/2/obj-00352 .. in/4/...), ahead of most of its batches
+            aws.s3.put_object(Bucket=SRC, Key=f"in/3/new-{i}", Body=b"late")
 
-    monkeypatch.setattr(DynamoLedger, "checkpoint", crash_once)
-    with pytest.raises(RuntimeError):
-        list_all(job_id, pages_per_call=10)
-    list_all(job_id, pages_per_call=10)
+    list_with_a_death_before_page_1s_checkpoint(job_id, monkeypatch, keys_added)
     work_all(aws)
     rec = aws.ledger.load(job_id)
     assert (rec.counters["listed"], rec.counters["succeeded"], rec.counters["failed"], rec.counters["pending"]) == (700, 700, 0, 0)
