@@ -190,3 +190,12 @@ def test_prices_come_from_the_data_file_plan_reads() -> None:
 def test_every_scale_row_is_a_shard_count_the_stack_deploys() -> None:
     assert all(1 <= k <= MAX_SHARDS for k, _, _ in SCALE_ROWS)
     assert math.isclose(at_scale(1e8, MAX_SHARDS, 1000, 1000, 0.6).listing_per_s, MAX_SHARDS * lister_keys_per_s())
+
+
+def test_finalize_fits_one_call_at_100m_objects_10_percent_failed_and_loops_past_that() -> None:
+    from bench.cost_model import finalize_at_scale
+
+    assert "About 297 s in all: 1 Finalize call(s)" in " ".join(finalize_at_scale(1e8, 0.10))
+    assert "Finalize call(s)" in " ".join(finalize_at_scale(1e9, 0.10)) and " 1 Finalize call(s)" not in " ".join(
+        finalize_at_scale(1e9, 0.10)
+    )
