@@ -49,6 +49,7 @@ from infra.bundling import PROCESS_DIR, RUNTIME_PYTHON, TASK_ROOT, lambda_code
 from infra.config import DeployConfig, concurrency_needed
 from infra.monitoring import Monitoring
 from infra.state_machine import build_state_machine
+from s3bulk.aws.ledger import JOBS_INDEX
 from s3bulk.aws.reportbucket import KEY_LOG_TAG
 from s3bulk.metrics import NAMESPACE, SERVICE
 
@@ -95,6 +96,13 @@ class S3BulkStack(cdk.Stack):
             point_in_time_recovery_specification=ddb.PointInTimeRecoverySpecification(point_in_time_recovery_enabled=True),
             time_to_live_attribute="expires_at",
             removal_policy=keep,
+        )
+        # Recent jobs, newest first (s3bulk jobs): sparse, only job items carry `kind`; keys only, rarely written.
+        self.table.add_global_secondary_index(
+            index_name=JOBS_INDEX,
+            partition_key=ddb.Attribute(name="kind", type=ddb.AttributeType.STRING),
+            sort_key=ddb.Attribute(name="created_at", type=ddb.AttributeType.NUMBER),
+            projection_type=ddb.ProjectionType.KEYS_ONLY,
         )
 
         # -- reports ----------------------------------------------------------------------------

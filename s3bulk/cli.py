@@ -13,7 +13,9 @@ import json
 import os
 import shlex
 import sys
+import time
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -23,7 +25,19 @@ from rich.table import Table
 from s3bulk import __version__
 from s3bulk.aws.doctor import check_concurrency
 from s3bulk.aws.invoke import lambda_invoker
-from s3bulk.aws.remote import DEFAULT_STACK, Deployment, DeploymentError, deploy_file_defaults, fetch_report, resume, status, stop, submit
+from s3bulk.aws.ledger import JobRecord
+from s3bulk.aws.remote import (
+    DEFAULT_STACK,
+    Deployment,
+    DeploymentError,
+    deploy_file_defaults,
+    fetch_report,
+    recent_jobs,
+    resume,
+    status,
+    stop,
+    submit,
+)
 from s3bulk.bodies.malloc import pin_mmap_threshold
 from s3bulk.job import Job, JobError, differ, json_schema, load_job, new_job_id, parse_job
 from s3bulk.local import preflight
@@ -33,6 +47,7 @@ from s3bulk.local.interrupt import Interrupt, handling_signals
 from s3bulk.local.ledger import LedgerError, LocalLedger, spec_hash, state_dir
 from s3bulk.local.plan import STACK_THREADS, STACK_WORKERS, cost, eta_seconds, load_prices, make_plan
 from s3bulk.local.preflight import UsageError, check_report_path, origin_of, profile_problem
+from s3bulk.local.progress import human_seconds
 from s3bulk.local.run import execute
 from s3bulk.local.undo import undo_log
 from s3bulk.local.watch import watch
@@ -124,6 +139,9 @@ def _parser() -> argparse.ArgumentParser:
     deployed("doctor", "check what the deployed stack needs from its account (Lambda concurrency)")
     deployed("resume", "go on with a stopped or failed deployed job from its checkpoints").add_argument("job_id")
     deployed("stop", "stop a running deployed job; its queued work is held for s3bulk resume").add_argument("job_id")
+    jobs_cmd = deployed("jobs", "list the deployed stack's recent jobs, newest first")
+    jobs_cmd.add_argument("--limit", type=int, default=20, help="how many (default 20)")
+    jobs_cmd.add_argument("--json", action="store_true", help="one JSON document instead of a table")
     deployed("status", "show a deployed job's state and counters").add_argument("job_id")
     watch_cmd = deployed("watch", "follow a deployed job's progress until it ends; exit by its outcome (0, 1, 3)")
     watch_cmd.add_argument("job_id")
@@ -438,6 +456,20 @@ def _remote(args: argparse.Namespace, console: Console) -> int:
             soft_wrap=True,
         )
         return EXIT_OK
+    if args.command == "jobs":
+        if not 1 <= args.limit <= 1000:
+            raise UsageError("--limit: between 1 and 1000")
+        rows = [job_row(rec, time.time()) for rec in recent_jobs(dep, settings, args.limit)]
+        if args.json:
+            print(json.dumps(rows, indent=1))
+            return EXIT_OK
+        table = Table(title=f"recent jobs ({len(rows)})")
+        for col in ("job_id", "operation", "status", "listed", "done", "failed", "started", "running"):
+            table.add_column(col, overflow="fold")
+        for row in rows:
+            table.add_row(*(f"{v:,}" if isinstance(v, int) else str(v) for v in row.values()))
+        console.print(table)
+        return EXIT_OK
     if args.command == "watch":
         if args.every < 1:
             raise UsageError("--every: poll at most once a second (each poll reads the job's ledger items)")
@@ -474,6 +506,22 @@ def _remote(args: argparse.Namespace, console: Console) -> int:
     else:
         print(text)
     return _exit_for(doc.get("status"))
+
+
+def job_row(rec: JobRecord, now: float) -> dict[str, str | int]:
+    """One line of `s3bulk jobs`: the job, its outcome so far, when it started, and how long it ran (or has run)."""
+    c = rec.counters
+    ended = rec.updated_at if rec.status not in {"RUNNING", "STOPPING"} and rec.updated_at else now
+    return {
+        "job_id": rec.job_id,
+        "operation": rec.job.operation,
+        "status": rec.status,
+        "listed": c.get("listed", 0),
+        "done": c.get("succeeded", 0) + c.get("skipped", 0),
+        "failed": c.get("failed", 0),
+        "started": datetime.fromtimestamp(rec.created_at, UTC).strftime("%Y-%m-%d %H:%M:%SZ"),
+        "running": human_seconds(max(0.0, ended - rec.created_at)),
+    }
 
 
 def _exit_for(outcome: object) -> int:
@@ -535,7 +583,7 @@ def _main(argv: Sequence[str] | None, interrupt: Interrupt) -> int:
             return run_demo(objects=args.objects, console=console, report_path=args.report, progress=args.progress)
         if args.command == "plan":
             return _plan(args, console)
-        if args.command in {"submit", "resume", "stop", "status", "watch", "report", "doctor"}:
+        if args.command in {"submit", "resume", "stop", "jobs", "status", "watch", "report", "doctor"}:
             return _remote(args, console)
         if args.command == "undo":
             return _undo(args, console)

@@ -65,6 +65,9 @@ CONFLICT_BASE_S = 0.02
 CONFLICT_CAP_S = 2.0
 # Listing shards a job may have: one transaction records them all (DynamoDB allows 100 items).
 MAX_LIST_SHARDS = 99
+# The ledger's sparse index of job items (infra/stack.py): partition `kind` = JOB_KIND, sort `created_at`.
+JOBS_INDEX = "Jobs"
+JOB_KIND = "job"
 T = TypeVar("T")
 # However many workers finish a batch at once, the shared rate rises at most this often.
 RISE_SPACING_S = 2.0
@@ -82,6 +85,7 @@ class JobRecord:
     report: str | None = None  # report.json's URI, once written
     stop_reason: str | None = None  # set when an endpoint outage outlasted the stack's bound (the job stops, resumable)
     execution: str | None = None  # the name of the execution that runs (or last ran) the job
+    updated_at: float | None = None  # when its status last changed (a finished job's end)
 
     def snapshot(self) -> Snapshot:
         """The counts as the CLI's live line shows a local run's (report.Snapshot)."""
@@ -217,6 +221,7 @@ def initial_item(
         "job_id": {"S": job_id},
         "spec": {"S": job.model_dump_json(exclude_none=True)},
         "status": {"S": "RUNNING"},
+        "kind": {"S": JOB_KIND},  # the key of the table's Jobs index (recent jobs, newest first): only job items have it
         "created_at": {"N": str(int(now))},
         "expires_at": {"N": str(int(now + ttl_days * 86400))},
     }
@@ -308,7 +313,28 @@ class DynamoLedger:
             item.get("report", {}).get("S"),
             item.get("stop_reason", {}).get("S"),
             item.get("execution", {}).get("S"),
+            float(item["updated_at"]["N"]) if "updated_at" in item else None,
         )
+
+    def recent(self, limit: int = 20) -> list[str]:
+        """The ids of the most recent jobs, newest first (the Jobs index: one small Query, whatever the table holds)."""
+        ids: list[str] = []
+        kw: dict[str, Any] = {}
+        while len(ids) < limit:
+            r = self.client.query(
+                TableName=self.table,
+                IndexName=JOBS_INDEX,
+                KeyConditionExpression="kind = :job",
+                ExpressionAttributeValues={":job": {"S": JOB_KIND}},
+                ScanIndexForward=False,
+                Limit=limit - len(ids),
+                **kw,
+            )
+            ids += [str(i["pk"]["S"]).removeprefix("job#") for i in r.get("Items", [])]
+            if "LastEvaluatedKey" not in r:
+                break
+            kw = {"ExclusiveStartKey": r["LastEvaluatedKey"]}
+        return ids
 
     def status(self, job_id: str) -> str:
         """The job's status alone: one eventually consistent read of one attribute (workers poll it to stop a stopped job)."""
@@ -693,8 +719,8 @@ class DynamoLedger:
 
     def set_status(self, job_id: str, status: str, **extra: str) -> None:
         names = {"#s": "status"}
-        values: dict[str, Any] = {":s": {"S": status}}
-        sets = ["#s = :s"]
+        values: dict[str, Any] = {":s": {"S": status}, ":now": {"N": str(int(time.time()))}}
+        sets = ["#s = :s", "updated_at = :now"]  # when a job last changed status: s3bulk jobs shows how long it ran
         for i, (k, v) in enumerate(extra.items()):
             names[f"#e{i}"] = k
             values[f":e{i}"] = {"S": v}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 from dataclasses import dataclass
@@ -136,6 +137,17 @@ def status(deployment: Deployment, job_id: str, settings: ClientSettings) -> Job
         return ledger.load(job_id)
     except KeyError:
         raise JobError(f"job_id: {job_id!r} is not in the ledger {deployment.table}; check the id (s3bulk submit prints it)") from None
+
+
+def recent_jobs(deployment: Deployment, settings: ClientSettings, limit: int = 20) -> list[JobRecord]:
+    """The deployment's most recent jobs, newest first, each with its counters (one Query of the Jobs index, then a
+    GetItem and a Query per job)."""
+    ledger = DynamoLedger(make_client("dynamodb", settings), deployment.table)
+    records = []
+    for job_id in ledger.recent(limit):
+        with contextlib.suppress(KeyError):  # expired between the index and the item
+            records.append(ledger.load(job_id))
+    return records
 
 
 def fetch_report(deployment: Deployment, job_id: str, settings: ClientSettings) -> dict[str, Any]:

@@ -7,6 +7,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from s3bulk.aws.ledger import JOBS_INDEX
+
 REGION = "us-east-1"
 
 
@@ -91,10 +93,23 @@ def pump(
 
 
 def create_table(ddb: Any, name: str) -> None:
+    """The ledger as infra/stack.py makes it: its keys and its Jobs index."""
     ddb.create_table(
         TableName=name,
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "S"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+            {"AttributeName": "kind", "AttributeType": "S"},
+            {"AttributeName": "created_at", "AttributeType": "N"},
+        ],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": JOBS_INDEX,
+                "KeySchema": [{"AttributeName": "kind", "KeyType": "HASH"}, {"AttributeName": "created_at", "KeyType": "RANGE"}],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+            }
+        ],
         BillingMode="PAY_PER_REQUEST",
     )
 

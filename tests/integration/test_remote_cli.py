@@ -214,3 +214,26 @@ def test_watch_follows_a_deployed_job_until_it_ends_then_shows_its_report_and_ex
     assert "job-w failed" in out and "AccessDenied" in out and "998" in out
     assert main(["watch", "job-w", "--every", "0.1"]) == 2
     assert "--every: poll at most once a second" in capsys.readouterr().err
+
+
+def test_jobs_lists_the_recent_jobs_newest_first_from_the_ledgers_jobs_index(
+    deployed: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = parse_job(Path("events/copy-prefix.json").read_text())
+    for n, (job_id, status) in enumerate((("old-job", "SUCCEEDED"), ("mid-job", "FAILED"), ("new-job", "RUNNING"))):
+        item = initial_item(job_id, job, now=1_790_000_000 + n * 3600)
+        item["status"] = {"S": status}
+        item["listed"], item["succeeded"] = {"N": str(100 * (n + 1))}, {"N": str(90 * (n + 1))}
+        deployed["ddb"].put_item(TableName=TABLE, Item=item)
+    deployed["ddb"].put_item(TableName=TABLE, Item={"pk": {"S": "job#new-job"}, "sk": {"S": "batch#b1"}})  # not a job item
+    assert main(["jobs", "--json", "--limit", "2"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["job_id"], r["status"], r["listed"], r["done"]) for r in rows] == [
+        ("new-job", "RUNNING", 300, 270),
+        ("mid-job", "FAILED", 200, 180),
+    ]
+    assert rows[0]["started"] == "2026-09-21 16:13:20Z" and rows[0]["operation"] == "copy"
+    assert main(["jobs"]) == 0
+    out = capsys.readouterr().out
+    assert out.index("new-job") < out.index("mid-job") < out.index("old-job")
+    assert main(["jobs", "--limit", "0"]) == 2
