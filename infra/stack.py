@@ -313,6 +313,11 @@ class S3BulkStack(cdk.Stack):
             cdk.CfnOutput(self, name, value=value)
         self._acknowledge()
 
+    def _grant_table(self, fn: lambda_.IFunction, *actions: str) -> None:
+        """DynamoDB actions on the ledger's items only: Table.grant would add its indexes (`index/*`), which no
+        function reads (only the CLI's s3bulk jobs queries the Jobs index, with the operator's own credentials)."""
+        fn.add_to_role_policy(iam.PolicyStatement(actions=list(actions), resources=[self.table.table_arn]))
+
     def _grant(self, config: DeployConfig) -> None:
         """Least privilege: reads on sources, writes on destinations, deletes only where allowed."""
         listable = tuple(sorted(set(config.read_buckets) | set(config.write_buckets)))
@@ -323,7 +328,7 @@ class S3BulkStack(cdk.Stack):
             )
         )
         # PlanListing writes the shard items with Put items in one TransactWriteItems, which AWS authorizes as PutItem.
-        self.table.grant(self.lister_fn, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query")
+        self._grant_table(self.lister_fn, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query")
         self.queue.grant_send_messages(self.lister_fn)
         # Manifests (source.manifest) are read by the lister; their bad rows go to the report bucket.
         self.lister_fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=_object_arns(config.read_buckets)))
@@ -439,7 +444,7 @@ class S3BulkStack(cdk.Stack):
                     conditions={"StringLike": {"kms:ViaService": via}},
                 )
             )
-        self.table.grant(worker, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query")
+        self._grant_table(worker, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query")
         worker.add_to_role_policy(
             iam.PolicyStatement(actions=["s3:PutObject", "s3:PutObjectTagging"], resources=[self.reports.arn_for_objects("jobs/*")])
         )
@@ -448,7 +453,7 @@ class S3BulkStack(cdk.Stack):
         # The dead-letter counter counts a batch as the worker does (marker, counters, failures part), and sends on the
         # rest of a batch that was split; it touches no bucket of the user's.
         counter = self.dead_letters_fn
-        self.table.grant(counter, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query")
+        self._grant_table(counter, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query")
         counter.add_to_role_policy(iam.PolicyStatement(actions=["s3:PutObject"], resources=[self.reports.arn_for_objects("jobs/*")]))
         if config.write_buckets:  # a dead-lettered batch's paused multipart copies are aborted, not left billed
             counter.add_to_role_policy(
@@ -460,7 +465,7 @@ class S3BulkStack(cdk.Stack):
         worker.add_to_role_policy(resume)
         counter.add_to_role_policy(resume)
         self.progress_fn.add_to_role_policy(resume)
-        self.table.grant(self.progress_fn, "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query")
+        self._grant_table(self.progress_fn, "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query")
 
         # ExecutionEnded goes on with a report it could not finish in one call by invoking itself (asynchronously). In a
         # policy of its own: the function's default policy naming the function's own ARN would be a dependency cycle.
@@ -470,9 +475,13 @@ class S3BulkStack(cdk.Stack):
             roles=[self.ended_fn.role] if self.ended_fn.role else [],
             statements=[iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[self.ended_fn.function_arn])],
         )
+        # Each finished job's status-change event, on the account's default bus (s3bulk/aws/events.py).
+        default_bus = cdk.Arn.format(cdk.ArnComponents(service="events", resource="event-bus", resource_name="default"), self)
+        for fn in (self.finalize_fn, self.ended_fn):
+            fn.add_to_role_policy(iam.PolicyStatement(actions=["events:PutEvents"], resources=[default_bus]))
         for finalize in (self.finalize_fn, self.ended_fn):  # ExecutionEnded writes the report Finalize could not
             # BatchGetItem: which try of each batch was counted, so the report reads only its failures.
-            self.table.grant(finalize, "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:UpdateItem", "dynamodb:Query")
+            self._grant_table(finalize, "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:UpdateItem", "dynamodb:Query")
             # No s3:prefix condition: the report's assembly state is read with a GET, whose "missing" answer is a 404
             # only to a caller that may list the bucket (a GET carries no prefix for a condition to match).
             finalize.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[self.reports.bucket_arn]))

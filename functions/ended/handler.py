@@ -11,6 +11,7 @@ from aws_lambda_powertools.utilities.parser import BaseModel, event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from s3bulk.aws import env
+from s3bulk.aws.events import JobEvents
 from s3bulk.aws.finish import execution_ended
 from s3bulk.aws.ledger import DynamoLedger
 from s3bulk.aws.reportbucket import ReportBucket
@@ -27,17 +28,18 @@ class StatusChange(BaseModel):
 
 
 @cache
-def deps() -> tuple[DynamoLedger, ReportBucket, Any]:
+def deps() -> tuple[DynamoLedger, ReportBucket, Any, JobEvents]:
     cfg = env.AwsConfig.from_env()
-    return env.ledger(cfg), env.reports(cfg), env.lambda_client()
+    return env.ledger(cfg), env.reports(cfg), env.lambda_client(), env.job_events()
 
 
 @tracer.capture_lambda_handler
 @logger.inject_lambda_context
 @event_parser(model=StatusChange)
 def handler(event: StatusChange, context: LambdaContext) -> dict[str, Any]:
-    ledger, reports, lambdas = deps()
-    out = execution_ended(event.detail, ledger=ledger, reports=reports, time_left=lambda: context.get_remaining_time_in_millis() / 1000)
+    ledger, reports, lambdas, events = deps()
+    time_left = lambda: context.get_remaining_time_in_millis() / 1000  # noqa: E731 - the invocation's own clock
+    out = execution_ended(event.detail, ledger=ledger, reports=reports, time_left=time_left, events=events)
     if out.get("report_done") is False:  # failures.jsonl not complete yet: go on in a fresh invocation of this function
         again = json.dumps({"detail": event.detail}).encode()
         lambdas.invoke(FunctionName=context.invoked_function_arn, InvocationType="Event", Payload=again)

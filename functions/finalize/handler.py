@@ -10,6 +10,7 @@ from aws_lambda_powertools.utilities.parser import BaseModel, event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from s3bulk.aws import env
+from s3bulk.aws.events import JobEvents
 from s3bulk.aws.finish import finalize, step_error
 from s3bulk.aws.ledger import DynamoLedger
 from s3bulk.aws.reportbucket import ReportBucket
@@ -25,9 +26,9 @@ class FinalizeEvent(BaseModel):
 
 
 @cache
-def deps() -> tuple[DynamoLedger, ReportBucket]:
+def deps() -> tuple[DynamoLedger, ReportBucket, JobEvents]:
     cfg = env.AwsConfig.from_env()
-    return env.ledger(cfg), env.reports(cfg)
+    return env.ledger(cfg), env.reports(cfg), env.job_events()
 
 
 @tracer.capture_lambda_handler
@@ -35,6 +36,8 @@ def deps() -> tuple[DynamoLedger, ReportBucket]:
 @event_parser(model=FinalizeEvent)
 def handler(event: FinalizeEvent, context: LambdaContext) -> dict[str, Any]:
     logger.append_keys(job_id=event.job_id)
-    ledger, reports = deps()
+    ledger, reports, events = deps()
     time_left = lambda: context.get_remaining_time_in_millis() / 1000  # noqa: E731 - the step's own clock
-    return finalize(event.job_id, ledger=ledger, reports=reports, error=step_error(event.error), time_left=time_left)
+    out = finalize(event.job_id, ledger=ledger, reports=reports, error=step_error(event.error), time_left=time_left, events=events)
+    logger.info("finalize", extra=out)
+    return out

@@ -15,6 +15,7 @@ from typing import Any
 
 from s3bulk.aws.allowlist import AllowList
 from s3bulk.aws.completion import Completion
+from s3bulk.aws.events import JobEvents
 from s3bulk.aws.invoke import lambda_invoker
 from s3bulk.aws.ledger import DynamoLedger
 from s3bulk.aws.lister import DEFAULT_LIST_SHARDS, LIST_MARGIN_S
@@ -78,6 +79,11 @@ SETTINGS = ClientSettings()
 
 def ledger(cfg: AwsConfig) -> DynamoLedger:
     return DynamoLedger(make_client("dynamodb", SETTINGS), cfg.table)
+
+
+def job_events() -> JobEvents:
+    """Each finished job's event, on the account's default event bus."""
+    return JobEvents(make_client("events", SETTINGS))
 
 
 def lambda_client() -> Any:

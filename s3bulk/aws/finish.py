@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from s3bulk.aws.assembly import assemble
+from s3bulk.aws.events import JobEvents
 from s3bulk.aws.ledger import DynamoLedger
 from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.aws.steps import TimeLeft
@@ -30,6 +31,7 @@ def finalize(
     now: Callable[[], float] = time.time,
     time_left: TimeLeft = lambda: float("inf"),
     writer: str = "finalize",
+    events: JobEvents | None = None,
 ) -> dict[str, Any]:
     """Write failures.jsonl and report.json; say whether failures exceed the job's tolerance.
 
@@ -70,8 +72,11 @@ def finalize(
     )
     uri = reports.put_report(job_id, summary, digest)
     over = not stopped and over_tolerance(status=status, failed=counts.failed, tolerated=opts.tolerated_failures, error=error)
-    ledger.set_status(job_id, "STOPPED" if stopped else "FAILED" if over else "SUCCEEDED", report=uri)
+    final = "STOPPED" if stopped else "FAILED" if over else "SUCCEEDED"
+    ledger.set_status(job_id, final, report=uri)
+    event = events.ended(summary, uri, final) if events is not None else "no event bus"
     return {
+        "event": event,
         "job_id": job_id,
         "report_done": True,
         "status": status,
@@ -110,6 +115,7 @@ def execution_ended(
     reports: ReportBucket,
     now: Callable[[], float] = time.time,
     time_left: TimeLeft = lambda: float("inf"),
+    events: JobEvents | None = None,
 ) -> dict[str, Any]:
     """An execution FAILED, TIMED_OUT or was ABORTED: make sure its job has a report and is no longer RUNNING.
 
@@ -141,7 +147,16 @@ def execution_ended(
         # Its owner stopped it: a stop, not a failure. Its queued batches are held (workers hand them back uncounted,
         # listers send no more), the report says stopped with what is done and not, and a resume finishes it exactly.
         ledger.stop(job_id, f"stopped by its owner (execution ABORTED: {why}); resume it with s3bulk resume {job_id}")
-    out = finalize(job_id, ledger=ledger, reports=reports, error=f"execution {status}: {why}", now=now, time_left=time_left, writer="ended")
+    out = finalize(
+        job_id,
+        ledger=ledger,
+        reports=reports,
+        error=f"execution {status}: {why}",
+        now=now,
+        time_left=time_left,
+        writer="ended",
+        events=events,
+    )
     return {**out, "finalized": bool(out["report_done"])}
 
 

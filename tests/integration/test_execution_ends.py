@@ -101,11 +101,27 @@ def stack(template: dict[str, Any]) -> Iterator[StackOnMoto]:
 
 def test_a_succeeded_execution_wrote_its_report_and_the_rule_ignores_it(stack: StackOnMoto) -> None:
     seed()
+    # A user's rule for the jobs' status-change events (as they would route Batch Operations' to SNS or a ticket).
+    events, sqs = boto3.client("events", region_name=REGION), boto3.client("sqs", region_name=REGION)
+    inbox = sqs.create_queue(QueueName="job-events")["QueueUrl"]
+    inbox_arn = sqs.get_queue_attributes(QueueUrl=inbox, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    events.put_rule(Name="s3bulk-jobs", EventPattern=json.dumps({"source": ["s3bulk"], "detail-type": ["s3bulk Job Status Change"]}))
+    events.put_targets(Rule="s3bulk-jobs", Targets=[{"Id": "inbox", "Arn": inbox_arn}])
     ex = stack.run(copy_job(), timeout=60)
     assert ex.status == "SUCCEEDED", why(stack, ex)
     assert ex.ended == []  # the rule matches FAILED, TIMED_OUT and ABORTED only
     [(job_id, item)] = assert_nothing_left_running(stack).items()
     assert item["status"] == "SUCCEEDED" and report_of(stack, job_id)["succeeded"] == N
+    [message] = sqs.receive_message(QueueUrl=inbox, MaxNumberOfMessages=10).get("Messages", [])
+    detail = json.loads(message["Body"])["detail"]
+    assert (detail["job_id"], detail["status"], detail["ledger_status"], detail["succeeded"], detail["failed"]) == (
+        job_id,
+        "succeeded",
+        "SUCCEEDED",
+        N,
+        0,
+    )
+    assert detail["report"].endswith(f"/jobs/{job_id}/report.json")
 
 
 def test_a_job_validate_refuses_makes_no_ledger_entry(stack: StackOnMoto) -> None:

@@ -289,6 +289,9 @@ def requested(service: str, op: str, params: dict[str, Any], *, region: str, acc
             return [Need(f"states:{op}", str(params["stateMachineArn"]))]
         if op in {"DescribeExecution", "StopExecution", "GetExecutionHistory"}:
             return [Need(f"states:{op}", str(params["executionArn"]))]
+    if service == "events" and op == "PutEvents":
+        buses = {str(e.get("EventBusName") or "default") for e in params["Entries"]}
+        return [Need("events:PutEvents", b if b.startswith("arn:") else f"arn:aws:events:{region}:{account}:event-bus/{b}") for b in buses]
     if service == "cloudwatch" and op == "PutMetricData":
         return [Need("cloudwatch:PutMetricData", "*")]
     if service == "sts" and op == "GetCallerIdentity":

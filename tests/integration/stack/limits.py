@@ -29,6 +29,10 @@ def _refuse(op: str, code: str, message: str) -> ClientError:
     return ClientError(answer, op)
 
 
+# PutEvents: at most 10 entries and 256 KB in all (each entry's Detail, DetailType, Source and resources).
+EVENTS_BYTES = 256 * 1024
+
+
 def _utf8(text: Any) -> int:
     return len(str(text).encode("utf-8"))
 
@@ -71,6 +75,11 @@ class Limits:
             raise self._no(op, "InvalidParameterValue", f"a message of {max(bodies):,} bytes; the queue takes {limit:,}")
         if service == "dynamodb":
             self._dynamo(op, p)
+        if service == "events" and op == "PutEvents":
+            entries = p.get("Entries", [])
+            size = sum(_utf8(e.get("Detail", "")) + _utf8(e.get("DetailType", "")) + _utf8(e.get("Source", "")) for e in entries)
+            if len(entries) > 10 or size > EVENTS_BYTES:
+                raise self._no(op, "ValidationException", f"{len(entries)} entries of {size:,} bytes; at most 10 and {EVENTS_BYTES:,}")
         if service == "states" and op == "StartExecution":
             if _utf8(p.get("input", "")) > STATE_DATA_BYTES:
                 raise self._no(op, "InvalidExecutionInput", f"input of {_utf8(p['input']):,} bytes; at most {STATE_DATA_BYTES:,}")
