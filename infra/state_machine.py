@@ -19,6 +19,8 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
+# How long a job with options.confirm waits for s3bulk confirm before it stops (resumable, as any stop).
+CONFIRM_WAIT = cdk.Duration.days(7)
 LAMBDA_TRANSIENT = ["Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException"]
 # The account's concurrency is in use (a new account has as little as 10, shared with the workers): wait for room
 # rather than fail the job, for up to about 25 minutes (the first retries come fast, then one a minute at most).
@@ -319,7 +321,25 @@ def build_state_machine(
     check_count.add_catch(report_failure, errors=["States.ALL"], result_path="$.error")
     # A missing field would be a runtime error in a Choice: a plan without "guard" lists at once.
     wants_guard = sfn.Condition.and_(sfn.Condition.is_present("$.plan.guard"), sfn.Condition.boolean_equals("$.plan.guard", True))
-    guard = sfn.Choice(scope, "DeleteGuard?").when(wants_guard, count_shards).otherwise(list_shards)
+    # options.confirm: nothing is changed until the owner confirms the planned (and, with max_delete, counted) job.
+    await_confirmation = tasks.LambdaInvoke(
+        scope,
+        "AwaitConfirmation",
+        lambda_function=progress,
+        integration_pattern=sfn.IntegrationPattern.WAIT_FOR_TASK_TOKEN,
+        payload=sfn.TaskInput.from_object(
+            {"job_id": sfn.JsonPath.string_at("$.job_id"), "token": sfn.JsonPath.task_token, "phase": "confirm"}
+        ),
+        task_timeout=sfn.Timeout.duration(CONFIRM_WAIT),
+        result_path=sfn.JsonPath.DISCARD,
+        retry_on_service_exceptions=False,
+    )
+    _retry(await_confirmation, LAMBDA_TRANSIENT)
+    await_confirmation.add_catch(report_failure, errors=["States.ALL"], result_path="$.error")
+    await_confirmation.next(list_shards)
+    wants_confirm = sfn.Condition.and_(sfn.Condition.is_present("$.plan.confirm"), sfn.Condition.boolean_equals("$.plan.confirm", True))
+    confirm = sfn.Choice(scope, "Confirm?").when(wants_confirm, await_confirmation).otherwise(list_shards)
+    guard = sfn.Choice(scope, "DeleteGuard?").when(wants_guard, count_shards).otherwise(confirm)
 
     await_completion = tasks.LambdaInvoke(
         scope,
@@ -367,7 +387,7 @@ def build_state_machine(
     slim.next(plan)
     plan.next(guard)
     count_shards.next(check_count)
-    check_count.next(list_shards)
+    check_count.next(confirm)
     list_shards.next(await_completion)
     await_completion.next(finalize_task)
     check.next(all_done)

@@ -30,6 +30,7 @@ from s3bulk.aws.remote import (
     DEFAULT_STACK,
     Deployment,
     DeploymentError,
+    confirm,
     deploy_file_defaults,
     fetch_report,
     recent_jobs,
@@ -139,6 +140,7 @@ def _parser() -> argparse.ArgumentParser:
     deployed("doctor", "check what the deployed stack needs from its account (Lambda concurrency)")
     deployed("resume", "go on with a stopped or failed deployed job from its checkpoints").add_argument("job_id")
     deployed("stop", "stop a running deployed job; its queued work is held for s3bulk resume").add_argument("job_id")
+    deployed("confirm", "let a deployed job held by options.confirm go on").add_argument("job_id")
     jobs_cmd = deployed("jobs", "list the deployed stack's recent jobs, newest first")
     jobs_cmd.add_argument("--limit", type=int, default=20, help="how many (default 20)")
     jobs_cmd.add_argument("--json", action="store_true", help="one JSON document instead of a table")
@@ -266,6 +268,11 @@ def _require_credentials(here: ClientSettings, job: Job) -> None:
 def _run(args: argparse.Namespace, console: Console, interrupt: Interrupt) -> int:
     # Everything that can be wrong with the job or the arguments fails here, in one line, before any object is touched.
     early = _with_overrides(load_job(args.job), args) if args.job else None
+    if early is not None and early.options.confirm:
+        raise UsageError(
+            "job.options.confirm: a run starts when you start it; confirm holds a job submitted to the stack "
+            "(s3bulk submit); drop it here, and see what the job would do with s3bulk plan"
+        )
     check_report_path(args.report)
     if args.key_log_deprecated is not None and args.key_log is not None:
         raise UsageError("--ledger is the old name of --key-log; pass only --key-log PATH.jsonl")
@@ -448,6 +455,10 @@ def _remote(args: argparse.Namespace, console: Console) -> int:
             f"resumed {args.job_id}\nexecution {execution}\nfollow it with: s3bulk status {args.job_id}", markup=False, soft_wrap=True
         )
         return EXIT_OK
+    if args.command == "confirm":
+        confirm(dep, args.job_id, settings)
+        console.print(f"confirmed {args.job_id}; follow it with: s3bulk watch {args.job_id}", markup=False, soft_wrap=True)
+        return EXIT_OK
     if args.command == "stop":
         execution = stop(dep, args.job_id, settings)
         console.print(
@@ -583,7 +594,7 @@ def _main(argv: Sequence[str] | None, interrupt: Interrupt) -> int:
             return run_demo(objects=args.objects, console=console, report_path=args.report, progress=args.progress)
         if args.command == "plan":
             return _plan(args, console)
-        if args.command in {"submit", "resume", "stop", "jobs", "status", "watch", "report", "doctor"}:
+        if args.command in {"submit", "resume", "stop", "confirm", "jobs", "status", "watch", "report", "doctor"}:
             return _remote(args, console)
         if args.command == "undo":
             return _undo(args, console)

@@ -502,6 +502,13 @@ class Options(_Strict):
             "rest without redoing them. CLI only."
         ),
     )
+    confirm: bool = Field(
+        False,
+        description=(
+            "Stack only: hold the job once its listing is planned (and, with max_delete, its deletes counted) until "
+            "`s3bulk confirm JOB_ID`; nothing is changed before. `s3bulk stop JOB_ID` drops it instead."
+        ),
+    )
     failure_breaker: FailureBreaker | Literal[False] = Field(
         default_factory=FailureBreaker,
         description=(

@@ -74,7 +74,9 @@ def handler(event: ListEvent, context: LambdaContext) -> dict[str, Any]:
             csv_shard_bytes=d["csv_shard_bytes"],
             open_side=d["open_side"],
         )
-        return {"job_id": event.job_id, "shards": shards, "guard": guarded(d["ledger"].spec(event.job_id))}
+        spec = d["ledger"].spec(event.job_id)
+        confirm = spec.options.confirm and not spec.options.dry_run  # held until s3bulk confirm JOB_ID
+        return {"job_id": event.job_id, "shards": shards, "guard": guarded(spec), "confirm": confirm}
     out = list_step(
         event.job_id,
         event.shard,

@@ -10,7 +10,7 @@ from aws_lambda_powertools.utilities.parser import BaseModel, event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from s3bulk.aws import env
-from s3bulk.aws.completion import Completion, await_step, progress_step
+from s3bulk.aws.completion import Completion, await_step, confirm_step, progress_step
 from s3bulk.aws.ledger import DynamoLedger
 from s3bulk.metrics import SERVICE
 
@@ -21,6 +21,7 @@ tracer = Tracer(service=SERVICE)
 class ProgressEvent(BaseModel):
     job_id: str
     token: str | None = None  # present when the state machine waits with .waitForTaskToken
+    phase: str | None = None  # "confirm": the wait is for the owner's s3bulk confirm, not for completion
 
 
 @cache
@@ -34,6 +35,8 @@ def deps() -> tuple[DynamoLedger, Completion]:
 def handler(event: ProgressEvent, context: LambdaContext) -> dict[str, Any]:
     logger.append_keys(job_id=event.job_id)
     ledger, completion = deps()
+    if event.token is not None and event.phase == "confirm":
+        return confirm_step(event.job_id, event.token, ledger=ledger)
     if event.token is not None:
         return await_step(event.job_id, event.token, ledger=ledger, completion=completion)
     return progress_step(event.job_id, ledger=ledger)

@@ -62,3 +62,9 @@ def progress_step(job_id: str, *, ledger: DynamoLedger) -> dict[str, Any]:
     # A job an outage stopped is finalized now (as stopped), whatever is pending.
     complete = p.complete or p.status == "STOPPING"
     return {"job_id": job_id, "complete": complete, "pending": p.pending, "listing_done": p.listing_done}
+
+
+def confirm_step(job_id: str, token: str, *, ledger: DynamoLedger) -> dict[str, Any]:
+    """options.confirm: the execution waits on `token` until its owner runs s3bulk confirm (which sends it)."""
+    ledger.await_confirmation(job_id, token)
+    return {"job_id": job_id, "awaiting": "confirmation"}

@@ -86,6 +86,7 @@ class JobRecord:
     stop_reason: str | None = None  # set when an endpoint outage outlasted the stack's bound (the job stops, resumable)
     execution: str | None = None  # the name of the execution that runs (or last ran) the job
     updated_at: float | None = None  # when its status last changed (a finished job's end)
+    awaiting_confirmation: bool = False  # options.confirm: planned, and held until s3bulk confirm
 
     def snapshot(self) -> Snapshot:
         """The counts as the CLI's live line shows a local run's (report.Snapshot)."""
@@ -109,6 +110,7 @@ class JobRecord:
             "status": self.status,
             "listing_done": self.listing_done,
             **{k: c.get(k, 0) for k in ("listed", "succeeded", "skipped", "failed", "bytes", "scanned", "pending", "batches")},
+            **({"awaiting_confirmation": f"s3bulk confirm {self.job_id}"} if self.awaiting_confirmation else {}),
         }
 
 
@@ -314,6 +316,7 @@ class DynamoLedger:
             item.get("stop_reason", {}).get("S"),
             item.get("execution", {}).get("S"),
             float(item["updated_at"]["N"]) if "updated_at" in item else None,
+            "confirm_token" in item,
         )
 
     def recent(self, limit: int = 20) -> list[str]:
@@ -479,6 +482,35 @@ class DynamoLedger:
         total = sum(int(s.get("would_delete", {}).get("N", "0")) for s in shards)
         done = sum(1 for s in shards if s.get("guard_done", {}).get("BOOL"))
         return total, "shards" in item and done >= int(item["shards"]["N"])
+
+    def await_confirmation(self, job_id: str, token: str) -> None:
+        """Store the token the execution waits on until its owner confirms the job (options.confirm)."""
+        self._write(
+            lambda: self.client.update_item(
+                TableName=self.table,
+                Key=job_key(job_id),
+                UpdateExpression="SET confirm_token = :t",
+                ExpressionAttributeValues={":t": {"S": token}},
+            )
+        )
+
+    def take_confirmation(self, job_id: str) -> str | None:
+        """The token a job waits on for its confirmation, removed as it is read (so it is sent once); None if none."""
+        try:
+            r = self._write(
+                lambda: self.client.update_item(
+                    TableName=self.table,
+                    Key=job_key(job_id),
+                    UpdateExpression="REMOVE confirm_token",
+                    ConditionExpression="attribute_exists(confirm_token)",
+                    ReturnValues="UPDATED_OLD",
+                )
+            )
+        except ClientError as exc:
+            if _conditional_failed(exc):
+                return None
+            raise
+        return str(r["Attributes"]["confirm_token"]["S"])
 
     def await_completion(self, job_id: str, token: str) -> None:
         """Store the execution's task token; whoever sees the job complete next sends it (see completion.notify_if_complete)."""

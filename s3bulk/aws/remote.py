@@ -104,6 +104,17 @@ def stop(deployment: Deployment, job_id: str, settings: ClientSettings) -> str:
     return arn
 
 
+def confirm(deployment: Deployment, job_id: str, settings: ClientSettings) -> None:
+    """Let a job held by options.confirm go on: send the token its execution waits on (once: it is removed as read)."""
+    rec = status(deployment, job_id, settings)
+    ledger = DynamoLedger(make_client("dynamodb", settings), deployment.table)
+    token = ledger.take_confirmation(job_id) if rec.status == "RUNNING" else None
+    if token is None:
+        raise JobError(f"job_id: {job_id!r} is not waiting for a confirmation ({rec.status}); see s3bulk status {job_id}")
+    sfn = make_client("stepfunctions", settings)
+    sfn.send_task_success(taskToken=token, output=json.dumps({"job_id": job_id, "confirmed": True}))
+
+
 def _start(deployment: Deployment, job_id: str, doc: dict[str, Any], settings: ClientSettings) -> str:
     doc["job_id"] = job_id
     sfn = make_client("stepfunctions", settings)

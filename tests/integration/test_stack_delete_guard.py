@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -10,8 +12,14 @@ import pytest
 from moto.core.models import DEFAULT_ACCOUNT_ID
 from moto.s3.models import s3_backends
 
+from s3bulk import cli
+from s3bulk.aws import remote
 from s3bulk.aws.guard import guarded
+from s3bulk.aws.ledger import DynamoLedger
+from s3bulk.aws.remote import Deployment
 from s3bulk.job import parse_job
+from s3bulk.s3.clients import ClientSettings
+from tests.integration.aws_harness import REGION
 from tests.integration.stack_harness import StackOnMoto, synthesize
 from tests.integration.test_stack_on_moto import ENV, report
 
@@ -72,3 +80,35 @@ def test_only_a_delete_or_move_with_max_delete_waits_for_the_count() -> None:
     assert guarded(parse_job(json.dumps(doc)))
     assert not guarded(parse_job(json.dumps({**doc, "options": {}})))
     assert not guarded(parse_job(json.dumps({**doc, "options": {"max_delete": 5, "dry_run": True}})))
+
+
+def test_a_delete_with_confirm_is_counted_then_held_until_s3bulk_confirm_then_deletes_exactly_the_selection(
+    stack: StackOnMoto, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = {**job(SELECTED), "job_id": "confirm-me"}
+    spec["options"] = {**spec["options"], "confirm": True}
+    deployment = Deployment(stack.state_machine_arn, stack.bucket_of("Ledger"), stack.bucket_of("Reports"))
+    flags = ["--region", REGION, "--state-machine-arn", deployment.state_machine_arn, "--table", deployment.table]
+    flags += ["--report-bucket", deployment.report_bucket]
+    assert cli.main(["confirm", "confirm-me", *flags]) == 2  # no such job yet: said in one line, nothing sent
+    capsys.readouterr()
+    _, arn = remote.submit(deployment, parse_job(json.dumps(spec)), ClientSettings(region=REGION))
+    ledger = DynamoLedger(stack.ddb, deployment.table)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with contextlib.suppress(KeyError):
+            if ledger.load("confirm-me").awaiting_confirmation:
+                break
+        time.sleep(0.2)
+    rec = ledger.load("confirm-me")
+    assert rec.awaiting_confirmation and rec.summary()["awaiting_confirmation"] == "s3bulk confirm confirm-me"
+    time.sleep(1)
+    assert keys(stack) == N and rec.counters.get("listed", 0) == 0  # counted, held: nothing listed, nothing deleted
+    assert cli.main(["confirm", "confirm-me", *flags]) == 0
+    assert "confirmed confirm-me" in capsys.readouterr().out
+    ex = stack.follow(arn, timeout=120)
+    assert ex.status == "SUCCEEDED", (ex.description.get("error"), str(ex.description.get("cause"))[:1500])
+    assert "AwaitConfirmation" in ex.entered() and ex.entered().index("CheckCount") < ex.entered().index("AwaitConfirmation")
+    assert report(stack, ex.description.get("output"))["succeeded"] == SELECTED and keys(stack) == N - SELECTED
+    assert cli.main(["confirm", "confirm-me", *flags]) == 2  # confirmed once: the token is gone
+    assert "is not waiting for a confirmation (SUCCEEDED)" in capsys.readouterr().err

@@ -149,6 +149,7 @@ def test_a_job_whose_last_batch_sends_the_token_finalizes_without_polling(aws: d
         "KeepIdsOnly",
         "PlanListing",
         "DeleteGuard?",
+        "Confirm?",
         "ListShards",
         "ListShard",
         "ShardDone?",
