@@ -201,9 +201,9 @@ FINISH_BATCH_WRU = 2 * (wru(MARKER_ITEM) + wru(COUNTER_ITEM))  # TransactWriteIt
 CHECKPOINT_WRU = wru(LIST_SHARD_ITEM)  # ledger.checkpoint: one UpdateItem per page
 
 # -- Step Functions (infra/state_machine.py), for a job without the delete guard ---------------------------------
-# Validate, CreateLedgerEntry, KeepIdsOnly, PlanListing, DeleteGuard?, ListShards, AwaitCompletion, Finalize,
-# WithinTolerance?, JobSucceeded
-SFN_FIXED = 10
+# Validate, CreateLedgerEntry, KeepIdsOnly, PlanListing, DeleteGuard?, Confirm?, ListShards, AwaitCompletion, Finalize,
+# ReportWritten?, WithinTolerance?, JobSucceeded
+SFN_FIXED = 12
 SFN_PER_SHARD = 1  # ShardListed, the Succeed that ends each shard's iteration of the Map
 SFN_PER_LISTER_CALL = 2  # ListShard + ShardDone?
 SFN_PER_POLL = 3  # AwaitCompletion times out: CheckProgress, AllBatchesDone?, AwaitCompletion again
@@ -722,7 +722,7 @@ def render_at_scale(cpu_ms: float) -> list[str]:
         f"  {query_rru(1)} RRU at K = 1, {query_rru(LIST_SHARDS)} at 16, {query_rru(32)} at 32, {query_rru(MAX_SHARDS)} at {MAX_SHARDS}. Per page, the lister's checkpoint UpdateItem",
         f"  ({CHECKPOINT_WRU} WRU). Per container every {STATUS_TTL_S:.0f} s, an eventually consistent read of the job's status (0.5 RRU).",
         f"- **Step Functions**: {SFN_FIXED} transitions per job (Validate, CreateLedgerEntry, KeepIdsOnly, PlanListing,",
-        "  DeleteGuard?, ListShards, AwaitCompletion, Finalize, WithinTolerance?, JobSucceeded), per shard",
+        "  DeleteGuard?, Confirm?, ListShards, AwaitCompletion, Finalize, ReportWritten?, WithinTolerance?, JobSucceeded), per shard",
         f"  {SFN_PER_LISTER_CALL} per lister call (ListShard, ShardDone?) and {SFN_PER_SHARD} to end it (ShardListed), and {SFN_PER_POLL} for each",
         f"  {POLL_SECONDS} s wait of AwaitCompletion that times out once the listing is done (CheckProgress, AllBatchesDone?,",
         "  AwaitCompletion again); the worker that counts the last batch sends the task token that ends the wait. A delete",
