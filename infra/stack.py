@@ -229,14 +229,13 @@ class S3BulkStack(cdk.Stack):
             sources.SqsEventSource(self.dlq, batch_size=10, report_batch_item_failures=True, max_concurrency=2)
         )
 
-        self.worker_fn.add_event_source(
-            sources.SqsEventSource(
-                self.queue,
-                batch_size=config.worker_batch_size,
-                report_batch_item_failures=True,
-                max_concurrency=config.worker_max_concurrency,
-            )
+        self.work_source = sources.SqsEventSource(
+            self.queue,
+            batch_size=config.worker_batch_size,
+            report_batch_item_failures=True,
+            max_concurrency=config.worker_max_concurrency,
         )
+        self.worker_fn.add_event_source(self.work_source)
         # A fixed name, so the functions that resume a waiting execution are granted it by ARN, with no reference cycle.
         machine_name = f"{cdk.Aws.STACK_NAME}-jobs"
         self.state_machine_arn = self.format_arn(
@@ -309,6 +308,8 @@ class S3BulkStack(cdk.Stack):
             # What one job may run at once (listers, workers, and the state machine's own steps): `s3bulk doctor`
             # compares it with the account's unreserved concurrency (a new account may have 10).
             "LambdaConcurrencyNeeded": str(concurrency_needed(config)),
+            # s3bulk tune changes how many workers run at once, on this mapping, while jobs run.
+            "WorkerEventSourceMapping": self.work_source.event_source_mapping_id,
         }.items():
             cdk.CfnOutput(self, name, value=value)
         self._acknowledge()

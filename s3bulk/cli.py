@@ -38,6 +38,7 @@ from s3bulk.aws.remote import (
     status,
     stop,
     submit,
+    tune,
 )
 from s3bulk.bodies.malloc import pin_mmap_threshold
 from s3bulk.job import Job, JobError, differ, json_schema, load_job, new_job_id, parse_job
@@ -141,6 +142,8 @@ def _parser() -> argparse.ArgumentParser:
     deployed("resume", "go on with a stopped or failed deployed job from its checkpoints").add_argument("job_id")
     deployed("stop", "stop a running deployed job; its queued work is held for s3bulk resume").add_argument("job_id")
     deployed("confirm", "let a deployed job held by options.confirm go on").add_argument("job_id")
+    tune_cmd = deployed("tune", "change how many workers the deployed stack runs at once, while jobs run")
+    tune_cmd.add_argument("--max-concurrency", type=int, required=True, metavar="N", help="workers at once, 2-1000")
     jobs_cmd = deployed("jobs", "list the deployed stack's recent jobs, newest first")
     jobs_cmd.add_argument("--limit", type=int, default=20, help="how many (default 20)")
     jobs_cmd.add_argument("--json", action="store_true", help="one JSON document instead of a table")
@@ -455,6 +458,19 @@ def _remote(args: argparse.Namespace, console: Console) -> int:
             f"resumed {args.job_id}\nexecution {execution}\nfollow it with: s3bulk status {args.job_id}", markup=False, soft_wrap=True
         )
         return EXIT_OK
+    if args.command == "tune":
+        try:
+            before, after = tune(settings, args.stack, args.max_concurrency)
+        except DeploymentError as exc:
+            raise UsageError(str(exc)) from None
+        was = f"{before:,}" if before is not None else "unlimited"
+        console.print(
+            f"workers: at most {after:,} at once (was {was}), for every job of this stack; "
+            "s3bulk doctor checks the account's concurrency against it",
+            markup=False,
+            soft_wrap=True,
+        )
+        return EXIT_OK
     if args.command == "confirm":
         confirm(dep, args.job_id, settings)
         console.print(f"confirmed {args.job_id}; follow it with: s3bulk watch {args.job_id}", markup=False, soft_wrap=True)
@@ -594,7 +610,7 @@ def _main(argv: Sequence[str] | None, interrupt: Interrupt) -> int:
             return run_demo(objects=args.objects, console=console, report_path=args.report, progress=args.progress)
         if args.command == "plan":
             return _plan(args, console)
-        if args.command in {"submit", "resume", "stop", "confirm", "jobs", "status", "watch", "report", "doctor"}:
+        if args.command in {"submit", "resume", "stop", "confirm", "tune", "jobs", "status", "watch", "report", "doctor"}:
             return _remote(args, console)
         if args.command == "undo":
             return _undo(args, console)

@@ -115,6 +115,30 @@ def confirm(deployment: Deployment, job_id: str, settings: ClientSettings) -> No
     sfn.send_task_success(taskToken=token, output=json.dumps({"job_id": job_id, "confirmed": True}))
 
 
+# SQS event sources take MaximumConcurrency from 2 to 1,000.
+MIN_WORKERS, MAX_WORKERS = 2, 1000
+
+
+def tune(settings: ClientSettings, stack: str, max_concurrency: int) -> tuple[int | None, int]:
+    """Change how many workers the deployment runs at once, while its jobs run (as Distributed Map's concurrency can
+    be changed mid-run): the worker's SQS event source's MaximumConcurrency. Every job of the stack shares it.
+    Returns (before, after)."""
+    if not MIN_WORKERS <= max_concurrency <= MAX_WORKERS:
+        raise JobError(f"--max-concurrency: {max_concurrency} is outside {MIN_WORKERS}-{MAX_WORKERS}, the range SQS event sources take")
+    try:
+        stacks = make_client("cloudformation", settings).describe_stacks(StackName=stack)["Stacks"]
+        outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
+        mapping = outputs["WorkerEventSourceMapping"]
+    except KeyError:
+        raise DeploymentError(f"--stack {stack}: no WorkerEventSourceMapping output; redeploy the stack (cdk deploy)") from None
+    except Exception as exc:  # noqa: BLE001 - any failure here has the same remedy
+        raise DeploymentError(f"--stack {stack}: could not read the stack ({exc}); is it deployed in this Region?") from None
+    client = make_client("lambda", settings)
+    before = client.get_event_source_mapping(UUID=mapping).get("ScalingConfig", {}).get("MaximumConcurrency")
+    client.update_event_source_mapping(UUID=mapping, ScalingConfig={"MaximumConcurrency": max_concurrency})
+    return (int(before) if before is not None else None), max_concurrency
+
+
 def _start(deployment: Deployment, job_id: str, doc: dict[str, Any], settings: ClientSettings) -> str:
     doc["job_id"] = job_id
     sfn = make_client("stepfunctions", settings)

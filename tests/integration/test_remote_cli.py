@@ -237,3 +237,25 @@ def test_jobs_lists_the_recent_jobs_newest_first_from_the_ledgers_jobs_index(
     out = capsys.readouterr().out
     assert out.index("new-job") < out.index("mid-job") < out.index("old-job")
     assert main(["jobs", "--limit", "0"]) == 2
+
+
+def test_tune_changes_the_workers_event_source_concurrency_while_jobs_run_and_refuses_what_sqs_would(
+    deployed: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    lam, sqs = boto3.client("lambda", region_name=REGION), boto3.client("sqs", region_name=REGION)
+    role = boto3.client("iam", region_name=REGION).create_role(RoleName="w", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    lam.create_function(FunctionName="worker", Runtime="python3.11", Role=role, Handler="h.h", Code={"ZipFile": b"0"})
+    queue = sqs.get_queue_attributes(QueueUrl=sqs.create_queue(QueueName="work")["QueueUrl"], AttributeNames=["QueueArn"])
+    mapping = lam.create_event_source_mapping(
+        EventSourceArn=queue["Attributes"]["QueueArn"], FunctionName="worker", ScalingConfig={"MaximumConcurrency": 50}
+    )["UUID"]
+    outputs = {"StateMachineArn": deployed["arn"], "LedgerTable": TABLE, "ReportBucket": REPORTS, "WorkerEventSourceMapping": mapping}
+    template = {"Resources": {"Q": {"Type": "AWS::SQS::Queue"}}, "Outputs": {k: {"Value": v} for k, v in outputs.items()}}
+    boto3.client("cloudformation", region_name=REGION).create_stack(StackName="Tuned", TemplateBody=json.dumps(template))
+    assert main(["tune", "--stack", "Tuned", "--max-concurrency", "200"]) == 0
+    assert "at most 200 at once (was 50)" in capsys.readouterr().out
+    assert lam.get_event_source_mapping(UUID=mapping)["ScalingConfig"] == {"MaximumConcurrency": 200}
+    assert main(["tune", "--stack", "Tuned", "--max-concurrency", "1"]) == 2
+    assert "--max-concurrency: 1 is outside 2-1000" in capsys.readouterr().err
+    assert main(["tune", "--max-concurrency", "20"]) == 2  # the default stack predates the output: says to redeploy
+    assert "no WorkerEventSourceMapping output; redeploy" in capsys.readouterr().err
