@@ -148,6 +148,11 @@ _PARAMS = {
 }
 
 
+# Elements every ListObjectsV2 / ListObjectVersions answer holds; an answer with none of them was cut short.
+LISTING_ELEMENTS = ("IsTruncated", "Name", "KeyCount", "MaxKeys", "Prefix", "Contents", "Versions", "CommonPrefixes")
+LISTING_ATTEMPTS = 4
+
+
 class S3Store:
     """Thin: each method is one API call, retried by botocore (standard mode, bounded; docs/retries.md).
 
@@ -252,13 +257,24 @@ class S3Store:
         elif start_after:
             kwargs["StartAfter"] = start_after
         # botocore asks for EncodingType=url and decodes keys, so control characters survive the XML.
-        r = self._call(self._s3(bucket).list_objects_v2, **kwargs)
+        r = self._listing(self._s3(bucket).list_objects_v2, kwargs)
         objects = [
             ObjectInfo(o["Key"], int(o.get("Size", 0)), quoted_etag(o.get("ETag")), o.get("LastModified"), o.get("StorageClass"))
             for o in r.get("Contents", ())
         ]
         prefixes = [p["Prefix"] for p in r.get("CommonPrefixes", ())]
         return ListPage(objects, r.get("NextContinuationToken") if r.get("IsTruncated") else None, prefixes)
+
+    def _listing(self, call: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """A listing answer, asked again when it came back empty of every element S3 always sends (IsTruncated, Name,
+        KeyCount...): a 200 whose body was cut in transit parses to {} in botocore, which would read as the last page
+        and silently drop every key after it."""
+        for _ in range(LISTING_ATTEMPTS):
+            r: dict[str, Any] = self._call(call, **kwargs)
+            if any(k in r for k in LISTING_ELEMENTS):
+                return r
+            self._count(1)
+        raise StoreError("IncompleteBody", f"a listing answer came back without its elements {LISTING_ATTEMPTS} times", 200)
 
     def list_versions_page(
         self,
@@ -276,7 +292,7 @@ class S3Store:
             kwargs.update(version_markers(token))
         elif key_marker:
             kwargs["KeyMarker"] = key_marker
-        r = self._call(self._s3(bucket).list_object_versions, **kwargs)
+        r = self._listing(self._s3(bucket).list_object_versions, kwargs)
         versions = [
             ObjectInfo(
                 v["Key"],

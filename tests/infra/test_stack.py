@@ -225,6 +225,7 @@ def test_state_machine_is_standard_with_retry_and_catch_on_every_task(template: 
         "CreateLedgerEntry",
         "PlanListing",
         "CheckCount",
+        "AwaitConfirmation",
         "AwaitCompletion",
         "CheckProgress",
         "Finalize",
