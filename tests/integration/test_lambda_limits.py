@@ -227,20 +227,20 @@ def test_a_batch_whose_worker_is_ended_at_its_timeout_on_every_delivery_is_count
 def test_an_object_whose_multipart_copy_outlasts_an_invocation_goes_on_in_the_next_and_lands_byte_exact(
     template: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A 61 MiB object in 5 MiB parts (13), each part copy slowed to 5 s, through an 8 s worker that starts nothing with
-    under 4 s left: no invocation can copy it whole. Each pauses the copy before its deadline (the parts started land), counts nothing for it and hands
+    """A 61 MiB object in 5 MiB parts (13), each part copy slowed to 3 s, through a 12 s worker that starts nothing with
+    under 10 s left: the first invocation copies one pool's worth of parts (8) and must pause, whatever its cold start. Each pauses the copy before its deadline (the parts started land), counts nothing for it and hands
     it on in a child batch with its open upload; the next one lists the parts the upload holds and copies the rest."""
     real = FastS3Store.upload_part_copy
     copies: list[int] = []
 
     def slow(self: FastS3Store, *args: Any, **kwargs: Any) -> Any:
-        time.sleep(5)
+        time.sleep(3)
         copies.append(args[5])  # the part number
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(FastS3Store, "upload_part_copy", slow)
-    env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_WORK_MARGIN_S": "4", "S3BULK_CONCURRENCY": "2"}
-    with StackOnMoto(template, buckets=(SRC, DST), env=env, timeouts={"Worker": 8}, visibility_scale=9 / 3600) as stack:
+    env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_WORK_MARGIN_S": "10", "S3BULK_CONCURRENCY": "2"}
+    with StackOnMoto(template, buckets=(SRC, DST), env=env, timeouts={"Worker": 12}, visibility_scale=13 / 3600) as stack:
         body = bytes(range(256)) * (61 * 1024 * 1024 // 256)
         stack.s3.put_object(Bucket=SRC, Key="in/big", Body=body, Metadata={"m": "1"})
         stack.s3.put_object(Bucket=SRC, Key="in/small", Body=b"small")
