@@ -41,6 +41,7 @@ from s3bulk.aws.remote import (
     tune,
 )
 from s3bulk.bodies.malloc import pin_mmap_threshold
+from s3bulk.breaker import EXIT_BREAKER, STOP_REASON
 from s3bulk.job import Job, JobError, differ, json_schema, load_job, new_job_id, parse_job
 from s3bulk.local import preflight
 from s3bulk.local.demo import run_demo
@@ -518,7 +519,7 @@ def _remote(args: argparse.Namespace, console: Console) -> int:
                 value = doc[name]
                 table.add_row(name, f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value))
         console.print(table)
-        return _exit_for(doc.get("status"))
+        return _exit_for(doc)
     if args.command == "status":
         rec = status(dep, args.job_id, settings)
         table = Table(title=f"{rec.job.operation}: {rec.status}", show_header=False)
@@ -532,7 +533,7 @@ def _remote(args: argparse.Namespace, console: Console) -> int:
         Path(args.output).write_text(text + "\n", encoding="utf-8")
     else:
         print(text)
-    return _exit_for(doc.get("status"))
+    return _exit_for(doc)
 
 
 def job_row(rec: JobRecord, now: float) -> dict[str, str | int]:
@@ -551,9 +552,13 @@ def job_row(rec: JobRecord, now: float) -> dict[str, str | int]:
     }
 
 
-def _exit_for(outcome: object) -> int:
-    """A deployed job's exit code, from its report's status (as `s3bulk run` exits for a local one)."""
-    return EXIT_OK if outcome in {"succeeded", "dry-run"} else EXIT_STOPPED if outcome == "stopped" else EXIT_FAILED
+def _exit_for(doc: dict[str, Any]) -> int:
+    """A deployed job's exit code, from its report (as `s3bulk run` exits for a local one: 4 when the failure breaker
+    stopped it, 3 for any other stop)."""
+    outcome = doc.get("status")
+    if outcome == "stopped":
+        return EXIT_BREAKER if doc.get("stop_reason") == STOP_REASON else EXIT_STOPPED
+    return EXIT_OK if outcome in {"succeeded", "dry-run"} else EXIT_FAILED
 
 
 def _undo(args: argparse.Namespace, console: Console) -> int:

@@ -139,6 +139,9 @@ def test_report_fetches_the_finished_report_and_exits_by_its_status(
     deployed["s3"].put_object(Bucket=REPORTS, Key="jobs/job-9/report.json", Body=json.dumps(doc).encode())
     assert main(["report", "job-9", "-o", str(tmp_path / "r.json")]) == 1
     assert json.loads((tmp_path / "r.json").read_text()) == doc
+    tripped = {"job_id": "job-11", "status": "stopped", "stop_reason": "failure_breaker", "failed": 600}
+    deployed["s3"].put_object(Bucket=REPORTS, Key="jobs/job-11/report.json", Body=json.dumps(tripped).encode())
+    assert main(["report", "job-11"]) == 4  # the failure breaker's exit code, as a local run's
     assert main(["report", "job-10"]) == 2
     assert "no report for 'job-10'" in capsys.readouterr().err
 
