@@ -19,7 +19,16 @@ from typing import Any
 
 from infra.config import MAX_INLINE_MAP, DeployConfig
 from s3bulk import metrics
-from s3bulk.aws.ledger import COUNTER_SHARDS, LISTER_COUNTERS, WORKER_COUNTERS, counter_shard, initial_item, list_shard_key
+from s3bulk.aws.ledger import (
+    COUNTER_SHARDS,
+    LISTER_COUNTERS,
+    WORKER_COUNTERS,
+    counter_key,
+    counter_shard,
+    initial_item,
+    list_shard_key,
+    marker_key,
+)
 from s3bulk.aws.lister import LIST_MARGIN_S
 from s3bulk.aws.messages import pack
 from s3bulk.aws.reportbucket import KEY_LOG_TAG
@@ -155,7 +164,7 @@ JOB_ITEM: dict[str, dict[str, Any]] = {
     "completion_token": {"S": "A" * TASK_TOKEN_CHARS},
 }
 COUNTER_ITEM: dict[str, dict[str, Any]] = {  # ledger.finish_batch's Update: WORKER_COUNTERS added on one of COUNTER_SHARDS items
-    **_key(counter_shard("0003-000000012-000")),
+    **counter_key(SAMPLE_JOB_ID, counter_shard("0003-000000012-000")),
     **{name: _n(3_125_000) for name in WORKER_COUNTERS},
     "expires_at": _n(1_800_000_000),
 }
@@ -171,7 +180,7 @@ LIST_SHARD_ITEM: dict[str, dict[str, Any]] = {  # ledger.plan's Put, then ledger
     **{name: _n(6_250_000) for name in (*LISTER_COUNTERS, "sent", "borrowed")},
 }
 MARKER_ITEM: dict[str, dict[str, Any]] = {
-    **_key("batch#0003-000000012-000"),
+    **marker_key(SAMPLE_JOB_ID, "0003-000000012-000"),
     "expires_at": _n(1_800_000_000),
     "attempt": {"S": "0123456789ab"},
 }
@@ -188,12 +197,14 @@ def rru(size: int) -> int:
 
 
 def query_rru(shards: int) -> int:
-    """ledger._shard_items: one consistent Query of every count# item, the COUNTER_SHARDS counters and the K listing shards."""
-    return rru(COUNTER_SHARDS * item_bytes(COUNTER_ITEM) + shards * item_bytes(LIST_SHARD_ITEM))
+    """ledger.progress once listing is done: a consistent Query of the K listing shards (1 RRU per 4 KB of them together)
+    and a consistent BatchGetItem of the COUNTER_SHARDS counter shards, each under its own key (1 RRU per item)."""
+    return rru(shards * item_bytes(LIST_SHARD_ITEM)) + COUNTER_SHARDS * rru(item_bytes(COUNTER_ITEM))
 
 
 def progress_rru(shards: int) -> int:
-    """ledger.progress: a consistent GetItem of the job item and the Query of its count# items."""
+    """ledger.progress: a consistent GetItem of the job item, then (listing done) every counter. Charged in full for
+    every batch: a bound, since until listing is done the job item alone is read."""
     return rru(item_bytes(JOB_ITEM)) + query_rru(shards)
 
 
@@ -433,8 +444,8 @@ def job_items(
             reads,
             "RRU",
             DDB_RRU,
-            f"{batches:,.0f} batches x {per_batch_rru} (marker 1 + job item {rru(item_bytes(JOB_ITEM))} + Query of "
-            f"{COUNTER_SHARDS} + {shards} count# items {query_rru(shards)}) + {status_reads:,.0f} status reads x 0.5 + "
+            f"{batches:,.0f} batches x {per_batch_rru} (marker 1 + job item {rru(item_bytes(JOB_ITEM))} + {shards} listing "
+            f"and {COUNTER_SHARDS} counter shards {query_rru(shards)}) + {status_reads:,.0f} status reads x 0.5 + "
             f"{2 * lister_calls + progress_calls * progress_rru(shards) + fixed_reads:,} other",
         ),
         LineItem(
@@ -717,8 +728,10 @@ def render_at_scale(cpu_ms: float) -> list[str]:
         f"  marker's Put and its counter shard's Update, 1 KB each, at 2 WRU per KB in a transaction: {FINISH_BATCH_WRU} WRU), and",
         "  the completion check (`completion.notify_if_complete`): a consistent GetItem of the absent marker first",
         f"  (`is_batch_done`, 1 RRU), then `ledger.progress`, a consistent GetItem of the job item ({item_bytes(JOB_ITEM):,} B with its",
-        f"  completion token: 1 RRU) and a consistent Query of every `count#` item: {COUNTER_SHARDS} counter shards of {item_bytes(COUNTER_ITEM)} B and",
-        f"  K listing shards of {item_bytes(LIST_SHARD_ITEM)} B (three 50-character keys, a {CURSOR_CHARS}-character cursor), 1 RRU per 4 KB together:",
+        "  completion token: 1 RRU), which until listing is done is all (the job item counts its done listing shards); after,",
+        f"  a consistent Query of the K listing shards ({item_bytes(LIST_SHARD_ITEM)} B each: three 50-character keys, a {CURSOR_CHARS}-character cursor;",
+        f"  1 RRU per 4 KB together) and a consistent BatchGetItem of the {COUNTER_SHARDS} counter shards ({item_bytes(COUNTER_ITEM)} B, each under a",
+        "  partition key of its own so 1,000 workers never meet on one key: 1 RRU each). Charged here on every batch (a bound):",
         f"  {query_rru(1)} RRU at K = 1, {query_rru(LIST_SHARDS)} at 16, {query_rru(32)} at 32, {query_rru(MAX_SHARDS)} at {MAX_SHARDS}. Per page, the lister's checkpoint UpdateItem",
         f"  ({CHECKPOINT_WRU} WRU). Per container every {STATUS_TTL_S:.0f} s, an eventually consistent read of the job's status (0.5 RRU).",
         f"- **Step Functions**: {SFN_FIXED} transitions per job (Validate, CreateLedgerEntry, KeepIdsOnly, PlanListing,",

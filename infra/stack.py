@@ -182,6 +182,8 @@ class S3BulkStack(cdk.Stack):
             "S3BULK_WRITE_BUCKETS": ",".join(config.write_buckets),
             "S3BULK_DELETE_BUCKETS": ",".join(config.delete_buckets),
             "S3BULK_CONCURRENCY": str(config.worker_threads),
+            # Validate refuses a relay or process job the workers' memory cannot stream (s3bulk/bodies/memory.py).
+            "S3BULK_WORKER_MEMORY_MB": str(config.worker_memory_mb),
             "S3BULK_MAX_RECEIVES": str(MAX_RECEIVES),
             "S3BULK_POLL_SECONDS": str(config.poll_seconds),
             "S3BULK_LIST_SHARDS": str(config.list_shards),
@@ -329,7 +331,9 @@ class S3BulkStack(cdk.Stack):
             )
         )
         # PlanListing writes the shard items with Put items in one TransactWriteItems, which AWS authorizes as PutItem.
-        self._grant_table(self.lister_fn, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query")
+        self._grant_table(
+            self.lister_fn, "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"
+        )
         self.queue.grant_send_messages(self.lister_fn)
         # Manifests (source.manifest) are read by the lister; their bad rows go to the report bucket.
         self.lister_fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=_object_arns(config.read_buckets)))
@@ -445,7 +449,7 @@ class S3BulkStack(cdk.Stack):
                     conditions={"StringLike": {"kms:ViaService": via}},
                 )
             )
-        self._grant_table(worker, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query")
+        self._grant_table(worker, "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query")
         worker.add_to_role_policy(
             iam.PolicyStatement(actions=["s3:PutObject", "s3:PutObjectTagging"], resources=[self.reports.arn_for_objects("jobs/*")])
         )
@@ -454,7 +458,7 @@ class S3BulkStack(cdk.Stack):
         # The dead-letter counter counts a batch as the worker does (marker, counters, failures part), and sends on the
         # rest of a batch that was split; it touches no bucket of the user's.
         counter = self.dead_letters_fn
-        self._grant_table(counter, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query")
+        self._grant_table(counter, "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query")
         counter.add_to_role_policy(iam.PolicyStatement(actions=["s3:PutObject"], resources=[self.reports.arn_for_objects("jobs/*")]))
         if config.write_buckets:  # a dead-lettered batch's paused multipart copies are aborted, not left billed
             counter.add_to_role_policy(
@@ -466,7 +470,7 @@ class S3BulkStack(cdk.Stack):
         worker.add_to_role_policy(resume)
         counter.add_to_role_policy(resume)
         self.progress_fn.add_to_role_policy(resume)
-        self._grant_table(self.progress_fn, "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query")
+        self._grant_table(self.progress_fn, "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:UpdateItem", "dynamodb:Query")
 
         # ExecutionEnded goes on with a report it could not finish in one call by invoking itself (asynchronously). In a
         # policy of its own: the function's default policy naming the function's own ARN would be a dependency cycle.

@@ -58,7 +58,7 @@ def await_step(job_id: str, token: str, *, ledger: DynamoLedger, completion: Com
 
 def progress_step(job_id: str, *, ledger: DynamoLedger) -> dict[str, Any]:
     """The safety net when no one sent the token in time: is the job complete?"""
-    p = ledger.progress(job_id)
+    p = ledger.progress(job_id, counters=True)
     # A job an outage stopped is finalized now (as stopped), whatever is pending.
     complete = p.complete or p.status == "STOPPING"
     return {"job_id": job_id, "complete": complete, "pending": p.pending, "listing_done": p.listing_done}

@@ -1,23 +1,23 @@
-"""The job ledger in DynamoDB: spec, status, listing cursor and counters that stay exact, with no hot item.
+"""The job ledger in DynamoDB: spec, status, listing cursor and counters that stay exact, with no hot item or key.
 
-One table, item kinds under the job's partition key:
-  pk=job#ID sk=job          the job: spec, status, the number of listing shards once
-                            planned, the completion token
-  pk=job#ID sk=count#list#NNNN  one listing shard: its key range (after, upto], its own
-                            page number and cursor, done, and the counters its lister adds
-                            (scanned, listed, batches sent ...)
-  pk=job#ID sk=count#NN     one of COUNTER_SHARDS counter items the workers add to; a batch
-                            picks its shard by a hash of its id
-  pk=job#ID sk=batch#BID    a marker per finished batch, written in the same transaction as
-                            its shard's counter update, so a redelivered message is never
-                            counted twice
-A job's counters are the sum over its job item and every `count#` item, read with one
-GetItem and one Query; listing is done when every listing shard is. `pending` is batches sent (added on the job item by the lister)
-minus batches finished (subtracted on the shards), so it too is a sum.
+One table. A job's own partition holds what few writers touch; what every worker writes has partition keys of its own,
+so 1,000 workers never meet on one key (DynamoDB serves about 1,000 writes/s and 3,000 reads/s per partition):
+  pk=job#ID sk=job          the job: spec, status, the number of listing shards once planned (`shards`) and how many
+                            of them are done (`shards_done`), the completion token
+  pk=job#ID sk=count#list#NNNN  one listing shard: its key range (after, upto], its own page number and cursor, done,
+                            and the counters its lister adds (scanned, listed, batches sent ...); at most 40
+  pk=job#ID#count#NN sk=count  one of COUNTER_SHARDS counter items the workers add to; a batch picks its shard by a
+                            hash of its id
+  pk=job#ID#batch#BID sk=batch  a marker per finished batch, written in the same transaction as its shard's counter
+                            update, so a redelivered message is never counted twice
+A job's counters are the sum over its job item, its listing shards (one Query) and its counter shards (one
+BatchGetItem); listing is done when `shards_done` reaches `shards`, which the job item alone says. So the check a
+worker makes after each counted batch reads one item until listing is done, and every counter only after that.
+`pending` is batches sent (added on the listing shards) minus batches finished (subtracted on the counter shards).
 
 No item takes transactional writes at a high rate: workers spread theirs over the shards;
 each listing shard has its own item; the job item takes only plain UpdateItems (a rare
-rate change, the status), which DynamoDB serializes without conflicts. DynamoDB still answers
+rate change, the status) and one transaction per listing shard when it is done. DynamoDB still answers
 overlapping writes with TransactionConflict, which botocore does not retry, so every write
 here retries conflicts with jittered backoff; each write is idempotent (conditional on the
 marker or the page number), so a retry never counts twice.
@@ -162,13 +162,23 @@ def _key(job_id: str, sk: str) -> dict[str, Any]:
     return {"pk": {"S": f"job#{job_id}"}, "sk": {"S": sk}}
 
 
+def counter_key(job_id: str, shard: int) -> dict[str, Any]:
+    """A counter shard's key: a partition of its own."""
+    return {"pk": {"S": f"job#{job_id}#count#{shard:02d}"}, "sk": {"S": "count"}}
+
+
+def marker_key(job_id: str, batch_id: str) -> dict[str, Any]:
+    """A batch marker's key: a partition of its own, so markers spread as their counter updates do."""
+    return {"pk": {"S": f"job#{job_id}#batch#{batch_id}"}, "sk": {"S": "batch"}}
+
+
 def list_shard_key(index: int) -> str:
     return f"count#list#{index:04d}"
 
 
-def counter_shard(batch_id: str, shards: int = COUNTER_SHARDS) -> str:
-    """The counter item a batch adds to: stable per batch, spread evenly over the shards."""
-    return f"count#{zlib.crc32(batch_id.encode()) % shards:02d}"
+def counter_shard(batch_id: str, shards: int = COUNTER_SHARDS) -> int:
+    """The counter shard a batch adds to: stable per batch, spread evenly over the shards."""
+    return zlib.crc32(batch_id.encode()) % shards
 
 
 def is_conflict(exc: ClientError) -> bool:
@@ -234,6 +244,11 @@ def initial_item(
     return item
 
 
+def _listing_done(item: dict[str, Any]) -> bool:
+    """Every planned listing shard is done: the job item counts them (`shards_done`, added as each one's last page is recorded)."""
+    return "shards" in item and int(item.get("shards_done", {}).get("N", "0")) >= int(item["shards"]["N"])
+
+
 def _conditional_failed(exc: ClientError) -> bool:
     return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
 
@@ -268,15 +283,15 @@ class DynamoLedger:
             raise KeyError(f"job {job_id!r} is not in the ledger")
         return dict(item)
 
-    def _shard_items(self, job_id: str) -> list[dict[str, Any]]:
-        """Every counter shard of the job: one Query (a few KB), strongly consistent."""
+    def _list_shards(self, job_id: str) -> list[dict[str, Any]]:
+        """Every listing shard of the job: one Query of the job's partition (at most 40 small items), strongly consistent."""
         items: list[dict[str, Any]] = []
         kw: dict[str, Any] = {}
         while True:
             r = self.client.query(
                 TableName=self.table,
-                KeyConditionExpression="pk = :pk AND begins_with(sk, :count)",
-                ExpressionAttributeValues={":pk": {"S": f"job#{job_id}"}, ":count": {"S": "count#"}},
+                KeyConditionExpression="pk = :pk AND begins_with(sk, :list)",
+                ExpressionAttributeValues={":pk": {"S": f"job#{job_id}"}, ":list": {"S": "count#list#"}},
                 ConsistentRead=True,
                 **kw,
             )
@@ -285,18 +300,39 @@ class DynamoLedger:
                 return items
             kw = {"ExclusiveStartKey": r["LastEvaluatedKey"]}
 
+    def _counter_shards(self, job_id: str) -> list[dict[str, Any]]:
+        """Every counter shard of the job (each under its own partition key): one consistent BatchGetItem."""
+        return self._get_many([counter_key(job_id, i) for i in range(self.shards)], None)
+
+    def _get_many(self, keys: list[dict[str, Any]], projection: tuple[str, ...] | None) -> list[dict[str, Any]]:
+        """BatchGetItem of any number of keys, 100 at a time, strongly consistent, unprocessed keys asked again."""
+        found: list[dict[str, Any]] = []
+        for start in range(0, len(keys), 100):  # BatchGetItem takes 100 keys
+            ask: dict[str, Any] = {"Keys": keys[start : start + 100], "ConsistentRead": True}
+            if projection:
+                ask["ProjectionExpression"] = ", ".join(f"#p{i}" for i in range(len(projection)))
+                ask["ExpressionAttributeNames"] = {f"#p{i}": name for i, name in enumerate(projection)}
+            request: dict[str, Any] = {self.table: ask}
+            while request:
+                r = self.client.batch_get_item(RequestItems=request)
+                found += r.get("Responses", {}).get(self.table, [])
+                request = r.get("UnprocessedKeys") or {}
+                if request:
+                    self._sleep(0.1)  # throttled keys come back unprocessed: ask again after a pause
+        return found
+
+    def _shard_items(self, job_id: str) -> list[dict[str, Any]]:
+        """The listing shards and the counter shards: every item a counter is added to besides the job item."""
+        return self._list_shards(job_id) + self._counter_shards(job_id)
+
     def _sum(self, item: dict[str, Any], shards: list[dict[str, Any]]) -> tuple[dict[str, int], bool]:
-        """The job's counters (job item plus every count# item) and whether every planned listing shard is done."""
+        """The job's counters (job item plus every listing and counter shard) and whether every planned listing shard is done."""
         total = {k: int(item[k]["N"]) for k in COUNTERS if k in item}
-        done = 0
         for shard in shards:
             for k in COUNTERS:
                 if k in shard:
                     total[k] = total.get(k, 0) + int(shard[k]["N"])
-            if shard["sk"]["S"].startswith("count#list#") and shard.get("done", {}).get("BOOL"):
-                done += 1
-        planned = int(item["shards"]["N"]) if "shards" in item else None
-        return total, planned is not None and done >= planned
+        return total, _listing_done(item)
 
     def counters(self, job_id: str) -> dict[str, int]:
         return self._sum(self._job_item(job_id), self._shard_items(job_id))[0]
@@ -358,20 +394,25 @@ class DynamoLedger:
         """The job alone (what a worker needs): one small GetItem, no counters."""
         return parse_job(self._job_item(job_id, "spec")["spec"]["S"])
 
-    def progress(self, job_id: str) -> Progress:
+    def progress(self, job_id: str, *, counters: bool = False) -> Progress:
+        """What decides whether the job is complete. Until listing is done that is the job item alone (it cannot be
+        complete); after, every counter. `counters`: read them all anyway (the failure breaker weighs them)."""
         r = self.client.get_item(
             TableName=self.table,
             Key=job_key(job_id),
             ConsistentRead=True,
-            ProjectionExpression="#s, #t, pending, shards, failed, skipped",  # failed, skipped: the failure breaker
+            ProjectionExpression="#s, #t, pending, shards, shards_done, failed, skipped",
             ExpressionAttributeNames={"#s": "status", "#t": "completion_token"},
         )
         item = r.get("Item")
         if item is None:
             raise KeyError(f"job {job_id!r} is not in the ledger")
-        counters, listing_done = self._sum(item, self._shard_items(job_id))
         token = item.get("completion_token", {}).get("S")
-        return Progress(listing_done, counters.get("pending", 0), item["status"]["S"], token, counters)
+        listing_done = _listing_done(item)
+        if not listing_done and not counters:
+            return Progress(False, -1, item["status"]["S"], token, {})
+        total, _ = self._sum(item, self._shard_items(job_id))
+        return Progress(listing_done, total.get("pending", 0), item["status"]["S"], token, total)
 
     # -- listing shards ---------------------------------------------------------------------------
     def plan(self, job_id: str, ranges: list[tuple[str, str | None]]) -> int:
@@ -478,7 +519,7 @@ class DynamoLedger:
     def guard_total(self, job_id: str) -> tuple[int, bool]:
         """The deletes every shard counted, and whether every planned shard is counted."""
         item = self._job_item(job_id, "shards")
-        shards = [s for s in self._shard_items(job_id) if s["sk"]["S"].startswith("count#list#")]
+        shards = self._list_shards(job_id)
         total = sum(int(s.get("would_delete", {}).get("N", "0")) for s in shards)
         done = sum(1 for s in shards if s.get("guard_done", {}).get("BOOL"))
         return total, "shards" in item and done >= int(item["shards"]["N"])
@@ -597,13 +638,34 @@ class DynamoLedger:
             + " ADD #scanned :scanned, #listed :listed, #listed_bytes :lbytes, #skipped :skipped, #batches :batches, #pending :batches,"
             " #failed :failed, #extraneous :extraneous, #sent :sent, #borrowed :borrowed"
         )
-        return self._update_if(
-            _key(job_id, list_shard_key(shard)),
-            UpdateExpression=update,
-            ConditionExpression="#page = :page",
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues=values,
-        )
+        shard_update: dict[str, Any] = {
+            "Key": _key(job_id, list_shard_key(shard)),
+            "UpdateExpression": update,
+            "ConditionExpression": "#page = :page",
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+        }
+        if not done:
+            return self._update_if(shard_update.pop("Key"), **shard_update)
+        # The shard's last page: the job item counts it done in the same transaction, so whether listing is done is one read.
+        finished = {
+            "TableName": self.table,
+            "Key": job_key(job_id),
+            "UpdateExpression": "ADD shards_done :one",
+            "ExpressionAttributeValues": {":one": {"N": "1"}},
+        }
+        try:
+            self._write(
+                lambda: self.client.transact_write_items(
+                    TransactItems=[{"Update": {"TableName": self.table, **shard_update}}, {"Update": finished}]
+                )
+            )
+            return True
+        except ClientError as exc:
+            reasons = exc.response.get("CancellationReasons") or []
+            if reasons and reasons[0].get("Code") == "ConditionalCheckFailed":
+                return False
+            raise
 
     def _update_if(self, key: dict[str, Any], **update: Any) -> bool:
         """UpdateItem, conflicts retried; False when its condition did not hold."""
@@ -617,28 +679,15 @@ class DynamoLedger:
 
     def counted_batch(self, job_id: str, batch_id: str) -> dict[str, Any] | None:
         """The batch's marker once it was counted (with `child`, the rest it handed on, when it was split), else None."""
-        r = self.client.get_item(TableName=self.table, Key=_key(job_id, f"batch#{batch_id}"), ConsistentRead=True)
+        r = self.client.get_item(TableName=self.table, Key=marker_key(job_id, batch_id), ConsistentRead=True)
         item = r.get("Item")
         return dict(item) if item is not None else None
 
     def counted_attempts(self, job_id: str, batch_ids: Sequence[str]) -> dict[str, str]:
         """The attempt each of these batches was counted from (finish_batch's `attempt`); uncounted ones are absent."""
-        found: dict[str, str] = {}
-        wanted = list(dict.fromkeys(batch_ids))
-        for start in range(0, len(wanted), 100):  # BatchGetItem takes 100 keys
-            keys = [_key(job_id, f"batch#{b}") for b in wanted[start : start + 100]]
-            names = {"#s": "sk", "#a": "attempt"}
-            request: dict[str, Any] = {
-                self.table: {"Keys": keys, "ConsistentRead": True, "ProjectionExpression": "#s, #a", "ExpressionAttributeNames": names}
-            }
-            while request:
-                r = self.client.batch_get_item(RequestItems=request)
-                for item in r.get("Responses", {}).get(self.table, []):
-                    found[item["sk"]["S"].removeprefix("batch#")] = item.get("attempt", {}).get("S", "")
-                request = r.get("UnprocessedKeys") or {}
-                if request:
-                    self._sleep(0.1)  # throttled keys come back unprocessed: ask again after a pause
-        return found
+        prefix = f"job#{job_id}#batch#"
+        items = self._get_many([marker_key(job_id, b) for b in dict.fromkeys(batch_ids)], ("pk", "attempt"))
+        return {str(i["pk"]["S"]).removeprefix(prefix): i.get("attempt", {}).get("S", "") for i in items}
 
     def finish_batch(
         self, job_id: str, batch_id: str, counts: BatchCounts, ttl_days: int = DEFAULT_TTL_DAYS, *, attempt: str = "", child: str = ""
@@ -649,7 +698,7 @@ class DynamoLedger:
         failures part of the try that was counted, never one a losing duplicate wrote.
         """
         expires = {"N": str(int(time.time() + ttl_days * 86400))}
-        marker = {**_key(job_id, f"batch#{batch_id}"), "expires_at": expires, **({"attempt": {"S": attempt}} if attempt else {})}
+        marker = {**marker_key(job_id, batch_id), "expires_at": expires, **({"attempt": {"S": attempt}} if attempt else {})}
         if child:  # the rest of the batch goes on as a batch of its own: still pending, so the job waits for it
             marker["child"] = {"S": child}
         values = {
@@ -664,7 +713,7 @@ class DynamoLedger:
         }
         update = {
             "TableName": self.table,
-            "Key": _key(job_id, counter_shard(batch_id, self.shards)),
+            "Key": counter_key(job_id, counter_shard(batch_id, self.shards)),
             "UpdateExpression": "ADD #s :s, #k :k, #f :f, #b :b, #r :r, #o :o, #t :t, #p :minus SET expires_at = :exp",
             "ExpressionAttributeNames": {
                 "#s": "succeeded",

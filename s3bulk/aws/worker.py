@@ -272,8 +272,9 @@ class WorkerService:
         else:
             self._failing.discard(msg.job_id)
         if counted:
-            progress = self.ledger.progress(msg.job_id) if counts.failed or self.completion is not None else None
-            if progress is not None and counts.failed > counts.throttled:
+            failing = counts.failed > counts.throttled  # the breaker weighs the job's counts: read them all, listing done or not
+            progress = self.ledger.progress(msg.job_id, counters=failing) if failing or self.completion is not None else None
+            if progress is not None and failing:
                 self._break_if_failing(msg.job_id, job, progress, codes, examples)
             notify_if_complete(msg.job_id, self.ledger, self.completion, progress)
         else:  # another try of this batch was counted first: its parts, not these, are the batch's

@@ -127,12 +127,10 @@ def test_concurrent_finishes_and_redeliveries_under_conflicts_count_each_batch_e
     c = aws.ledger.load(job_id).counters
     assert (c["succeeded"], c["bytes"], c["pending"]) == (1000, 10_000, 0)
     assert conflicts.injected["TransactWriteItems"] > 10
-    shards = aws.ddb.query(
-        TableName=TABLE,
-        KeyConditionExpression="pk = :pk AND begins_with(sk, :c)",
-        ExpressionAttributeValues={":pk": {"S": f"job#{job_id}"}, ":c": {"S": "count#"}},
-    )["Items"]
-    assert len(shards) > 16  # spread, not one hot item
+    keys = {i["pk"]["S"] for i in aws.ddb.scan(TableName=TABLE)["Items"]}
+    counters = {k for k in keys if k.startswith(f"job#{job_id}#count#")}
+    markers = {k for k in keys if k.startswith(f"job#{job_id}#batch#")}
+    assert len(counters) > 16 and len(markers) == 200  # spread over partition keys of their own, not one hot key
 
 
 def test_a_batch_that_raised_comes_back_in_seconds_not_after_the_visibility_timeout(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -289,3 +287,25 @@ def test_a_worker_out_of_time_mid_batch_counts_what_it_did_and_a_redelivery_send
     rec = aws.ledger.load(job_id)
     assert (rec.counters["succeeded"], rec.counters["failed"], rec.counters["pending"]) == (40, 0, 0), rec.counters
     assert dest_bodies(aws) == {"out/" + k[3:]: v for k, v in expected.items()}
+
+
+def test_until_listing_is_done_a_completion_check_reads_the_job_item_alone_and_then_every_shard_by_its_own_key(aws: Aws) -> None:
+    job_id = start(aws)
+    calls: list[str] = []
+    aws.ddb.meta.events.register("before-call.dynamodb", lambda model, **_: calls.append(model.name))
+    aws.ledger.plan(job_id, [("", "m"), ("m", None)])
+    aws.ledger.checkpoint(job_id, 0, 0, None, True, scanned=10, listed=10, listed_bytes=0, skipped=0, batches=2)
+    aws.ledger.checkpoint(job_id, 1, 0, "c", False, scanned=10, listed=10, listed_bytes=0, skipped=0, batches=2)
+    aws.ledger.finish_batch(job_id, "b1", BatchCounts(succeeded=5))
+    calls.clear()
+    p = aws.ledger.progress(job_id)
+    assert (calls, p.listing_done, p.complete) == (["GetItem"], False, False)  # one item while a shard still lists
+    aws.ledger.checkpoint(job_id, 1, 1, None, True, scanned=0, listed=0, listed_bytes=0, skipped=0, batches=0)
+    assert not aws.ledger.checkpoint(job_id, 1, 1, None, True, scanned=0, listed=0, listed_bytes=0, skipped=0, batches=0)
+    for b in ("b2", "b3", "b4"):
+        aws.ledger.finish_batch(job_id, b, BatchCounts(succeeded=5))
+    calls.clear()
+    p = aws.ledger.progress(job_id)
+    assert calls == ["GetItem", "Query", "BatchGetItem"]
+    assert (p.listing_done, p.pending, p.complete, p.counters["succeeded"]) == (True, 0, True, 20)
+    assert aws.ledger.load(job_id).listing_done  # a shard's last page recorded twice counts it done once

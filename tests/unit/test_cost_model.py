@@ -67,9 +67,12 @@ def test_at_100_million_objects_on_one_prefix_the_s3_put_limit_bounds_the_job_an
     assert r.costs["SQS (send, receive, delete)"] == pytest.approx((1e5 * 2 + 2e4 * 8 + 2e4) * 0.40 / 1e6)  # $0.152
     # 100,000 transactions of 4 WRU + 100,000 checkpoints of 1 WRU at $0.625/M (+ the job's own few writes)
     assert r.costs["DynamoDB writes (finish_batch, checkpoint)"] == pytest.approx(5e5 * 0.625e-6, abs=1e-4)
-    # Per counted batch: the marker (1 RRU), the job item (1) and the Query of 32 + 16 count# items (4), at $0.125/M;
-    # plus a status read (0.5 RRU) per container every 30 s: 50 x 28,571 s / 30
-    assert r.costs["DynamoDB reads (completion check per batch)"] == pytest.approx((1e5 * 6 + 0.5 * 50 * 28571.5 / 30) * 0.125e-6, rel=1e-3)
+    # Per counted batch, at most: the marker (1 RRU), the job item (1), the Query of 16 listing shards of ~0.5 KB (2) and
+    # 32 counter shards read by key (1 each), at $0.125/M; plus a status read (0.5 RRU) per container every 30 s:
+    # 50 x 28,571 s / 30
+    assert r.costs["DynamoDB reads (completion check per batch)"] == pytest.approx(
+        (1e5 * 36 + 0.5 * 50 * 28571.5 / 30) * 0.125e-6, rel=1e-3
+    )
     assert batch_operations(1e8) == pytest.approx(0.25 + 100 + 0.25)
     assert s3_requests(1e8) == pytest.approx(500 + (1e5 + 400) * 0.005 / 1000)
 
@@ -141,11 +144,11 @@ def test_key_logs_are_stored_for_their_retention_and_30_days_more_as_noncurrent_
     assert 400 < KEY_LOG_LINE_BYTES < 700
 
 
-def test_the_completion_check_reads_every_count_item_in_one_consistent_query() -> None:
+def test_the_completion_check_reads_the_listing_shards_in_one_query_and_each_counter_shard_by_its_own_key() -> None:
     # DynamoDB's item size: names + string bytes + 1 byte per 2 significant digits + 1 + a boolean's 1
     assert item_bytes({"pk": {"S": "abc"}, "n": {"N": "123000"}, "b": {"BOOL": True}}) == (2 + 3) + (1 + 3) + (1 + 1)
-    # 32 counter shards and K listing shards together, 1 RRU per 4 KB: more shards, more units per batch
-    assert [query_rru(k) for k in (1, 16, 40)] == [2, 4, 7]
+    # K listing shards together at 1 RRU per 4 KB (~0.5 KB each), plus 32 counter shards under keys of their own at 1 each
+    assert [query_rru(k) for k in (1, 16, 40)] == [1 + 32, 2 + 32, 5 + 32]
 
 
 def test_step_functions_counts_the_states_a_job_passes() -> None:
