@@ -11,6 +11,7 @@ from typing import Any
 from s3bulk.aws.allowlist import AllowList
 from s3bulk.aws.ledger import MAX_LIST_SHARDS
 from s3bulk.aws.lister import DEFAULT_LIST_SHARDS
+from s3bulk.bodies.memory import WorkerSize, check_worker_memory
 from s3bulk.job import SECRET_ARN, JobError, parse_job
 
 # Step Functions runs at most this many iterations of an inline Map at once, whatever its MaxConcurrency says.
@@ -139,9 +140,12 @@ class DeployConfig:
             acl=self.allow_acl,
             version_delete=self.allow_version_delete,
         )
+        worker = WorkerSize(self.worker_memory_mb, self.worker_threads)
         for s in self.schedules:
-            try:  # the same rule the functions apply to every job at run time
-                allow.check(parse_job(json.dumps(s.job)))
+            try:  # the same rules Validate applies to every job at run time
+                job = parse_job(json.dumps(s.job))
+                allow.check(job)
+                check_worker_memory(job, worker)
             except JobError as exc:
                 raise ValueError(f"schedule {s.name}: {exc}") from None
 

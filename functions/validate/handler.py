@@ -32,4 +32,6 @@ def config() -> env.AwsConfig:
 @event_parser(model=ValidateEvent)
 def handler(event: ValidateEvent, context: LambdaContext) -> dict[str, Any]:
     cfg = config()
-    return validate(event.job, cfg.allow, cfg.poll_seconds, execution=event.execution, load_code=env.code_loader(cfg))
+    return validate(
+        event.job, cfg.allow, cfg.poll_seconds, execution=event.execution, load_code=env.code_loader(cfg), worker=env.worker_size(cfg)
+    )

@@ -24,6 +24,7 @@ from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.aws.validation import DEFAULT_POLL_SECONDS
 from s3bulk.aws.worker import OUTAGE_STOP_S, WORK_MARGIN_S, WorkerService
 from s3bulk.bodies.malloc import pin_mmap_threshold
+from s3bulk.bodies.memory import MiB, WorkerSize, body_budget_mb
 from s3bulk.job import Destination, Process, Source
 from s3bulk.manifest import MIN_CSV_SHARD_BYTES
 from s3bulk.ops.batch import DEFAULT_CONCURRENCY, connections_needed
@@ -49,6 +50,7 @@ class AwsConfig:
     request_path: str = "fast"  # fast: CopyObject/DeleteObjects on the lighter path; botocore: everything via botocore
     process_code: str = ""  # the directory the deployer's process code was bundled into (-c process_code=DIR)
     memory_mb: int = 1024  # the function's memory (Lambda sets AWS_LAMBDA_FUNCTION_MEMORY_SIZE)
+    worker_memory_mb: int = 1024  # the Worker function's memory (the stack sets S3BULK_WORKER_MEMORY_MB), for Validate
     outage_stop: float = OUTAGE_STOP_S  # how long batches are handed back for an unreachable endpoint before the job stops
 
     @classmethod
@@ -70,6 +72,7 @@ class AwsConfig:
             request_path=env.get("S3BULK_REQUEST_PATH", "fast"),
             process_code=env.get("S3BULK_PROCESS_CODE", ""),
             memory_mb=int(env.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", 1024)),
+            worker_memory_mb=int(env.get("S3BULK_WORKER_MEMORY_MB", 1024)),
             outage_stop=float(env.get("S3BULK_OUTAGE_STOP_S", OUTAGE_STOP_S)),
         )
 
@@ -144,6 +147,11 @@ def code_loader(cfg: AwsConfig) -> Callable[[Process], ProcessCode]:
     return lambda process: load_code(process, search, connect)
 
 
+def worker_size(cfg: AwsConfig) -> WorkerSize:
+    """The deployment's worker as Validate sees it: its memory and its threads (S3BULK_CONCURRENCY)."""
+    return WorkerSize(cfg.worker_memory_mb, cfg.concurrency)
+
+
 def worker_service(cfg: AwsConfig) -> WorkerService:
     pin_mmap_threshold()  # process and relay bodies go back to the OS when freed (bodies/malloc.py)
     s3 = store(cfg)
@@ -159,8 +167,8 @@ def worker_service(cfg: AwsConfig) -> WorkerService:
         returns=returns(cfg),
         max_receives=cfg.max_receives,
         load_code=code_loader(cfg),
-        # A quarter of the function's memory for object bodies beyond one range and one part per thread.
-        body_budget=cfg.memory_mb * 1024 * 1024 // 4,
+        # What the function's memory leaves for object bodies after the runtime and each thread's own (bodies/memory.py).
+        body_budget=body_budget_mb(cfg.memory_mb, cfg.concurrency) * MiB,
         open_side=SideStores(cfg, s3),
         outage_stop=cfg.outage_stop,
     )

@@ -9,6 +9,7 @@ from typing import Any
 from s3bulk.aws.allowlist import AllowList
 from s3bulk.aws.ledger import initial_item
 from s3bulk.aws.steps import WORKER_TIME_S
+from s3bulk.bodies.memory import DEFAULT_WORKER, WorkerSize, check_worker_memory
 from s3bulk.job import JobError, Process, new_job_id, parse_job
 from s3bulk.ops.process import ProcessCode
 
@@ -26,12 +27,15 @@ def validate(
     poll_seconds: int = DEFAULT_POLL_SECONDS,
     execution: str | None = None,
     load_code: Callable[[Process], ProcessCode] | None = None,
+    worker: WorkerSize = DEFAULT_WORKER,
 ) -> dict[str, Any]:
     """Parse and authorize a job event; raises JobError (one line naming the field) when it is bad.
 
     `execution` is the name of the execution running the job: a job without its own id
     takes one derived from it (see execution_ended). A process job's code is imported
     here too, so a function the deployment does not hold fails the job before any listing.
+    A relay or process job that `worker` (the deployment's worker memory and threads) cannot
+    stream in is refused here too, not ended by Lambda for its memory batch after batch.
     """
     job = parse_job(json.dumps(event))
     if job.options.outage_seconds > STACK_MAX_OUTAGE_WINDOW:
@@ -62,6 +66,7 @@ def validate(
                 f"and name it in job.{name}.credentials_secret"
             )
     allow.check(job)
+    check_worker_memory(job, worker)
     if job.process is not None and load_code is not None:
         load_code(job.process)
     job_id = new_job_id(job, execution)

@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Match, Template
 
 from app import build_app
-from infra.config import DeployConfig
+from infra.config import DeployConfig, Schedule
 from infra.stack import MAX_RECEIVES, VISIBILITY_RATIO, S3BulkStack
 
 CONTEXT = {
@@ -213,6 +214,23 @@ def test_functions_get_the_allow_list_for_their_run_time_checks(template: Templa
             "raw-logs",
         )
         assert fn["Properties"]["TracingConfig"] == {"Mode": "Active"}
+
+
+def test_validate_is_told_the_workers_memory_so_it_can_refuse_a_job_they_cannot_stream(template: Template) -> None:
+    functions = resources(template, "AWS::Lambda::Function")
+    [worker] = [f for logical, f in functions.items() if logical.startswith("Worker")]
+    [validate] = [f for logical, f in functions.items() if logical.startswith("Validate")]
+    env = validate["Properties"]["Environment"]["Variables"]
+    assert env["S3BULK_WORKER_MEMORY_MB"] == str(worker["Properties"]["MemorySize"]) == "1024"
+    assert env["S3BULK_CONCURRENCY"] == "32"  # the workers' threads, the rule's other half
+
+
+def test_a_scheduled_relay_the_workers_memory_cannot_stream_is_refused_at_synth() -> None:
+    relay = {"operation": "copy", "source": {"bucket": "a-b"}, "destination": {"bucket": "c-d"}, "options": {"transfer": "relay"}}
+    cfg = DeployConfig(("a-b",), ("c-d",), (), worker_memory_mb=512, schedules=(Schedule("nightly", "rate(1 day)", relay),))
+    with pytest.raises(ValueError, match=r"^schedule nightly: job\.options\.transfer: .* set worker_memory_mb to at least 928 "):
+        cfg.check()
+    replace(cfg, worker_memory_mb=1024).check()
 
 
 def test_state_machine_is_standard_with_retry_and_catch_on_every_task(template: Template) -> None:
