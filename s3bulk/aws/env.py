@@ -22,7 +22,7 @@ from s3bulk.aws.lister import DEFAULT_LIST_SHARDS, LIST_MARGIN_S
 from s3bulk.aws.queue import QueueSender, Returns
 from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.aws.validation import DEFAULT_POLL_SECONDS
-from s3bulk.aws.worker import OUTAGE_STOP_S, WORK_MARGIN_S, WorkerService
+from s3bulk.aws.worker import HARD_MARGIN_S, OUTAGE_STOP_S, WORK_MARGIN_S, WorkerService
 from s3bulk.bodies.malloc import pin_mmap_threshold
 from s3bulk.bodies.memory import MiB, WorkerSize, body_budget_mb
 from s3bulk.job import Destination, Process, Source
@@ -42,6 +42,7 @@ class AwsConfig:
     concurrency: int = DEFAULT_CONCURRENCY
     max_receives: int = 5
     work_margin: float = WORK_MARGIN_S
+    hard_margin: float = HARD_MARGIN_S  # with this much left, a worker stops waiting for objects in flight
     list_margin: float = LIST_MARGIN_S  # a lister call stops paging with this much of its time left
     poll_seconds: int = DEFAULT_POLL_SECONDS
     list_page_size: int = 1000
@@ -64,6 +65,7 @@ class AwsConfig:
             concurrency=int(env.get("S3BULK_CONCURRENCY", DEFAULT_CONCURRENCY)),
             max_receives=int(env.get("S3BULK_MAX_RECEIVES", 5)),
             work_margin=float(env.get("S3BULK_WORK_MARGIN_S", WORK_MARGIN_S)),
+            hard_margin=float(env.get("S3BULK_HARD_MARGIN_S", HARD_MARGIN_S)),
             list_margin=float(env.get("S3BULK_LIST_MARGIN_S", LIST_MARGIN_S)),
             poll_seconds=int(env.get("S3BULK_POLL_SECONDS", DEFAULT_POLL_SECONDS)),
             list_page_size=int(env.get("S3BULK_LIST_PAGE_SIZE", 1000)),
@@ -162,6 +164,7 @@ def worker_service(cfg: AwsConfig) -> WorkerService:
         allow=cfg.allow,
         concurrency=cfg.concurrency,
         margin=cfg.work_margin,
+        hard_margin=cfg.hard_margin,
         rate=s3.rate,
         completion=completion(),
         returns=returns(cfg),

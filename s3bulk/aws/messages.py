@@ -29,6 +29,9 @@ class BatchMessage(BaseModel):
     check: list[tuple[int, bool]] = Field(default_factory=list)
     # multipart copies an earlier invocation paused (a child batch's): item index, and the open upload to go on with
     resume: list[tuple[int, str]] = Field(default_factory=list)
+    # objects that were still in flight when an invocation had to end without them (a child batch's): item index, and
+    # how many invocations ended so; past a few, the object is failed instead of tried again
+    hung: list[tuple[int, int]] = Field(default_factory=list)
 
     def objects(self) -> list[ObjectInfo]:
         return [
@@ -42,8 +45,16 @@ class BatchMessage(BaseModel):
     def uploads(self) -> dict[int, str]:
         return dict(self.resume)
 
+    def strikes(self) -> dict[int, int]:
+        return dict(self.hung)
+
     def rest(
-        self, objects: Sequence[ObjectInfo], checks: Mapping[int, bool], attempt: str, uploads: Mapping[int, str] | None = None
+        self,
+        objects: Sequence[ObjectInfo],
+        checks: Mapping[int, bool],
+        attempt: str,
+        uploads: Mapping[int, str] | None = None,
+        hung: Mapping[int, int] | None = None,
     ) -> BatchMessage:
         """The part of this batch one invocation could not reach, as a batch of its own (a "child"): its id derives
         from this one's and from the try that counted this one, so whoever sends it again sends the same batch. An
@@ -54,6 +65,7 @@ class BatchMessage(BaseModel):
             items=[_item(o) for o in objects],
             check=sorted(checks.items()),
             resume=sorted((uploads or {}).items()),
+            hung=sorted((hung or {}).items()),
         )
 
     def encode(self) -> str:

@@ -21,7 +21,7 @@ from s3bulk.breaker import THROTTLING, Trip, over, ranked
 from s3bulk.errors import error_code, error_message
 from s3bulk.job import Job, JobError, Process
 from s3bulk.keys import JsonlKeyLog
-from s3bulk.ops.batch import BatchRunner, Item, part_pool
+from s3bulk.ops.batch import BatchRunner, Frozen, Item, part_pool
 from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.ops.process import ProcessCode, Processor, make_processor
 from s3bulk.outage import EndpointUnreachable
@@ -33,6 +33,11 @@ from s3bulk.store import ObjectStore
 # The worker submits no new object with less than this left, so copies already
 # running (each bounded by the client's read timeout) finish before the Lambda does.
 WORK_MARGIN_S = 150.0
+# With this much left, the worker stops waiting for objects still in flight (each past the WORK_MARGIN_S it had): it
+# counts what finished and hands the rest on in a child batch, instead of being ended by Lambda with nothing counted.
+HARD_MARGIN_S = 10.0
+# An object in flight when this many invocations had to end without it fails (WorkerTimedOut) instead of going on.
+MAX_STRIKES = 2
 # A record handed back comes back this soon: at once-ish when the worker only ran out of time
 # (another container has it), with backoff when the batch raised (a transient fault, or a
 # poison message on its way to the DLQ). Never the hour-long visibility timeout.
@@ -45,6 +50,17 @@ RETURN_STOPPED_S = 900
 STOPPED_KEEP_S = 7 * 86400
 # How long workers hand batches back for an endpoint that gives no answer before the job is stopped (resumable).
 OUTAGE_STOP_S = 900.0
+
+
+def _outlasted(strikes: int) -> tuple[str, str] | None:
+    """An object too slow for the worker in MAX_STRIKES invocations fails, saying what to change."""
+    if strikes < MAX_STRIKES:
+        return None
+    return (
+        WORKER_TIMED_OUT,
+        f"still in flight when {strikes} worker invocations had to end (each stops waiting {HARD_MARGIN_S:.0f} s before its "
+        f"{WORKER_TIME_S} s): raise worker_timeout_s in deploy.json, then run the job again with if_exists=skip",
+    )
 
 
 def return_delay(attempts: int, *, not_started: bool) -> int:
@@ -69,6 +85,8 @@ class NotStarted(RuntimeError):
 
 # The code of the objects of a batch whose worker Lambda never finished it (see WorkerService.dead_lettered).
 WORKER_DIED = "WorkerDied"
+# The code of an object that outlasted MAX_STRIKES invocations.
+WORKER_TIMED_OUT = "WorkerTimedOut"
 
 
 class WorkerTimedOut(RuntimeError):
@@ -121,6 +139,7 @@ class WorkerService:
         allow: AllowList,
         concurrency: int,
         margin: float = WORK_MARGIN_S,
+        hard_margin: float = HARD_MARGIN_S,
         rate: RateControl | None = None,
         completion: Completion | None = None,
         returns: Returns | None = None,
@@ -144,6 +163,7 @@ class WorkerService:
         self.reports = reports
         self.allow = allow
         self.margin = margin
+        self.hard_margin = hard_margin
         self.rate = rate  # the store's, so the job's adaptive_rate can switch it and share it
         self.returns = returns
         self.max_receives = max_receives
@@ -223,9 +243,16 @@ class WorkerService:
             return self._cancel(msg, status)
         attempt = uuid.uuid4().hex[:12]  # this try's parts are named by it; the ledger keeps the counted one's
         mapper = key_mapper(job)
-        checks, uploads = msg.rechecks(), msg.uploads()
+        checks, uploads, strikes = msg.rechecks(), msg.uploads(), msg.strikes()
         items = [
-            Item(o, mapper(o.key) if mapper else "", recheck=checks.get(i), upload_id=uploads.get(i, ""))
+            Item(
+                o,
+                mapper(o.key) if mapper else "",
+                recheck=checks.get(i),
+                upload_id=uploads.get(i, ""),
+                strikes=strikes.get(i, 0),
+                problem=_outlasted(strikes.get(i, 0)),
+            )
             for i, o in enumerate(msg.objects())
         ]
         tally = Tally()
@@ -249,12 +276,20 @@ class WorkerService:
                     pause_copies=self.returns is not None,  # a paused copy goes on in a child batch, which needs the queue
                 )
                 run = runner.start(items, tally, keep_going=lambda: time_left() > self.margin)
-                run.wait()
+                frozen = None
+                if not run.wait(max(0.0, time_left() - self.hard_margin)):
+                    frozen = run.freeze()  # objects still in flight this late: count the others, hand these on
+                    if frozen is None:  # a batch that cannot be split (a move): Lambda ends it, the DLQ counts it
+                        run.wait()
+                    else:
+                        self._replace_pools()
                 if runner.outage is not None:
                     self._stop_if_lasting(msg.job_id, runner.outage)
                     raise EndpointDown(f"batch {msg.batch_id}: {runner.outage}; it comes back uncounted") from runner.outage
                 rest: BatchMessage | None = None
-                if not run.complete:
+                if frozen is not None:
+                    rest = self._rest_of_frozen(msg, frozen, attempt)
+                elif not run.complete:
                     rest = self._rest(msg, items, run.untaken(), attempt, advanced=run.paused > 0)
                 self.reports.put_failures(msg.job_id, msg.batch_id, tally.failures(), attempt)
                 self.reports.put_keys(msg.job_id, msg.batch_id, spool, attempt)
@@ -299,6 +334,25 @@ class WorkerService:
         checks = {j: it.recheck for j, it in enumerate(untaken) if it.recheck is not None}
         uploads = {j: it.upload_id for j, it in enumerate(untaken) if it.upload_id}
         return msg.rest([it.obj for it in untaken], checks, attempt, uploads)
+
+    def _rest_of_frozen(self, msg: BatchMessage, frozen: Frozen, attempt: str) -> BatchMessage:
+        """Objects still in flight near the invocation's end: what finished is counted now, and the rest goes on as a
+        child batch, each object in flight with one more strike (MAX_STRIKES of them fail it), so a batch with an
+        object that never finishes ends counted within a few invocations instead of dying with every delivery."""
+        if self.returns is None or (not frozen.counted and not frozen.inflight and not frozen.paused):
+            raise WorkerTimedOut(f"batch {msg.batch_id}: objects still in flight with {self.hard_margin:.0f} s of the worker's time left")
+        rest = frozen.rest
+        inflight = {id(it) for it in frozen.inflight}
+        checks = {j: it.recheck for j, it in enumerate(rest) if it.recheck is not None}
+        uploads = {j: it.upload_id for j, it in enumerate(rest) if it.upload_id}
+        hung = {j: it.strikes + (id(it) in inflight) for j, it in enumerate(rest) if it.strikes or id(it) in inflight}
+        return msg.rest([it.obj for it in rest], checks, attempt, uploads, hung)
+
+    def _replace_pools(self) -> None:
+        """The pools' threads still working a frozen batch's objects are left to end (or to be frozen with the
+        container); the next batches get threads of their own."""
+        self.pool = BoundedExecutor(self.pool.max_workers, name="s3bulk-worker")
+        self.parts = part_pool()
 
     def _break_if_failing(
         self, job_id: str, job: Job, progress: Progress, codes: dict[str, int], examples: dict[str, tuple[str, str]]

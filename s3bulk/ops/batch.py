@@ -23,7 +23,7 @@ from typing import Any
 from s3bulk.bodies.budget import MemoryBudget
 from s3bulk.errors import ErrorKind, classify, error_code, error_message
 from s3bulk.job import ACTS_ON_VERSIONS, MAX_KEY_BYTES, Job, Restore, relays
-from s3bulk.keys import KeyLog, KeyRecord
+from s3bulk.keys import KeyBlock, KeyLog, KeyRecord
 from s3bulk.ops.acl import AclsEnabled, acl_doc, set_acl
 from s3bulk.ops.checksum import add_checksum
 from s3bulk.ops.copies import CopyPaused, CopySettings, copy_in_place, copy_object
@@ -81,6 +81,7 @@ class Item:
     recheck: bool | None = None
     problem: tuple[str, str] | None = None  # (code, message): a manifest row that names no usable object
     upload_id: str = ""  # a multipart copy an earlier invocation paused (ops/copies.CopyPaused): go on with it
+    strikes: int = 0  # invocations that had to end while this object was still in flight (the stack's worker)
 
 
 # Operations that need an object's size or storage class, which a CSV manifest row does not give.
@@ -149,6 +150,24 @@ def _always() -> bool:
     return True
 
 
+@dataclass(frozen=True, slots=True)
+class Frozen:
+    """A run stopped mid-batch (BatchRun.freeze): how many items have their outcome in the tally, and the rest."""
+
+    counted: int
+    untaken: list[Item]  # no lane took them
+    paused: list[Item]  # multipart copies paused with their upload open
+    inflight: list[Item]  # a lane was still working them: their outcome is unknown, and they may or may not have acted
+
+    @property
+    def rest(self) -> list[Item]:
+        return self.paused + self.inflight + self.untaken
+
+
+# A lane adds what it finished to the batch's tally at least this often, so a run frozen mid-batch keeps it.
+FLUSH_EVERY_S = 1.0
+
+
 class BatchRun:
     """Tracks one batch's tasks; the thread that finishes the last one runs the batch's closing step.
 
@@ -177,6 +196,13 @@ class BatchRun:
         # whose closing deletes sources only for a whole batch).
         self._untaken: Callable[[], list[Item]] | None = None
         self._paused: list[Item] = []  # objects whose multipart copy paused: each carries its open upload
+        # Lanes without a closing step can be frozen mid-run (see freeze): they flush what they finished now and then,
+        # and these are the items whose outcomes are in the tally so far.
+        self._freezable = False
+        self._frozen = False
+        self._flushed: list[Item] = []
+        self._todo: Sequence[Item] = ()
+        self._queue: deque[Item] | None = None
 
     def pause(self, item: Item) -> None:
         """An object's copy paused with its upload open: not done, handed on (untaken) with the upload to go on with."""
@@ -244,6 +270,38 @@ class BatchRun:
 
     def wait(self, timeout: float | None = None) -> bool:
         return self._done.wait(timeout)
+
+    def flush(self, tally: Outcomes, counted: Counted, lines: KeyBlock | None, finished: list[Item]) -> bool:
+        """A lane's outcomes so far into the batch's tally and key log, with the items they are of; False (and nothing
+        written) once the run is frozen: those items are handed on instead."""
+        with self._lock:
+            if self._frozen:
+                return False
+            if counted:
+                tally.merge(counted)
+            if lines is not None:
+                lines.close()
+            if self._freezable:
+                self._flushed += finished
+            return True
+
+    def freeze(self) -> Frozen | None:
+        """Stop the run where it stands, its slow objects still in flight: the tally keeps exactly the outcomes flushed
+        so far, nothing more is written to it, and the rest of the batch is told apart. None when this batch cannot be
+        split (a move, a delete, a process group): it can only be waited for."""
+        with self._lock:
+            if not self._freezable or self._done.is_set():
+                return None
+            self._frozen = True
+            queue = self._queue if self._queue is not None else deque()
+            untaken = list(queue)
+            queue.clear()  # no lane takes another
+            paused = list(self._paused)
+            gone = {id(i) for i in self._flushed} | {id(i) for i in untaken}
+            # Paused copies are handed on with their upload; any other item a lane took and did not flush was in flight.
+            taken_paused = {(i.obj.key, i.obj.version_id) for i in paused}
+            inflight = [i for i in self._todo if id(i) not in gone and (i.obj.key, i.obj.version_id) not in taken_paused]
+            return Frozen(len(self._flushed), untaken, paused, inflight)
 
     def untaken(self) -> list[Item] | None:
         """After wait(): the items no task took (a deadline or halt cut the batch), each of which has no outcome, while
@@ -405,6 +463,7 @@ class BatchRunner:
         queue = deque(todo)
         if closing is None:  # lanes take from the front: what is left is exactly what no lane took
             run._untaken = lambda: list(queue)
+            run._freezable, run._todo, run._queue = True, todo, queue
         lanes = min(self.pool.max_workers, len(todo))
         submitted = 0
         for _ in range(lanes):  # keep_going is asked by the lanes, once before each object
@@ -425,10 +484,15 @@ class BatchRunner:
         self._halted = True
 
     def _lane(self, queue: deque[Item], tally: Outcomes, run: BatchRun, keep_going: Callable[[], bool]) -> None:
-        """Objects of one batch, one after another, until its queue is empty (or the job must stop taking more)."""
+        """Objects of one batch, one after another, until its queue is empty (or the job must stop taking more).
+
+        What it finished goes into the batch's tally at least every FLUSH_EVERY_S, so a run frozen while one of its
+        objects hangs (the stack's worker near its end) still counts the others."""
         counted = Counted()
         lines = self.keylog.block() if self.keylog is not None else None
         confirmed: list[Item] = []
+        finished: list[Item] = []
+        flushed_at = time.monotonic()
         try:
             while queue:
                 if self.outage is not None or self._halted or not keep_going():
@@ -438,14 +502,15 @@ class BatchRunner:
                     item = queue.popleft()
                 except IndexError:  # another lane took the last one
                     break
-                done = self._object(item, counted, lines, run, keep_going)
+                done, settled = self._object(item, counted, lines, run, keep_going)
                 if done is not None:
                     confirmed.append(done)
+                if settled:
+                    finished.append(item)
+                if time.monotonic() - flushed_at >= FLUSH_EVERY_S and run.flush(tally, counted, lines, finished):
+                    counted, finished, flushed_at = Counted(), [], time.monotonic()
         finally:
-            if lines is not None:
-                lines.close()
-            if counted:
-                tally.merge(counted)
+            run.flush(tally, counted, lines, finished)
             run.finish(confirmed)
 
     def _delete_task(self, items: list[Item], tally: Outcomes, run: BatchRun) -> None:
@@ -601,9 +666,10 @@ class BatchRunner:
 
     def _object(
         self, item: Item, tally: Outcomes, keylog: KeyLog | None, run: BatchRun, keep_going: Callable[[], bool] = _always
-    ) -> Item | None:
+    ) -> tuple[Item | None, bool]:
         """Rounds of `_act` with a pause between them; a move's object is done only when the batch deletes its source,
-        so it comes back (confirmed) instead of being counted here."""
+        so it comes back (confirmed) instead of being counted here. Also says whether the object has its outcome in
+        `tally` (not when its endpoint went away or its copy paused: it is handed on)."""
         attempts = 0
         try:
             for round_ in range(self.job.options.object_retries + 1):
@@ -619,7 +685,7 @@ class BatchRunner:
                     tally.retry()
                     self.sleep(min(ROUND_PAUSE_MAX, ROUND_PAUSE * 2**round_) * random.uniform(0.5, 1.0))
             if self._move and done.changed:
-                return replace(item, dst_etag=done.dst_etag, attempts=attempts)
+                return replace(item, dst_etag=done.dst_etag, attempts=attempts), False
             if done.changed:
                 tally.succeed(done.bytes if done.bytes is not None else max(item.obj.size, 0))
                 if keylog is not None:
@@ -630,12 +696,14 @@ class BatchRunner:
                     _log(keylog, item, "skipped", done, attempts)
         except EndpointUnreachable as exc:
             self._left(exc, run)  # not done, not failed: a resume or a redelivery does it
+            return None, False
         except CopyPaused as exc:
             run.pause(replace(item, upload_id=exc.upload_id, attempts=attempts))  # not done: handed on with its upload
+            return None, False
         except Exception as exc:  # noqa: BLE001 - every per-object error is reported, never raised
             tally.fail(item.obj.key, error_code(exc), _of(item.obj, error_message(exc)))
             _log(keylog, item, "failed", attempts=attempts, error=error_code(exc), message=error_message(exc))
-        return None
+        return None, True
 
     def _process_task(self, group: list[Item], tally: Outcomes, run: BatchRun) -> None:
         """Rounds of the processor over a group; TemporaryFailure results (and retryable errors) get the next round."""

@@ -126,3 +126,61 @@ def test_a_key_block_writes_nothing_until_closed_and_keeps_each_line_as_rendered
     assert log.lines == 2
     block.close()  # nothing more to write
     assert len(out.getvalue().splitlines()) == 2
+
+
+def test_a_run_frozen_while_one_object_hangs_keeps_what_finished_and_hands_on_exactly_the_rest(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = threading.Event()
+    real = MemoryStore.copy_object
+
+    def hangs(self: MemoryStore, src_bucket: str, src_key: str, *args: Any, **kwargs: Any) -> str:
+        if src_key == "in/07":
+            release.wait(10)  # the stack's worker stops waiting for it near its end
+        return str(real(self, src_bucket, src_key, *args, **kwargs))
+
+    monkeypatch.setattr(MemoryStore, "copy_object", hangs)
+    monkeypatch.setattr("s3bulk.ops.batch.FLUSH_EVERY_S", 0.0)  # every lane flushes after each object
+    out = io.StringIO()
+    keylog = JsonlKeyLog(out, "j1", "copy")
+    batch = items(store)
+    taking = threading.Event()
+    stop_after = {"n": 0}
+
+    def keep_going() -> bool:  # the deadline: lanes take 30 objects, then no more
+        stop_after["n"] += 1
+        return stop_after["n"] <= 31 and not taking.is_set()
+
+    tally = Tally()
+    with BoundedExecutor(2) as parts, BoundedExecutor(4) as pool:
+        run = BatchRunner(job(), store, pool, parts, keylog=keylog).start(batch, tally, keep_going=keep_going)
+        assert not run.wait(1.0)  # one lane is stuck on in/07
+        taking.set()
+        frozen = run.freeze()
+        assert frozen is not None
+        assert [i.obj.key for i in frozen.inflight] == ["in/07"] and not frozen.paused
+        done = {json.loads(line)["key"] for line in out.getvalue().splitlines()}
+        assert frozen.counted == len(done) == tally.succeeded and tally.failed == 0
+        assert sorted(i.obj.key for i in frozen.rest) == sorted(set(i.obj.key for i in batch) - done)
+        release.set()  # the hung copy ends after the freeze: nothing of it reaches the tally or the key log
+        assert run.wait(5)
+        assert tally.succeeded == frozen.counted and len(out.getvalue().splitlines()) == frozen.counted
+        assert run.freeze() is None  # a run that ended has nothing to freeze
+
+
+def test_a_move_cannot_be_frozen_its_batch_deletes_its_sources_whole(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    release = threading.Event()
+    real = MemoryStore.copy_object
+
+    def hangs(self: MemoryStore, src_bucket: str, src_key: str, *args: Any, **kwargs: Any) -> str:
+        if src_key == "in/07":
+            release.wait(10)
+        return str(real(self, src_bucket, src_key, *args, **kwargs))
+
+    monkeypatch.setattr(MemoryStore, "copy_object", hangs)
+    with BoundedExecutor(2) as parts, BoundedExecutor(4) as pool:
+        run = BatchRunner(job("move"), store, pool, parts).start(items(store), Tally())
+        assert not run.wait(0.5)
+        assert run.freeze() is None  # waited for, whole
+        release.set()
+        assert run.wait(5) and run.complete
