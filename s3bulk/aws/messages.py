@@ -13,6 +13,11 @@ Entry = tuple[str, int, str] | tuple[str, int, str, str] | tuple[str, int, str, 
 
 # SQS accepts 256 KiB per message; leave room for attributes and envelope.
 MAX_MESSAGE_BYTES = 200_000
+# The objects' bytes one batch may hold, so a page of large objects spreads over many workers and each batch fits one
+# invocation: half of what a worker moves in its time at the slowest large-object rate measured (docs/benchmarks.md,
+# 1 GiB server-side copy: 188 MB/s) over the 600 s worker less its 150 s margin: 188 MB/s x 450 s / 2, about 40 GiB.
+# An object larger than this is a batch of its own (its copy pauses and goes on across invocations).
+MAX_BATCH_OBJECT_BYTES = 40 * 1024**3
 
 
 class BatchMessage(BaseModel):
@@ -93,19 +98,23 @@ def pack(
     max_items: int,
     max_bytes: int = MAX_MESSAGE_BYTES,
     rechecks: Mapping[str, bool] | None = None,
+    max_object_bytes: int = MAX_BATCH_OBJECT_BYTES,
 ) -> Iterator[BatchMessage]:
-    """Split one listing page into messages; ids derive from the page (a number, or a shard-and-page id) so a re-sent page dedupes."""
+    """Split one listing page into messages of at most `max_items` objects, `max_bytes` of message and `max_object_bytes`
+    of the objects themselves; ids derive from the page (a number, or a shard-and-page id) so a re-sent page dedupes."""
     page_id = page if isinstance(page, str) else f"{page:09d}"
     overhead = len(BatchMessage(job_id=job_id, batch_id=f"{page_id}-000", items=[], check=[(0, True)]).encode())
     batch: list[Entry] = []
     check: list[tuple[int, bool]] = []
     size = overhead
+    held = 0  # the objects' bytes (a manifest row without a size counts none)
     n = 0
     for obj in objects:
         cost = _item_bytes(obj) + (12 if rechecks and obj.key in rechecks else 0)
-        if batch and (len(batch) >= max_items or size + cost > max_bytes):
+        if batch and (len(batch) >= max_items or size + cost > max_bytes or held + max(obj.size, 0) > max_object_bytes):
             yield BatchMessage(job_id=job_id, batch_id=f"{page_id}-{n:03d}", items=batch, check=check)
-            batch, check, size, n = [], [], overhead, n + 1
+            batch, check, size, held, n = [], [], overhead, 0, n + 1
+        held += max(obj.size, 0)
         if rechecks and obj.key in rechecks:
             check.append((len(batch), rechecks[obj.key]))
         batch.append(_item(obj))
