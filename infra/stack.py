@@ -76,6 +76,7 @@ def _object_arns(buckets: tuple[str, ...]) -> list[str]:
 
 # The dead-letter counter's timeout: it writes a failures part and one transaction per batch, ten batches a call.
 COUNTER_TIMEOUT_S = 120
+LISTER_TIMEOUT_S = 300
 
 
 class S3BulkStack(cdk.Stack):
@@ -184,6 +185,9 @@ class S3BulkStack(cdk.Stack):
             "S3BULK_CONCURRENCY": str(config.worker_threads),
             # Validate refuses a relay or process job the workers' memory cannot stream (s3bulk/bodies/memory.py).
             "S3BULK_WORKER_MEMORY_MB": str(config.worker_memory_mb),
+            # A stopped job's report waits for the work in flight to drain: at most a worker's batch or a lister's call
+            # (whose status checks are 30 s apart) begun just before the stop.
+            "S3BULK_DRAIN_S": str(max(config.worker_timeout_s, LISTER_TIMEOUT_S) + 30),
             "S3BULK_MAX_RECEIVES": str(MAX_RECEIVES),
             "S3BULK_POLL_SECONDS": str(config.poll_seconds),
             "S3BULK_LIST_SHARDS": str(config.list_shards),
@@ -217,7 +221,7 @@ class S3BulkStack(cdk.Stack):
             return fn
 
         self.validate_fn = function("Validate", "functions.validate.handler.handler", 256, cdk.Duration.seconds(30))
-        self.lister_fn = function("Lister", "functions.lister.handler.handler", 512, cdk.Duration.minutes(5))
+        self.lister_fn = function("Lister", "functions.lister.handler.handler", 512, cdk.Duration.seconds(LISTER_TIMEOUT_S))
         self.worker_fn = function("Worker", "functions.worker.handler.handler", config.worker_memory_mb, worker_timeout)
         self.progress_fn = function("Progress", "functions.progress.handler.handler", 256, cdk.Duration.seconds(60))
         self.finalize_fn = function("Finalize", "functions.finalize.handler.handler", 1024, cdk.Duration.minutes(14))

@@ -28,18 +28,18 @@ class StatusChange(BaseModel):
 
 
 @cache
-def deps() -> tuple[DynamoLedger, ReportBucket, Any, JobEvents]:
+def deps() -> tuple[DynamoLedger, ReportBucket, Any, JobEvents, float]:
     cfg = env.AwsConfig.from_env()
-    return env.ledger(cfg), env.reports(cfg), env.lambda_client(), env.job_events()
+    return env.ledger(cfg), env.reports(cfg), env.lambda_client(), env.job_events(), cfg.drain_s
 
 
 @tracer.capture_lambda_handler
 @logger.inject_lambda_context
 @event_parser(model=StatusChange)
 def handler(event: StatusChange, context: LambdaContext) -> dict[str, Any]:
-    ledger, reports, lambdas, events = deps()
+    ledger, reports, lambdas, events, drain_s = deps()
     time_left = lambda: context.get_remaining_time_in_millis() / 1000  # noqa: E731 - the invocation's own clock
-    out = execution_ended(event.detail, ledger=ledger, reports=reports, time_left=time_left, events=events)
+    out = execution_ended(event.detail, ledger=ledger, reports=reports, time_left=time_left, events=events, drain_s=drain_s)
     if out.get("report_done") is False:  # failures.jsonl not complete yet: go on in a fresh invocation of this function
         again = json.dumps({"detail": event.detail}).encode()
         lambdas.invoke(FunctionName=context.invoked_function_arn, InvocationType="Event", Payload=again)

@@ -26,9 +26,9 @@ class FinalizeEvent(BaseModel):
 
 
 @cache
-def deps() -> tuple[DynamoLedger, ReportBucket, JobEvents]:
+def deps() -> tuple[DynamoLedger, ReportBucket, JobEvents, float]:
     cfg = env.AwsConfig.from_env()
-    return env.ledger(cfg), env.reports(cfg), env.job_events()
+    return env.ledger(cfg), env.reports(cfg), env.job_events(), cfg.drain_s
 
 
 @tracer.capture_lambda_handler
@@ -36,8 +36,10 @@ def deps() -> tuple[DynamoLedger, ReportBucket, JobEvents]:
 @event_parser(model=FinalizeEvent)
 def handler(event: FinalizeEvent, context: LambdaContext) -> dict[str, Any]:
     logger.append_keys(job_id=event.job_id)
-    ledger, reports, events = deps()
+    ledger, reports, events, drain_s = deps()
     time_left = lambda: context.get_remaining_time_in_millis() / 1000  # noqa: E731 - the step's own clock
-    out = finalize(event.job_id, ledger=ledger, reports=reports, error=step_error(event.error), time_left=time_left, events=events)
+    out = finalize(
+        event.job_id, ledger=ledger, reports=reports, error=step_error(event.error), time_left=time_left, events=events, drain_s=drain_s
+    )
     logger.info("finalize", extra=out)
     return out

@@ -43,6 +43,7 @@ class AwsConfig:
     max_receives: int = 5
     work_margin: float = WORK_MARGIN_S
     hard_margin: float = HARD_MARGIN_S  # with this much left, a worker stops waiting for objects in flight
+    drain_s: float = 0.0  # a stopped job's report waits at most this long for work in flight (the stack sets it)
     list_margin: float = LIST_MARGIN_S  # a lister call stops paging with this much of its time left
     poll_seconds: int = DEFAULT_POLL_SECONDS
     list_page_size: int = 1000
@@ -66,6 +67,7 @@ class AwsConfig:
             max_receives=int(env.get("S3BULK_MAX_RECEIVES", 5)),
             work_margin=float(env.get("S3BULK_WORK_MARGIN_S", WORK_MARGIN_S)),
             hard_margin=float(env.get("S3BULK_HARD_MARGIN_S", HARD_MARGIN_S)),
+            drain_s=float(env.get("S3BULK_DRAIN_S", 0)),
             list_margin=float(env.get("S3BULK_LIST_MARGIN_S", LIST_MARGIN_S)),
             poll_seconds=int(env.get("S3BULK_POLL_SECONDS", DEFAULT_POLL_SECONDS)),
             list_page_size=int(env.get("S3BULK_LIST_PAGE_SIZE", 1000)),

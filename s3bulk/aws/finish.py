@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from s3bulk.aws.assembly import assemble
+from s3bulk.aws.assembly import ASSEMBLY_MARGIN_S, assemble
 from s3bulk.aws.events import JobEvents
 from s3bulk.aws.ledger import DynamoLedger
 from s3bulk.aws.reportbucket import ReportBucket
@@ -17,6 +17,9 @@ from s3bulk.breaker import LINE_START, STOP_REASON
 from s3bulk.job import JobError, new_job_id, parse_job
 from s3bulk.outage import EndpointUnreachable
 from s3bulk.report import Counts, job_status, over_tolerance, summarize
+
+# How often a stopped job's report asks whether the work in flight has drained.
+DRAIN_POLL_S = 2.0
 
 # Step errors that are the job's own verdict (its spec, its delete guard), not a fault to resume past.
 FAILS_THE_JOB = ("JobError",)
@@ -32,8 +35,14 @@ def finalize(
     time_left: TimeLeft = lambda: float("inf"),
     writer: str = "finalize",
     events: JobEvents | None = None,
+    drain_s: float = 0.0,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> dict[str, Any]:
     """Write failures.jsonl and report.json; say whether failures exceed the job's tolerance.
+
+    A stopped job's report waits until no invocation works the job any more (its leases, for at most
+    `drain_s` after the stop: the longest a batch or a lister call already under way can take), so
+    it agrees with the ledger: what workers and listers had in hand when the job stopped is in it.
 
     failures.jsonl is assembled over as many calls as it takes (aws/assembly.py): until it
     is complete the answer is `report_done: false`, and the caller calls again. With `error`
@@ -49,6 +58,9 @@ def finalize(
         # a completion check that kept failing): the job stops, resumable, its queued batches held for the resume,
         # instead of failing and having its workers cancel them.
         ledger.stop(job_id, f"{error[:800]}; fix the cause, then s3bulk resume {job_id}")
+    stopping = drain_s > 0 and ledger.status(job_id, consistent=True) == "STOPPING"
+    if stopping and not drained(job_id, ledger, drain_s=drain_s, now=now, time_left=time_left, sleep=sleep):
+        return {"job_id": job_id, "report_done": False, "draining": True}
     digest = assemble(reports, job_id, writer=writer, execution=rec.execution or "", counted=ledger.counted_attempts, time_left=time_left)
     if digest is None:
         return {"job_id": job_id, "report_done": False}
@@ -88,6 +100,22 @@ def finalize(
     }
 
 
+def drained(
+    job_id: str, ledger: DynamoLedger, *, drain_s: float, now: Callable[[], float], time_left: TimeLeft, sleep: Callable[[float], None]
+) -> bool:
+    """Wait until no worker or lister holds the stopped job (True), or until `drain_s` after its stop (True: an
+    invocation Lambda ended left its hold behind); False when this call's time runs short first (call again)."""
+    stopped = ledger.stopped_at(job_id) or now()
+    ledger.mark_stopped(job_id, stopped)  # whoever stopped it may have died before telling every lease shard
+    while ledger.working(job_id) > 0:
+        if now() >= stopped + drain_s:
+            return True
+        if time_left() < ASSEMBLY_MARGIN_S + DRAIN_POLL_S:
+            return False
+        sleep(DRAIN_POLL_S)
+    return True
+
+
 # -- an execution that ended on its own terms ----------------------------------------------------
 # The execution statuses whose event reaches execution_ended (the stack's EventBridge rule).
 ENDED = ("FAILED", "TIMED_OUT", "ABORTED")
@@ -116,6 +144,7 @@ def execution_ended(
     now: Callable[[], float] = time.time,
     time_left: TimeLeft = lambda: float("inf"),
     events: JobEvents | None = None,
+    drain_s: float = 0.0,
 ) -> dict[str, Any]:
     """An execution FAILED, TIMED_OUT or was ABORTED: make sure its job has a report and is no longer RUNNING.
 
@@ -156,6 +185,7 @@ def execution_ended(
         time_left=time_left,
         writer="ended",
         events=events,
+        drain_s=drain_s,
     )
     return {**out, "finalized": bool(out["report_done"])}
 

@@ -8,6 +8,9 @@ so 1,000 workers never meet on one key (DynamoDB serves about 1,000 writes/s and
                             and the counters its lister adds (scanned, listed, batches sent ...); at most 40
   pk=job#ID#count#NN sk=count  one of COUNTER_SHARDS counter items the workers add to; a batch picks its shard by a
                             hash of its id
+  pk=job#ID#lease#NN sk=lease  one of COUNTER_SHARDS lease items: `working`, the invocations (workers, listers)
+                            working the job now, and `stop_epoch`, when the job last stopped; a stopped job's report
+                            waits for `working` to drain (DynamoLedger.hold)
   pk=job#ID#batch#BID sk=batch  a marker per finished batch, written in the same transaction as its shard's counter
                             update, so a redelivered message is never counted twice
 A job's counters are the sum over its job item, its listing shards (one Query) and its counter shards (one
@@ -165,6 +168,11 @@ def _key(job_id: str, sk: str) -> dict[str, Any]:
 def counter_key(job_id: str, shard: int) -> dict[str, Any]:
     """A counter shard's key: a partition of its own."""
     return {"pk": {"S": f"job#{job_id}#count#{shard:02d}"}, "sk": {"S": "count"}}
+
+
+def lease_key(job_id: str, shard: int) -> dict[str, Any]:
+    """A lease shard's key: how many invocations are working the job on it (see DynamoLedger.hold)."""
+    return {"pk": {"S": f"job#{job_id}#lease#{shard:02d}"}, "sk": {"S": "lease"}}
 
 
 def marker_key(job_id: str, batch_id: str) -> dict[str, Any]:
@@ -375,10 +383,14 @@ class DynamoLedger:
             kw = {"ExclusiveStartKey": r["LastEvaluatedKey"]}
         return ids
 
-    def status(self, job_id: str) -> str:
-        """The job's status alone: one eventually consistent read of one attribute (workers poll it to stop a stopped job)."""
+    def status(self, job_id: str, *, consistent: bool = False) -> str:
+        """The job's status alone: one read of one attribute (workers poll it to stop a stopped job)."""
         r = self.client.get_item(
-            TableName=self.table, Key=job_key(job_id), ProjectionExpression="#s", ExpressionAttributeNames={"#s": "status"}
+            TableName=self.table,
+            Key=job_key(job_id),
+            ProjectionExpression="#s",
+            ExpressionAttributeNames={"#s": "status"},
+            ConsistentRead=consistent,
         )
         item = r.get("Item")
         if item is None:
@@ -776,6 +788,7 @@ class DynamoLedger:
         Workers then hand its batches back uncounted (kept for the resume, not cancelled), listers send no more
         pages, and its report says stopped. Submitting the job again (ReopenJob) makes it RUNNING and removes the reason.
         """
+        now = time.time()
         try:
             self._write(
                 lambda: self.client.update_item(
@@ -788,7 +801,7 @@ class DynamoLedger:
                         ":stopping": {"S": "STOPPING"},
                         ":running": {"S": "RUNNING"},
                         ":r": {"S": reason[:1000]},
-                        ":t": {"N": str(int(time.time()))},
+                        ":t": {"N": f"{now:.3f}"},
                     },
                 )
             )
@@ -796,7 +809,47 @@ class DynamoLedger:
             if not _conditional_failed(exc):
                 raise
             return False
+        self.mark_stopped(job_id, now)
         return True
+
+    # -- leases: who is working the job now, so a stopped job's report waits for the work in flight ----------------
+    def hold(self, job_id: str, holder: str) -> float:
+        """An invocation starts working the job (a worker's batch, a lister's call): one more on the holder's lease
+        shard. Returns that shard's stop epoch: newer than the one the caller last saw means the job was stopped since,
+        whatever a cached status says. Release it when done, whatever happens."""
+        expires = {"N": str(int(time.time() + DEFAULT_TTL_DAYS * 86400))}
+        r = self._write(
+            lambda: self.client.update_item(
+                TableName=self.table,
+                Key=lease_key(job_id, counter_shard(holder, self.shards)),
+                UpdateExpression="ADD working :one SET expires_at = :exp",
+                ExpressionAttributeValues={":one": {"N": "1"}, ":exp": expires},
+                ReturnValues="ALL_NEW",
+            )
+        )
+        return float(r.get("Attributes", {}).get("stop_epoch", {}).get("N", "0"))
+
+    def release(self, job_id: str, holder: str) -> None:
+        self._write(
+            lambda: self.client.update_item(
+                TableName=self.table,
+                Key=lease_key(job_id, counter_shard(holder, self.shards)),
+                UpdateExpression="ADD working :minus",
+                ExpressionAttributeValues={":minus": {"N": "-1"}},
+            )
+        )
+
+    def mark_stopped(self, job_id: str, epoch: float) -> None:
+        """Every lease shard learns the stop (idempotent: the epoch is the stop's time). A hold after this sees it, so
+        no invocation starts work on a stale cached status once `working` has been read."""
+        for shard in range(self.shards):
+            key = lease_key(job_id, shard)
+            self._update_if(key, UpdateExpression="SET stop_epoch = :e", ExpressionAttributeValues={":e": {"N": f"{epoch:.3f}"}})
+
+    def working(self, job_id: str) -> int:
+        """Invocations working the job now (an invocation Lambda ended leaves its hold behind: callers bound the wait)."""
+        leases = self._get_many([lease_key(job_id, i) for i in range(self.shards)], ("working",))
+        return sum(int(i.get("working", {}).get("N", "0")) for i in leases)
 
     def set_status(self, job_id: str, status: str, **extra: str) -> None:
         names = {"#s": "status"}

@@ -108,7 +108,27 @@ def list_step(
     job = ledger.spec(job_id)
     allow.check(job)
     store, dst_store = job_stores(job, store, open_side)
-    halted(ledger, job_id)  # a stopped job's shard loop ends here, not in a call that lists nothing, again and again
+    holder = f"list#{shard}"
+    ledger.hold(job_id, holder)  # held while this call may send: a stopped job's report waits for it (before the check)
+    try:
+        halted(ledger, job_id)  # a stopped job's shard loop ends here, not in a call that lists nothing, again and again
+        return _list_shard(job_id, shard, job, ledger, store, dst_store, sender, reports, time_left, margin)
+    finally:
+        ledger.release(job_id, holder)
+
+
+def _list_shard(
+    job_id: str,
+    shard: int,
+    job: Job,
+    ledger: DynamoLedger,
+    store: ObjectStore,
+    dst_store: ObjectStore,
+    sender: QueueSender,
+    reports: ReportBucket,
+    time_left: TimeLeft,
+    margin: float,
+) -> ListOutcome:
     state = ledger.list_shard(job_id, shard)
     src = job.source
     if src.manifest is not None:

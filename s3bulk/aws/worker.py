@@ -173,20 +173,24 @@ class WorkerService:
         self._jobs: dict[str, Job] = {}
         self._status: dict[str, tuple[str, float]] = {}
         self._failing: set[str] = set()  # jobs whose last batch counted here had failures (their status is read per batch)
+        self._epochs: dict[str, float] = {}  # the newest stop epoch each job's status was read after
 
     def job(self, job_id: str) -> Job:
         if job_id not in self._jobs:
             self._jobs[job_id] = self.ledger.spec(job_id)
         return self._jobs[job_id]
 
-    def status(self, job_id: str) -> str:
+    def status(self, job_id: str, stop_epoch: float = 0.0) -> str:
         """The job's status as of at most STATUS_TTL_S ago; any other status than RUNNING is read afresh (a job may be
         reopened), and so is that of a job whose last batch here failed objects: the failure breaker may have stopped
-        it, and a failing job must not go on failing batch after batch for the cache's lifetime."""
+        it, and a failing job must not go on failing batch after batch for the cache's lifetime. A `stop_epoch` (from
+        the batch's lease) newer than the last one seen means the job stopped since: read afresh, strongly consistent."""
         status, at = self._status.get(job_id, ("", -STATUS_TTL_S))
-        if status != "RUNNING" or self.clock() - at >= STATUS_TTL_S or job_id in self._failing:
-            status = self.ledger.status(job_id)
+        stopped_since = stop_epoch > self._epochs.get(job_id, 0.0)
+        if status != "RUNNING" or self.clock() - at >= STATUS_TTL_S or job_id in self._failing or stopped_since:
+            status = self.ledger.status(job_id, consistent=stopped_since)
             self._status[job_id] = (status, self.clock())
+            self._epochs[job_id] = max(stop_epoch, self._epochs.get(job_id, 0.0))
         return status
 
     def handle(self, msg: BatchMessage, attempts: int, receipt: str, time_left: TimeLeft) -> WorkOutcome:
@@ -233,7 +237,15 @@ class WorkerService:
                 # child's id dedupes a second copy).
                 self.returns.requeue(str(marker["child"]["S"]))
             return WorkOutcome(BatchCounts(), counted=False)
-        status = self.status(msg.job_id)
+        # Held while this invocation works the batch: a stopped job's report waits until no one holds one.
+        epoch = self.ledger.hold(msg.job_id, msg.batch_id)
+        try:
+            return self._work_held(msg, job, time_left, epoch)
+        finally:
+            self.ledger.release(msg.job_id, msg.batch_id)
+
+    def _work_held(self, msg: BatchMessage, job: Job, time_left: TimeLeft, epoch: float) -> WorkOutcome:
+        status = self.status(msg.job_id, epoch)
         if status in PAUSED:
             since = self.ledger.stopped_at(msg.job_id)
             if since is None or self.wall() - since < STOPPED_KEEP_S:

@@ -20,10 +20,21 @@ class StatusLedger:
     def __init__(self) -> None:
         self.value = "RUNNING"
         self.reads = 0
+        self.consistent = 0
+        self.epoch = 0.0
+        self.held = 0
 
-    def status(self, job_id: str) -> str:
+    def status(self, job_id: str, *, consistent: bool = False) -> str:
         self.reads += 1
+        self.consistent += consistent
         return self.value
+
+    def hold(self, job_id: str, holder: str) -> float:
+        self.held += 1
+        return self.epoch
+
+    def release(self, job_id: str, holder: str) -> None:
+        self.held -= 1
 
 
 def service(ledger: StatusLedger, now: list[float]) -> WorkerService:
@@ -48,6 +59,19 @@ def test_a_running_status_is_read_once_per_period_however_many_batches() -> None
     assert worker.status("j") == "RUNNING"  # still trusted
     now[0] += 0.1
     assert worker.status("j") == "FAILED" and ledger.reads == 2
+
+
+def test_a_stop_newer_than_the_cached_status_is_seen_at_the_next_batch_not_after_the_cache_expires() -> None:
+    ledger, now = StatusLedger(), [100.0]
+    worker = service(ledger, now)
+    assert worker.status("j", 0.0) == "RUNNING" and ledger.reads == 1
+    ledger.value = "STOPPING"
+    assert worker.status("j", 0.0) == "RUNNING"  # no stop seen on the lease: the cache is trusted
+    assert worker.status("j", 250.5) == "STOPPING"  # the batch's lease says the job stopped at 250.5: read afresh
+    assert (ledger.reads, ledger.consistent) == (2, 1)
+    ledger.value = "RUNNING"  # resumed
+    assert worker.status("j", 250.5) == "RUNNING" and ledger.reads == 3  # not RUNNING before: read again, once
+    assert worker.status("j", 250.5) == "RUNNING" and ledger.reads == 3  # the same stop is not news twice
 
 
 def test_a_stopped_status_is_read_afresh_so_a_reopened_job_is_worked_again_at_once() -> None:
@@ -108,6 +132,7 @@ def test_a_stopped_jobs_batch_waits_uncounted_and_is_cancelled_only_once_the_job
     with pytest.raises(EndpointDown) as info:
         worker.work(msg, lambda: 900.0)
     assert info.value.stopped and ledger.finished == [] and reports.put == []  # handed back, nothing counted
+    assert ledger.held == 0  # the batch's hold was released
     now[0] += 120
     outcome = worker.work(msg, lambda: 900.0)
     assert outcome.cancelled and ledger.finished == [("0000-000000001-000", 2)]
