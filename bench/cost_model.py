@@ -209,6 +209,7 @@ def progress_rru(shards: int) -> int:
 
 
 FINISH_BATCH_WRU = 2 * (wru(MARKER_ITEM) + wru(COUNTER_ITEM))  # TransactWriteItems: marker Put + counter Update, 2x
+LEASE_WRU = 2  # ledger.hold and ledger.release: an UpdateItem each of a lease shard (well under 1 KB)
 CHECKPOINT_WRU = wru(LIST_SHARD_ITEM)  # ledger.checkpoint: one UpdateItem per page
 
 # -- Step Functions (infra/state_machine.py), for a job without the delete guard ---------------------------------
@@ -372,7 +373,7 @@ def job_items(
     job_wru = wru(JOB_ITEM)
     created = wru({k: v for k, v in JOB_ITEM.items() if k not in ("shards", "completion_token")})
     fixed_writes = created + 2 * (shards + 1) + job_wru  # CreateLedgerEntry, ledger.plan's transaction, Finalize's set_status
-    writes = batches * FINISH_BATCH_WRU + pages * CHECKPOINT_WRU + (1 + timeouts) * job_wru + fixed_writes
+    writes = batches * (FINISH_BATCH_WRU + LEASE_WRU) + pages * CHECKPOINT_WRU + 2 * lister_calls + (1 + timeouts) * job_wru + fixed_writes
     status_reads = min(batches, busy_workers * seconds / STATUS_TTL_S)  # eventually consistent: half a unit each
     per_batch_rru = 1 + progress_rru(shards)  # is_batch_done (the minimum: 1), then ledger.progress
     fixed_reads = 3 + progress_rru(shards)  # PlanListing's load and spec; Finalize's load
@@ -435,7 +436,7 @@ def job_items(
             writes,
             "WRU",
             DDB_WRU,
-            f"{batches:,.0f} batches x {FINISH_BATCH_WRU} (a transaction of 2 items of 1 KB, 2x) + {pages:,.0f} pages x "
+            f"{batches:,.0f} batches x {FINISH_BATCH_WRU + LEASE_WRU} (a transaction of 2 items of 1 KB, 2x, and the lease's hold and release) + {pages:,.0f} pages x "
             f"{CHECKPOINT_WRU} + {(1 + timeouts) * job_wru + fixed_writes:,} for the job",
         ),
         LineItem(
@@ -725,7 +726,8 @@ def render_at_scale(cpu_ms: float) -> list[str]:
         f"  a call's payload, so a send is {math.ceil(MESSAGE_BYTES / SQS_CHUNK)} requests, a worker's ReceiveMessage of {MESSAGES_PER_INVOCATION} messages",
         f"  {math.ceil(MESSAGES_PER_INVOCATION * MESSAGE_BYTES / SQS_CHUNK)}, and its DeleteMessageBatch 1.",
         "- **DynamoDB**, on demand (`s3bulk/aws/ledger.py`): per batch, `finish_batch`'s TransactWriteItems (the batch",
-        f"  marker's Put and its counter shard's Update, 1 KB each, at 2 WRU per KB in a transaction: {FINISH_BATCH_WRU} WRU), and",
+        f"  marker's Put and its counter shard's Update, 1 KB each, at 2 WRU per KB in a transaction: {FINISH_BATCH_WRU} WRU), the",
+        f"  lease the batch is worked under (`hold` and `release`, an UpdateItem each: {LEASE_WRU} WRU; a lister call holds one too), and",
         "  the completion check (`completion.notify_if_complete`): a consistent GetItem of the absent marker first",
         f"  (`is_batch_done`, 1 RRU), then `ledger.progress`, a consistent GetItem of the job item ({item_bytes(JOB_ITEM):,} B with its",
         "  completion token: 1 RRU), which until listing is done is all (the job item counts its done listing shards); after,",
