@@ -19,6 +19,8 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
+from s3bulk.aws.ledger import CANCELLED, CANCELLING
+
 # How long a job with options.confirm waits for s3bulk confirm before it stops (resumable, as any stop).
 CONFIRM_WAIT = cdk.Duration.days(7)
 LAMBDA_TRANSIENT = ["Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException"]
@@ -133,7 +135,7 @@ def build_state_machine(
     )
     # A job id submitted again (s3bulk resume) resumes that job rather than starting over: RUNNING again, so workers
     # work its batches; a job an outage stopped loses its stop reason, and its batches (handed back all along) are
-    # worked again. Only a job that is not running, has not succeeded and has the very same spec is reopened; the
+    # worked again. Only a job that is not running, has not succeeded nor been cancelled and has the very same spec is reopened; the
     # execution that runs it is recorded (the end of an older one must not stop it) and its items' lease renewed.
     item = sfn.JsonPath.string_at
     reopen = tasks.DynamoUpdateItem(
@@ -142,11 +144,13 @@ def build_state_machine(
         table=table,
         key=job_key,
         update_expression="SET #s = :running, #e = :execution, expires_at = :expires REMOVE stop_reason, stopped_at",
-        condition_expression="#s <> :running AND #s <> :succeeded AND #p = :spec",
+        condition_expression="#s <> :running AND #s <> :succeeded AND #s <> :cancelling AND #s <> :cancelled AND #p = :spec",
         expression_attribute_names={"#s": "status", "#e": "execution", "#p": "spec"},
         expression_attribute_values={
             ":running": tasks.DynamoAttributeValue.from_string("RUNNING"),
             ":succeeded": tasks.DynamoAttributeValue.from_string("SUCCEEDED"),
+            ":cancelling": tasks.DynamoAttributeValue.from_string(CANCELLING),
+            ":cancelled": tasks.DynamoAttributeValue.from_string(CANCELLED),
             ":spec": tasks.DynamoAttributeValue.from_string(item("$.item.spec.S")),
             ":execution": tasks.DynamoAttributeValue.from_string(item("$.item.execution.S")),
             ":expires": tasks.DynamoAttributeValue.number_from_string(item("$.item.expires_at.N")),
@@ -192,6 +196,13 @@ def build_state_machine(
             refused(
                 "JobAlreadySucceeded",
                 "This job id has finished already (s3bulk report JOB_ID); give the job another job_id to run it again.",
+            ),
+        )
+        .when(
+            sfn.Condition.or_(sfn.Condition.string_equals(status, CANCELLING), sfn.Condition.string_equals(status, CANCELLED)),
+            refused(
+                "JobCancelled",
+                "This job id was cancelled, which is final (s3bulk report JOB_ID); give the job another job_id to run it again.",
             ),
         )
         .otherwise(

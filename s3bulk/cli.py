@@ -3,7 +3,8 @@
 Exit codes: 0 every selected object succeeded (or a dry run), 1 some objects or
 the listing failed (the report names each), 2 the job or arguments are invalid
 (nothing was touched), 3 stopped: an endpoint unreachable for options.outage_seconds
-(resumable; docs/outage.md), 130 interrupted.
+(resumable; docs/outage.md), 4 stopped by the failure breaker (resumable), 5 cancelled by
+its owner (a deployed job: final), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from s3bulk.aws.remote import (
     DEFAULT_STACK,
     Deployment,
     DeploymentError,
+    cancel,
     confirm,
     deploy_file_defaults,
     fetch_report,
@@ -66,6 +68,7 @@ from s3bulk.s3.stores import S3Store, open_store
 from s3bulk.store import StoreError
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_STOPPED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_CANCELLED = 5  # a deployed job its owner cancelled (s3bulk cancel)
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell tool killed by it would report
 
 
@@ -142,6 +145,7 @@ def _parser() -> argparse.ArgumentParser:
     deployed("doctor", "check what the deployed stack needs from its account (Lambda concurrency)")
     deployed("resume", "go on with a stopped or failed deployed job from its checkpoints").add_argument("job_id")
     deployed("stop", "stop a running deployed job; its queued work is held for s3bulk resume").add_argument("job_id")
+    deployed("cancel", "end a deployed job for good: queued work dropped, report cancelled, never resumed").add_argument("job_id")
     deployed("confirm", "let a deployed job held by options.confirm go on").add_argument("job_id")
     tune_cmd = deployed("tune", "change how many workers the deployed stack runs at once, while jobs run")
     tune_cmd.add_argument("--max-concurrency", type=int, required=True, metavar="N", help="workers at once, 2-1000")
@@ -149,7 +153,7 @@ def _parser() -> argparse.ArgumentParser:
     jobs_cmd.add_argument("--limit", type=int, default=20, help="how many (default 20)")
     jobs_cmd.add_argument("--json", action="store_true", help="one JSON document instead of a table")
     deployed("status", "show a deployed job's state and counters").add_argument("job_id")
-    watch_cmd = deployed("watch", "follow a deployed job's progress until it ends; exit by its outcome (0, 1, 3)")
+    watch_cmd = deployed("watch", "follow a deployed job's progress until it ends; exit by its outcome (0, 1, 3, 4, 5)")
     watch_cmd.add_argument("job_id")
     watch_cmd.add_argument("--every", type=float, default=5.0, metavar="SECONDS", help="seconds between polls (default 5)")
     report_cmd = deployed("report", "fetch a finished deployed job's JSON report")
@@ -484,6 +488,10 @@ def _remote(args: argparse.Namespace, console: Console) -> int:
             soft_wrap=True,
         )
         return EXIT_OK
+    if args.command == "cancel":
+        said = cancel(dep, args.job_id, settings)
+        console.print(f"cancelled {args.job_id}: no batch starts from now on\n{said}", markup=False, soft_wrap=True)
+        return EXIT_OK
     if args.command == "jobs":
         if not 1 <= args.limit <= 1000:
             raise UsageError("--limit: between 1 and 1000")
@@ -511,7 +519,7 @@ def _remote(args: argparse.Namespace, console: Console) -> int:
             doc = fetch_report(dep, args.job_id, settings)
         except JobError:
             console.print(f"{args.job_id} ended {ended}; no report yet (s3bulk report {args.job_id})", markup=False)
-            return EXIT_OK if ended == "SUCCEEDED" else EXIT_STOPPED if ended == "STOPPED" else EXIT_FAILED
+            return {"SUCCEEDED": EXIT_OK, "STOPPED": EXIT_STOPPED, "CANCELLED": EXIT_CANCELLED}.get(ended, EXIT_FAILED)
         fields = ("status", "listed", "succeeded", "skipped", "failed", "bytes", "seconds", "not_done", "error", "failures_by_code")
         table = Table(title=f"{args.job_id}: {doc.get('status')}", show_header=False)
         for name in fields:
@@ -556,6 +564,8 @@ def _exit_for(doc: dict[str, Any]) -> int:
     """A deployed job's exit code, from its report (as `s3bulk run` exits for a local one: 4 when the failure breaker
     stopped it, 3 for any other stop)."""
     outcome = doc.get("status")
+    if outcome == "cancelled":
+        return EXIT_CANCELLED
     if outcome == "stopped":
         return EXIT_BREAKER if doc.get("stop_reason") == STOP_REASON else EXIT_STOPPED
     return EXIT_OK if outcome in {"succeeded", "dry-run"} else EXIT_FAILED
@@ -615,7 +625,7 @@ def _main(argv: Sequence[str] | None, interrupt: Interrupt) -> int:
             return run_demo(objects=args.objects, console=console, report_path=args.report, progress=args.progress)
         if args.command == "plan":
             return _plan(args, console)
-        if args.command in {"submit", "resume", "stop", "confirm", "tune", "jobs", "status", "watch", "report", "doctor"}:
+        if args.command in {"submit", "resume", "stop", "cancel", "confirm", "tune", "jobs", "status", "watch", "report", "doctor"}:
             return _remote(args, console)
         if args.command == "undo":
             return _undo(args, console)

@@ -259,9 +259,17 @@ class Counts:
         return cls(**{name: int(c.get(name, 0)) for name in cls.__slots__})
 
 
-def job_status(*, dry_run: bool, failed: int, error: str | None = None, stopped: bool = False, interrupted: bool = False) -> str:
-    """The one status rule: Ctrl-C interrupts the job and an endpoint that stopped answering stops it (both resumable);
-    a job error fails it; a dry run is a dry run; otherwise any failed object fails it."""
+# Statuses of a job that ended before all its work was done, on purpose: the report says what was done and what not.
+ENDED_EARLY = frozenset({"stopped", "interrupted", "cancelled"})
+
+
+def job_status(
+    *, dry_run: bool, failed: int, error: str | None = None, stopped: bool = False, interrupted: bool = False, cancelled: bool = False
+) -> str:
+    """The one status rule: its owner's cancel ends the job for good; Ctrl-C interrupts it and an endpoint that stopped
+    answering stops it (both resumable); a job error fails it; a dry run is a dry run; otherwise any failed object fails it."""
+    if cancelled:
+        return "cancelled"
     if interrupted:
         return "interrupted"
     if stopped:
@@ -314,9 +322,9 @@ def summarize(
     if dry:
         out["would_process"] = counts.listed - counts.skipped
     unfinished = counts.listed - counts.succeeded - counts.skipped - counts.failed
-    if status in {"stopped", "interrupted"}:
-        # Stopped by the outage breaker or by Ctrl-C: what is done, what failed on its own, and what a resume still has
-        # to do (listed objects only: a listing cut short names no more).
+    if status in ENDED_EARLY:
+        # Stopped by the outage breaker or by Ctrl-C, or cancelled: what is done, what failed on its own, and what was
+        # not done (listed objects only: a listing cut short names no more), which a resume still has to do.
         out["done"] = counts.succeeded + counts.skipped
         out["not_done"] = max(0, unfinished)
     if stop_reason:
@@ -324,7 +332,7 @@ def summarize(
     if error:
         out["error"] = error
         # A job stopped early: objects listed but neither done nor failed when the report was written.
-        if unfinished > 0 and not dry and status not in {"stopped", "interrupted"}:
+        if unfinished > 0 and not dry and status not in ENDED_EARLY:
             out["unfinished"] = unfinished
     return out
 

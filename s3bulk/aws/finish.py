@@ -10,7 +10,7 @@ from typing import Any
 
 from s3bulk.aws.assembly import ASSEMBLY_MARGIN_S, assemble
 from s3bulk.aws.events import JobEvents
-from s3bulk.aws.ledger import DynamoLedger
+from s3bulk.aws.ledger import CANCELLED, CANCELLING, DynamoLedger
 from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.aws.steps import TimeLeft
 from s3bulk.breaker import LINE_START, STOP_REASON
@@ -58,7 +58,7 @@ def finalize(
         # a completion check that kept failing): the job stops, resumable, its queued batches held for the resume,
         # instead of failing and having its workers cancel them.
         ledger.stop(job_id, f"{error[:800]}; fix the cause, then s3bulk resume {job_id}")
-    stopping = drain_s > 0 and ledger.status(job_id, consistent=True) == "STOPPING"
+    stopping = drain_s > 0 and ledger.status(job_id, consistent=True) in ("STOPPING", CANCELLING)
     if stopping and not drained(job_id, ledger, drain_s=drain_s, now=now, time_left=time_left, sleep=sleep):
         return {"job_id": job_id, "report_done": False, "draining": True}
     digest = assemble(reports, job_id, writer=writer, execution=rec.execution or "", counted=ledger.counted_attempts, time_left=time_left)
@@ -67,10 +67,11 @@ def finalize(
     rec = ledger.load(job_id)  # the counts as they are now that every failure has been read
     counts = Counts.of_counters(rec.counters)
     opts = rec.job.options
+    cancelled = rec.status in (CANCELLING, CANCELLED)  # its owner's s3bulk cancel: final, whatever else happened
     # Stopped, not failed: workers found an endpoint gone past the bound, or the listing did (its step's error).
     stopped = rec.stop_reason is not None or (error is not None and error.startswith(f"{EndpointUnreachable.__name__}:"))
     reason = rec.stop_reason or error if stopped else error
-    status = job_status(dry_run=opts.dry_run, failed=counts.failed, error=error, stopped=stopped)
+    status = job_status(dry_run=opts.dry_run, failed=counts.failed, error=error, stopped=stopped, cancelled=cancelled)
     breaker = STOP_REASON if stopped and (rec.stop_reason or "").startswith(LINE_START) else None
     summary = summarize(
         job_id,
@@ -83,8 +84,12 @@ def finalize(
         stop_reason=breaker,
     )
     uri = reports.put_report(job_id, summary, digest)
-    over = not stopped and over_tolerance(status=status, failed=counts.failed, tolerated=opts.tolerated_failures, error=error)
-    final = "STOPPED" if stopped else "FAILED" if over else "SUCCEEDED"
+    over = (
+        not stopped
+        and not cancelled
+        and over_tolerance(status=status, failed=counts.failed, tolerated=opts.tolerated_failures, error=error)
+    )
+    final = CANCELLED if cancelled else "STOPPED" if stopped else "FAILED" if over else "SUCCEEDED"
     ledger.set_status(job_id, final, report=uri)
     event = events.ended(summary, uri, final) if events is not None else "no event bus"
     return {

@@ -68,6 +68,9 @@ CONFLICT_BASE_S = 0.02
 CONFLICT_CAP_S = 2.0
 # Listing shards a job may have: one transaction records them all (DynamoDB allows 100 items).
 MAX_LIST_SHARDS = 99
+# A job its owner cancelled, until its report is written (then CANCELLED): final, never resumed.
+CANCELLING = "CANCELLING"
+CANCELLED = "CANCELLED"
 # The ledger's sparse index of job items (infra/stack.py): partition `kind` = JOB_KIND, sort `created_at`.
 JOBS_INDEX = "Jobs"
 JOB_KIND = "job"
@@ -850,6 +853,39 @@ class DynamoLedger:
         """Invocations working the job now (an invocation Lambda ended leaves its hold behind: callers bound the wait)."""
         leases = self._get_many([lease_key(job_id, i) for i in range(self.shards)], ("working",))
         return sum(int(i.get("working", {}).get("N", "0")) for i in leases)
+
+    def cancel(self, job_id: str, reason: str) -> str | None:
+        """End a job for good (its owner's s3bulk cancel): CANCELLING until its report is written, then CANCELLED.
+        Returns the status it had, or None when it had ended already (SUCCEEDED, FAILED, CANCELLED).
+
+        Every lease shard learns of it at once, so no batch starts after this returns; workers drop its queued batches
+        uncounted and listers send no more pages."""
+        now = time.time()
+        try:
+            r = self._write(
+                lambda: self.client.update_item(
+                    TableName=self.table,
+                    Key=job_key(job_id),
+                    UpdateExpression="SET #s = :cancelling, stop_reason = :r, stopped_at = :t",
+                    ConditionExpression="#s IN (:running, :stopping, :stopped)",
+                    ExpressionAttributeNames={"#s": "status"},
+                    ExpressionAttributeValues={
+                        ":cancelling": {"S": CANCELLING},
+                        ":running": {"S": "RUNNING"},
+                        ":stopping": {"S": "STOPPING"},
+                        ":stopped": {"S": "STOPPED"},
+                        ":r": {"S": reason[:1000]},
+                        ":t": {"N": f"{now:.3f}"},
+                    },
+                    ReturnValues="UPDATED_OLD",
+                )
+            )
+        except ClientError as exc:
+            if not _conditional_failed(exc):
+                raise
+            return None
+        self.mark_stopped(job_id, now)
+        return str(r["Attributes"]["status"]["S"])
 
     def set_status(self, job_id: str, status: str, **extra: str) -> None:
         names = {"#s": "status"}

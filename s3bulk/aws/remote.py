@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from s3bulk.aws.ledger import DynamoLedger, JobRecord
+from s3bulk.aws.finish import finalize
+from s3bulk.aws.ledger import CANCELLED, CANCELLING, DynamoLedger, JobRecord
 from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.job import Job, JobError, new_job_id
 from s3bulk.s3.clients import ClientSettings, make_client, make_s3_client
@@ -104,6 +105,38 @@ def stop(deployment: Deployment, job_id: str, settings: ClientSettings) -> str:
     return arn
 
 
+# How long `cancel` waits for work in flight (a worker's batch, a lister's call) before it writes the report of a job
+# that no execution runs (one already stopped): such a job's workers only hand batches back, so this is seldom waited.
+CANCEL_DRAIN_S = 60.0
+
+
+def cancel(deployment: Deployment, job_id: str, settings: ClientSettings) -> str:
+    """End a job for good: no batch starts after this returns (queued ones are dropped uncounted, listers send no
+    more), the report says cancelled with what was done and not done, and it is never resumed. A running execution is
+    stopped and its end writes the report; for a job no execution runs (stopped), the report is written here.
+    Returns what happened, in a few words."""
+    rec = status(deployment, job_id, settings)
+    ledger = DynamoLedger(make_client("dynamodb", settings), deployment.table)
+    before = ledger.cancel(job_id, f"cancelled by its owner with s3bulk cancel (it was {rec.status})")
+    if before is None:
+        raise JobError(
+            f"job_id: {job_id!r} has ended ({ledger.status(job_id, consistent=True)}); nothing to cancel (s3bulk report {job_id})"
+        )
+    sfn = make_client("stepfunctions", settings)
+    arn = f"{deployment.state_machine_arn.replace(':stateMachine:', ':execution:', 1)}:{rec.execution}" if rec.execution else ""
+    running = False
+    if arn:
+        with contextlib.suppress(Exception):  # an execution that is gone (90 days) or never started runs nothing
+            running = sfn.describe_execution(executionArn=arn)["status"] == "RUNNING"
+    if running:
+        sfn.stop_execution(executionArn=arn, error="User.Cancelled", cause="cancelled with s3bulk cancel")
+        return f"execution {arn} stopped; its report will say cancelled"
+    reports = ReportBucket(make_s3_client(settings, 12), deployment.report_bucket)
+    while not finalize(job_id, ledger=ledger, reports=reports, writer="cancel", drain_s=CANCEL_DRAIN_S)["report_done"]:
+        pass  # a report too big for one pass goes on where it left off
+    return f"report written to s3://{deployment.report_bucket}/jobs/{job_id}/report.json"
+
+
 def confirm(deployment: Deployment, job_id: str, settings: ClientSettings) -> None:
     """Let a job held by options.confirm go on: send the token its execution waits on (once: it is removed as read)."""
     rec = status(deployment, job_id, settings)
@@ -151,6 +184,11 @@ def _refuse_unless_resumable(job_id: str, current: str, field: str = "job_id") -
         raise JobError(f"{field}: {job_id!r} is running; follow it with s3bulk status {job_id}, or give a new job another job_id")
     if current == "SUCCEEDED":
         raise JobError(f"{field}: {job_id!r} has finished (s3bulk report {job_id}); give the job another job_id to run it again")
+    if current in {CANCELLING, CANCELLED}:
+        raise JobError(
+            f"{field}: {job_id!r} was cancelled, which is final (s3bulk report {job_id}); give the job another job_id to run it "
+            "again, with options.if_exists skip to pass over what it did"
+        )
 
 
 def _check_resubmission(deployment: Deployment, job_id: str, job: Job, settings: ClientSettings) -> None:

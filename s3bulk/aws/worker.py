@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from s3bulk.aws.allowlist import AllowList
 from s3bulk.aws.completion import Completion, notify_if_complete
-from s3bulk.aws.ledger import BatchCounts, DynamoLedger, Progress
+from s3bulk.aws.ledger import CANCELLED, CANCELLING, BatchCounts, DynamoLedger, Progress
 from s3bulk.aws.messages import BatchMessage
 from s3bulk.aws.queue import Returns
 from s3bulk.aws.reportbucket import ReportBucket
@@ -246,6 +246,10 @@ class WorkerService:
 
     def _work_held(self, msg: BatchMessage, job: Job, time_left: TimeLeft, epoch: float) -> WorkOutcome:
         status = self.status(msg.job_id, epoch)
+        if status in (CANCELLING, CANCELLED):  # its owner cancelled it: queued work is dropped, uncounted
+            if msg.resume:
+                self._abort_uploads(msg)
+            return WorkOutcome(BatchCounts(), counted=False, cancelled=True)
         if status in PAUSED:
             since = self.ledger.stopped_at(msg.job_id)
             if since is None or self.wall() - since < STOPPED_KEEP_S:

@@ -22,7 +22,7 @@ from s3bulk.report import Snapshot
 Poll = tuple[str, Snapshot]
 
 # Ledger statuses of a job that is still going (workers may still count batches while it stops).
-GOING = frozenset({"RUNNING", "STOPPING"})
+GOING = frozenset({"RUNNING", "STOPPING", "CANCELLING"})
 
 
 def watch_line(job_id: str, status: str, snap: Snapshot, objects_per_s: float, bytes_per_s: float) -> str:

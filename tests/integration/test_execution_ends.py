@@ -389,6 +389,94 @@ def test_s3bulk_stop_stops_a_running_job_resumably_and_s3bulk_resume_finishes_it
         assert copied == {"out/" + k[3:] for k in keys}
 
 
+def test_s3bulk_cancel_mid_job_drops_queued_work_uncounted_and_the_report_says_exactly_what_was_done(
+    template: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Cancel is final: the batches a worker had in hand when it was cancelled finish and count (the report waits for
+    them), no batch starts after `cancel` returns, queued ones are dropped uncounted, the report says cancelled with
+    `done` and `not_done` agreeing with the ledger, `report` exits 5, and resuming it is refused."""
+    real = DynamoLedger.checkpoint
+
+    def slow_pages(self: DynamoLedger, *args: Any, **kwargs: Any) -> bool:
+        time.sleep(0.5)  # the job is still listing when it is cancelled
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(DynamoLedger, "checkpoint", slow_pages)
+    monkeypatch.setattr(lister, "STATUS_EVERY_S", 0.0)
+    env = {**ENV, "S3BULK_LIST_PAGE_SIZE": "10", "S3BULK_LIST_SHARDS": "1"}
+    with StackOnMoto(template, buckets=(SRC, DST), env=env) as stack:
+        seed()
+        job_id = "cancelled-from-the-cli"
+        deployment = Deployment(stack.state_machine_arn, ledger(stack).table, stack.bucket_of("Reports"))
+        flags = ["--region", REGION, "--state-machine-arn", deployment.state_machine_arn, "--table", deployment.table]
+        flags += ["--report-bucket", deployment.report_bucket]
+        _, arn = remote.submit(deployment, parse_job(json.dumps(copy_job(job_id, batch_size=5))), ClientSettings(region=REGION))
+
+        def done() -> int:
+            try:
+                c = ledger(stack).counters(job_id)
+            except KeyError:
+                return 0
+            return int(c.get("succeeded", 0))
+
+        deadline = time.monotonic() + 30
+        while done() < 10 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        stack.worker_source.pause()  # what is queued now stays queued; invocations under way go on
+        assert cli.main(["cancel", job_id, *flags]) == 0
+        assert "no batch starts from now on" in capsys.readouterr().out
+        ex = stack.follow(arn, timeout=60)
+        assert ex.status == "ABORTED" and ex.ended[0]["status"] == "cancelled", ex.ended
+        r = report_of(stack, job_id)
+        c = ledger(stack).counters(job_id)
+        assert r["status"] == "cancelled" and "cancelled by its owner with s3bulk cancel" in r["error"]
+        assert (r["done"], r["failed"], r["listed"]) == (c["succeeded"], 0, c["listed"]) and r["done"] >= 10
+        assert r["not_done"] == r["listed"] - r["done"] > 0 and r["listed"] < N
+        assert ledger(stack).load(job_id).status == "CANCELLED" and ledger(stack).working(job_id) == 0
+
+        stack.worker_source.resume()  # the queued batches reach workers, which drop them uncounted
+        _drain(stack)
+        assert ledger(stack).counters(job_id) == c  # nothing counted after the report
+        copied = stack.s3.list_objects_v2(Bucket=DST, MaxKeys=1000).get("KeyCount", 0)
+        assert copied == r["done"]  # nothing copied after the cancel but what was in hand
+        assert cli.main(["report", job_id, *flags]) == 5
+        capsys.readouterr()
+        assert cli.main(["resume", job_id, *flags]) == 2
+        assert "was cancelled, which is final" in capsys.readouterr().err
+        assert cli.main(["cancel", job_id, *flags]) == 2
+        assert f"'{job_id}' has ended (CANCELLED)" in capsys.readouterr().err
+
+
+def test_cancelling_a_stopped_job_writes_its_cancelled_report_from_the_cli(
+    template: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A job no execution runs any more (stopped by its owner, an outage or the breaker) is cancelled by the CLI itself:
+    its held batches are dropped, and the report (written again) says cancelled."""
+    with StackOnMoto(template, buckets=(SRC, DST), env={**ENV, "S3BULK_OUTAGE_STOP_S": "1"}) as stack:
+        seed()
+        stack.worker_source.pause()
+        job_id = "stopped-then-cancelled"
+        deployment = Deployment(stack.state_machine_arn, ledger(stack).table, stack.bucket_of("Reports"))
+        flags = ["--region", REGION, "--state-machine-arn", deployment.state_machine_arn, "--table", deployment.table]
+        flags += ["--report-bucket", deployment.report_bucket]
+        _, arn = remote.submit(deployment, parse_job(json.dumps(copy_job(job_id))), ClientSettings(region=REGION))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and sum(v for k, v in stack.queue_depths().items() if k.startswith("Work")) < 2:
+            time.sleep(0.1)
+        assert cli.main(["stop", job_id, *flags]) == 0
+        assert stack.follow(arn, timeout=30).status == "ABORTED"
+        assert report_of(stack, job_id)["status"] == "stopped"
+        assert cli.main(["cancel", job_id, *flags]) == 0
+        assert "report written to s3://" in capsys.readouterr().out
+        r = report_of(stack, job_id)
+        assert (r["status"], r["done"], r["not_done"]) == ("cancelled", 0, r["listed"])
+        assert ledger(stack).load(job_id).status == "CANCELLED"
+        stack.worker_source.resume()
+        _drain(stack)
+        assert "Contents" not in stack.s3.list_objects_v2(Bucket=DST)
+        assert ledger(stack).counters(job_id)["succeeded"] == 0
+
+
 def _drain(stack: StackOnMoto, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while sum(stack.queue_depths().values()) and time.monotonic() < deadline:

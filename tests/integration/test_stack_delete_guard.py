@@ -112,3 +112,31 @@ def test_a_delete_with_confirm_is_counted_then_held_until_s3bulk_confirm_then_de
     assert report(stack, ex.description.get("output"))["succeeded"] == SELECTED and keys(stack) == N - SELECTED
     assert cli.main(["confirm", "confirm-me", *flags]) == 2  # confirmed once: the token is gone
     assert "is not waiting for a confirmation (SUCCEEDED)" in capsys.readouterr().err
+
+
+def test_a_delete_held_for_confirmation_and_cancelled_deletes_nothing_and_reports_cancelled(
+    stack: StackOnMoto, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = {**job(SELECTED), "job_id": "cancel-me"}
+    spec["options"] = {**spec["options"], "confirm": True}
+    deployment = Deployment(stack.state_machine_arn, stack.bucket_of("Ledger"), stack.bucket_of("Reports"))
+    flags = ["--region", REGION, "--state-machine-arn", deployment.state_machine_arn, "--table", deployment.table]
+    flags += ["--report-bucket", deployment.report_bucket]
+    _, arn = remote.submit(deployment, parse_job(json.dumps(spec)), ClientSettings(region=REGION))
+    ledger = DynamoLedger(stack.ddb, deployment.table)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with contextlib.suppress(KeyError):
+            if ledger.load("cancel-me").awaiting_confirmation:
+                break
+        time.sleep(0.2)
+    assert cli.main(["cancel", "cancel-me", *flags]) == 0
+    ex = stack.follow(arn, timeout=60)
+    assert ex.status == "ABORTED" and "ListShards" not in ex.entered()
+    r = json.loads(stack.s3.get_object(Bucket=deployment.report_bucket, Key="jobs/cancel-me/report.json")["Body"].read())
+    assert (r["status"], r["listed"], r["done"], r["not_done"]) == ("cancelled", 0, 0, 0)
+    assert keys(stack) == N  # nothing deleted
+    capsys.readouterr()
+    assert cli.main(["confirm", "cancel-me", *flags]) == 2  # its token is of an execution that no longer runs
+    assert "is not waiting for a confirmation (CANCELLED)" in capsys.readouterr().err
+    assert cli.main(["report", "cancel-me", *flags]) == 5

@@ -30,6 +30,13 @@ def test_job_status_is_one_rule(dry_run: bool, failed: int, error: str | None, s
     assert job_status(dry_run=dry_run, failed=failed, error=error) == status
 
 
+def test_a_cancelled_job_says_cancelled_whatever_failed_and_what_was_done_and_not() -> None:
+    status = job_status(dry_run=False, failed=4, error="cancelled by its owner", stopped=True, cancelled=True)
+    assert status == "cancelled"
+    s = summarize("j", "copy", status, Counts(listed=100, succeeded=50, skipped=6, failed=4), 1.0, tolerated_failures=0, error="x")
+    assert (s["done"], s["not_done"], "unfinished" in s) == (56, 40, False)
+
+
 def test_a_dry_run_summary_reports_listed_bytes_and_what_it_would_do() -> None:
     counts = Counts(scanned=10, listed=8, listed_bytes=800, skipped=3, extraneous=2)
     s = summarize("j", "copy", "dry-run", counts, 1.23456, tolerated_failures=0)
