@@ -127,7 +127,7 @@ def key_log_line_bytes() -> int:
 MESSAGE_BYTES = message_bytes()
 KEY_LOG_LINE_BYTES = key_log_line_bytes()
 
-# -- DynamoDB items (s3bulk/aws/ledger.py), sized by DynamoDB's rules ------------------------------------------
+# -- DynamoDB items (s3bulk/aws/ledger/), sized by DynamoDB's rules --------------------------------------------
 CURSOR_CHARS = 140  # a ListObjectsV2 continuation token, assumed
 TASK_TOKEN_CHARS = 700  # a Step Functions task token (the job item's completion_token), assumed
 
@@ -725,7 +725,7 @@ def render_at_scale(cpu_ms: float) -> list[str]:
         "  sent in one SendMessageBatch (`queue.QueueSender`: up to 10 messages and 1 MiB a call); SQS bills each 64 KB of",
         f"  a call's payload, so a send is {math.ceil(MESSAGE_BYTES / SQS_CHUNK)} requests, a worker's ReceiveMessage of {MESSAGES_PER_INVOCATION} messages",
         f"  {math.ceil(MESSAGES_PER_INVOCATION * MESSAGE_BYTES / SQS_CHUNK)}, and its DeleteMessageBatch 1.",
-        "- **DynamoDB**, on demand (`s3bulk/aws/ledger.py`): per batch, `finish_batch`'s TransactWriteItems (the batch",
+        "- **DynamoDB**, on demand (`s3bulk/aws/ledger/`): per batch, `finish_batch`'s TransactWriteItems (the batch",
         f"  marker's Put and its counter shard's Update, 1 KB each, at 2 WRU per KB in a transaction: {FINISH_BATCH_WRU} WRU), the",
         f"  lease the batch is worked under (`hold` and `release`, an UpdateItem each: {LEASE_WRU} WRU; a lister call holds one too), and",
         "  the completion check (`completion.notify_if_complete`): a consistent GetItem of the absent marker first",

@@ -1,0 +1,113 @@
+"""The ledger's item keys, sizes and limits, and its retry of conflicting writes: what every part of it shares.
+
+Its own module because everything else builds on it and it builds on nothing: the ledger's parts (base, jobs,
+counting, listing, leases) name these keys and limits, and so do callers that never touch DynamoDB (the cost
+model sizes the items by them; infra/ names the Jobs index and bounds the listing shards).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import zlib
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from botocore.exceptions import ClientError
+
+COUNTERS = (
+    "scanned",
+    "listed",
+    "listed_bytes",
+    "skipped",
+    "succeeded",
+    "failed",
+    "bytes",
+    "batches",
+    "pending",
+    "extraneous",
+    "retries",
+    "object_retries",
+    "throttled",
+)
+# Counters the lister adds on the job item; the rest are only ever added on shards.
+LISTER_COUNTERS = ("scanned", "listed", "listed_bytes", "skipped", "failed", "batches", "pending", "extraneous")
+WORKER_COUNTERS = ("succeeded", "skipped", "failed", "bytes", "retries", "object_retries", "pending", "throttled")
+DEFAULT_TTL_DAYS = 30
+# Enough shards that 1,000 concurrent workers finishing a batch a second each put ~30 writes/s
+# on any one item (DynamoDB's per-item limit is 1,000 WCU/s, and transactions conflict far sooner).
+COUNTER_SHARDS = 32
+# A write that meets a TransactionConflict is retried this many times, with full jitter.
+CONFLICT_ATTEMPTS = 12
+CONFLICT_BASE_S = 0.02
+CONFLICT_CAP_S = 2.0
+# Listing shards a job may have: one transaction records them all (DynamoDB allows 100 items).
+MAX_LIST_SHARDS = 99
+# A job its owner cancelled, until its report is written (then CANCELLED): final, never resumed.
+CANCELLING = "CANCELLING"
+CANCELLED = "CANCELLED"
+# The ledger's sparse index of job items (infra/stack.py): partition `kind` = JOB_KIND, sort `created_at`.
+JOBS_INDEX = "Jobs"
+JOB_KIND = "job"
+T = TypeVar("T")
+# However many workers finish a batch at once, the shared rate rises at most this often.
+RISE_SPACING_S = 2.0
+
+
+def job_key(job_id: str) -> dict[str, Any]:
+    return {"pk": {"S": f"job#{job_id}"}, "sk": {"S": "job"}}
+
+
+def _key(job_id: str, sk: str) -> dict[str, Any]:
+    return {"pk": {"S": f"job#{job_id}"}, "sk": {"S": sk}}
+
+
+def counter_key(job_id: str, shard: int) -> dict[str, Any]:
+    """A counter shard's key: a partition of its own."""
+    return {"pk": {"S": f"job#{job_id}#count#{shard:02d}"}, "sk": {"S": "count"}}
+
+
+def lease_key(job_id: str, shard: int) -> dict[str, Any]:
+    """A lease shard's key: how many invocations are working the job on it (see DynamoLedger.hold)."""
+    return {"pk": {"S": f"job#{job_id}#lease#{shard:02d}"}, "sk": {"S": "lease"}}
+
+
+def marker_key(job_id: str, batch_id: str) -> dict[str, Any]:
+    """A batch marker's key: a partition of its own, so markers spread as their counter updates do."""
+    return {"pk": {"S": f"job#{job_id}#batch#{batch_id}"}, "sk": {"S": "batch"}}
+
+
+def list_shard_key(index: int) -> str:
+    return f"count#list#{index:04d}"
+
+
+def counter_shard(batch_id: str, shards: int = COUNTER_SHARDS) -> int:
+    """The counter shard a batch adds to: stable per batch, spread evenly over the shards."""
+    return zlib.crc32(batch_id.encode()) % shards
+
+
+def is_conflict(exc: ClientError) -> bool:
+    """A write that lost a race with another transaction: retryable, unlike a failed condition."""
+    err = exc.response.get("Error", {}).get("Code")
+    if err == "TransactionConflictException":
+        return True
+    if err == "TransactionCanceledException":
+        reasons = [r.get("Code") for r in exc.response.get("CancellationReasons") or []]
+        return "TransactionConflict" in reasons and "ConditionalCheckFailed" not in reasons
+    return False
+
+
+def retry_conflicts(call: Callable[[], T], *, sleep: Callable[[float], None] = time.sleep, attempts: int = CONFLICT_ATTEMPTS) -> T:
+    """Run a DynamoDB write, retrying TransactionConflict with capped exponential backoff and full jitter."""
+    for attempt in range(attempts):
+        try:
+            return call()
+        except ClientError as exc:
+            if not is_conflict(exc) or attempt == attempts - 1:
+                raise
+            sleep(random.uniform(0, min(CONFLICT_CAP_S, CONFLICT_BASE_S * 2**attempt)))
+    raise AssertionError("unreachable")
+
+
+def _conditional_failed(exc: ClientError) -> bool:
+    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"

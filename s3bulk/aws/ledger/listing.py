@@ -1,0 +1,260 @@
+"""The ledger's listing shards: the plan of a job's key ranges, each shard's cursor and page, and the delete guard's count.
+
+Its own module because the listers and the delete guard (aws/lister.py, aws/guard.py) are its writers: a shard's
+item in the job's partition holds its range, its cursor and the lister's counts (checkpoint, conditional on the page
+number, so no page is counted twice), and the guard's pass over the same range (guard_checkpoint).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from s3bulk.aws.ledger.base import LedgerBase
+from s3bulk.aws.ledger.keys import DEFAULT_TTL_DAYS, MAX_LIST_SHARDS, _key, job_key, list_shard_key
+
+
+@dataclass(frozen=True, slots=True)
+class ListShard:
+    """One listing shard's state: keys k with after < k <= upto (no bound when upto is None), listed from its own cursor."""
+
+    index: int
+    after: str
+    upto: str | None
+    page: int = 0
+    cursor: str | None = None
+    done: bool = False
+    last_key: str | None = None  # the last source key this shard listed (a sync's destination range starts after it)
+    sent: int = 0  # objects sent to the workers so far (the delete guard holds it to `counted` + `borrowed`)
+    counted: int | None = None  # the delete guard's count of this shard's deletes (aws/guard.py), once counted
+    borrowed: int = 0  # sends past its count this shard took from the job's room under max_delete (DynamoLedger.borrow)
+
+
+@dataclass(frozen=True, slots=True)
+class GuardShard:
+    """The delete guard's pass over one listing shard (aws/guard.py): its own cursor and page, and the deletes counted."""
+
+    index: int
+    after: str
+    upto: str | None
+    page: int = 0
+    cursor: str | None = None
+    done: bool = False
+    counted: int = 0
+
+
+class ListingMixin(LedgerBase):
+    # -- listing shards ---------------------------------------------------------------------------
+    def plan(self, job_id: str, ranges: list[tuple[str, str | None]]) -> int:
+        """Record the job's listing shards once, atomically; returns how many there are (a re-plan keeps the first)."""
+        if not 1 <= len(ranges) <= MAX_LIST_SHARDS:
+            raise ValueError(f"a job is listed in 1-{MAX_LIST_SHARDS} shards, not {len(ranges)}")
+        expires = {"N": str(int(time.time() + DEFAULT_TTL_DAYS * 86400))}
+        puts = []
+        for i, (after, upto) in enumerate(ranges):
+            item: dict[str, Any] = {**_key(job_id, list_shard_key(i)), "page": {"N": "0"}, "done": {"BOOL": False}, "expires_at": expires}
+            if after:
+                item["after"] = {"S": after}
+            if upto is not None:
+                item["upto"] = {"S": upto}
+            puts.append({"Put": {"TableName": self.table, "Item": item}})
+        plan = {
+            "Update": {
+                "TableName": self.table,
+                "Key": job_key(job_id),
+                "UpdateExpression": "SET shards = :k",
+                "ConditionExpression": "attribute_exists(pk) AND attribute_not_exists(shards)",
+                "ExpressionAttributeValues": {":k": {"N": str(len(ranges))}},
+            }
+        }
+        try:
+            self._write(lambda: self.client.transact_write_items(TransactItems=[plan, *puts]))
+            return len(ranges)
+        except ClientError as exc:
+            reasons = exc.response.get("CancellationReasons") or []
+            if reasons and reasons[0].get("Code") == "ConditionalCheckFailed":
+                planned = self._job_item(job_id, "shards").get("shards")
+                if planned is not None:
+                    return int(planned["N"])
+            raise
+
+    def list_shard(self, job_id: str, index: int) -> ListShard:
+        r = self.client.get_item(TableName=self.table, Key=_key(job_id, list_shard_key(index)), ConsistentRead=True)
+        item = r.get("Item")
+        if item is None:
+            raise KeyError(f"job {job_id!r} has no listing shard {index}")
+        return ListShard(
+            index,
+            item.get("after", {}).get("S", ""),
+            item.get("upto", {}).get("S"),
+            int(item["page"]["N"]),
+            item.get("cursor", {}).get("S"),
+            bool(item["done"]["BOOL"]),
+            item.get("last_key", {}).get("S"),
+            int(item.get("sent", {}).get("N", "0")),
+            int(item["would_delete"]["N"]) if "would_delete" in item else None,
+            int(item.get("borrowed", {}).get("N", "0")),
+        )
+
+    def borrow(self, job_id: str, n: int, room: int) -> bool:
+        """Take n sends from the job's room under max_delete (its limit less what the shards counted), shared by every shard:
+        False when less than n is left. A crash before the shard's checkpoint borrows again: the room only shrinks."""
+        if n > room:
+            return False
+        return self._update_if(
+            job_key(job_id),
+            UpdateExpression="ADD borrowed :n",
+            ConditionExpression="attribute_not_exists(borrowed) OR borrowed <= :most",
+            ExpressionAttributeValues={":n": {"N": str(n)}, ":most": {"N": str(room - n)}},
+        )
+
+    # -- the delete guard's count (aws/guard.py): attributes of the listing shard's own item, apart from its listing --
+    def guard_shard(self, job_id: str, index: int) -> GuardShard:
+        r = self.client.get_item(TableName=self.table, Key=_key(job_id, list_shard_key(index)), ConsistentRead=True)
+        item = r.get("Item")
+        if item is None:
+            raise KeyError(f"job {job_id!r} has no listing shard {index}")
+        return GuardShard(
+            index,
+            item.get("after", {}).get("S", ""),
+            item.get("upto", {}).get("S"),
+            int(item.get("guard_page", {}).get("N", "0")),
+            item.get("guard_cursor", {}).get("S"),
+            bool(item.get("guard_done", {}).get("BOOL", False)),
+            int(item.get("would_delete", {}).get("N", "0")),
+        )
+
+    def guard_checkpoint(self, job_id: str, shard: int, page: int, cursor: str | None, done: bool, counted: int) -> bool:
+        """Record one counted page of a shard; False if another invocation already did."""
+        values: dict[str, Any] = {
+            ":page": {"N": str(page)},
+            ":next": {"N": str(page + 1)},
+            ":done": {"BOOL": done},
+            ":n": {"N": str(counted)},
+        }
+        update = "SET guard_page = :next, guard_done = :done"
+        if cursor is None:
+            update += " REMOVE guard_cursor"
+        else:
+            update = "SET guard_page = :next, guard_done = :done, guard_cursor = :cursor"
+            values[":cursor"] = {"S": cursor}
+        update += " ADD would_delete :n"
+        return self._update_if(
+            _key(job_id, list_shard_key(shard)),
+            UpdateExpression=update,
+            ConditionExpression="attribute_not_exists(guard_page) OR guard_page = :page",
+            ExpressionAttributeValues=values,
+        )
+
+    def guard_total(self, job_id: str) -> tuple[int, bool]:
+        """The deletes every shard counted, and whether every planned shard is counted."""
+        item = self._job_item(job_id, "shards")
+        shards = self._list_shards(job_id)
+        total = sum(int(s.get("would_delete", {}).get("N", "0")) for s in shards)
+        done = sum(1 for s in shards if s.get("guard_done", {}).get("BOOL"))
+        return total, "shards" in item and done >= int(item["shards"]["N"])
+
+    def checkpoint(
+        self,
+        job_id: str,
+        shard: int,
+        page: int,
+        cursor: str | None,
+        done: bool,
+        *,
+        scanned: int,
+        listed: int,
+        listed_bytes: int,
+        skipped: int,
+        batches: int,
+        failed: int = 0,
+        extraneous: int = 0,
+        last_key: str | None = None,
+        sent: int = 0,
+        borrowed: int = 0,
+    ) -> bool:
+        """Record one fully sent page of a listing shard; False if another invocation already recorded it.
+
+        `failed` counts entries that failed before any worker saw them (bad manifest rows,
+        extraneous objects not deleted); `extraneous` the destination objects a sync deleted.
+        """
+        values: dict[str, Any] = {
+            ":page": {"N": str(page)},
+            ":next": {"N": str(page + 1)},
+            ":done": {"BOOL": done},
+            ":scanned": {"N": str(scanned)},
+            ":listed": {"N": str(listed)},
+            ":lbytes": {"N": str(listed_bytes)},
+            ":skipped": {"N": str(skipped)},
+            ":batches": {"N": str(batches)},
+            ":failed": {"N": str(failed)},
+            ":extraneous": {"N": str(extraneous)},
+            ":sent": {"N": str(sent)},
+            ":borrowed": {"N": str(borrowed)},
+        }
+        # Every name goes through a placeholder: several (cursor, page, bytes) are DynamoDB reserved words.
+        names = {
+            f"#{n}": n
+            for n in (
+                "page",
+                "done",
+                "scanned",
+                "listed",
+                "listed_bytes",
+                "skipped",
+                "batches",
+                "pending",
+                "failed",
+                "extraneous",
+                "sent",
+                "borrowed",
+            )
+        }
+        names["#cursor"] = "cursor"
+        update = "SET #page = :next, #done = :done"
+        if last_key is not None:
+            names["#last_key"] = "last_key"
+            values[":last_key"] = {"S": last_key}
+            update += ", #last_key = :last_key"
+        if cursor is None:
+            remove = " REMOVE #cursor"
+        else:
+            update += ", #cursor = :cursor"
+            values[":cursor"] = {"S": cursor}
+            remove = ""
+        update += (
+            remove
+            + " ADD #scanned :scanned, #listed :listed, #listed_bytes :lbytes, #skipped :skipped, #batches :batches, #pending :batches,"
+            " #failed :failed, #extraneous :extraneous, #sent :sent, #borrowed :borrowed"
+        )
+        shard_update: dict[str, Any] = {
+            "Key": _key(job_id, list_shard_key(shard)),
+            "UpdateExpression": update,
+            "ConditionExpression": "#page = :page",
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+        }
+        if not done:
+            return self._update_if(shard_update.pop("Key"), **shard_update)
+        # The shard's last page: the job item counts it done in the same transaction, so whether listing is done is one read.
+        finished = {
+            "TableName": self.table,
+            "Key": job_key(job_id),
+            "UpdateExpression": "ADD shards_done :one",
+            "ExpressionAttributeValues": {":one": {"N": "1"}},
+        }
+        try:
+            self._write(
+                lambda: self.client.transact_write_items(
+                    TransactItems=[{"Update": {"TableName": self.table, **shard_update}}, {"Update": finished}]
+                )
+            )
+            return True
+        except ClientError as exc:
+            reasons = exc.response.get("CancellationReasons") or []
+            if reasons and reasons[0].get("Code") == "ConditionalCheckFailed":
+                return False
+            raise
