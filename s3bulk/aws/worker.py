@@ -163,7 +163,8 @@ class WorkerService:
         self.reports = reports
         self.allow = allow
         self.margin = margin
-        self.hard_margin = hard_margin
+        # Below the work margin whatever it is set to: an object started at the margin gets the time between the two.
+        self.hard_margin = min(hard_margin, margin / 2)
         self.rate = rate  # the store's, so the job's adaptive_rate can switch it and share it
         self.returns = returns
         self.max_receives = max_receives
