@@ -37,6 +37,7 @@ from s3bulk.aws.remote import (
     fetch_report,
     recent_jobs,
     resume,
+    retry,
     status,
     stop,
     submit,
@@ -145,6 +146,9 @@ def _parser() -> argparse.ArgumentParser:
     deployed("doctor", "check what the deployed stack needs from its account (Lambda concurrency)")
     deployed("resume", "go on with a stopped or failed deployed job from its checkpoints").add_argument("job_id")
     deployed("stop", "stop a running deployed job; its queued work is held for s3bulk resume").add_argument("job_id")
+    retry_cmd = deployed("retry", "run a deployed job again over exactly the objects it failed (nothing listed again)")
+    retry_cmd.add_argument("job_id")
+    retry_cmd.add_argument("--job-id", dest="new_job_id", metavar="ID", help="the retry's job id (default JOB_ID-retry-N)")
     deployed("cancel", "end a deployed job for good: queued work dropped, report cancelled, never resumed").add_argument("job_id")
     deployed("confirm", "let a deployed job held by options.confirm go on").add_argument("job_id")
     tune_cmd = deployed("tune", "change how many workers the deployed stack runs at once, while jobs run")
@@ -488,6 +492,15 @@ def _remote(args: argparse.Namespace, console: Console) -> int:
             soft_wrap=True,
         )
         return EXIT_OK
+    if args.command == "retry":
+        new_id, execution, count = retry(dep, args.job_id, settings, args.new_job_id)
+        console.print(
+            f"retrying {count:,} failed object(s) of {args.job_id} as job {new_id}\nexecution {execution}\n"
+            f"follow it with: s3bulk watch {new_id}",
+            markup=False,
+            soft_wrap=True,
+        )
+        return EXIT_OK
     if args.command == "cancel":
         said = cancel(dep, args.job_id, settings)
         console.print(f"cancelled {args.job_id}: no batch starts from now on\n{said}", markup=False, soft_wrap=True)
@@ -625,7 +638,20 @@ def _main(argv: Sequence[str] | None, interrupt: Interrupt) -> int:
             return run_demo(objects=args.objects, console=console, report_path=args.report, progress=args.progress)
         if args.command == "plan":
             return _plan(args, console)
-        if args.command in {"submit", "resume", "stop", "cancel", "confirm", "tune", "jobs", "status", "watch", "report", "doctor"}:
+        if args.command in {
+            "submit",
+            "resume",
+            "retry",
+            "stop",
+            "cancel",
+            "confirm",
+            "tune",
+            "jobs",
+            "status",
+            "watch",
+            "report",
+            "doctor",
+        }:
             return _remote(args, console)
         if args.command == "undo":
             return _undo(args, console)

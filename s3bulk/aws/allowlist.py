@@ -23,6 +23,7 @@ class AllowList:
     object_lock: bool = False  # the deployment granted PutObjectRetention/PutObjectLegalHold (-c allow_object_lock=true)
     acl: bool = False  # the deployment granted PutObjectAcl (-c allow_acl=true)
     version_delete: bool = False  # the deployment granted DeleteObjectVersion (-c allow_version_delete=true)
+    reports: str = ""  # the deployment's report bucket: a retry's manifest is kept there (s3bulk retry)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> AllowList:
@@ -36,6 +37,7 @@ class AllowList:
             object_lock=env.get("S3BULK_ALLOW_OBJECT_LOCK", "").lower() == "true",
             acl=env.get("S3BULK_ALLOW_ACL", "").lower() == "true",
             version_delete=env.get("S3BULK_ALLOW_VERSION_DELETE", "").lower() == "true",
+            reports=env.get("S3BULK_REPORT_BUCKET", ""),
         )
 
     def check(self, job: Job) -> None:
@@ -44,7 +46,8 @@ class AllowList:
         if src not in self.read:
             raise JobError(_denied("job.source.bucket", src, "read", self.read))
         manifest = job.source.manifest
-        if manifest is not None and manifest.bucket not in self.read:
+        retry_manifest = manifest is not None and bool(self.reports) and manifest.bucket == self.reports and is_retry_manifest(manifest.key)
+        if manifest is not None and manifest.bucket not in self.read and not retry_manifest:
             raise JobError(_denied("job.source.manifest.bucket", manifest.bucket, "read", self.read))
         if job.operation in {"delete", "move"} and src not in self.delete:
             raise JobError(_denied("job.source.bucket", src, "delete", self.delete))
@@ -99,6 +102,15 @@ class AllowList:
                 )
             )
         return out
+
+
+def is_retry_manifest(key: str) -> bool:
+    """A retry's manifest in the report bucket (reportbucket.retry_manifest_key): the one object there a job may read."""
+    return key.startswith("jobs/") and key.endswith(f"/{RETRY_MANIFEST}") and key.count("/") == 2
+
+
+# The name of a retry's manifest under its job's prefix in the report bucket.
+RETRY_MANIFEST = "retry-manifest.csv"
 
 
 def _denied(field: str, bucket: str, kind: str, allowed: frozenset[str]) -> str:

@@ -9,10 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from s3bulk.aws.allowlist import RETRY_MANIFEST
 from s3bulk.aws.finish import finalize
 from s3bulk.aws.ledger import CANCELLED, CANCELLING, DynamoLedger, JobRecord
 from s3bulk.aws.reportbucket import ReportBucket
-from s3bulk.job import Job, JobError, new_job_id
+from s3bulk.job import Job, JobError, Manifest, new_job_id
+from s3bulk.retry import failed_objects, manifest_rows, retry_job
 from s3bulk.s3.clients import ClientSettings, make_client, make_s3_client
 
 DEFAULT_STACK = "S3Bulk"
@@ -135,6 +137,36 @@ def cancel(deployment: Deployment, job_id: str, settings: ClientSettings) -> str
     while not finalize(job_id, ledger=ledger, reports=reports, writer="cancel", drain_s=CANCEL_DRAIN_S)["report_done"]:
         pass  # a report too big for one pass goes on where it left off
     return f"report written to s3://{deployment.report_bucket}/jobs/{job_id}/report.json"
+
+
+def retry(deployment: Deployment, job_id: str, settings: ClientSettings, new_id: str | None = None) -> tuple[str, str, int]:
+    """A new job over exactly the objects `job_id` failed (its failures.jsonl), as a manifest in the report bucket:
+    nothing is listed again. Returns the new job's id, its execution and how many objects it retries."""
+    rec = status(deployment, job_id, settings)
+    if rec.status in {"RUNNING", "STOPPING", CANCELLING}:
+        raise JobError(f"job_id: {job_id!r} is still running ({rec.status}); retry it once its report is written (s3bulk watch {job_id})")
+    reports = ReportBucket(make_s3_client(settings, 4), deployment.report_bucket)
+    failed = failed_objects(reports.failures(job_id))
+    if not failed:
+        raise JobError(f"job_id: {job_id!r} has no failed object to retry (s3bulk report {job_id})")
+    ledger = DynamoLedger(make_client("dynamodb", settings), deployment.table)
+    new_id = new_id or _next_retry_id(ledger, job_id)
+    key = f"jobs/{new_id}/{RETRY_MANIFEST}"
+    job = retry_job(rec.job, Manifest(bucket=deployment.report_bucket, key=key, format="csv"), new_id)
+    _check_resubmission(deployment, new_id, job, settings)
+    reports.put_retry_manifest(new_id, manifest_rows(rec.job.source.bucket, failed))
+    return new_id, _start(deployment, new_id, job.model_dump(mode="json", exclude_none=True), settings), len(failed)
+
+
+def _next_retry_id(ledger: DynamoLedger, job_id: str) -> str:
+    """JOB-retry-N for the first N the ledger does not hold."""
+    for n in range(1, 1000):
+        candidate = f"{job_id[:64]}-retry-{n}"
+        try:
+            ledger.status(candidate)
+        except KeyError:
+            return candidate
+    raise JobError(f"job_id: {job_id!r} was retried 999 times already; give the retry its own id with --job-id")
 
 
 def confirm(deployment: Deployment, job_id: str, settings: ClientSettings) -> None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import tempfile
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import IO, Any
 
 from botocore.exceptions import ClientError
 
+from s3bulk.aws.allowlist import RETRY_MANIFEST
 from s3bulk.aws.intents import PageIntent
 from s3bulk.report import FailureDigest, write_report
 
@@ -163,6 +165,29 @@ class ReportBucket:
             if exc.response.get("Error", {}).get("Code") in {"NoSuchKey", "404"}:
                 return None
             raise
+
+    def failures(self, job_id: str) -> Iterator[dict[str, Any]]:
+        """failures.jsonl's entries, streamed (a job's failures may be millions); none when it has none."""
+        try:
+            body = self.client.get_object(Bucket=self.bucket, Key=self._failures_file(job_id))["Body"]
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in {"NoSuchKey", "404"}:
+                return
+            raise
+        for line in body.iter_lines():
+            if line.strip():
+                yield dict(json.loads(line))
+
+    def put_retry_manifest(self, job_id: str, rows: Iterable[str]) -> str:
+        """A retry's CSV manifest (s3bulk/retry.py), under the retry job's own prefix; returns its key. Spooled to disk
+        past 8 MiB, so a million failed keys cost no memory."""
+        key = f"jobs/{job_id}/{RETRY_MANIFEST}"
+        with tempfile.SpooledTemporaryFile(8 * 1024 * 1024) as spool:
+            for row in rows:
+                spool.write(row.encode("utf-8", "surrogatepass"))
+            spool.seek(0)
+            self.client.upload_fileobj(spool, self.bucket, key, ExtraArgs={"ContentType": "text/csv"})
+        return key
 
     def read_report(self, job_id: str) -> dict[str, Any]:
         body = self.client.get_object(Bucket=self.bucket, Key=f"jobs/{job_id}/report.json")["Body"].read()

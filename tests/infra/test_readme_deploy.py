@@ -77,7 +77,7 @@ def test_following_the_deploy_section_line_by_line_needs_no_flag_and_no_step_fai
                 assert deploy is not None  # reads the deployed stack's LambdaConcurrencyNeeded output: test_remote_cli.py
                 outputs = Template.from_stack(stack_of(deploy)).to_json()["Outputs"]
                 assert int(outputs["LambdaConcurrencyNeeded"]["Value"]) == 16 + 50 + 4
-            case [".venv/bin/s3bulk", ("status" | "report" | "resume" | "stop" | "cancel" | "watch" | "confirm"), "JOB_ID", *_]:
+            case [".venv/bin/s3bulk", ("status" | "report" | "resume" | "retry" | "stop" | "cancel" | "watch" | "confirm"), "JOB_ID", *_]:
                 continue  # need a submitted job: test_remote_cli.py and test_execution_ends.py run them
             case [".venv/bin/s3bulk", "jobs"]:
                 continue  # reads the deployed ledger's Jobs index: test_remote_cli.py

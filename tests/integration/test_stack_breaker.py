@@ -10,6 +10,7 @@ from typing import Any
 import boto3
 import pytest
 
+from s3bulk import cli
 from s3bulk.aws import remote
 from s3bulk.aws.ledger import DynamoLedger
 from s3bulk.aws.remote import Deployment
@@ -45,8 +46,8 @@ def refusing(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
     yield up
 
 
-def test_a_destination_refusing_every_write_trips_the_breaker_and_the_resume_after_the_fix_works_what_it_held(
-    template: dict[str, Any], refusing: list[bool]
+def test_a_destination_refusing_every_write_trips_the_breaker_the_resume_after_the_fix_works_what_it_held_and_retry_redoes_the_failed(
+    template: dict[str, Any], refusing: list[bool], capsys: pytest.CaptureFixture[str]
 ) -> None:
     env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_OUTAGE_STOP_S": "2", "S3BULK_CONCURRENCY": "4"}
     with StackOnMoto(template, buckets=(SRC, DST), env=env) as stack:
@@ -81,3 +82,22 @@ def test_a_destination_refusing_every_write_trips_the_breaker_and_the_resume_aft
         copied = stack.s3.list_objects_v2(Bucket=DST, MaxKeys=1000).get("KeyCount", 0)
         assert copied == final["succeeded"]
         assert parse_job(json.dumps(job)).options.failure_breaker  # the rule the job ran with
+
+        # s3bulk retry: a new job over exactly the objects that failed, read from failures.jsonl as a manifest kept in
+        # the report bucket; nothing is listed again, and each failed object is copied once.
+        flags = ["--region", REGION, "--state-machine-arn", deployment.state_machine_arn, "--table", deployment.table]
+        flags += ["--report-bucket", deployment.report_bucket]
+        copies_before = sum(1 for r in stack.fast_requests if r.startswith("CopyObject "))
+        assert cli.main(["retry", "refused", *flags]) == 0
+        said = capsys.readouterr().out
+        assert f"retrying {final['failed']:,} failed object(s) of refused as job refused-retry-1" in said
+        retried = stack.follow(said.split("execution ")[1].split()[0], timeout=120)
+        assert retried.status == "SUCCEEDED", (retried.description, stack.describe())
+        again_r = json.loads(stack.s3.get_object(Bucket=stack.bucket_of("Reports"), Key="jobs/refused-retry-1/report.json")["Body"].read())
+        assert (again_r["listed"], again_r["succeeded"], again_r["failed"]) == (final["failed"], final["failed"], 0)
+        assert sum(1 for r in stack.fast_requests if r.startswith("CopyObject ")) - copies_before == final["failed"]
+        assert stack.s3.list_objects_v2(Bucket=DST, MaxKeys=1000).get("KeyCount", 0) == N  # every object, once each
+        spec = ledger.spec("refused-retry-1")
+        assert spec.source.manifest is not None and spec.source.manifest.bucket == deployment.report_bucket
+        assert cli.main(["retry", "refused-retry-1", *flags]) == 2  # nothing failed: nothing to retry, said in one line
+        assert "has no failed object to retry" in capsys.readouterr().err

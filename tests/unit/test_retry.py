@@ -1,0 +1,72 @@
+"""Retry's core: the failed objects from failures or a key log, as a manifest the manifest reader reads back."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from s3bulk.job import JobError, Manifest, parse_job
+from s3bulk.manifest import ManifestReader
+from s3bulk.retry import Failed, failed_objects, manifest_rows, retry_job
+from s3bulk.testing.memstore import MemoryStore
+
+
+def test_report_failures_give_each_failed_object_once_with_its_version_and_leave_out_extraneous_deletes() -> None:
+    lines = [
+        {"key": "a", "error": "AccessDenied", "message": "Access Denied"},
+        {"key": "b", "error": "NoSuchVersion", "message": "version 3HL4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY: gone"},
+        {"key": "a", "error": "AccessDenied", "message": "again"},
+        {"key": "z", "error": "AccessDenied", "message": "extraneous destination object not deleted: Access Denied"},
+    ]
+    assert failed_objects(lines) == [Failed("a"), Failed("b", "3HL4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY")]
+
+
+def test_a_key_log_counts_each_keys_latest_line_so_what_a_resume_finished_is_not_retried() -> None:
+    lines = [
+        {"key": "a", "outcome": "failed", "error": "SlowDown"},
+        {"key": "b", "outcome": "succeeded"},
+        {"key": "c", "outcome": "failed", "version_id": "v1"},
+        {"key": "a", "outcome": "succeeded"},  # the resume did it
+        {"key": "d", "outcome": "skipped"},
+    ]
+    assert failed_objects(lines) == [Failed("c", "v1")]
+
+
+def test_the_manifest_names_every_key_as_the_reader_decodes_it() -> None:
+    objs = [Failed("plain/a.txt"), Failed("sp ace/+plus,comma%/é"), Failed("v/k", "ver-1")]
+    store = MemoryStore()
+    store.create_bucket("rep")
+    store.put_object("rep", "jobs/j-retry-1/retry-manifest.csv", "".join(manifest_rows("src-b", objs)).encode())
+    job = parse_job(
+        json.dumps(
+            {
+                "operation": "copy",
+                "source": {"bucket": "src-b", "manifest": {"bucket": "rep", "key": "jobs/j-retry-1/retry-manifest.csv"}},
+                "destination": {"bucket": "dst-b"},
+            }
+        )
+    )
+    rows = list(ManifestReader(store, job.source).rows())
+    assert [(r.obj.key, r.obj.version_id) for r in rows if r.obj is not None] == [(o.key, o.version_id) for o in objs]
+
+
+def test_the_retry_is_the_job_again_over_its_manifest_without_filters_or_a_syncs_deletes() -> None:
+    job = parse_job(
+        json.dumps(
+            {
+                "job_id": "j",
+                "operation": "copy",
+                "source": {"bucket": "src-b", "prefix": "in/", "include": ["*.jpg"], "min_size": 10},
+                "destination": {"bucket": "dst-b", "prefix": "out/"},
+                "options": {"delete_extraneous": True, "if_exists": "skip", "allow_empty_source": True},
+            }
+        )
+    )
+    again = retry_job(job, Manifest(bucket="rep", key="jobs/j-retry-1/retry-manifest.csv"), "j-retry-1")
+    assert again.job_id == "j-retry-1" and again.source.manifest is not None and again.source.prefix == "in/"
+    assert (again.source.include, again.source.min_size, again.options.delete_extraneous) == ([], 0, False)
+    assert (again.destination, again.options.if_exists) == (job.destination, "skip")
+    versions = parse_job(json.dumps({"operation": "delete", "source": {"bucket": "src-b", "versions": "all", "prefix": "p/"}}))
+    with pytest.raises(JobError, match=r"job\.source\.versions"):
+        retry_job(versions, Manifest(bucket="rep", key="k"), "x")
