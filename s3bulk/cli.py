@@ -54,6 +54,7 @@ from s3bulk.local.ledger import LedgerError, LocalLedger, spec_hash, state_dir
 from s3bulk.local.plan import STACK_THREADS, STACK_WORKERS, cost, eta_seconds, load_prices, make_plan
 from s3bulk.local.preflight import UsageError, check_report_path, origin_of, profile_problem
 from s3bulk.local.progress import human_seconds
+from s3bulk.local.retry import retry_failed
 from s3bulk.local.run import execute
 from s3bulk.local.undo import undo_log
 from s3bulk.local.watch import watch
@@ -108,6 +109,11 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         metavar="N",
         help="first run the job on N objects sampled across the selection, check them, and stop (options.canary); --resume does the rest",
+    )
+    run.add_argument(
+        "--retry-failed",
+        metavar="REPORT.json|KEYS.jsonl",
+        help="run the job again over exactly the objects a run of it failed, from its report or key log (nothing listed again)",
     )
     run.add_argument("--progress", choices=("auto", "on", "off"), default="auto", help="live progress (auto: on a terminal)")
     run.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
@@ -182,6 +188,15 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _job_file(args: argparse.Namespace) -> Job:
+    """The job file's job, with the command line's overrides; with --retry-failed, that job over what a run of it failed."""
+    job = _with_overrides(load_job(args.job), args)
+    if getattr(args, "retry_failed", None):
+        state = Path(args.state_dir) if args.state_dir else state_dir()
+        job = retry_failed(job, Path(args.retry_failed), state)
+    return job
+
+
 def _with_overrides(job: Job, args: argparse.Namespace) -> Job:
     if args.concurrency is not None and args.concurrency < 1:
         raise UsageError("--concurrency: must be at least 1; pass a positive number of threads")
@@ -203,7 +218,7 @@ def _open_ledger(args: argparse.Namespace, here: ClientSettings) -> tuple[Job, L
         if args.resume is None:
             if not args.job:
                 raise UsageError("run: give a job file, or --resume JOB_ID to continue an interrupted run")
-            job = _with_overrides(load_job(args.job), args)
+            job = _job_file(args)
             if job.options.canary is not None and args.no_ledger:
                 raise UsageError("--no-ledger: a canary's rest runs with --resume, which needs the job ledger; drop --no-ledger")
             if job.options.dry_run or args.no_ledger:
@@ -212,14 +227,14 @@ def _open_ledger(args: argparse.Namespace, here: ClientSettings) -> tuple[Job, L
         if args.resume:
             ledger = LocalLedger.open(state, args.resume)
             stored = parse_job(ledger.spec())
-            job = _with_overrides(load_job(args.job), args) if args.job else _with_overrides(stored, args)
+            job = _job_file(args) if args.job else _with_overrides(stored, args)
             if spec_hash(job) != spec_hash(stored):
                 ledger.close()
                 raise UsageError(f"--resume {args.resume}: the job file differs from the one that started it; pass the original file")
             return job, ledger
         if not args.job:
             raise UsageError("--resume without an id needs the job file; pass JOB.json or --resume JOB_ID")
-        job = _with_overrides(load_job(args.job), args)
+        job = _job_file(args)
         found = LocalLedger.find_unfinished(state, job)
         if found is None:
             raise UsageError(f"--resume: no unfinished run of this job in {state}; run it without --resume")
@@ -279,7 +294,7 @@ def _require_credentials(here: ClientSettings, job: Job) -> None:
 
 def _run(args: argparse.Namespace, console: Console, interrupt: Interrupt) -> int:
     # Everything that can be wrong with the job or the arguments fails here, in one line, before any object is touched.
-    early = _with_overrides(load_job(args.job), args) if args.job else None
+    early = _job_file(args) if args.job else None
     if early is not None and early.options.confirm:
         raise UsageError(
             "job.options.confirm: a run starts when you start it; confirm holds a job submitted to the stack "

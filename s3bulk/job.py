@@ -124,8 +124,16 @@ def _check_prefix(prefix: str) -> str:
 class Manifest(_Strict):
     """Where a job's object list comes from when it is not a listing (docs/manifests.md)."""
 
-    bucket: str = Field(description="Bucket holding the manifest (and, for inventory, its data files).")
-    key: str = Field(min_length=1, description="csv: the CSV (plain or gzip) itself; inventory: the report's manifest.json.")
+    bucket: str = Field("", description="Bucket holding the manifest (and, for inventory, its data files); none with path.")
+    key: str = Field("", description="csv: the CSV (plain or gzip) itself; inventory: the report's manifest.json; none with path.")
+    path: str | None = Field(
+        None,
+        min_length=1,
+        description=(
+            "s3bulk run only: a CSV manifest on this machine's disk instead of bucket and key "
+            "(s3bulk run --retry-failed writes one); a deployed job reads its manifest from S3."
+        ),
+    )
     format: Literal["csv", "inventory"] = Field(
         "csv",
         description=(
@@ -134,7 +142,19 @@ class Manifest(_Strict):
         ),
     )
 
-    _bucket = field_validator("bucket")(classmethod(lambda cls, v: _check_bucket(v)))
+    _bucket = field_validator("bucket")(classmethod(lambda cls, v: _check_bucket(v) if v else v))
+
+    @model_validator(mode="after")
+    def _where(self) -> Manifest:
+        if self.path is not None:
+            if self.bucket or self.key:
+                raise _FieldProblem("path", "a manifest is a local path or a bucket and key, not both; drop one of them")
+            if self.format != "csv":
+                raise _FieldProblem("path", 'a local manifest is a CSV; give format "csv", or put the inventory in S3')
+        elif not self.bucket or not self.key:
+            missing = "bucket" if not self.bucket else "key"
+            raise _FieldProblem(missing, f"a manifest needs its bucket and key (or, for s3bulk run, a local path); add {missing}")
+        return self
 
 
 _URL = r"^https?://[^\s/?#]+/?$"  # scheme, host and port: no path (bucket and key go in the job)

@@ -16,15 +16,16 @@ import csv
 import gzip
 import io
 import json
+import os
 import zlib
 from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import unquote_plus
 
 from s3bulk.job import MAX_KEY_BYTES, Manifest, Source
-from s3bulk.store import UNKNOWN_SIZE, ObjectInfo, ObjectStore, StoreError, quoted_etag
+from s3bulk.store import UNKNOWN_SIZE, ObjectHead, ObjectInfo, ObjectStore, StoreError, quoted_etag
 
 # manifest.json is small (a list of data files); refuse anything that is clearly not one.
 MAX_INVENTORY_MANIFEST = 64 * 1024 * 1024
@@ -132,26 +133,56 @@ class _Columns:
         return row[i] if i is not None else None
 
 
+class ManifestFiles(Protocol):
+    """What reading a manifest needs of where it is: an object store, or the local disk."""
+
+    def head_object(self, bucket: str, key: str, *, version_id: str = "") -> ObjectHead: ...
+
+    def read_object(self, bucket: str, key: str, start: int = 0) -> Iterator[bytes]: ...
+
+
+class LocalFile:
+    """A manifest on this machine's disk (`path`), read as a store reads an object; missing or unreadable, a StoreError."""
+
+    def head_object(self, bucket: str, key: str, *, version_id: str = "") -> ObjectHead:
+        try:
+            return ObjectHead(os.stat(key).st_size, "")
+        except OSError as exc:
+            raise StoreError("NoSuchFile", f"{exc.strerror}", 404) from None
+
+    def read_object(self, bucket: str, key: str, start: int = 0) -> Iterator[bytes]:
+        try:
+            with open(key, "rb") as f:
+                f.seek(start)
+                while chunk := f.read(1024 * 1024):
+                    yield chunk
+        except OSError as exc:
+            raise StoreError("NoSuchFile", f"{exc.strerror}", 404) from None
+
+
 class ManifestReader:
     """Rows of one job's manifest, in manifest order, from a position on."""
 
     def __init__(self, store: ObjectStore, source: Source) -> None:
         assert source.manifest is not None
-        self.store = store
         self.source = source
         self.manifest: Manifest = source.manifest
+        # A local manifest (s3bulk run, `path`) is read from the disk as the store reads an object.
+        self.store: ManifestFiles = LocalFile() if self.manifest.path else store
+        self.bucket: str = "" if self.manifest.path else self.manifest.bucket
+        self.key: str = self.manifest.path or self.manifest.key
         self._needs_size = source.min_size > 0 or source.max_size is not None
         self._needs_time = source.modified_after is not None or source.modified_before is not None
         self.sizes: list[int] = [1]  # each data file's size in bytes, as manifest.json lists it (set by data_files)
 
     @property
     def where(self) -> str:
-        return f"s3://{self.manifest.bucket}/{self.manifest.key}"
+        return self.manifest.path or f"s3://{self.bucket}/{self.key}"
 
     def data_files(self) -> tuple[list[str], _Columns | None]:
         """The data files' keys (in the manifest's bucket) and, for inventory, their columns."""
         if self.manifest.format == "csv":
-            return [self.manifest.key], None
+            return [self.key], None
         doc = self._inventory_manifest()
         fmt = str(doc.get("fileFormat", ""))
         if fmt.upper() != _CSV_FORMAT:
@@ -164,8 +195,8 @@ class ManifestReader:
             raise ManifestError(
                 f"{self.where}: fileSchema {doc.get('fileSchema')!r} has no Bucket and Key columns; is it an inventory manifest.json?"
             )
-        data_bucket = str(doc.get("destinationBucket", "")).removeprefix("arn:aws:s3:::") or self.manifest.bucket
-        if data_bucket != self.manifest.bucket:
+        data_bucket = str(doc.get("destinationBucket", "")).removeprefix("arn:aws:s3:::") or self.bucket
+        if data_bucket != self.bucket:
             raise ManifestError(
                 f"{self.where}: its data files are in bucket {data_bucket!r}; put manifest.json and its data files in one bucket"
             )
@@ -204,13 +235,13 @@ class ManifestReader:
 
     def _csv_ranges(self, target: int, min_bytes: int) -> list[tuple[str, str | None]]:
         try:
-            size = self.store.head_object(self.manifest.bucket, self.manifest.key).size
+            size = self.store.head_object(self.bucket, self.key).size
         except StoreError as exc:
             raise ManifestError(f"manifest {self.where} could not be read: {exc.code}: {exc.message}") from exc
         count = min(target, size // max(1, min_bytes))
         if count <= 1:
             return [("", None)]
-        head = self._read(self.manifest.key)
+        head = self._read(self.key)
         try:
             gzipped = next(head, b"")[:2] == b"\x1f\x8b"
         finally:
@@ -222,7 +253,7 @@ class ManifestReader:
 
     def _inventory_manifest(self) -> dict[str, Any]:
         body = bytearray()
-        for chunk in self._read(self.manifest.key):
+        for chunk in self._read(self.key):
             body += chunk
             if len(body) > MAX_INVENTORY_MANIFEST:
                 raise ManifestError(f"{self.where}: over {MAX_INVENTORY_MANIFEST} bytes, which no manifest.json is; check format")
@@ -236,9 +267,9 @@ class ManifestReader:
 
     def _read(self, key: str, start: int = 0) -> Generator[bytes, None, None]:
         try:
-            yield from self.store.read_object(self.manifest.bucket, key, start)
+            yield from self.store.read_object(self.bucket, key, start)
         except StoreError as exc:
-            raise ManifestError(f"manifest s3://{self.manifest.bucket}/{key} could not be read: {exc.code}: {exc.message}") from exc
+            raise ManifestError(f"manifest {self.where} could not be read: {exc.code}: {exc.message}") from exc
 
     def rows(self, after: str | None = None, upto: str | None = None) -> Iterator[Row]:
         """Every row after position `after` (None: from the start) and not after `upto` (None: to the end)."""
@@ -262,7 +293,7 @@ class ManifestReader:
         text = _text(self._read(key))
         reader = csv.reader(text)
         record = 0
-        where = f"s3://{self.manifest.bucket}/{key}"
+        where = f"s3://{self.bucket}/{key}"
         while True:
             try:
                 fields = next(reader)
@@ -296,7 +327,7 @@ class ManifestReader:
         offset = lo or 0
         skipping = lo is not None
         pending = b""
-        chunks = self._read(self.manifest.key, offset)
+        chunks = self._read(self.key, offset)
         try:
             for chunk in chunks:
                 buf, i = pending + chunk, 0

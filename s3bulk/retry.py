@@ -63,7 +63,7 @@ def manifest_rows(bucket: str, objects: Iterable[Failed]) -> Iterator[str]:
         yield f"{bucket},{key},{obj.version_id}\n" if obj.version_id else f"{bucket},{key}\n"
 
 
-def retry_job(job: Job, manifest: Manifest, job_id: str) -> Job:
+def retry_job(job: Job, manifest: Manifest, job_id: str | None) -> Job:
     """The job again over a manifest of its failed objects: same operation, destination and options. The source keeps
     its prefix (a copy's destination keys are made relative to it); its filters go, since every row was selected once."""
     if job.source.versions != "current":
@@ -71,7 +71,7 @@ def retry_job(job: Job, manifest: Manifest, job_id: str) -> Job:
             f"job.source.versions: a retry of a job over {job.source.versions!r} versions is not supported; run the job again "
             "with options.if_exists skip"
         )
-    if job.source.endpoint_url or job.source.credentials_secret:
+    if manifest.path is None and (job.source.endpoint_url or job.source.credentials_secret):
         raise JobError(
             "job.source.endpoint_url: the retry's manifest is kept in the deployment's report bucket, which a source on "
             "another endpoint or account cannot read; run the job again with options.if_exists skip"

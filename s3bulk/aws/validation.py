@@ -65,6 +65,11 @@ def validate(
                 f"job.{name}.endpoint_url: another endpoint needs its own keys; store them in a Secrets Manager secret "
                 f"and name it in job.{name}.credentials_secret"
             )
+    if job.source.manifest is not None and job.source.manifest.path is not None:
+        raise JobError(
+            "job.source.manifest.path: a deployed job reads its manifest from S3; upload the CSV and give its bucket and key "
+            "(s3bulk retry JOB_ID does so for a deployed job's failed objects)"
+        )
     allow.check(job)
     check_worker_memory(job, worker)
     if job.process is not None and load_code is not None:

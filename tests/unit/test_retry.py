@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from s3bulk.aws.allowlist import AllowList
+from s3bulk.aws.validation import validate
 from s3bulk.job import JobError, Manifest, parse_job
 from s3bulk.manifest import ManifestReader
 from s3bulk.retry import Failed, failed_objects, manifest_rows, retry_job
@@ -70,3 +74,26 @@ def test_the_retry_is_the_job_again_over_its_manifest_without_filters_or_a_syncs
     versions = parse_job(json.dumps({"operation": "delete", "source": {"bucket": "src-b", "versions": "all", "prefix": "p/"}}))
     with pytest.raises(JobError, match=r"job\.source\.versions"):
         retry_job(versions, Manifest(bucket="rep", key="k"), "x")
+
+
+def test_a_manifest_is_a_local_path_or_a_bucket_and_key_and_the_stack_takes_only_the_second(tmp_path: Path) -> None:
+    local = tmp_path / "m.csv"
+    local.write_text("".join(manifest_rows("src-b", [Failed("a b"), Failed("c")])), encoding="utf-8")
+    doc: dict[str, Any] = {
+        "operation": "copy",
+        "source": {"bucket": "src-b", "manifest": {"path": str(local)}},
+        "destination": {"bucket": "dst-b"},
+    }
+    job = parse_job(json.dumps(doc))
+    rows = list(ManifestReader(MemoryStore(), job.source).rows())  # read from the disk, not the store
+    assert [r.obj.key for r in rows if r.obj is not None] == ["a b", "c"]
+    for manifest, field in (({"path": str(local), "bucket": "rep", "key": "k"}, "path"), ({"bucket": "rep"}, "key"), ({}, "bucket")):
+        with pytest.raises(JobError, match=rf"job\.source\.manifest\.{field}"):
+            parse_job(json.dumps({**doc, "source": {"bucket": "src-b", "manifest": manifest}}))
+    allow = AllowList(frozenset({"src-b", "rep"}), frozenset({"dst-b"}), frozenset())
+    with pytest.raises(JobError, match=r"job\.source\.manifest\.path: a deployed job reads its manifest from S3"):
+        validate(doc, allow)
+    retried = {**doc, "source": {"bucket": "src-b", "manifest": {"bucket": "rep2", "key": "jobs/j-retry-1/retry-manifest.csv"}}}
+    with pytest.raises(JobError, match=r"job\.source\.manifest\.bucket: 'rep2' is not in this deployment's read allow-list"):
+        validate(retried, allow)
+    assert validate(retried, AllowList(allow.read, allow.write, allow.delete, reports="rep2"))["job_id"]  # its own report bucket
