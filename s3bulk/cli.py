@@ -148,7 +148,11 @@ def _parser() -> argparse.ArgumentParser:
         cmd.add_argument("--report-bucket", help="report bucket name, instead of the stack's outputs")
         return cmd
 
-    deployed("submit", "start a job on the deployed stack").add_argument("job")
+    submit_cmd = deployed("submit", "start a job on the deployed stack")
+    submit_cmd.add_argument("job")
+    submit_cmd.add_argument(
+        "--yes", action="store_true", help="start a delete, move or sync at once, without the hold for s3bulk confirm it gets by default"
+    )
     deployed("doctor", "check what the deployed stack needs from its account (Lambda concurrency)")
     deployed("resume", "go on with a stopped or failed deployed job from its checkpoints").add_argument("job_id")
     deployed("stop", "stop a running deployed job; its queued work is held for s3bulk resume").add_argument("job_id")
@@ -186,6 +190,17 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--report", metavar="PATH", help="write the JSON report here")
     demo.add_argument("--progress", choices=("auto", "on", "off"), default="auto")
     return p
+
+
+# What deletes objects: submitted from the CLI, such a job is held for s3bulk confirm unless the job says otherwise.
+DESTRUCTIVE = frozenset({"delete", "move"})
+
+
+def holds_for_confirmation(job: Job, *, yes: bool) -> bool:
+    """A delete, a move or a sync submitted without `--yes` and without its own `options.confirm` waits for `s3bulk
+    confirm` (as Batch Operations can hold a job): a typo'd prefix costs a look at the count, not the data."""
+    destructive = job.operation in DESTRUCTIVE or job.options.delete_extraneous
+    return destructive and not yes and not job.options.dry_run and "confirm" not in job.options.model_fields_set
 
 
 def _job_file(args: argparse.Namespace) -> Job:
@@ -473,8 +488,18 @@ def _remote(args: argparse.Namespace, console: Console) -> int:
         return EXIT_OK if found.ok else EXIT_FAILED
     if args.command == "submit":
         _warn_if_short(settings, args.stack)
+        held = holds_for_confirmation(job, yes=args.yes)
+        if held:
+            job = job.model_copy(update={"options": job.options.model_copy(update={"confirm": True})})
         job_id, execution = submit(dep, job, settings)
         console.print(f"submitted {job_id}\nexecution {execution}\nfollow it with: s3bulk status {job_id}", markup=False, soft_wrap=True)
+        if held:
+            console.print(
+                f"held before it changes anything: once its count looks right, s3bulk confirm {job_id} (or s3bulk cancel {job_id}); "
+                "submit --yes starts such a job at once",
+                markup=False,
+                soft_wrap=True,
+            )
         return EXIT_OK
     if args.command == "resume":
         execution = resume(dep, args.job_id, settings)

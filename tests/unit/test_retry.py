@@ -1,4 +1,5 @@
-"""Retry's core: the failed objects from failures or a key log, as a manifest the manifest reader reads back."""
+"""Retry's core: the failed objects from failures or a key log, as a manifest the manifest reader reads back; and the
+operator's other safety nets on submit (the hold for confirmation)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from s3bulk.aws.allowlist import AllowList
 from s3bulk.aws.validation import validate
+from s3bulk.cli import holds_for_confirmation
 from s3bulk.job import JobError, Manifest, parse_job
 from s3bulk.manifest import ManifestReader
 from s3bulk.retry import Failed, failed_objects, manifest_rows, retry_job
@@ -97,3 +99,18 @@ def test_a_manifest_is_a_local_path_or_a_bucket_and_key_and_the_stack_takes_only
     with pytest.raises(JobError, match=r"job\.source\.manifest\.bucket: 'rep2' is not in this deployment's read allow-list"):
         validate(retried, allow)
     assert validate(retried, AllowList(allow.read, allow.write, allow.delete, reports="rep2"))["job_id"]  # its own report bucket
+
+
+def test_a_delete_move_or_sync_submitted_from_the_cli_is_held_for_confirmation_unless_it_says_otherwise() -> None:
+    def job(op: str, **options: Any) -> Any:
+        doc: dict[str, Any] = {"operation": op, "source": {"bucket": "src-b", "prefix": "p/"}, "options": options}
+        if op in {"copy", "move"}:
+            doc["destination"] = {"bucket": "dst-b"}
+        return parse_job(json.dumps(doc))
+
+    assert holds_for_confirmation(job("delete"), yes=False) and holds_for_confirmation(job("move"), yes=False)
+    assert holds_for_confirmation(job("copy", delete_extraneous=True), yes=False)
+    assert not holds_for_confirmation(job("delete"), yes=True)  # submit --yes
+    assert not holds_for_confirmation(job("delete", confirm=False), yes=False)  # the job's own word
+    assert not holds_for_confirmation(job("delete", dry_run=True), yes=False)
+    assert not holds_for_confirmation(job("copy"), yes=False)
