@@ -17,18 +17,19 @@ picks a single part size that fits, as the copy path does.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import functools
 import math
 import zlib
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
 from typing import Any
 
 from s3bulk.bodies.budget import MemoryBudget
-from s3bulk.store import Body, ObjectHead, ObjectStore, StoreError
+from s3bulk.store import Body, ListedPart, ObjectHead, ObjectStore, StoreError
 
 MiB = 1024 * 1024
 # s3transfer's defaults, which AWS measured and its CLI ships: 8 MiB parts above an 8 MiB threshold.
@@ -41,6 +42,58 @@ MAX_PARTS = 10_000
 PARTS_PER_STEP = 1_000
 
 Submit = Callable[..., "Future[str]"]
+
+
+# CRC-32's polynomial, reflected: the operator that appends one zero bit (zlib's crc32_combine).
+_CRC32_POLY = 0xEDB88320
+
+
+def _gf2_times(matrix: Sequence[int], vector: int) -> int:
+    total, i = 0, 0
+    while vector:
+        if vector & 1:
+            total ^= matrix[i]
+        vector >>= 1
+        i += 1
+    return total
+
+
+def _gf2_compose(a: Sequence[int], b: Sequence[int]) -> list[int]:
+    return [_gf2_times(a, column) for column in b]
+
+
+@functools.lru_cache(maxsize=16)
+def _shift_operator(nbytes: int) -> tuple[int, ...]:
+    """The GF(2) operator that appends `nbytes` zero bytes to a CRC-32 (zlib's crc32_combine, as one matrix, so the
+    parts of an upload, all of one size, combine at 32 steps each)."""
+    op = [1 << n for n in range(32)]
+    odd = [_CRC32_POLY] + [1 << (n - 1) for n in range(1, 32)]  # one zero bit
+    even = _gf2_compose(odd, odd)  # two
+    odd = _gf2_compose(even, even)  # four
+    while nbytes:
+        even = _gf2_compose(odd, odd)
+        if nbytes & 1:
+            op = _gf2_compose(even, op)
+        nbytes >>= 1
+        if not nbytes:
+            break
+        odd = _gf2_compose(even, even)
+        if nbytes & 1:
+            op = _gf2_compose(odd, op)
+        nbytes >>= 1
+    return tuple(op)
+
+
+def crc32_combine(crc1: int, crc2: int, len2: int) -> int:
+    """The CRC-32 of A + B from A's, B's and B's length: a paused upload's parts give the object's running CRC-32."""
+    return _gf2_times(_shift_operator(len2), crc1) ^ crc2 if len2 > 0 else crc1
+
+
+def part_crc32(part: ListedPart) -> int | None:
+    """A listed part's CRC-32 (ListParts gives "CRC32:<base64 of 4 bytes>"), None when it has none."""
+    if not part.checksum.startswith("CRC32:"):
+        return None
+    return int.from_bytes(base64.b64decode(part.checksum.removeprefix("CRC32:")), "big")
 
 
 def part_size_for(number: int, base: int) -> int:
@@ -90,7 +143,7 @@ class ObjectWriter:
         self._submit = submit
         self._budget = budget
         self._pool: ThreadPoolExecutor | None = None
-        self._state = "open"  # open | committed | aborted
+        self._state = "open"  # open | committed | aborted | paused
 
     # -- the file-like side ---------------------------------------------------------------------
     def writable(self) -> bool:
@@ -118,6 +171,50 @@ class ObjectWriter:
             raise
         return len(view)
 
+    @property
+    def parts(self) -> int:
+        """Parts sent so far (a resumed upload's included)."""
+        return len(self._parts)
+
+    @property
+    def part_size(self) -> int:
+        """The size every part but the last has, when the writer was told the total size (size_hint)."""
+        return self.fixed_part or self.base_part
+
+    def resume(self, upload_id: str, parts: Sequence[ListedPart]) -> None:
+        """Go on with an upload an earlier invocation paused (`pause`): its parts, 1..n of `part_size` each with their
+        CRC-32s, count as written, so the caller writes from byte n x part_size on and the object's CRC-32 comes out
+        whole."""
+        if self._state != "open" or self.written or self._upload_id is not None:
+            raise ValueError("resume a writer before anything is written to it")
+        self._upload_id = upload_id
+        for part in parts:
+            crc = part_crc32(part)
+            if crc is None or part.size != self.part_size:
+                raise ValueError(f"part {part.number} is not one of this writer's ({part.size} bytes, {part.checksum or 'no checksum'})")
+            done: Future[str] = Future()
+            done.set_result(part.etag)
+            self._parts.append(done)
+            self._part_crcs.append(crc)
+            self.crc32 = crc32_combine(self.crc32, crc, part.size)
+            self.written += part.size
+
+    def pause(self) -> str:
+        """Stop here: wait for the parts sent so far to land and leave the upload open for `resume` in another
+        invocation; returns its id. Bytes buffered but not sent are dropped: the resume writes them again."""
+        if self._state != "open" or self._upload_id is None:
+            raise ValueError("only an open multipart upload can pause")
+        try:
+            for f in self._parts:
+                f.result()  # a part that failed fails the object instead
+        except BaseException:
+            self.abort()
+            raise
+        self._state = "paused"  # neither abort() nor commit() touches it any more
+        self._buffer = bytearray()
+        self._close_pool()
+        return self._upload_id
+
     def flush(self) -> None:
         """Nothing to do: parts go out as they fill (present for wrappers like gzip.GzipFile)."""
 
@@ -126,7 +223,7 @@ class ObjectWriter:
         if self._state == "committed":
             return self.etag
         if self._state != "open":
-            raise ValueError("commit of an aborted writer")
+            raise ValueError(f"commit of a {self._state} writer")
         try:
             if self._upload_id is None:
                 self.etag = self.store.write_object(

@@ -553,6 +553,7 @@ class BatchRunner:
                 existing = self._destination_head(dst.bucket, item.dst_key)
                 if existing is not None and self._skips(obj, Decision(False, item.recheck), existing):
                     return Done(False, obj=obj)
+            pausable = self._pause_copies and not self.job.options.dry_run
             if self.relay:
                 done = relay_object(
                     self.store,
@@ -564,9 +565,10 @@ class BatchRunner:
                     storage_class=dst.storage_class,
                     submit=self.parts.submit,
                     budget=self.budget,
+                    keep_going=keep_going if pausable else None,
+                    upload_id=item.upload_id,
                 )
             else:
-                pausable = self._pause_copies and not self.job.options.dry_run
                 done = copy_object(
                     self.store,
                     self.parts,

@@ -7,17 +7,24 @@ source's ETag (an overwrite mid-relay fails, never mixes versions) and writes on
 PutObject or a multipart upload, every body with Content-MD5, aborted on failure.
 Content-Type, user metadata, the standard headers and tags are carried, as
 CopyObject carries them.
+
+On the stack a relay larger than a worker's time pauses, as a server-side copy does (ops/copies.py): once
+`keep_going` says time is short it sends no more parts, waits for those on the wire, and raises CopyPaused
+with the open upload; the next invocation asks ListParts what the upload holds, reads the source from the
+first byte it lacks, and goes on, so an object of any size crosses in as many invocations as it takes, each
+byte sent once, its CRC-32 checked whole at the end.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
 from s3bulk.bodies.budget import MemoryBudget
 from s3bulk.bodies.reader import open_object
-from s3bulk.bodies.writer import THRESHOLD, ObjectWriter
-from s3bulk.ops.copies import CopyDone
+from s3bulk.bodies.writer import THRESHOLD, ObjectWriter, part_crc32
+from s3bulk.ops.copies import CopyDone, CopyPaused
 from s3bulk.store import ObjectInfo, ObjectStore, StoreError
 
 # Read in the writer's part size, so each read fills about one part.
@@ -35,18 +42,53 @@ def relay_object(
     storage_class: str | None = None,
     submit: Callable[..., Any] | None = None,
     budget: MemoryBudget | None = None,
+    keep_going: Callable[[], bool] | None = None,
+    upload_id: str = "",
 ) -> CopyDone:
-    """One HEAD and one GetObjectTagging on the source, its bytes streamed across; returns the new object's ETag."""
+    """One HEAD and one GetObjectTagging on the source, its bytes streamed across; returns the new object's ETag.
+
+    `keep_going` (the stack's worker): asked after each part; when it says no, the relay pauses (CopyPaused).
+    `upload_id`: the upload a paused relay left open, to go on with."""
     head = src.head_object(src_bucket, obj.key)
     if obj.etag and head.etag != obj.etag:
+        if upload_id:  # the source changed since the relay paused: its parts are of another object
+            _abort(dst, dst_bucket, dst_key, upload_id)
         raise StoreError("PreconditionFailed", "the source changed after it was listed", 412)
     tags = src.get_tags(src_bucket, obj.key)
     writer = ObjectWriter(
         dst, dst_bucket, dst_key, head=head, tags=tags, storage_class=storage_class, size_hint=head.size, submit=submit, budget=budget
     )
+    start = _resume(writer, dst, dst_bucket, dst_key, upload_id) if upload_id else 0
+    total = -(-head.size // writer.part_size)
     with open_object(src, src_bucket, obj.key, head=head, submit=submit, budget=budget) as body, writer:
+        if start:
+            body.seek(start)
         while block := body.read(CHUNK):
             writer.write(block)
+            if keep_going is not None and writer.parts and writer.written < head.size and not keep_going():
+                raise CopyPaused(writer.pause(), writer.parts, total)
         if writer.written != head.size:  # raised inside the block: the writer aborts instead of committing
             raise StoreError("IncompleteBody", f"read {writer.written} bytes of {head.size}; nothing was written")
     return CopyDone(writer.etag, multipart=head.size > THRESHOLD)
+
+
+def _resume(writer: ObjectWriter, dst: ObjectStore, bucket: str, key: str, upload_id: str) -> int:
+    """Take up a paused relay's upload: the bytes it holds (its parts 1..n, each of the writer's part size). An upload
+    that is gone, or holds parts of another size or without their CRC-32, is dropped and the relay starts over."""
+    try:
+        parts = sorted(dst.list_parts(bucket, key, upload_id), key=lambda p: p.number)
+    except StoreError as exc:
+        if exc.code == "NoSuchUpload":
+            return 0
+        raise
+    usable = all(p.number == i and p.size == writer.part_size and part_crc32(p) is not None for i, p in enumerate(parts, 1))
+    if not usable:
+        _abort(dst, bucket, key, upload_id)
+        return 0
+    writer.resume(upload_id, parts)
+    return writer.written
+
+
+def _abort(dst: ObjectStore, bucket: str, key: str, upload_id: str) -> None:
+    with contextlib.suppress(StoreError):
+        dst.abort_multipart_upload(bucket, key, upload_id)

@@ -286,3 +286,35 @@ def test_an_object_whose_multipart_copy_outlasts_an_invocation_goes_on_in_the_ne
         [worker] = [f for f in stack.functions.values() if f.name.startswith("Worker")]
         assert worker.invocations >= 2 and worker.timed_out == 0, stack.describe()  # paused in time, never killed
         assert stack.s3.list_multipart_uploads(Bucket=DST).get("Uploads", []) == []
+
+
+def test_a_relayed_object_that_outlasts_an_invocation_pauses_and_goes_on_from_its_upload_byte_exact(
+    template: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A relay (GET then PUT through the worker) of 136 MiB in 8 MiB parts (17), each part's upload slowed to 3 s, 4 on
+    the wire: a 24 s worker that starts nothing with under 14 s left sends about 13 parts, then pauses (the parts on the
+    wire land, the upload stays open) and hands the object on; the next invocation asks ListParts what the upload holds,
+    reads the source from the first byte it lacks and sends the rest. Each part once; the object's CRC-32 checked whole."""
+    real = FastS3Store.upload_part
+    parts: list[int] = []
+
+    def slow(self: FastS3Store, bucket: str, key: str, upload_id: str, number: int, *args: Any, **kwargs: Any) -> str:
+        time.sleep(3)
+        parts.append(number)
+        return str(real(self, bucket, key, upload_id, number, *args, **kwargs))
+
+    monkeypatch.setattr(FastS3Store, "upload_part", slow)
+    env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_WORK_MARGIN_S": "14", "S3BULK_CONCURRENCY": "2"}
+    with StackOnMoto(template, buckets=(SRC, DST), env=env, timeouts={"Worker": 24}, visibility_scale=25 / 3600) as stack:
+        body = bytes(range(256)) * (136 * 1024 * 1024 // 256)
+        stack.s3.put_object(Bucket=SRC, Key="in/big", Body=body, Metadata={"m": "1"})
+        ex = stack.run({**copy_job(transfer="relay"), "job_id": "big-relay"}, timeout=240)
+        assert ex.status == "SUCCEEDED", (ex.description.get("cause"), stack.describe())
+        r = report(stack, "big-relay")
+        assert (r["listed"], r["succeeded"], r["failed"], r["bytes"]) == (1, 1, 0, len(body)), r["failures"][:2]
+        got = stack.s3.get_object(Bucket=DST, Key="out/big")
+        assert got["Body"].read() == body and got["Metadata"] == {"m": "1"}
+        assert sorted(parts) == list(range(1, 18))  # each part sent once, over several invocations
+        [worker] = [f for f in stack.functions.values() if f.name.startswith("Worker")]
+        assert worker.invocations >= 2 and worker.timed_out == 0, stack.describe()  # paused in time, never killed
+        assert stack.s3.list_multipart_uploads(Bucket=DST).get("Uploads", []) == []

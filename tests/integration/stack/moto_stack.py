@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import threading
 import time
 import uuid
+import zlib
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -20,7 +22,9 @@ from moto import mock_aws
 from moto.awslambda_simple.models import LambdaSimpleBackend
 from moto.core.botocore_stubber import BotocoreStubber
 from moto.core.models import DEFAULT_ACCOUNT_ID
+from moto.core.responses import ActionResult
 from moto.events.models import EventPattern
+from moto.s3.responses import S3Response
 from moto.stepfunctions.parser.api import HistoryEventType
 from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import CustomErrorName
 from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import FailureEvent
@@ -87,6 +91,23 @@ class Execution:
 
     def entered(self) -> list[str]:
         return [e["stateEnteredEventDetails"]["name"] for e in self.events if "stateEnteredEventDetails" in e]
+
+
+def _parts_with_checksums(serialized: Callable[..., Any]) -> Callable[..., Any]:
+    """S3's ListParts gives each part's checksum (ChecksumCRC32) when its upload was created with a checksum algorithm;
+    moto's leaves it out. Added here from the part's bytes, as S3 computes it, so a paused relay can take its upload up
+    again as it would on AWS (its CRC-32s make the object's whole one)."""
+
+    def serialize(self: S3Response, result: Any) -> Any:
+        if self.data.get("Action") == "ListParts" and isinstance(result, ActionResult) and isinstance(result.result, dict):
+            upload = self.backend.get_bucket(self.bucket_name).multiparts.get(self._get_param("uploadId"))
+            if upload is not None and upload.metadata.get("x-amz-checksum-algorithm") == "CRC32":
+                for part in result.result.get("Parts", []):
+                    value = upload.parts[int(part["PartNumber"])].value
+                    part["ChecksumCRC32"] = base64.b64encode(zlib.crc32(value).to_bytes(4, "big")).decode()
+        return serialized(self, result)
+
+    return serialize
 
 
 def _bytes_bodies(stub: Callable[..., Any]) -> Callable[..., Any]:
@@ -229,6 +250,7 @@ class StackOnMoto:
             os.environ.pop("AWS_PROFILE", None)
             self._stack.enter_context(mock_aws(config={"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}))
             self._stack.enter_context(mock.patch.object(BotocoreStubber, "__call__", _bytes_bodies(BotocoreStubber.__call__)))
+            self._stack.enter_context(mock.patch.object(S3Response, "serialized", _parts_with_checksums(S3Response.serialized)))
             self.s3 = boto3.client("s3", region_name=REGION)
             self.sqs = boto3.client("sqs", region_name=REGION)
             self.ddb = boto3.client("dynamodb", region_name=REGION)
