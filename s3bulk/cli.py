@@ -15,7 +15,7 @@ import os
 import shlex
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -53,7 +53,7 @@ from s3bulk.local.interrupt import Interrupt, handling_signals
 from s3bulk.local.ledger import LedgerError, LocalLedger, spec_hash, state_dir
 from s3bulk.local.plan import STACK_THREADS, STACK_WORKERS, cost, eta_seconds, load_prices, make_plan
 from s3bulk.local.preflight import UsageError, check_report_path, origin_of, profile_problem
-from s3bulk.local.progress import human_seconds
+from s3bulk.local.progress import human_bytes, human_seconds
 from s3bulk.local.retry import retry_failed
 from s3bulk.local.run import execute
 from s3bulk.local.undo import undo_log
@@ -110,6 +110,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="first run the job on N objects sampled across the selection, check them, and stop (options.canary); --resume does the rest",
     )
+    run.add_argument("--yes", action="store_true", help="start a delete, move or sync without asking first on a terminal")
     run.add_argument(
         "--retry-failed",
         metavar="REPORT.json|KEYS.jsonl",
@@ -194,6 +195,42 @@ def _parser() -> argparse.ArgumentParser:
 
 # What deletes objects: submitted from the CLI, such a job is held for s3bulk confirm unless the job says otherwise.
 DESTRUCTIVE = frozenset({"delete", "move"})
+
+
+class Declined(Exception):
+    """Its owner answered no when asked to confirm a run: nothing was started."""
+
+
+def confirm_on_terminal(
+    job: Job, store: S3Store, dst_store: S3Store | None, console: Console, *, yes: bool, ask: Callable[[str], str] = input
+) -> None:
+    """A delete, a move or a sync run from a terminal shows what it would delete, counted from a complete listing, and
+    asks once before it starts (`--yes`, or `options.confirm: false`, skips the question). `options.confirm: true`
+    asks whatever the job does, and refuses to run where there is no one to ask."""
+    explicit = "confirm" in job.options.model_fields_set
+    wanted = job.options.confirm if explicit else job.operation in DESTRUCTIVE or job.options.delete_extraneous
+    if not wanted or yes or job.options.dry_run:
+        return
+    if not (sys.stdin.isatty() and console.is_terminal):
+        if explicit:
+            raise UsageError("job.options.confirm: this run would ask on a terminal, and it has none; pass --yes to run it without asking")
+        return
+    console.print("counting what the job would change, before it starts (--yes skips this)...", markup=False)
+    try:
+        plan = make_plan(job, store, dst_store)
+    except StoreError as exc:
+        raise UsageError(f"job.options.confirm: counting failed ({exc.code}: {exc.message}); nothing was changed") from None
+    where = f"s3://{job.source.bucket}/{job.source.prefix}"
+    if job.operation in DESTRUCTIVE:
+        what = f"{job.operation} {plan.objects:,} objects ({human_bytes(plan.bytes)}) from {where}"
+    elif job.options.delete_extraneous and job.destination is not None:
+        dst = f"s3://{job.destination.bucket}/{job.destination.prefix}"
+        what = f"copy {plan.objects:,} objects from {where} and delete {plan.extraneous:,} objects of {dst} that {where} lacks"
+    else:
+        what = f"{job.operation} {plan.objects:,} objects ({human_bytes(plan.bytes)}) under {where}"
+    answer = ask(f"This run would {what}. Go on? [y/N] ")
+    if answer.strip().lower() not in {"y", "yes"}:
+        raise Declined()
 
 
 def holds_for_confirmation(job: Job, *, yes: bool) -> bool:
@@ -310,11 +347,6 @@ def _require_credentials(here: ClientSettings, job: Job) -> None:
 def _run(args: argparse.Namespace, console: Console, interrupt: Interrupt) -> int:
     # Everything that can be wrong with the job or the arguments fails here, in one line, before any object is touched.
     early = _job_file(args) if args.job else None
-    if early is not None and early.options.confirm:
-        raise UsageError(
-            "job.options.confirm: a run starts when you start it; confirm holds a job submitted to the stack "
-            "(s3bulk submit); drop it here, and see what the job would do with s3bulk plan"
-        )
     check_report_path(args.report)
     if args.key_log_deprecated is not None and args.key_log is not None:
         raise UsageError("--ledger is the old name of --key-log; pass only --key-log PATH.jsonl")
@@ -339,6 +371,16 @@ def _run(args: argparse.Namespace, console: Console, interrupt: Interrupt) -> in
             _require_credentials(here, job)
         rate = RateControl(enabled=job.options.adaptive_rate)
         store, dst_store = _stores(job, here, connections_needed(concurrency), fast=args.request_path == "fast", rate=rate)
+        if args.resume is None:
+            confirm_on_terminal(job, store, dst_store, console, yes=args.yes)
+    except Declined:
+        if ledger is not None:
+            ledger.discard_if_unused()
+            ledger = None
+        if key_log is not None:
+            key_log.close()
+        console.print("not started: nothing was changed", markup=False)
+        return EXIT_CANCELLED
     except BaseException:
         if ledger is not None:
             ledger.close()
