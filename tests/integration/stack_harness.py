@@ -26,10 +26,27 @@ behave as in warm containers and never leak between harnesses.
 The parts live in tests/integration/stack/ (moto_stack, lambdas, event_source, faults); import them from here.
 """
 
+from s3bulk.aws.remote import Deployment
+from tests.integration.aws_harness import REGION
 from tests.integration.stack.event_source import SourceStats, SqsEventSource
 from tests.integration.stack.faults import DynamoConflicts, Faults
 from tests.integration.stack.lambdas import Function, LambdaContext
 from tests.integration.stack.moto_stack import Execution, StackOnMoto, resources_of, synthesize
+
+
+def cli_flags(deployment: Deployment) -> list[str]:
+    """The flags that point the CLI's stack commands at the harness's deployment."""
+    return [
+        "--region",
+        REGION,
+        "--state-machine-arn",
+        deployment.state_machine_arn,
+        "--table",
+        deployment.table,
+        "--report-bucket",
+        deployment.report_bucket,
+    ]
+
 
 __all__ = [
     "DynamoConflicts",
@@ -40,6 +57,7 @@ __all__ = [
     "SourceStats",
     "SqsEventSource",
     "StackOnMoto",
+    "cli_flags",
     "resources_of",
     "synthesize",
 ]

@@ -25,7 +25,7 @@ from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.job import JobError, parse_job
 from s3bulk.s3.clients import ClientSettings
 from tests.integration.aws_harness import REGION
-from tests.integration.stack_harness import Execution, StackOnMoto, synthesize
+from tests.integration.stack_harness import Execution, StackOnMoto, cli_flags, synthesize
 
 SRC, DST = "src-bucket", "dst-bucket"
 CONTEXT: dict[str, object] = {"read_buckets": f"{SRC},{DST}", "write_buckets": DST}
@@ -355,8 +355,7 @@ def test_s3bulk_stop_stops_a_running_job_resumably_and_s3bulk_resume_finishes_it
         stack.worker_source.pause()
         job_id = "stopped-from-the-cli"
         deployment = Deployment(stack.state_machine_arn, ledger(stack).table, stack.bucket_of("Reports"))
-        flags = ["--region", REGION, "--state-machine-arn", deployment.state_machine_arn, "--table", deployment.table]
-        flags += ["--report-bucket", deployment.report_bucket]
+        flags = cli_flags(deployment)
         _, arn = remote.submit(deployment, parse_job(json.dumps(copy_job(job_id))), ClientSettings(region=REGION))
 
         def listed() -> int:
@@ -408,8 +407,7 @@ def test_s3bulk_cancel_mid_job_drops_queued_work_uncounted_and_the_report_says_e
         seed()
         job_id = "cancelled-from-the-cli"
         deployment = Deployment(stack.state_machine_arn, ledger(stack).table, stack.bucket_of("Reports"))
-        flags = ["--region", REGION, "--state-machine-arn", deployment.state_machine_arn, "--table", deployment.table]
-        flags += ["--report-bucket", deployment.report_bucket]
+        flags = cli_flags(deployment)
         _, arn = remote.submit(deployment, parse_job(json.dumps(copy_job(job_id, batch_size=5))), ClientSettings(region=REGION))
 
         def done() -> int:
@@ -457,8 +455,7 @@ def test_cancelling_a_stopped_job_writes_its_cancelled_report_from_the_cli(
         stack.worker_source.pause()
         job_id = "stopped-then-cancelled"
         deployment = Deployment(stack.state_machine_arn, ledger(stack).table, stack.bucket_of("Reports"))
-        flags = ["--region", REGION, "--state-machine-arn", deployment.state_machine_arn, "--table", deployment.table]
-        flags += ["--report-bucket", deployment.report_bucket]
+        flags = cli_flags(deployment)
         _, arn = remote.submit(deployment, parse_job(json.dumps(copy_job(job_id))), ClientSettings(region=REGION))
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and sum(v for k, v in stack.queue_depths().items() if k.startswith("Work")) < 2:

@@ -19,7 +19,7 @@ from s3bulk.s3.clients import ClientSettings
 from s3bulk.s3.stores import FastS3Store
 from s3bulk.store import StoreError
 from tests.integration.aws_harness import REGION
-from tests.integration.stack_harness import StackOnMoto, synthesize
+from tests.integration.stack_harness import StackOnMoto, cli_flags, synthesize
 
 SRC, DST = "src-bucket", "dst-bucket"
 CONTEXT: dict[str, object] = {"read_buckets": f"{SRC},{DST}", "write_buckets": DST}
@@ -85,8 +85,7 @@ def test_a_destination_refusing_every_write_trips_the_breaker_the_resume_after_t
 
         # s3bulk retry: a new job over exactly the objects that failed, read from failures.jsonl as a manifest kept in
         # the report bucket; nothing is listed again, and each failed object is copied once.
-        flags = ["--region", REGION, "--state-machine-arn", deployment.state_machine_arn, "--table", deployment.table]
-        flags += ["--report-bucket", deployment.report_bucket]
+        flags = cli_flags(deployment)
         copies_before = sum(1 for r in stack.fast_requests if r.startswith("CopyObject "))
         assert cli.main(["retry", "refused", *flags]) == 0
         said = capsys.readouterr().out

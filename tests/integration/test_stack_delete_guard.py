@@ -20,7 +20,7 @@ from s3bulk.aws.remote import Deployment
 from s3bulk.job import parse_job
 from s3bulk.s3.clients import ClientSettings
 from tests.integration.aws_harness import REGION
-from tests.integration.stack_harness import StackOnMoto, synthesize
+from tests.integration.stack_harness import StackOnMoto, cli_flags, synthesize
 from tests.integration.test_stack_on_moto import ENV, report
 
 SRC = "src-bucket"
@@ -88,8 +88,7 @@ def test_a_delete_with_confirm_is_counted_then_held_until_s3bulk_confirm_then_de
     spec = {**job(SELECTED), "job_id": "confirm-me"}
     spec["options"] = {**spec["options"], "confirm": True}
     deployment = Deployment(stack.state_machine_arn, stack.bucket_of("Ledger"), stack.bucket_of("Reports"))
-    flags = ["--region", REGION, "--state-machine-arn", deployment.state_machine_arn, "--table", deployment.table]
-    flags += ["--report-bucket", deployment.report_bucket]
+    flags = cli_flags(deployment)
     assert cli.main(["confirm", "confirm-me", *flags]) == 2  # no such job yet: said in one line, nothing sent
     capsys.readouterr()
     _, arn = remote.submit(deployment, parse_job(json.dumps(spec)), ClientSettings(region=REGION))
@@ -120,8 +119,7 @@ def test_a_delete_held_for_confirmation_and_cancelled_deletes_nothing_and_report
     spec = {**job(SELECTED), "job_id": "cancel-me"}
     spec["options"] = {**spec["options"], "confirm": True}
     deployment = Deployment(stack.state_machine_arn, stack.bucket_of("Ledger"), stack.bucket_of("Reports"))
-    flags = ["--region", REGION, "--state-machine-arn", deployment.state_machine_arn, "--table", deployment.table]
-    flags += ["--report-bucket", deployment.report_bucket]
+    flags = cli_flags(deployment)
     _, arn = remote.submit(deployment, parse_job(json.dumps(spec)), ClientSettings(region=REGION))
     ledger = DynamoLedger(stack.ddb, deployment.table)
     deadline = time.monotonic() + 60
