@@ -197,6 +197,15 @@ def _parser() -> argparse.ArgumentParser:
 DESTRUCTIVE = frozenset({"delete", "move"})
 
 
+NO_TERMINAL = "job.options.confirm: this run would ask on a terminal, and it has none; pass --yes to run it without asking"
+
+
+def _no_one_to_ask(job: Job, console: Console, *, yes: bool) -> bool:
+    """The job asks to be confirmed (options.confirm true), and no terminal is there to ask."""
+    asks = "confirm" in job.options.model_fields_set and job.options.confirm and not yes and not job.options.dry_run
+    return asks and not (sys.stdin.isatty() and console.is_terminal)
+
+
 class Declined(Exception):
     """Its owner answered no when asked to confirm a run: nothing was started."""
 
@@ -213,7 +222,7 @@ def confirm_on_terminal(
         return
     if not (sys.stdin.isatty() and console.is_terminal):
         if explicit:
-            raise UsageError("job.options.confirm: this run would ask on a terminal, and it has none; pass --yes to run it without asking")
+            raise UsageError(NO_TERMINAL)
         return
     console.print("counting what the job would change, before it starts (--yes skips this)...", markup=False)
     try:
@@ -347,6 +356,8 @@ def _require_credentials(here: ClientSettings, job: Job) -> None:
 def _run(args: argparse.Namespace, console: Console, interrupt: Interrupt) -> int:
     # Everything that can be wrong with the job or the arguments fails here, in one line, before any object is touched.
     early = _job_file(args) if args.job else None
+    if early is not None and args.resume is None and _no_one_to_ask(early, console, yes=args.yes):
+        raise UsageError(NO_TERMINAL)
     check_report_path(args.report)
     if args.key_log_deprecated is not None and args.key_log is not None:
         raise UsageError("--ledger is the old name of --key-log; pass only --key-log PATH.jsonl")

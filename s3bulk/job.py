@@ -134,23 +134,32 @@ class Manifest(_Strict):
             "(s3bulk run --retry-failed writes one); a deployed job reads its manifest from S3."
         ),
     )
-    format: Literal["csv", "inventory"] = Field(
+    format: Literal["csv", "inventory", "jsonl"] = Field(
         "csv",
         description=(
             "csv: rows of bucket,key[,version_id] with URL-encoded keys, as S3 Batch Operations reads them; "
-            "inventory: an S3 Inventory manifest.json with CSV data files (Parquet and ORC are not supported)."
+            "inventory: an S3 Inventory manifest.json with CSV data files (Parquet and ORC are not supported); "
+            'jsonl: one JSON object per line, {"bucket", "key"[, "version_id"]} with keys as they are (Distributed Map\'s '
+            '"Bucket", "Key", "VersionId" too).'
         ),
     )
+    header: bool = Field(False, description="csv: the first line names the columns (bucket, key, version_id, any order) and is skipped.")
+    delimiter: str = Field(",", min_length=1, max_length=1, description="csv: the character between fields (a tab for TSV).")
 
     _bucket = field_validator("bucket")(classmethod(lambda cls, v: _check_bucket(v) if v else v))
 
     @model_validator(mode="after")
     def _where(self) -> Manifest:
+        if self.format != "csv" and (self.header or self.delimiter != ","):
+            field = "header" if self.header else "delimiter"
+            raise _FieldProblem(field, f'{field} describes a CSV, and this manifest is {self.format!r}; drop {field} or give format "csv"')
+        if self.delimiter in {"\n", "\r", '"'}:
+            raise _FieldProblem("delimiter", "a line break or a quote cannot separate fields; give another character")
         if self.path is not None:
             if self.bucket or self.key:
                 raise _FieldProblem("path", "a manifest is a local path or a bucket and key, not both; drop one of them")
-            if self.format != "csv":
-                raise _FieldProblem("path", 'a local manifest is a CSV; give format "csv", or put the inventory in S3')
+            if self.format == "inventory":
+                raise _FieldProblem("path", "a local manifest is a CSV or JSONL file; put the inventory in S3")
         elif not self.bucket or not self.key:
             missing = "bucket" if not self.bucket else "key"
             raise _FieldProblem(missing, f"a manifest needs its bucket and key (or, for s3bulk run, a local path); add {missing}")
@@ -238,11 +247,12 @@ class Source(_Endpoint):
             raise _FieldProblem("modified_after", "modified_after is not before modified_before; widen the time window")
         if self.all and self.prefix:
             raise _FieldProblem("all", "all=true selects the whole bucket, so prefix must be empty; drop one of them")
-        if self.manifest is not None and self.manifest.format == "csv":
+        if self.manifest is not None and self.manifest.format in {"csv", "jsonl"}:
             for name in ("min_size", "max_size", "modified_after", "modified_before"):
                 if getattr(self, name) not in (None, 0):
                     raise _FieldProblem(
-                        name, f'{name} needs sizes and dates, which a CSV manifest does not carry; use format "inventory" or drop {name}'
+                        name,
+                        f'{name} needs sizes and dates, which a CSV or JSONL manifest does not carry; use format "inventory" or drop {name}',
                     )
         return self
 

@@ -22,7 +22,7 @@ from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
-from urllib.parse import unquote_plus
+from urllib.parse import quote_plus, unquote_plus
 
 from s3bulk.job import MAX_KEY_BYTES, Manifest, Source
 from s3bulk.store import UNKNOWN_SIZE, ObjectHead, ObjectInfo, ObjectStore, StoreError, quoted_etag
@@ -133,6 +133,10 @@ class _Columns:
         return row[i] if i is not None else None
 
 
+# Formats of one object per line: a CSV or JSONL manifest is cut into byte ranges for parallel listing.
+LINES = frozenset({"csv", "jsonl"})
+
+
 class ManifestFiles(Protocol):
     """What reading a manifest needs of where it is: an object store, or the local disk."""
 
@@ -174,6 +178,7 @@ class ManifestReader:
         self._needs_size = source.min_size > 0 or source.max_size is not None
         self._needs_time = source.modified_after is not None or source.modified_before is not None
         self.sizes: list[int] = [1]  # each data file's size in bytes, as manifest.json lists it (set by data_files)
+        self._columns: _Columns | None = None  # a CSV header's (read once)
 
     @property
     def where(self) -> str:
@@ -181,8 +186,8 @@ class ManifestReader:
 
     def data_files(self) -> tuple[list[str], _Columns | None]:
         """The data files' keys (in the manifest's bucket) and, for inventory, their columns."""
-        if self.manifest.format == "csv":
-            return [self.key], None
+        if self.manifest.format in LINES:
+            return [self.key], self._header()
         doc = self._inventory_manifest()
         fmt = str(doc.get("fileFormat", ""))
         if fmt.upper() != _CSV_FORMAT:
@@ -216,7 +221,7 @@ class ManifestReader:
         aligned to line ends (S3 Batch Operations' CSV keys are URL-encoded, so no field holds a
         line break). A gzip CSV cannot be read from the middle: one shard.
         """
-        if self.manifest.format == "csv":
+        if self.manifest.format in LINES:
             return self._csv_ranges(target, min_csv_bytes)
         files, _ = self.data_files()
         if target <= 1 or len(files) <= 1:
@@ -291,9 +296,14 @@ class ManifestReader:
 
     def _file_rows(self, index: int, key: str, columns: _Columns | None, skip: int) -> Iterator[Row]:
         text = _text(self._read(key))
-        reader = csv.reader(text)
+        where = self.where if self.manifest.format in LINES else f"s3://{self.bucket}/{key}"
+        if self.manifest.format == "jsonl":
+            yield from self._json_rows(index, text, skip, where)
+            return
+        reader = csv.reader(text, delimiter=self.manifest.delimiter)
+        if self.manifest.header:
+            next(reader, None)  # the column names (_header read them)
         record = 0
-        where = f"s3://{self.bucket}/{key}"
         while True:
             try:
                 fields = next(reader)
@@ -349,14 +359,60 @@ class ManifestReader:
     def _byte_row(self, raw: bytes, offset: int) -> Row | None:
         where = self.where
         text = raw.rstrip(b"\r").decode("utf-8", errors="surrogateescape")
-        if not text:
-            return None  # a blank line is not an entry
+        if not text or (offset == 0 and self.manifest.header):
+            return None  # a blank line is not an entry, nor the header
         pos, at, ref = byte_position(offset), f"byte {offset}", f"{where}#byte={offset}"
+        if self.manifest.format == "jsonl":
+            return self._json_row(pos, 0, text, where, at=at, ref=ref)
         try:
-            fields = next(csv.reader([text]))
+            fields = next(csv.reader([text], delimiter=self.manifest.delimiter))
         except csv.Error as exc:
             return Row(pos, 0, None, "InvalidManifestRow", f"{where} {at}: {exc}", ref)
-        return self._row(pos, 0, fields, None, where, at=at, ref=ref)
+        return self._row(pos, 0, fields, self._header(), where, at=at, ref=ref)
+
+    def _header(self) -> _Columns | None:
+        """A CSV with `header`: its first line's column names (read once), as an inventory's fileSchema gives them."""
+        if not self.manifest.header:
+            return None
+        if self._columns is None:
+            chunks = self._read(self.key)
+            try:
+                first = next(csv.reader(_text(chunks), delimiter=self.manifest.delimiter), [])
+            finally:
+                chunks.close()
+            canonical = {"bucket": "Bucket", "key": "Key", "versionid": "VersionId", "version": "VersionId"}
+            names = [canonical.get(n.strip().lower().replace("_", ""), n) for n in first]
+            if "Bucket" not in names or "Key" not in names:
+                raise ManifestError(f"{self.where}: its header {first!r} names no bucket and key columns; name them, or drop header")
+            self._columns = _Columns(names)
+        return self._columns
+
+    def _json_rows(self, index: int, text: Iterable[str], skip: int, where: str) -> Iterator[Row]:
+        record = 0
+        try:
+            for line, raw in enumerate(text, 1):
+                if not raw.strip():
+                    continue
+                record += 1
+                if record > skip:
+                    yield self._json_row(position(index, record), line, raw, where)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise ManifestError(f"{where}: not readable as gzip or text ({exc}); replace the file") from exc
+
+    def _json_row(self, pos: str, line: int, text: str, where: str, *, at: str = "", ref: str = "") -> Row:
+        """One JSONL entry: {"bucket", "key"[, "version_id"]}, Distributed Map's capitalized names too; keys as they are."""
+        at, ref = at or f"line {line}", ref or f"{where}#{line}"
+        try:
+            doc = json.loads(text)
+        except ValueError as exc:
+            return Row(pos, line, None, "InvalidManifestRow", f"{where} {at}: not JSON ({exc})", ref)
+        if not isinstance(doc, dict):
+            return Row(pos, line, None, "InvalidManifestRow", f"{where} {at}: not a JSON object", ref)
+        bucket, key = doc.get("bucket", doc.get("Bucket")), doc.get("key", doc.get("Key"))
+        version = doc.get("version_id", doc.get("VersionId")) or ""
+        if not isinstance(bucket, str) or not isinstance(key, str) or not key or not isinstance(version, str):
+            return Row(pos, line, None, "InvalidManifestRow", f"{where} {at}: an entry needs string bucket and key (and version_id)", ref)
+        return self._row(pos, line, [bucket, quote_plus(key, safe="/", errors="surrogatepass"), version], None, where, at=at, ref=ref)
 
     def _row(self, pos: str, line: int, fields: list[str], columns: _Columns | None, where: str, *, at: str = "", ref: str = "") -> Row:
         at, ref = at or f"line {line}", ref or f"{where}#{line}"

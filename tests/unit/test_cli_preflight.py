@@ -136,10 +136,12 @@ def test_a_sync_with_allow_empty_source_needs_delete_extraneous(env: Path, capsy
     assert "options.allow_empty_source" in err
 
 
-def test_a_local_run_refuses_confirm_in_one_line_naming_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_local_run_that_must_be_confirmed_without_a_terminal_is_refused_in_one_line_naming_yes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     job = {"operation": "delete", "source": {"bucket": "src-b", "prefix": "in/"}, "options": {"confirm": True}}
     path = tmp_path / "job.json"
     path.write_text(json.dumps(job))
     assert main(["run", str(path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "job.options.confirm:" in err[0] and "s3bulk submit" in err[0]
+    assert len(err) == 1 and "job.options.confirm:" in err[0] and "pass --yes" in err[0]

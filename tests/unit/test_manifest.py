@@ -16,7 +16,7 @@ from s3bulk.job import JobError, parse_job
 from s3bulk.local.engine import Engine
 from s3bulk.local.ledger import BatchEntry, LocalLedger
 from s3bulk.local.plan import make_plan
-from s3bulk.manifest import ManifestReader
+from s3bulk.manifest import ManifestError, ManifestReader
 from s3bulk.testing.memstore import MemoryStore
 
 # Keys a CSV can only carry URL-encoded: separators, quotes, spaces, pluses, percent signs, newlines, non-ASCII.
@@ -373,3 +373,51 @@ def test_a_small_or_gzip_csv_is_one_shard(store: MemoryStore) -> None:
     body = csv_rows(SPECIAL)
     assert _csv_reader(store, body).plan_ranges(16, min_csv_bytes=len(body)) == [("", None)]
     assert _csv_reader(store, gzip.compress(body)).plan_ranges(16, min_csv_bytes=8) == [("", None)]
+
+
+def test_a_jsonl_manifest_copies_every_key_as_it_is_in_either_casing_and_names_a_bad_line(store: MemoryStore) -> None:
+    lines = [
+        json.dumps({"bucket": "src-b", "key": k}) if i % 2 else json.dumps({"Bucket": "src-b", "Key": k}) for i, k in enumerate(SPECIAL)
+    ]
+    lines.insert(3, "not json")
+    lines.insert(5, json.dumps({"bucket": "src-b"}))
+    store.put_object("man-b", "m.jsonl", gzip.compress(("\n".join(lines) + "\n\n").encode()))
+    s, _ = run(store, job({"bucket": "man-b", "key": "m.jsonl", "format": "jsonl"}))
+    assert (s["succeeded"], s["failed"]) == (len(SPECIAL), 2)
+    assert store.keys("dst-b") == sorted("out/" + k.removeprefix("in/") for k in SPECIAL)
+    assert sorted(f["message"].split(": ", 1)[1][:24] for f in s["failures"]) == sorted(
+        ["an entry needs string bu", "not JSON (Expecting valu"]
+    )
+
+
+def test_a_csv_with_a_header_in_any_column_order_and_a_tab_delimiter_reads_by_name(store: MemoryStore) -> None:
+    rows = "key\tsize\tbucket\n" + "".join(f"{quote_plus(k, safe='/')}\t1\tsrc-b\n" for k in SPECIAL)
+    store.put_object("man-b", "m.tsv", rows.encode())
+    s, _ = run(store, job({"bucket": "man-b", "key": "m.tsv", "header": True, "delimiter": "\t"}))
+    assert (s["succeeded"], s["failed"], s["scanned"]) == (len(SPECIAL), 0, len(SPECIAL))  # the header is no object
+    # Cut into byte ranges, the header is still no object and every row is read once.
+    reader = ManifestReader(store, job({"bucket": "man-b", "key": "m.tsv", "header": True, "delimiter": "\t"}).source)
+    ranges = [(f"b{o}" if o else "", f"b{o + 40}" if o + 40 < len(rows) else None) for o in range(0, len(rows), 40)]
+    got = [r.obj.key for a, b in ranges for r in reader.rows(a or None, b) if r.obj is not None]
+    assert sorted(got) == sorted(SPECIAL)
+
+
+@pytest.mark.parametrize(
+    ("manifest", "field"),
+    [
+        ({"bucket": "man-b", "key": "m", "format": "jsonl", "header": True}, "header"),
+        ({"bucket": "man-b", "key": "m", "format": "inventory", "delimiter": ";"}, "delimiter"),
+        ({"bucket": "man-b", "key": "m", "delimiter": '"'}, "delimiter"),
+        ({"bucket": "man-b", "key": "m", "delimiter": ";;"}, "delimiter"),
+    ],
+)
+def test_csv_settings_on_another_format_or_an_unusable_delimiter_are_refused(manifest: dict[str, Any], field: str) -> None:
+    with pytest.raises(JobError, match=rf"job\.source\.manifest\.{field}"):
+        job(manifest)
+
+
+def test_a_header_without_bucket_and_key_columns_stops_the_job_naming_it(store: MemoryStore) -> None:
+    store.put_object("man-b", "m.csv", b"name,size\nin/plain,1\n")
+    reader = ManifestReader(store, job({"bucket": "man-b", "key": "m.csv", "header": True}).source)
+    with pytest.raises(ManifestError, match="names no bucket and key columns"):
+        list(reader.rows())
