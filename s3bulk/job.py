@@ -217,13 +217,15 @@ class Source(_Endpoint):
         pattern=_ACCOUNT,
         description="12-digit account that must own the source bucket; every request carries it (ExpectedBucketOwner / ExpectedSourceBucketOwner).",
     )
-    versions: Literal["current", "all", "noncurrent"] = Field(
+    versions: Literal["current", "all", "noncurrent", "delete-markers"] = Field(
         "current",
         description=(
             "current: the objects a listing shows. all and noncurrent list every version with ListObjectVersions (delete "
             "markers too): delete removes each listed version by its id (all empties a versioned prefix); copy with all "
             "copies each key's whole history, oldest first, into a versioned destination; tag, set-retention, set-legal-hold, "
-            "set-acl and restore act on each listed version. noncurrent leaves every key's current version alone."
+            "set-acl and restore act on each listed version. noncurrent leaves every key's current version alone. "
+            "delete-markers (undelete): only the delete markers that are their key's newest version; delete removes them, "
+            "so each key's previous version is current again."
         ),
     )
 
@@ -562,6 +564,7 @@ class Options(_Strict):
 VERSIONED_OPS = {
     "all": frozenset({"delete", "copy", "tag", "set-retention", "set-legal-hold", "set-acl", "restore"}),
     "noncurrent": frozenset({"delete", "tag", "set-retention", "set-legal-hold", "set-acl", "restore"}),
+    "delete-markers": frozenset({"delete"}),
 }
 # The operations that act on the version a manifest row (or a listing) names; the others act on current objects only.
 ACTS_ON_VERSIONS = frozenset({"delete", "copy", "tag", "set-retention", "set-legal-hold", "set-acl", "restore"})

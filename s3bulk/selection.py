@@ -60,8 +60,11 @@ def version_selected(versions: str, operation: str, obj: ObjectInfo) -> bool:
 
     delete takes every version and delete marker listed (noncurrent: all but each key's current one);
     copy takes each key once, at its newest entry, and copies the key's whole history from there
-    (ops/versions.py); the in-place operations take versions, never delete markers, which have no object.
+    (ops/versions.py); the in-place operations take versions, never delete markers, which have no object;
+    delete-markers (undelete) takes the delete markers that are their key's newest version.
     """
+    if versions == "delete-markers":  # undelete: a key whose newest version is a delete marker
+        return obj.delete_marker and obj.latest
     if versions == "noncurrent" and obj.latest:
         return False
     if operation == "delete":

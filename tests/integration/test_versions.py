@@ -152,6 +152,25 @@ def test_delete_noncurrent_leaves_exactly_each_keys_current_version(client: Any,
     assert after == {key: expected(key, events)[-1:] for key, events in HISTORIES.items()} | {OUTSIDE: expected(OUTSIDE, "pp")}
 
 
+def test_undelete_removes_exactly_the_delete_markers_that_are_current_and_their_keys_come_back(
+    client: Any, store_for: Callable[[Any], S3Store]
+) -> None:
+    bucket = versioned(client, "vu")
+    seed(client, bucket)
+    current_markers = [key for key, events in HISTORIES.items() if events.endswith("d")]  # v/gone, v/only-marker
+    s = run(store_for(client), {"operation": "delete", "source": {"bucket": bucket, "prefix": "v/", "versions": "delete-markers"}})
+    assert (s["listed"], s["succeeded"], s["failed"]) == (len(current_markers), len(current_markers), 0)
+    after = history(client, bucket)
+    # Each current marker gone, nothing else touched: v/gone's last version is current again; v/back's older marker stays.
+    assert after == {key: [e for e in expected(key, events)] for key, events in HISTORIES.items() if key != "v/only-marker"} | {
+        "v/gone": expected("v/gone", "ppp"),
+        OUTSIDE: expected(OUTSIDE, "pp"),
+    }
+    assert client.get_object(Bucket=bucket, Key="v/gone")["Body"].read() == b"v/gone#2"
+    again = run(store_for(client), {"operation": "delete", "source": {"bucket": bucket, "prefix": "v/", "versions": "delete-markers"}})
+    assert again["listed"] == 0  # nothing is deleted any more
+
+
 def test_copy_all_versions_reproduces_each_keys_history_in_order_and_a_rerun_adds_nothing(
     client: Any, store_for: Callable[[Any], S3Store], tmp_path: Path
 ) -> None:
