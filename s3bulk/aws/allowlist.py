@@ -94,7 +94,9 @@ class AllowList:
         if job.destination is not None and job.destination.acl is not None:
             out.append(("job.destination.acl writes an ACL on every copy", self.acl, "allow_acl"))
         if job.operation == "delete" and job.source.versions == "delete-markers":
-            out.append(("job.source.versions 'delete-markers' removes delete markers by version", self.version_delete, "allow_version_delete"))
+            out.append(
+                ("job.source.versions 'delete-markers' removes delete markers by version", self.version_delete, "allow_version_delete")
+            )
         elif job.operation == "delete" and job.source.versions != "current":
             out.append(
                 (
