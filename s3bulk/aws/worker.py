@@ -52,6 +52,15 @@ STOPPED_KEEP_S = 7 * 86400
 OUTAGE_STOP_S = 900.0
 
 
+def _child(msg: BatchMessage, items: list[Item], attempt: str, inflight: frozenset[int] = frozenset()) -> BatchMessage:
+    """The batch's rest as a child batch: each item with its recheck answer, its paused upload and its strikes (one more
+    for each item, by id(), that was in flight when its invocation had to end)."""
+    checks = {j: it.recheck for j, it in enumerate(items) if it.recheck is not None}
+    uploads = {j: it.upload_id for j, it in enumerate(items) if it.upload_id}
+    hung = {j: it.strikes + (id(it) in inflight) for j, it in enumerate(items) if it.strikes or id(it) in inflight}
+    return msg.rest([it.obj for it in items], checks, attempt, uploads, hung)
+
+
 def _outlasted(strikes: int) -> tuple[str, str] | None:
     """An object too slow for the worker in MAX_STRIKES invocations fails, saying what to change."""
     if strikes < MAX_STRIKES:
@@ -348,9 +357,7 @@ class WorkerService:
                 f"batch {msg.batch_id} of {len(items)} objects: time ran out before an object could finish in the worker's "
                 f"{WORKER_TIME_S} s less its {self.margin:.0f} s margin; raise worker_timeout_s (deploy.json) or lower options.batch_size"
             )
-        checks = {j: it.recheck for j, it in enumerate(untaken) if it.recheck is not None}
-        uploads = {j: it.upload_id for j, it in enumerate(untaken) if it.upload_id}
-        return msg.rest([it.obj for it in untaken], checks, attempt, uploads)
+        return _child(msg, untaken, attempt)
 
     def _rest_of_frozen(self, msg: BatchMessage, frozen: Frozen, attempt: str) -> BatchMessage:
         """Objects still in flight near the invocation's end: what finished is counted now, and the rest goes on as a
@@ -358,12 +365,7 @@ class WorkerService:
         object that never finishes ends counted within a few invocations instead of dying with every delivery."""
         if self.returns is None or (not frozen.counted and not frozen.inflight and not frozen.paused):
             raise WorkerTimedOut(f"batch {msg.batch_id}: objects still in flight with {self.hard_margin:.0f} s of the worker's time left")
-        rest = frozen.rest
-        inflight = {id(it) for it in frozen.inflight}
-        checks = {j: it.recheck for j, it in enumerate(rest) if it.recheck is not None}
-        uploads = {j: it.upload_id for j, it in enumerate(rest) if it.upload_id}
-        hung = {j: it.strikes + (id(it) in inflight) for j, it in enumerate(rest) if it.strikes or id(it) in inflight}
-        return msg.rest([it.obj for it in rest], checks, attempt, uploads, hung)
+        return _child(msg, frozen.rest, attempt, frozenset(id(it) for it in frozen.inflight))
 
     def _replace_pools(self) -> None:
         """The pools' threads still working a frozen batch's objects are left to end (or to be frozen with the
