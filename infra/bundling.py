@@ -50,7 +50,7 @@ RUNTIME_PYTHON = (3, 11)
 PLATFORMS = {"arm64": "manylinux2014_aarch64", "x86_64": "manylinux2014_x86_64"}
 # The code the functions run: the shared core and the AWS side, never the local runtime or the test doubles.
 SOURCES = ("s3bulk", "functions")
-EXCLUDED = ("s3bulk/local", "s3bulk/testing", "s3bulk/cli.py")
+EXCLUDED = ("s3bulk/local", "s3bulk/testing", "s3bulk/cli")
 TASK_ROOT = "/var/task"
 # Where the deployer's process code sits in the asset; the worker's S3BULK_PROCESS_CODE points here.
 PROCESS_DIR = "process_code"

@@ -3,3 +3,5 @@
 `env` builds these from the Lambda's environment; `remote` is the CLI's view of a
 deployed stack (submit, status, report).
 """
+
+DEFAULT_STACK = "S3Bulk"  # the CloudFormation stack `cdk deploy` creates unless deploy.json names another

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from s3bulk.aws import DEFAULT_STACK
 from s3bulk.aws.allowlist import RETRY_MANIFEST
 from s3bulk.aws.finish import finalize
 from s3bulk.aws.ledger import CANCELLED, CANCELLING, DynamoLedger, JobRecord
@@ -16,8 +17,6 @@ from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.job import Job, JobError, Manifest, new_job_id
 from s3bulk.retry import failed_objects, manifest_rows, retry_job
 from s3bulk.s3.clients import ClientSettings, make_client, make_s3_client
-
-DEFAULT_STACK = "S3Bulk"
 
 
 def deploy_file_defaults(path: Path = Path("deploy.json")) -> dict[str, str]:

@@ -42,7 +42,7 @@ def test_the_asset_vendors_the_pinned_sdk_and_arm64_wheels(asset: Path) -> None:
 def test_the_asset_holds_the_lambda_side_code_and_nothing_of_the_local_runtime_or_tests(asset: Path) -> None:
     assert (asset / "functions" / "worker" / "handler.py").is_file()
     assert (asset / "s3bulk" / "aws" / "worker.py").is_file()
-    for gone in ("s3bulk/local", "s3bulk/testing", "s3bulk/cli.py", "tests", "infra", "bench"):
+    for gone in ("s3bulk/local", "s3bulk/testing", "s3bulk/cli", "tests", "infra", "bench"):
         assert not (asset / gone).exists(), gone
 
 

@@ -9,7 +9,7 @@ from typing import Any, cast
 import pytest
 from rich.console import Console
 
-from s3bulk.cli import Declined, confirm_on_terminal
+from s3bulk.cli.local import Declined, confirm_on_terminal
 from s3bulk.job import parse_job
 from s3bulk.local.preflight import UsageError
 from s3bulk.s3.stores import S3Store

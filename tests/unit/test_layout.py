@@ -146,3 +146,12 @@ def test_each_layer_imports_only_the_layers_below_it() -> None:
         if module != "s3bulk" and dep != "s3bulk" and _layer(dep) not in ALLOWED[_layer(module)]
     )
     assert wrong == []
+
+
+def test_a_local_run_loads_none_of_the_stacks_client_code() -> None:
+    """Start-up is part of every local job's wall time: `s3bulk run` loads its command's module only (cli/__init__)."""
+    code = "import json, sys; import s3bulk.cli, s3bulk.cli.local; print(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True, timeout=120)
+    loaded = json.loads(out.stdout)
+    assert "s3bulk.local.engine" in loaded  # the run's own modules were loaded
+    assert [m for m in loaded if m.startswith(("s3bulk.aws.", "s3bulk.cli.remote", "s3bulk.local.demo"))] == []

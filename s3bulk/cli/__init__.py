@@ -1,0 +1,219 @@
+"""`s3bulk`: parse, build the client, call the engine, print, exit with the contract's code.
+
+The exit codes are in `contract.py`.
+
+Each command's module is imported only when that command runs (`local` for a run, a plan
+or an undo; `remote` for the deployed stack's commands): a run does not load the
+stack's client code, and its start-up is part of every job's wall time (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import sys
+from collections.abc import Sequence
+
+from rich.console import Console
+
+from s3bulk import __version__
+from s3bulk.aws import DEFAULT_STACK
+from s3bulk.bodies.malloc import pin_mmap_threshold
+from s3bulk.cli.contract import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, EXIT_STOPPED
+from s3bulk.job import JobError, json_schema, load_job
+from s3bulk.local.interrupt import Interrupt, handling_signals
+from s3bulk.local.preflight import UsageError
+from s3bulk.outage import EndpointUnreachable
+
+REMOTE_COMMANDS = frozenset(
+    {"submit", "resume", "retry", "stop", "cancel", "confirm", "tune", "jobs", "status", "watch", "report", "doctor"}
+)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="s3bulk", description="Copy, move and delete any number of S3 objects.")
+    p.add_argument("--version", action="version", version=f"s3bulk {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run a job file")
+    run.add_argument("job", nargs="?", help="path to the job JSON (see docs/job.schema.json)")
+    run.add_argument(
+        "--resume",
+        nargs="?",
+        const="",
+        metavar="JOB_ID",
+        help="continue an interrupted run: by id, or (no id) the newest unfinished run of the same job file",
+    )
+    run.add_argument("--state-dir", metavar="DIR", help="where job ledgers live (default $S3BULK_STATE_DIR or ~/.local/state/s3bulk)")
+    run.add_argument("--no-ledger", action="store_true", help="keep no job ledger (the run cannot be resumed)")
+    run.add_argument("--endpoint-url", help="an S3-compatible endpoint instead of AWS")
+    run.add_argument("--region", help="AWS region (default: the standard chain; us-east-1 with --endpoint-url)")
+    run.add_argument("--profile", help="AWS profile name")
+    run.add_argument("--report", metavar="PATH", help="write the JSON report (every failure with key and code) here")
+    run.add_argument(
+        "--key-log",
+        metavar="PATH.jsonl",
+        dest="key_log",
+        help="append one JSON line per object (key, sizes, ETags/checksums, attempts, outcome, error) here; see docs/key-log.md",
+    )
+    # The old name of --key-log, kept for one release: "ledger" now means only the job ledger (--no-ledger, --resume).
+    run.add_argument("--ledger", metavar="PATH.jsonl", dest="key_log_deprecated", help="deprecated alias of --key-log")
+    run.add_argument("--concurrency", type=int, metavar="N", help="worker threads, overriding options.concurrency")
+    run.add_argument("--dry-run", action="store_true", help="list and count only; change nothing")
+    run.add_argument(
+        "--canary",
+        type=int,
+        metavar="N",
+        help="first run the job on N objects sampled across the selection, check them, and stop (options.canary); --resume does the rest",
+    )
+    run.add_argument("--yes", action="store_true", help="start a delete, move or sync without asking first on a terminal")
+    run.add_argument(
+        "--retry-failed",
+        metavar="REPORT.json|KEYS.jsonl",
+        help="run the job again over exactly the objects a run of it failed, from its report or key log (nothing listed again)",
+    )
+    run.add_argument("--progress", choices=("auto", "on", "off"), default="auto", help="live progress (auto: on a terminal)")
+    run.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
+    run.add_argument(
+        "--request-path",
+        choices=("fast", "botocore"),
+        default="fast",
+        help="fast: CopyObject/DeleteObjects signed and sent directly (3x less CPU); botocore: every call through botocore",
+    )
+
+    plan = sub.add_parser("plan", help="list what a job would do, its S3 requests, cost and ETA; change nothing")
+    plan.add_argument("job")
+    plan.add_argument("--endpoint-url", help="an S3-compatible endpoint instead of AWS")
+    plan.add_argument("--region", help="AWS region")
+    plan.add_argument("--profile", help="AWS profile name")
+    plan.add_argument("--prices", metavar="PATH", help="a prices JSON like s3bulk/data/prices.json (default: that file)")
+    plan.add_argument("--json", action="store_true", help="print the plan as JSON")
+
+    val = sub.add_parser("validate", help="check a job file without running it")
+    val.add_argument("job")
+
+    sub.add_parser("schema", help="print the job file's JSON Schema")
+
+    def deployed(name: str, help_text: str) -> argparse.ArgumentParser:
+        cmd = sub.add_parser(name, help=help_text)
+        cmd.add_argument("--stack", default=DEFAULT_STACK, help=f"the deployed CloudFormation stack (default {DEFAULT_STACK})")
+        cmd.add_argument("--region", help="AWS region of the stack")
+        cmd.add_argument("--profile", help="AWS profile name")
+        cmd.add_argument("--endpoint-url", help=argparse.SUPPRESS)
+        cmd.add_argument("--state-machine-arn", help="instead of reading the stack's outputs")
+        cmd.add_argument("--table", help="ledger table name, instead of the stack's outputs")
+        cmd.add_argument("--report-bucket", help="report bucket name, instead of the stack's outputs")
+        return cmd
+
+    submit_cmd = deployed("submit", "start a job on the deployed stack")
+    submit_cmd.add_argument("job")
+    submit_cmd.add_argument(
+        "--yes", action="store_true", help="start a delete, move or sync at once, without the hold for s3bulk confirm it gets by default"
+    )
+    deployed("doctor", "check what the deployed stack needs from its account (Lambda concurrency)")
+    deployed("resume", "go on with a stopped or failed deployed job from its checkpoints").add_argument("job_id")
+    deployed("stop", "stop a running deployed job; its queued work is held for s3bulk resume").add_argument("job_id")
+    retry_cmd = deployed("retry", "run a deployed job again over exactly the objects it failed (nothing listed again)")
+    retry_cmd.add_argument("job_id")
+    retry_cmd.add_argument("--job-id", dest="new_job_id", metavar="ID", help="the retry's job id (default JOB_ID-retry-N)")
+    deployed("cancel", "end a deployed job for good: queued work dropped, report cancelled, never resumed").add_argument("job_id")
+    deployed("confirm", "let a deployed job held by options.confirm go on").add_argument("job_id")
+    tune_cmd = deployed("tune", "change how many workers the deployed stack runs at once, while jobs run")
+    tune_cmd.add_argument("--max-concurrency", type=int, required=True, metavar="N", help="workers at once, 2-1000")
+    jobs_cmd = deployed("jobs", "list the deployed stack's recent jobs, newest first")
+    jobs_cmd.add_argument("--limit", type=int, default=20, help="how many (default 20)")
+    jobs_cmd.add_argument("--json", action="store_true", help="one JSON document instead of a table")
+    deployed("status", "show a deployed job's state and counters").add_argument("job_id")
+    watch_cmd = deployed("watch", "follow a deployed job's progress until it ends; exit by its outcome (0, 1, 3, 4, 5)")
+    watch_cmd.add_argument("job_id")
+    watch_cmd.add_argument("--every", type=float, default=5.0, metavar="SECONDS", help="seconds between polls (default 5)")
+    report_cmd = deployed("report", "fetch a finished deployed job's JSON report")
+    report_cmd.add_argument("job_id")
+    report_cmd.add_argument("--output", "-o", metavar="PATH", help="write the report here instead of printing it")
+
+    undo = sub.add_parser(
+        "undo",
+        help="put back what a tag, set-storage-class, set-legal-hold, set-acl or set-retention (GOVERNANCE) job changed, from its --key-log",
+    )
+    undo.add_argument("log", metavar="LOG.jsonl", help="the job's per-key log (s3bulk run --key-log)")
+    undo.add_argument("--dry-run", action="store_true", help="count what would be restored; change nothing")
+    undo.add_argument("--endpoint-url", help="an S3-compatible endpoint instead of AWS")
+    undo.add_argument("--region", help="AWS region")
+    undo.add_argument("--profile", help="AWS profile name")
+    undo.add_argument("--concurrency", type=int, default=16, metavar="N", help="objects undone at once (default 16)")
+
+    demo = sub.add_parser("demo", help="run a copy job end to end on an embedded local S3 server")
+    demo.add_argument("--objects", type=int, default=3000, metavar="N", help="objects to seed (default 3000)")
+    demo.add_argument("--report", metavar="PATH", help="write the JSON report here")
+    demo.add_argument("--progress", choices=("auto", "on", "off"), default="auto")
+    return p
+
+
+def loaded() -> None:
+    """The command's modules are loaded: freeze them out of later collections, and turn the collector back on if
+    the entry point (__main__) turned it off for the loading (in-process callers never do)."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    interrupt = Interrupt()
+    with handling_signals(interrupt):
+        try:
+            return _main(argv, interrupt)
+        except BrokenPipeError:
+            # `s3bulk schema | head -1`: the reader left; end quietly (nothing more can be printed to it).
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            return EXIT_BROKEN_PIPE
+
+
+def _main(argv: Sequence[str] | None, interrupt: Interrupt) -> int:
+    args = _parser().parse_args(argv)
+    args = _parser().parse_args(argv)
+    pin_mmap_threshold()  # relayed and processed bodies go back to the OS when freed (bodies/malloc.py)
+    console = Console(stderr=False, highlight=False)
+    errors = Console(stderr=True, highlight=False)
+    try:
+        if args.command == "validate":
+            job = load_job(args.job)
+            dst = f" -> s3://{job.destination.bucket}/{job.destination.prefix}" if job.destination else ""
+            console.print(f"ok: {job.operation} s3://{job.source.bucket}/{job.source.prefix}{dst}", markup=False)
+            return EXIT_OK
+        if args.command == "schema":
+            print(json.dumps(json_schema(), indent=2))
+            return EXIT_OK
+        if args.command == "demo":
+            from s3bulk.local.demo import run_demo
+
+            loaded()
+            return run_demo(objects=args.objects, console=console, report_path=args.report, progress=args.progress)
+        if args.command in REMOTE_COMMANDS:
+            from s3bulk.cli.remote import remote
+
+            loaded()
+            return remote(args, console)
+        from s3bulk.cli import local
+
+        loaded()
+        if args.command == "plan":
+            return local.plan(args, console)
+        if args.command == "undo":
+            return local.undo(args, console)
+        return local.run(args, console, interrupt)
+    except (JobError, UsageError) as exc:
+        errors.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
+        return EXIT_INVALID
+    except EndpointUnreachable as exc:  # outside a run (plan, a destination check): nothing was changed
+        errors.print(f"stopped: {exc}", markup=False, highlight=False, soft_wrap=True)
+        return EXIT_STOPPED
+    except KeyboardInterrupt:  # before a job started (a run's own Ctrl-C ends in its summary and report)
+        errors.print("interrupted before the job started; nothing was changed")
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,358 @@
+"""The commands that run a job here: `run`, `plan` and `undo` (and the question a destructive run asks first)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+from rich.console import Console
+from rich.table import Table
+
+from s3bulk.cli.contract import DESTRUCTIVE, EXIT_CANCELLED, EXIT_FAILED, EXIT_OK
+from s3bulk.job import Job, JobError, differ, load_job, new_job_id, parse_job
+from s3bulk.local import preflight
+from s3bulk.local.engine import JobAbort, resolve_concurrency
+from s3bulk.local.interrupt import Interrupt
+from s3bulk.local.ledger import LedgerError, LocalLedger, spec_hash, state_dir
+from s3bulk.local.plan import STACK_THREADS, STACK_WORKERS, cost, eta_seconds, load_prices, make_plan
+from s3bulk.local.preflight import UsageError, check_report_path, origin_of, profile_problem
+from s3bulk.local.progress import human_bytes
+from s3bulk.local.retry import retry_failed
+from s3bulk.local.run import execute
+from s3bulk.local.undo import undo_log
+from s3bulk.manifest import ManifestError
+from s3bulk.ops.batch import connections_needed
+from s3bulk.ops.extraneous import empty_source_message, first_selected
+from s3bulk.ops.process import ProcessCode, load_code
+from s3bulk.s3.clients import ClientSettings, S3Clients, for_side, has_credentials
+from s3bulk.s3.ratecontrol import RateControl
+from s3bulk.s3.stores import S3Store, open_store
+from s3bulk.store import StoreError
+
+NO_TERMINAL = "job.options.confirm: this run would ask on a terminal, and it has none; pass --yes to run it without asking"
+
+
+def _no_one_to_ask(job: Job, console: Console, *, yes: bool) -> bool:
+    """The job asks to be confirmed (options.confirm true), and no terminal is there to ask."""
+    asks = "confirm" in job.options.model_fields_set and job.options.confirm and not yes and not job.options.dry_run
+    return asks and not (sys.stdin.isatty() and console.is_terminal)
+
+
+class Declined(Exception):
+    """Its owner answered no when asked to confirm a run: nothing was started."""
+
+
+def confirm_on_terminal(
+    job: Job, store: S3Store, dst_store: S3Store | None, console: Console, *, yes: bool, ask: Callable[[str], str] = input
+) -> None:
+    """A delete, a move or a sync run from a terminal shows what it would delete, counted from a complete listing, and
+    asks once before it starts (`--yes`, or `options.confirm: false`, skips the question). `options.confirm: true`
+    asks whatever the job does, and refuses to run where there is no one to ask."""
+    explicit = "confirm" in job.options.model_fields_set
+    wanted = job.options.confirm if explicit else job.operation in DESTRUCTIVE or job.options.delete_extraneous
+    if not wanted or yes or job.options.dry_run:
+        return
+    if not (sys.stdin.isatty() and console.is_terminal):
+        if explicit:
+            raise UsageError(NO_TERMINAL)
+        return
+    console.print("counting what the job would change, before it starts (--yes skips this)...", markup=False)
+    try:
+        plan = make_plan(job, store, dst_store)
+    except StoreError as exc:
+        raise UsageError(f"job.options.confirm: counting failed ({exc.code}: {exc.message}); nothing was changed") from None
+    where = f"s3://{job.source.bucket}/{job.source.prefix}"
+    if job.operation in DESTRUCTIVE:
+        what = f"{job.operation} {plan.objects:,} objects ({human_bytes(plan.bytes)}) from {where}"
+    elif job.options.delete_extraneous and job.destination is not None:
+        dst = f"s3://{job.destination.bucket}/{job.destination.prefix}"
+        what = f"copy {plan.objects:,} objects from {where} and delete {plan.extraneous:,} objects of {dst} that {where} lacks"
+    else:
+        what = f"{job.operation} {plan.objects:,} objects ({human_bytes(plan.bytes)}) under {where}"
+    answer = ask(f"This run would {what}. Go on? [y/N] ")
+    if answer.strip().lower() not in {"y", "yes"}:
+        raise Declined()
+
+
+def _job_file(args: argparse.Namespace) -> Job:
+    """The job file's job, with the command line's overrides; with --retry-failed, that job over what a run of it failed."""
+    job = _with_overrides(load_job(args.job), args)
+    if getattr(args, "retry_failed", None):
+        state = Path(args.state_dir) if args.state_dir else state_dir()
+        job = retry_failed(job, Path(args.retry_failed), state)
+    return job
+
+
+def _with_overrides(job: Job, args: argparse.Namespace) -> Job:
+    if args.concurrency is not None and args.concurrency < 1:
+        raise UsageError("--concurrency: must be at least 1; pass a positive number of threads")
+    canary = getattr(args, "canary", None)
+    if canary is not None:
+        doc = job.model_dump(mode="json", exclude_none=True)
+        doc["options"]["canary"] = canary
+        doc["options"]["dry_run"] = doc["options"].get("dry_run", False) or bool(args.dry_run)
+        job = parse_job(json.dumps(doc))  # the job's own rules: a canary in a dry run or a sync is refused in one line
+    if args.dry_run:
+        return job.model_copy(update={"options": job.options.model_copy(update={"dry_run": True})})
+    return job
+
+
+def _open_ledger(args: argparse.Namespace, here: ClientSettings) -> tuple[Job, LocalLedger | None]:
+    """The job to run and its ledger: a new one (remembering where the run points), or the interrupted run --resume names."""
+    state = Path(args.state_dir) if args.state_dir else state_dir()
+    try:
+        if args.resume is None:
+            if not args.job:
+                raise UsageError("run: give a job file, or --resume JOB_ID to continue an interrupted run")
+            job = _job_file(args)
+            if job.options.canary is not None and args.no_ledger:
+                raise UsageError("--no-ledger: a canary's rest runs with --resume, which needs the job ledger; drop --no-ledger")
+            if job.options.dry_run or args.no_ledger:
+                return job, None
+            return job, LocalLedger.create(state, new_job_id(job), job, origin_of(here))
+        if args.resume:
+            ledger = LocalLedger.open(state, args.resume)
+            stored = parse_job(ledger.spec())
+            job = _job_file(args) if args.job else _with_overrides(stored, args)
+            if spec_hash(job) != spec_hash(stored):
+                ledger.close()
+                raise UsageError(f"--resume {args.resume}: the job file differs from the one that started it; pass the original file")
+            return job, ledger
+        if not args.job:
+            raise UsageError("--resume without an id needs the job file; pass JOB.json or --resume JOB_ID")
+        job = _job_file(args)
+        found = LocalLedger.find_unfinished(state, job)
+        if found is None:
+            raise UsageError(f"--resume: no unfinished run of this job in {state}; run it without --resume")
+        return job, LocalLedger.open(state, found)
+    except LedgerError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _open_key_log(path: str | None, flag: str = "--key-log") -> IO[str] | None:
+    """Opened before any work, so a bad path fails in one line, not after the job; appended to, so a resume adds to it."""
+    if not path:
+        return None
+    try:
+        return open(path, "a", encoding="utf-8", buffering=1024 * 1024)
+    except OSError as exc:
+        raise UsageError(f"{flag} {path}: {exc.strerror}; give a writable file path") from None
+
+
+def _process_code(job: Job, job_file: str | None, settings: ClientSettings, concurrency: int) -> ProcessCode | None:
+    """Import the job's process function (or connect its Lambda) before anything runs: a bad one is exit 2."""
+    if job.process is None:
+        return None
+    from s3bulk.aws.invoke import lambda_invoker  # a process job's Lambda target only: other runs never load it
+
+    search = [Path(job_file).resolve().parent] if job_file else []
+    search.append(Path.cwd())
+    return load_code(job.process, search, lambda_invoker(settings, concurrency))
+
+
+def _stores(
+    job: Job, settings: ClientSettings, connections: int, *, fast: bool = True, rate: RateControl | None = None
+) -> tuple[S3Store, S3Store | None]:
+    """The source's store, and the destination's when it is another endpoint or profile (None: the same one)."""
+    _check_sides(job)
+    src = for_side(settings, job.source)
+    if not has_credentials(src):
+        raise UsageError("no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or pass --profile")
+    store = open_store(S3Clients(src, connections), fast=fast, rate=rate)
+    if job.destination is None or not differ(job.source, job.destination):
+        return store, None
+    dst = for_side(settings, job.destination)
+    if not has_credentials(dst):
+        raise UsageError(f"job.destination.profile: no credentials for profile {dst.profile!r}; configure it or drop the field")
+    return store, open_store(S3Clients(dst, connections), fast=fast, rate=rate)
+
+
+def _check_sides(job: Job) -> None:
+    """A side's own profile must exist (boto3 would raise ProfileNotFound at the first request)."""
+    for side, name in ((job.source, "source"), (job.destination, "destination")):
+        if side is not None and side.profile and (problem := profile_problem(side.profile)):
+            raise UsageError(f"job.{name}.profile: {problem}")
+
+
+def _require_credentials(here: ClientSettings, job: Job) -> None:
+    _check_sides(job)
+    if not has_credentials(for_side(here, job.source)):
+        raise UsageError("no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or pass --profile")
+
+
+def run(args: argparse.Namespace, console: Console, interrupt: Interrupt) -> int:
+    # Everything that can be wrong with the job or the arguments fails here, in one line, before any object is touched.
+    early = _job_file(args) if args.job else None
+    if early is not None and args.resume is None and _no_one_to_ask(early, console, yes=args.yes):
+        raise UsageError(NO_TERMINAL)
+    check_report_path(args.report)
+    if args.key_log_deprecated is not None and args.key_log is not None:
+        raise UsageError("--ledger is the old name of --key-log; pass only --key-log PATH.jsonl")
+    # Where this run points; a resume goes where its run pointed, from the ledger (and refuses anywhere else).
+    here = preflight.settings(args) if args.resume is None else None
+    code = None
+    if here is not None and early is not None:
+        code = _process_code(early, args.job, here, resolve_concurrency(early, args.concurrency))
+        _require_credentials(here, early)
+    if args.key_log_deprecated is not None:
+        print("warning: --ledger is deprecated and will be removed; use --key-log PATH.jsonl", file=sys.stderr)
+    flag = "--key-log" if args.key_log_deprecated is None else "--ledger"
+    key_log = _open_key_log(args.key_log or args.key_log_deprecated, flag)
+    ledger: LocalLedger | None = None
+    try:
+        job, ledger = _open_ledger(args, here or ClientSettings())
+        concurrency = resolve_concurrency(job, args.concurrency)
+        if here is None:
+            assert ledger is not None
+            here = preflight.settings(args, ledger.origin(), ledger.job_id)
+            code = _process_code(job, args.job, here, concurrency)
+            _require_credentials(here, job)
+        rate = RateControl(enabled=job.options.adaptive_rate)
+        store, dst_store = _stores(job, here, connections_needed(concurrency), fast=args.request_path == "fast", rate=rate)
+        if args.resume is None:
+            confirm_on_terminal(job, store, dst_store, console, yes=args.yes)
+    except Declined:
+        if ledger is not None:
+            ledger.discard_if_unused()
+            ledger = None
+        if key_log is not None:
+            key_log.close()
+        console.print("not started: nothing was changed", markup=False)
+        return EXIT_CANCELLED
+    except BaseException:
+        if ledger is not None:
+            ledger.close()
+        if key_log is not None:
+            key_log.close()
+        raise
+    extra = f" --state-dir {shlex.quote(args.state_dir)}" if args.state_dir else ""
+    try:
+        report = execute(
+            job,
+            store,
+            concurrency=concurrency,
+            console=console,
+            progress=args.progress,
+            quiet=args.quiet,
+            report_path=args.report,
+            ledger=ledger,
+            key_log=key_log,
+            code=code,
+            dst_store=dst_store,
+            interrupt=interrupt,
+            resume_args=extra,
+        )
+    except (JobError, UsageError):  # refused before any object was touched (the delete guard, an empty sync source)
+        if ledger is not None:
+            ledger.discard_if_unused()
+            ledger = None
+        raise
+    finally:
+        if ledger is not None:
+            ledger.close()
+        if key_log is not None:
+            key_log.close()
+    return report.exit_code
+
+
+def plan(args: argparse.Namespace, console: Console) -> int:
+
+    job = load_job(args.job)
+    try:
+        prices = load_prices(args.prices)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--prices {args.prices}: {exc}; pass a JSON file like s3bulk/data/prices.json") from None
+    settings = preflight.settings(args)
+    concurrency = resolve_concurrency(job)
+    store, dst_store = _stores(job, settings, connections_needed(concurrency))
+    try:
+        if job.options.delete_extraneous and not job.options.allow_empty_source and first_selected(job, store) is None:
+            raise UsageError(empty_source_message(job))  # as `run` refuses it
+        plan = make_plan(job, store, dst_store)
+    except StoreError as exc:  # as `run` does: the job was valid, the listing failed (a missing bucket, a denied List)
+        print(f"error: listing for the plan failed: {exc.code}: {exc.message}", file=sys.stderr)
+        return EXIT_FAILED
+    except (JobAbort, ManifestError) as exc:  # an unusable destination, an unreadable manifest: `run` exits 1 too
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    dollars = cost(plan, prices)
+    doc: dict[str, Any] = {
+        "operation": plan.operation,
+        "scanned": plan.scanned,
+        "objects": plan.objects,
+        "bytes": plan.bytes,
+        "skipped": plan.skipped,
+        "extraneous_to_delete": plan.extraneous,
+        "invalid_manifest_rows": plan.invalid_rows,
+        "by_storage_class": {k: {"objects": v[0], "bytes": v[1]} for k, v in sorted(plan.by_class.items())},
+        "by_size": {k: {"objects": v[0], "bytes": v[1]} for k, v in plan.by_size.items()},
+        "requests": dict(sorted(plan.requests.items())),
+        "undo_journal_requests": dict(sorted(plan.journal.items())),
+        "cost_usd": {k: round(v, 6) for k, v in dollars.items()},
+        "prices": {"region": prices["region"], "as_of": prices["as_of"]},
+        "eta_seconds": {
+            "local": round(eta_seconds(plan, concurrency), 1),
+            "stack": round(eta_seconds(plan, STACK_THREADS, STACK_WORKERS), 1),
+        },
+    }
+    if args.json:
+        print(json.dumps(doc, indent=1))
+        return EXIT_OK
+    for title, rows in (("by storage class", doc["by_storage_class"]), ("by size", doc["by_size"])):
+        table = Table(title=f"{plan.operation}: {plan.objects:,} objects, {plan.bytes:,} bytes {title}")
+        for col in ("", "objects", "bytes"):
+            table.add_column(col, justify="right" if col else "left")
+        for name, row in rows.items():
+            table.add_row(name, f"{row['objects']:,}", f"{row['bytes']:,}")
+        console.print(table)
+    console.print("requests: " + ", ".join(f"{k} {v:,}" for k, v in doc["requests"].items()), markup=False)
+    if plan.journal:
+        journal = ", ".join(f"{k} {v:,}" for k, v in doc["undo_journal_requests"].items())
+        console.print(f"undo journal reads (always on the stack; here with --key-log): {journal}", markup=False)
+    c = doc["cost_usd"]
+    console.print(
+        f"cost ({prices['region']} list prices as of {prices['as_of']}): deployed stack ${c['stack_total']:.4f} "
+        f"(S3 requests ${c['s3_requests']:.4f}"
+        + (f", undo journal reads ${c['undo_journal']:.4f}" if c["undo_journal"] else "")
+        + (f", restore retrieval ${c['restore_retrieval']:.4f}" if c["restore_retrieval"] else "")
+        + (f", Lambda invocations ${c['process_invocations']:.4f}" if c["process_invocations"] else "")
+        + f") vs S3 Batch Operations ${c['batch_operations_total']:.4f}"
+        + (f" (of which one invocation per object ${c['batch_operations_invocations']:.4f})" if c["batch_operations_invocations"] else ""),
+        markup=False,
+    )
+    eta = doc["eta_seconds"]
+    console.print(f"ETA: {eta['local']:,.0f} s here at {concurrency} threads; {eta['stack']:,.0f} s on the stack", markup=False)
+    if plan.skipped or plan.extraneous:
+        console.print(f"skipped as existing/unchanged: {plan.skipped:,}; extraneous to delete: {plan.extraneous:,}", markup=False)
+    if plan.invalid_rows:
+        console.print(f"manifest rows that would fail (run reports each with its line): {plan.invalid_rows:,}", markup=False)
+    return EXIT_OK
+
+
+def undo(args: argparse.Namespace, console: Console) -> int:
+    if args.concurrency < 1:
+        raise UsageError("--concurrency: must be at least 1")
+    settings = preflight.settings(args)
+    if not has_credentials(settings):
+        raise UsageError("no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or pass --profile")
+    try:
+        log = open(args.log, "rb")  # noqa: SIM115 - closed below, after the store is built
+    except OSError as exc:
+        raise UsageError(f"{args.log}: {exc.strerror}; pass the --key-log file of the job to undo") from None
+    with log:
+        store = open_store(S3Clients(settings, connections_needed(args.concurrency)))
+        result = undo_log(log, store, concurrency=args.concurrency, dry_run=args.dry_run)
+    verb = "would restore" if args.dry_run else "restored"
+    unreadable = f"; unreadable lines skipped {result.unreadable:,}" if result.unreadable else ""
+    console.print(
+        f"{verb} {result.restored:,}; left alone (changed since the job) {result.changed_since:,}; failed {result.failed:,}{unreadable}",
+        markup=False,
+    )
+    for line in result.examples:
+        console.print(f"  {line}", markup=False, highlight=False)
+    return EXIT_FAILED if result.failed else EXIT_OK
