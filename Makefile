@@ -10,12 +10,12 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-$(VENV)/.runtime: requirements.txt requirements-lambda.txt pyproject.toml | $(BIN)/python
+$(VENV)/.runtime: requirements.txt requirements-lambda.txt requirements-lambda-manifest.txt pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -r requirements.txt
 	$(BIN)/pip install -q --no-deps -e .
 	touch $@
 
-$(VENV)/.dev: requirements.txt requirements-lambda.txt requirements-dev.txt pyproject.toml | $(BIN)/python
+$(VENV)/.dev: requirements.txt requirements-lambda.txt requirements-lambda-manifest.txt requirements-dev.txt pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -r requirements-dev.txt
 	$(BIN)/pip install -q --no-deps -e .
 	touch $@ $(VENV)/.runtime

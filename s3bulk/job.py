@@ -125,22 +125,23 @@ class Manifest(_Strict):
     """Where a job's object list comes from when it is not a listing (docs/manifests.md)."""
 
     bucket: str = Field("", description="Bucket holding the manifest (and, for inventory, its data files); none with path.")
-    key: str = Field("", description="csv: the CSV (plain or gzip) itself; inventory: the report's manifest.json; none with path.")
+    key: str = Field("", description="csv, jsonl, parquet: the object list itself; inventory: the report's manifest.json; none with path.")
     path: str | None = Field(
         None,
         min_length=1,
         description=(
-            "s3bulk run only: a CSV manifest on this machine's disk instead of bucket and key "
+            "s3bulk run only: a CSV, JSONL or Parquet manifest on this machine's disk instead of bucket and key "
             "(s3bulk run --retry-failed writes one); a deployed job reads its manifest from S3."
         ),
     )
-    format: Literal["csv", "inventory", "jsonl"] = Field(
+    format: Literal["csv", "inventory", "jsonl", "parquet"] = Field(
         "csv",
         description=(
             "csv: rows of bucket,key[,version_id] with URL-encoded keys, as S3 Batch Operations reads them; "
-            "inventory: an S3 Inventory manifest.json with CSV data files (Parquet and ORC are not supported); "
+            "inventory: an S3 Inventory manifest.json with CSV, ORC or Parquet data files (its fileFormat); "
             'jsonl: one JSON object per line, {"bucket", "key"[, "version_id"]} with keys as they are (Distributed Map\'s '
-            '"Bucket", "Key", "VersionId" too).'
+            '"Bucket", "Key", "VersionId" too); '
+            "parquet: a Parquet file with columns bucket, key and optionally version_id (or Bucket, Key, VersionId), keys as they are."
         ),
     )
     header: bool = Field(False, description="csv: the first line names the columns (bucket, key, version_id, any order) and is skipped.")
@@ -159,7 +160,7 @@ class Manifest(_Strict):
             if self.bucket or self.key:
                 raise _FieldProblem("path", "a manifest is a local path or a bucket and key, not both; drop one of them")
             if self.format == "inventory":
-                raise _FieldProblem("path", "a local manifest is a CSV or JSONL file; put the inventory in S3")
+                raise _FieldProblem("path", "a local manifest is a CSV, JSONL or Parquet file; put the inventory in S3")
         elif not self.bucket or not self.key:
             missing = "bucket" if not self.bucket else "key"
             raise _FieldProblem(missing, f"a manifest needs its bucket and key (or, for s3bulk run, a local path); add {missing}")
@@ -249,12 +250,12 @@ class Source(_Endpoint):
             raise _FieldProblem("modified_after", "modified_after is not before modified_before; widen the time window")
         if self.all and self.prefix:
             raise _FieldProblem("all", "all=true selects the whole bucket, so prefix must be empty; drop one of them")
-        if self.manifest is not None and self.manifest.format in {"csv", "jsonl"}:
+        if self.manifest is not None and self.manifest.format in {"csv", "jsonl", "parquet"}:
             for name in ("min_size", "max_size", "modified_after", "modified_before"):
                 if getattr(self, name) not in (None, 0):
                     raise _FieldProblem(
                         name,
-                        f'{name} needs sizes and dates, which a CSV or JSONL manifest does not carry; use format "inventory" or drop {name}',
+                        f'{name} needs sizes and dates, which a CSV, JSONL or Parquet object list does not carry; use format "inventory" or drop {name}',
                     )
         return self
 

@@ -2,7 +2,8 @@
 
 Formats follow S3 Batch Operations, so a manifest made for it works here unchanged:
 - csv: rows of bucket,key[,version_id] with URL-encoded keys (plain or gzip).
-- inventory: an S3 Inventory manifest.json whose CSV (gzip) data files hold the rows.
+- inventory: an S3 Inventory manifest.json whose CSV (gzip), ORC or Parquet data files hold the rows.
+- jsonl, parquet: object lists as Step Functions' Distributed Map reads them (columnar files: s3bulk/columnar.py).
 
 Everything streams: one data file is open at a time and rows are yielded as the CSV
 reader produces them, so a manifest of any size costs no memory. A row that cannot be
@@ -24,6 +25,7 @@ from datetime import datetime
 from typing import Any, Protocol
 from urllib.parse import quote_plus, unquote_plus
 
+from s3bulk import columnar
 from s3bulk.job import MAX_KEY_BYTES, Manifest, Source
 from s3bulk.store import UNKNOWN_SIZE, ObjectHead, ObjectInfo, ObjectStore, StoreError, quoted_etag
 
@@ -179,6 +181,7 @@ class ManifestReader:
         self._needs_time = source.modified_after is not None or source.modified_before is not None
         self.sizes: list[int] = [1]  # each data file's size in bytes, as manifest.json lists it (set by data_files)
         self._columns: _Columns | None = None  # a CSV header's (read once)
+        self._file_format = "PARQUET" if self.manifest.format == "parquet" else _CSV_FORMAT  # inventory: set by data_files
 
     @property
     def where(self) -> str:
@@ -188,14 +191,19 @@ class ManifestReader:
         """The data files' keys (in the manifest's bucket) and, for inventory, their columns."""
         if self.manifest.format in LINES:
             return [self.key], self._header()
+        if self.manifest.format == "parquet":
+            return [self.key], None  # its columns are the file's own (columnar.file_rows)
         doc = self._inventory_manifest()
         fmt = str(doc.get("fileFormat", ""))
-        if fmt.upper() != _CSV_FORMAT:
+        self._file_format = fmt.upper()
+        if self._file_format != _CSV_FORMAT and self._file_format not in columnar.FORMATS:
             raise ManifestError(
-                f"{self.where}: inventory fileFormat {fmt!r} is not supported; configure the inventory report as CSV "
-                "(Parquet and ORC need a columnar reader s3bulk does not ship)"
+                f"{self.where}: inventory fileFormat {fmt!r} is not one s3bulk reads; configure the report as CSV, ORC or Parquet"
             )
-        names = [n.strip() for n in str(doc.get("fileSchema", "")).split(",") if n.strip()]
+        # A columnar fileSchema is a Parquet message or an ORC struct: the data files' own schemas name the columns.
+        names = (
+            [n.strip() for n in str(doc.get("fileSchema", "")).split(",") if n.strip()] if fmt.upper() == _CSV_FORMAT else ["Bucket", "Key"]
+        )
         if "Bucket" not in names or "Key" not in names:
             raise ManifestError(
                 f"{self.where}: fileSchema {doc.get('fileSchema')!r} has no Bucket and Key columns; is it an inventory manifest.json?"
@@ -295,6 +303,9 @@ class ManifestReader:
             yield from rows if index < last_file else (r for r in rows if r.pos <= bound)
 
     def _file_rows(self, index: int, key: str, columns: _Columns | None, skip: int) -> Iterator[Row]:
+        if self._file_format in columnar.FORMATS:
+            yield from self._columnar_rows(index, key, skip)
+            return
         text = _text(self._read(key))
         where = self.where if self.manifest.format in LINES else f"s3://{self.bucket}/{key}"
         if self.manifest.format == "jsonl":
@@ -323,6 +334,19 @@ class ManifestReader:
             if record <= skip:
                 continue
             yield self._row(position(index, record), reader.line_num, fields, columns, where)
+
+    def _columnar_rows(self, index: int, key: str, skip: int) -> Iterator[Row]:
+        where, fields = f"s3://{self.bucket}/{key}" if self.bucket else self.where, list[str]()
+        entries = columnar.file_rows(
+            self.store, self.bucket, key, where, self._file_format, skip, object_list=self.manifest.format == "parquet", fields=fields
+        )
+        layout: _Columns | None = None
+        try:
+            for e in entries:
+                layout = layout or _Columns(fields)  # the columns the file has, known once it is open
+                yield self._row(position(index, e.record), e.row, e.values, layout, where, at=e.at, ref=e.ref)
+        except columnar.ColumnarError as exc:
+            raise ManifestError(str(exc)) from None
 
     def _byte_rows(self, after: str | None, upto: str | None) -> Iterator[Row]:
         """A plain CSV's rows whose lines start after byte `after` and at or before byte `upto`, by one ranged GET.

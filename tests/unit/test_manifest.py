@@ -1,4 +1,4 @@
-"""Manifest input (CSV and S3 Inventory) on the fake store: rows in, the same engine out, bad rows reported by line."""
+"""Manifest input (CSV and S3 Inventory; Parquet and ORC: test_columnar_manifest.py) on the fake store: rows in, the same engine out, bad rows reported by line."""
 
 from __future__ import annotations
 
@@ -192,11 +192,11 @@ def test_bad_inventory_size_is_a_row_failure_not_a_crash(store: MemoryStore) -> 
     assert "line 2" in s["failures"][0]["message"] and "Size" in s["failures"][0]["message"]
 
 
-def test_parquet_inventory_is_refused_in_one_line(store: MemoryStore) -> None:
-    m = inventory(store, [], SCHEMA, fmt="Parquet")
+def test_an_inventory_format_s3bulk_does_not_read_fails_the_job_in_one_line(store: MemoryStore) -> None:
+    m = inventory(store, [], SCHEMA, fmt="Avro")
     s, _ = run(store, job(m))
     assert s["status"] == "failed"
-    assert "Parquet" in s["error"] and "CSV" in s["error"]
+    assert "'Avro'" in s["error"] and "CSV, ORC or Parquet" in s["error"] and "\n" not in s["error"]
 
 
 def test_missing_manifest_fails_the_job_with_its_location(store: MemoryStore) -> None:
@@ -269,7 +269,7 @@ def test_plan_of_a_csv_manifest_counts_the_run_requests(store: MemoryStore) -> N
             "job.options.delete_extraneous",
         ),
         ({"source": {"bucket": "src-b", "manifest": {"bucket": "man-b", "key": ""}}}, "job.source.manifest.key"),
-        ({"source": {"bucket": "src-b", "manifest": {"bucket": "man-b", "key": "k", "format": "parquet"}}}, "job.source.manifest.format"),
+        ({"source": {"bucket": "src-b", "manifest": {"bucket": "man-b", "key": "k", "format": "avro"}}}, "job.source.manifest.format"),
     ],
 )
 def test_manifest_job_mistakes_name_the_field(fields: dict[str, Any], field: str) -> None:
