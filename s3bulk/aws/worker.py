@@ -299,13 +299,13 @@ class WorkerService:
                     processor=self._processor(msg.job_id, job, store, dst_store),
                     dst_store=dst_store,
                     budget=self.budget,
-                    pause_copies=self.returns is not None,  # a paused copy goes on in a child batch, which needs the queue
+                    hands_on=self.returns is not None,  # the rest of a batch goes on in a child batch, which needs the queue
                 )
                 run = runner.start(items, tally, keep_going=lambda: time_left() > self.margin)
                 frozen = None
                 if not run.wait(max(0.0, time_left() - self.hard_margin)):
                     frozen = run.freeze()  # objects still in flight this late: count the others, hand these on
-                    if frozen is None:  # a batch that cannot be split (a move): Lambda ends it, the DLQ counts it
+                    if frozen is None:  # a batch that cannot be split (a delete, a process group): Lambda ends it, the DLQ counts it
                         run.wait()
                     else:
                         self._replace_pools()

@@ -194,15 +194,19 @@ class BatchRun:
         self._cut = False
         self._confirmed: list[Item] = []
         self._done = threading.Event()
-        # What a cut run never started, once it has ended (None: this kind of batch cannot be split, e.g. a move,
-        # whose closing deletes sources only for a whole batch).
+        # What a cut run never started, once it has ended (None: this kind of batch cannot be split, e.g. a delete,
+        # or a local move, whose closing deletes sources only for a whole batch).
         self._untaken: Callable[[], list[Item]] | None = None
+        # A move handed on in part (the stack): its closing deletes the sources of the copies it confirmed even when
+        # the batch was cut, and the rest goes on in a child batch.
+        self._partial = False
         self._paused: list[Item] = []  # objects whose multipart copy paused: each carries its open upload
-        # Lanes without a closing step can be frozen mid-run (see freeze): they flush what they finished now and then,
-        # and these are the items whose outcomes are in the tally so far.
+        # Lanes can be frozen mid-run (see freeze) where the rest can be handed on: they flush what they finished now
+        # and then, and these are the items whose outcomes are in the tally so far (and a move's confirmed copies).
         self._freezable = False
         self._frozen = False
         self._flushed: list[Item] = []
+        self._published: list[Item] = []
         self._todo: Sequence[Item] = ()
         self._queue: deque[Item] | None = None
 
@@ -256,8 +260,10 @@ class BatchRun:
             if self._closed:
                 return
             self._closed = True
+            frozen = self._frozen  # the freeze ran the closing on what was confirmed by then; the rest is handed on
         try:
-            if self._closing is not None and self._all_submitted and self._confirmed and not self._abandoned:
+            whole = self._all_submitted or self._partial
+            if self._closing is not None and whole and self._confirmed and not self._abandoned and not frozen:
                 self._closing(self._confirmed)
             if self._on_complete is not None and self._all_submitted and not self._abandoned:  # the closing may abandon it
                 self._on_complete()
@@ -273,9 +279,12 @@ class BatchRun:
     def wait(self, timeout: float | None = None) -> bool:
         return self._done.wait(timeout)
 
-    def flush(self, tally: Outcomes, counted: Counted, lines: KeyBlock | None, finished: list[Item]) -> bool:
-        """A lane's outcomes so far into the batch's tally and key log, with the items they are of; False (and nothing
-        written) once the run is frozen: those items are handed on instead."""
+    def flush(
+        self, tally: Outcomes, counted: Counted, lines: KeyBlock | None, finished: list[Item], confirmed: Sequence[Item] = ()
+    ) -> bool:
+        """A lane's outcomes so far into the batch's tally and key log, with the items they are of (and a move's copies
+        confirmed since, whose sources a freeze deletes); False (and nothing written) once the run is frozen: those
+        items are handed on instead."""
         with self._lock:
             if self._frozen:
                 return False
@@ -285,12 +294,14 @@ class BatchRun:
                 lines.close()
             if self._freezable:
                 self._flushed += finished
+                self._published += confirmed
             return True
 
     def freeze(self) -> Frozen | None:
         """Stop the run where it stands, its slow objects still in flight: the tally keeps exactly the outcomes flushed
-        so far, nothing more is written to it, and the rest of the batch is told apart. None when this batch cannot be
-        split (a move, a delete, a process group): it can only be waited for."""
+        so far, nothing more is written to it, and the rest of the batch is told apart. A move's copies confirmed by
+        the last flush have their sources deleted and counted here, in the caller's thread. None when this batch
+        cannot be split (a delete, a process group, a local move): it can only be waited for."""
         with self._lock:
             if not self._freezable or self._done.is_set():
                 return None
@@ -299,11 +310,16 @@ class BatchRun:
             untaken = list(queue)
             queue.clear()  # no lane takes another
             paused = list(self._paused)
+            confirmed = list(self._published) if self._closing is not None else []
             gone = {id(i) for i in self._flushed} | {id(i) for i in untaken}
-            # Paused copies are handed on with their upload; any other item a lane took and did not flush was in flight.
-            taken_paused = {(i.obj.key, i.obj.version_id) for i in paused}
-            inflight = [i for i in self._todo if id(i) not in gone and (i.obj.key, i.obj.version_id) not in taken_paused]
-            return Frozen(len(self._flushed), untaken, paused, inflight)
+            # Paused copies are handed on with their upload, confirmed copies are moved now (both are copies of the
+            # batch's items, so told by key); any other item a lane took and did not flush was in flight.
+            taken = {(i.obj.key, i.obj.version_id) for i in paused + confirmed}
+            inflight = [i for i in self._todo if id(i) not in gone and (i.obj.key, i.obj.version_id) not in taken]
+            counted = len(self._flushed)
+        if confirmed and self._closing is not None:
+            self._closing(confirmed)  # deletes and counts into the tally directly: a flush would be refused now
+        return Frozen(counted + len(confirmed), untaken, paused, inflight)
 
     def untaken(self) -> list[Item] | None:
         """After wait(): the items no task took (a deadline or halt cut the batch), each of which has no outcome, while
@@ -335,7 +351,7 @@ class BatchRunner:
         dst_store: ObjectStore | None = None,
         budget: MemoryBudget | None = None,
         head_destination: bool = False,
-        pause_copies: bool = False,
+        hands_on: bool = False,
     ) -> None:
         if (job.operation == "process") != (processor is not None):
             raise ValueError("a process job needs its processor (ops.process.make_processor), and only a process job takes one")
@@ -363,10 +379,13 @@ class BatchRunner:
         self.closing_errors: list[Exception] = []
         self._errors_lock = threading.Lock()
         self._move = job.operation == "move"
-        # On the stack a copy's multipart upload may outlast an invocation: it pauses when the deadline nears and goes
-        # on in the next one (Item.upload_id). Not for a move (its batch deletes sources whole) nor locally (a Ctrl-C
-        # must not leave uploads open that nothing would finish).
-        self._pause_copies = pause_copies and job.operation == "copy"
+        # On the stack (`hands_on`) what a batch could not finish in an invocation goes on in a child batch: a copy's
+        # multipart upload pauses when the deadline nears and goes on in the next one (Item.upload_id), and a move cut
+        # or frozen part way deletes the sources of the copies it confirmed and hands on the rest. Not locally: a
+        # Ctrl-C must not leave uploads open that nothing would finish, and a local move's batch deletes its sources
+        # whole, after its ledger journals them.
+        self._hands_on = hands_on
+        self._pause_copies = hands_on and job.operation in {"copy", "move"}
 
     def _left(self, exc: EndpointUnreachable, run: BatchRun) -> None:
         """Objects left not done because their endpoint is unreachable: nothing counted, and the batch cannot complete."""
@@ -463,9 +482,10 @@ class BatchRunner:
         # The batch is worked as a unit: a few lanes (at most one per worker) take its objects from one queue,
         # each counting into its own Counted and key-log block, merged once when the lane leaves the batch.
         queue = deque(todo)
-        if closing is None:  # lanes take from the front: what is left is exactly what no lane took
+        if closing is None or self._hands_on:  # lanes take from the front: what is left is exactly what no lane took
             run._untaken = lambda: list(queue)
             run._freezable, run._todo, run._queue = True, todo, queue
+            run._partial = closing is not None
         lanes = min(self.pool.max_workers, len(todo))
         submitted = 0
         for _ in range(lanes):  # keep_going is asked by the lanes, once before each object
@@ -493,6 +513,7 @@ class BatchRunner:
         counted = Counted()
         lines = self.keylog.block() if self.keylog is not None else None
         confirmed: list[Item] = []
+        fresh: list[Item] = []  # confirmed since the last flush
         finished: list[Item] = []
         flushed_at = time.monotonic()
         try:
@@ -507,12 +528,13 @@ class BatchRunner:
                 done, settled = self._object(item, counted, lines, run, keep_going)
                 if done is not None:
                     confirmed.append(done)
+                    fresh.append(done)
                 if settled:
                     finished.append(item)
-                if time.monotonic() - flushed_at >= FLUSH_EVERY_S and run.flush(tally, counted, lines, finished):
-                    counted, finished, flushed_at = Counted(), [], time.monotonic()
+                if time.monotonic() - flushed_at >= FLUSH_EVERY_S and run.flush(tally, counted, lines, finished, fresh):
+                    counted, finished, fresh, flushed_at = Counted(), [], [], time.monotonic()
         finally:
-            run.flush(tally, counted, lines, finished)
+            run.flush(tally, counted, lines, finished, fresh)
             run.finish(confirmed)
 
     def _delete_task(self, items: list[Item], tally: Outcomes, run: BatchRun) -> None:

@@ -168,7 +168,7 @@ def test_a_run_frozen_while_one_object_hangs_keeps_what_finished_and_hands_on_ex
         assert run.freeze() is None  # a run that ended has nothing to freeze
 
 
-def test_a_move_cannot_be_frozen_its_batch_deletes_its_sources_whole(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+def _hangs_on_07(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
     release = threading.Event()
     real = MemoryStore.copy_object
 
@@ -178,9 +178,66 @@ def test_a_move_cannot_be_frozen_its_batch_deletes_its_sources_whole(store: Memo
         return str(real(self, src_bucket, src_key, *args, **kwargs))
 
     monkeypatch.setattr(MemoryStore, "copy_object", hangs)
+    return release
+
+
+def test_a_local_move_cannot_be_frozen_its_batch_deletes_its_sources_whole(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    release = _hangs_on_07(monkeypatch)
     with BoundedExecutor(2) as parts, BoundedExecutor(4) as pool:
         run = BatchRunner(job("move"), store, pool, parts).start(items(store), Tally())
         assert not run.wait(0.5)
-        assert run.freeze() is None  # waited for, whole
+        assert run.freeze() is None  # waited for, whole: the local ledger journals a batch's deletes
         release.set()
         assert run.wait(5) and run.complete
+
+
+def test_a_move_frozen_on_the_stack_moves_what_it_confirmed_and_hands_on_the_rest_with_their_sources(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Near the worker's end, the copies confirmed so far have their sources deleted and are counted; the object
+    in flight and the untaken ones keep their sources and go on in the child batch. A copy that ends after the
+    freeze deletes nothing (its object is redone by the child)."""
+    release = _hangs_on_07(monkeypatch)
+    monkeypatch.setattr("s3bulk.ops.batch.FLUSH_EVERY_S", 0.0)
+    taking = threading.Event()
+    taken = {"n": 0}
+
+    def keep_going() -> bool:  # the deadline: lanes take 30 objects, then no more
+        taken["n"] += 1
+        return taken["n"] <= 31 and not taking.is_set()
+
+    tally = Tally()
+    batch = items(store)
+    with BoundedExecutor(2) as parts, BoundedExecutor(4) as pool:
+        run = BatchRunner(job("move"), store, pool, parts, hands_on=True).start(batch, tally, keep_going=keep_going)
+        assert not run.wait(1.0)  # one lane is stuck on in/07
+        taking.set()
+        frozen = run.freeze()
+        assert frozen is not None and [i.obj.key for i in frozen.inflight] == ["in/07"]
+        left = {o.key for o in store.list_page("src-b", "in/").objects}
+        moved = {i.obj.key for i in batch} - left
+        assert len(moved) == frozen.counted == tally.succeeded > 0 and tally.failed == 0
+        assert {i.obj.key for i in frozen.rest} == left  # exactly the objects whose sources are still there
+        assert {o.key for o in store.list_page("dst-b", "out/").objects} >= {"out/" + k[3:] for k in moved}
+        release.set()  # the hung copy lands after the freeze: its source stays, nothing more is counted
+        assert run.wait(5)
+        assert tally.succeeded == frozen.counted and "in/07" in {o.key for o in store.list_page("src-b", "in/").objects}
+
+
+def test_a_move_cut_on_the_stack_deletes_the_sources_it_confirmed_and_leaves_the_untaken_to_its_child(
+    store: MemoryStore, pools: Any
+) -> None:
+    pool, parts = pools
+    taken = {"n": 0}
+
+    def keep_going() -> bool:  # time runs short after 20 objects
+        taken["n"] += 1
+        return taken["n"] <= 20
+
+    tally = Tally()
+    run = BatchRunner(job("move"), store, pool, parts, hands_on=True).start(items(store), tally, keep_going=keep_going)
+    assert run.wait(5) and not run.complete
+    untaken = run.untaken()
+    assert untaken is not None and 0 < len(untaken) < N
+    left = {o.key for o in store.list_page("src-b", "in/").objects}
+    assert left == {i.obj.key for i in untaken} and tally.succeeded == N - len(left)

@@ -28,6 +28,7 @@ from moto.s3.responses import S3Response
 from moto.stepfunctions.parser.api import HistoryEventType
 from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import CustomErrorName
 from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import FailureEvent
+from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.state_task_lambda import StateTaskLambda
 from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 from moto.stepfunctions.responses import StepFunctionResponse
@@ -218,6 +219,7 @@ class StackOnMoto:
         self.background: list[threading.Thread] = []  # asynchronous Invokes a function made, each run as Lambda's queue would
         self.closed = threading.Event()
         self.user_stops: dict[str, tuple[str, str]] = {}  # execution ARN -> StopExecution's (error, cause)
+        self.refused_after_stop: list[str] = []  # "ARN: function": a task moto's interpreter started after StopExecution
         self._stack = ExitStack()
 
     # intrinsic functions
@@ -270,6 +272,9 @@ class StackOnMoto:
             self.fast_requests = self._stack.enter_context(fast_path_through_moto(self.iam))
             self._stack.enter_context(mock.patch.object(LambdaSimpleBackend, "invoke", self._lambda_invoke()))
             self._stack.enter_context(mock.patch.object(StepFunctionResponse, "stop_execution", self._recording_stops()))
+            self._stack.enter_context(
+                mock.patch.object(lambda_eval_utils, "execute_lambda_function_integration", self._no_task_after_stop())
+            )
             self._stack.enter_context(mock.patch.object(StateTaskLambda, "_from_error", _lambda_service_error(StateTaskLambda._from_error)))
             if self.faults.dynamo is not None:
                 self._stack.enter_context(hook_dynamo_clients(self.faults.dynamo))
@@ -361,6 +366,21 @@ class StackOnMoto:
             return real(response)
 
         return stop_execution
+
+    def _no_task_after_stop(self) -> Callable[..., None]:
+        """AWS runs no state of an execution after StopExecution: the Lambdas already running go on, but no task starts.
+        moto's interpreter (5.2) may still take a running task's error through a Catch to the next task (a lister's
+        JobHalted to Finalize), or start a Map iteration's: such a task is refused here, not invoked, and recorded."""
+        real, stops, refused = lambda_eval_utils.execute_lambda_function_integration, self.user_stops, self.refused_after_stop
+
+        def execute(env: Any, parameters: dict[str, Any], region: str, state_credentials: Any) -> None:
+            arn = str(env.states.context_object.context_object_data["Execution"]["Id"])
+            if arn in stops:
+                refused.append(f"{arn}: {parameters.get('FunctionName')}")
+                raise RuntimeError("the execution was stopped (StopExecution): AWS starts no task after it")
+            real(env=env, parameters=parameters, region=region, state_credentials=state_credentials)
+
+        return execute
 
     def _lambda_invoke(self) -> Callable[..., bytes]:
         functions, limits, started, closed = self.functions, self.limits, self.background, self.closed
