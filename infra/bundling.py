@@ -1,4 +1,8 @@
-"""The Lambda asset: our code plus every dependency, vendored for the functions' architecture, compiled.
+"""The Lambda assets: our code plus every dependency, vendored for the functions' architecture, compiled.
+
+Two assets: the functions' (requirements-lambda.txt), and the Lister's, the one function
+that reads manifests, which adds the columnar reader for Parquet and ORC
+(requirements-lambda-manifest.txt, pyarrow). The worker's asset stays as lean as before.
 
 Why vendor: the python3.x runtime ships whatever boto3/botocore AWS last put in
 that Region (older ones lack `Config(request_checksum_calculation=...)`, which the
@@ -45,6 +49,19 @@ from aws_cdk import aws_lambda as lambda_
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUIREMENTS = ROOT / "requirements-lambda.txt"
+# The Lister's: the base pins plus pyarrow (Parquet and ORC manifests).
+MANIFEST_REQUIREMENTS = ROOT / "requirements-lambda-manifest.txt"
+# Parts of vendored packages nothing in a function loads: C headers, Cython sources, pyarrow's own tests and its
+# Flight RPC libraries (no other library links them). Removed after pip, so part of the tree's hash.
+PRUNED = (
+    "pyarrow/include",
+    "pyarrow/src",
+    "pyarrow/tests",
+    "pyarrow/*.pyx",
+    "pyarrow/*.pxd",
+    "pyarrow/includes",
+    "pyarrow/*flight*",
+)
 CACHE = ROOT / "build" / "lambda-deps"
 RUNTIME_PYTHON = (3, 11)
 PLATFORMS = {"arm64": "manylinux2014_aarch64", "x86_64": "manylinux2014_x86_64"}
@@ -79,11 +96,22 @@ def _compiles() -> bool:
     return sys.version_info[:2] == RUNTIME_PYTHON
 
 
-def deps_hash(platform: str) -> str:
-    """What the vendored tree depends on: the pins, the platform, the Python version, and whether it is compiled."""
+def _pins(requirements: Path) -> bytes:
+    """A requirements file's bytes with those of every file it includes (`-r`), so a pin changed in either counts."""
+    out = [requirements.read_bytes()]
+    for line in requirements.read_text().splitlines():
+        if line.startswith("-r "):
+            out.append(_pins(requirements.parent / line[3:].strip()))
+    return b"\0".join(out)
+
+
+def deps_hash(platform: str, requirements: Path | None = None) -> str:
+    """What the vendored tree depends on: the pins, the platform, the Python version, whether it is compiled, what is pruned."""
     h = hashlib.sha256()
-    h.update(REQUIREMENTS.read_bytes())
+    h.update(_pins(requirements or REQUIREMENTS))
     h.update(f"\0{platform}\0{_python_tag()}\0{_compiles()}".encode())
+    if requirements is not None and requirements != REQUIREMENTS:  # the base tree's hash (and so its cache) is as before
+        h.update("\0".join(PRUNED).encode())
     return h.hexdigest()[:16]
 
 
@@ -98,8 +126,8 @@ def user_files(process_code: Path | None) -> list[Path]:
     ]
 
 
-def asset_hash(platform: str, process_code: Path | None = None) -> str:
-    h = hashlib.sha256(deps_hash(platform).encode())
+def asset_hash(platform: str, process_code: Path | None = None, requirements: Path | None = None) -> str:
+    h = hashlib.sha256(deps_hash(platform, requirements).encode())
     for rel in source_files():
         h.update(b"\0" + rel.as_posix().encode() + b"\0")
         h.update((ROOT / rel).read_bytes())
@@ -130,9 +158,18 @@ def _compile(directory: Path, ddir: str = TASK_ROOT) -> None:
         raise RuntimeError(f"compiling the Lambda asset in {directory} failed")
 
 
-def vendored(platform: str, cache: Path = CACHE) -> Path:
+def _prune(tree: Path) -> None:
+    for pattern in PRUNED:
+        for path in sorted(tree.glob(pattern)):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+
+
+def vendored(platform: str, cache: Path = CACHE, requirements: Path | None = None) -> Path:
     """The dependency tree for `platform`, built once per requirements hash (pip, wheels only, no Docker)."""
-    target = cache / deps_hash(platform)
+    target = cache / deps_hash(platform, requirements)
     if target.is_dir():
         return target
     cache.mkdir(parents=True, exist_ok=True)
@@ -142,11 +179,13 @@ def vendored(platform: str, cache: Path = CACHE) -> Path:
             [
                 sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile",
                 "--platform", platform, "--only-binary=:all:", "--implementation", "cp", "--python-version", _python_tag(),
-                "--target", str(work), "-r", str(REQUIREMENTS),
+                "--target", str(work), "-r", str(requirements or REQUIREMENTS),
             ],
             check=True,
         )  # fmt: skip
         shutil.rmtree(work / "bin", ignore_errors=True)  # console scripts: nothing in Lambda runs them
+        if requirements is not None and requirements != REQUIREMENTS:
+            _prune(work)
         _compile(work)
         try:
             work.rename(target)  # atomic: a half-built tree is never taken for a cached one
@@ -168,9 +207,9 @@ def _copy(src: str, dst: str) -> None:
         shutil.copy2(src, dst)
 
 
-def build(output: Path, platform: str, process_code: Path | None = None) -> None:
+def build(output: Path, platform: str, process_code: Path | None = None, requirements: Path | None = None) -> None:
     """Fill `output` as /var/task will be: the vendored dependencies, our sources, and the deployer's process code, compiled."""
-    shutil.copytree(vendored(platform), output, dirs_exist_ok=True, copy_function=_copy)
+    shutil.copytree(vendored(platform, requirements=requirements), output, dirs_exist_ok=True, copy_function=_copy)
     for rel in source_files():
         dest = output / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -189,24 +228,26 @@ def build(output: Path, platform: str, process_code: Path | None = None) -> None
 class VendoredBundling:
     """CDK local bundling: runs `build` at synth instead of a Docker container."""
 
-    def __init__(self, platform: str, process_code: Path | None = None) -> None:
+    def __init__(self, platform: str, process_code: Path | None = None, requirements: Path | None = None) -> None:
         self.platform = platform
         self.process_code = process_code
+        self.requirements = requirements
 
     def try_bundle(self, output_dir: str, *args: Any, **kwargs: Any) -> bool:
-        build(Path(output_dir), self.platform, self.process_code)
+        build(Path(output_dir), self.platform, self.process_code, self.requirements)
         return True
 
 
-def lambda_code(architecture: lambda_.Architecture, process_code: Path | None = None) -> lambda_.Code:
-    """One asset for every function of the stack (Validate imports the process code too, to refuse a job naming a missing one)."""
+def lambda_code(architecture: lambda_.Architecture, process_code: Path | None = None, requirements: Path | None = None) -> lambda_.Code:
+    """An asset for the stack's functions (Validate imports the process code too, to refuse a job naming a missing one);
+    with `requirements=MANIFEST_REQUIREMENTS`, the Lister's, which reads manifests (no process code: it runs none)."""
     platform = PLATFORMS[architecture.name]
     return lambda_.Code.from_asset(
         str(ROOT / "functions"),
         asset_hash_type=cdk.AssetHashType.CUSTOM,
-        asset_hash=asset_hash(platform, process_code),
+        asset_hash=asset_hash(platform, process_code, requirements),
         bundling=cdk.BundlingOptions(
             image=lambda_.Runtime.PYTHON_3_11.bundling_image,  # never pulled: the local bundling always succeeds
-            local=VendoredBundling(platform, process_code),
+            local=VendoredBundling(platform, process_code, requirements),
         ),
     )

@@ -45,7 +45,7 @@ from aws_cdk import (
 )
 from constructs import Construct
 
-from infra.bundling import PROCESS_DIR, RUNTIME_PYTHON, TASK_ROOT, lambda_code
+from infra.bundling import MANIFEST_REQUIREMENTS, PROCESS_DIR, RUNTIME_PYTHON, TASK_ROOT, lambda_code
 from infra.config import DeployConfig, concurrency_needed
 from infra.monitoring import Monitoring
 from infra.state_machine import build_state_machine
@@ -175,6 +175,8 @@ class S3BulkStack(cdk.Stack):
 
         # -- Lambdas ----------------------------------------------------------------------------
         code = lambda_code(ARCH, config.process_code)
+        # The Lister reads manifests, Parquet and ORC ones with pyarrow: only its asset carries it (the worker's stays lean).
+        manifest_code = lambda_code(ARCH, requirements=MANIFEST_REQUIREMENTS)
         env = {
             "S3BULK_TABLE": self.table.table_name,
             "S3BULK_QUEUE_URL": self.queue.queue_url,
@@ -202,14 +204,14 @@ class S3BulkStack(cdk.Stack):
             "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
         }
 
-        def function(name: str, handler: str, memory: int, timeout: cdk.Duration) -> lambda_.Function:
+        def function(name: str, handler: str, memory: int, timeout: cdk.Duration, asset: lambda_.Code = code) -> lambda_.Function:
             fn = lambda_.Function(
                 self,
                 name,
                 runtime=RUNTIME,
                 architecture=ARCH,
                 handler=handler,
-                code=code,
+                code=asset,
                 memory_size=memory,
                 timeout=timeout,
                 environment=env,
@@ -221,7 +223,7 @@ class S3BulkStack(cdk.Stack):
             return fn
 
         self.validate_fn = function("Validate", "functions.validate.handler.handler", 256, cdk.Duration.seconds(30))
-        self.lister_fn = function("Lister", "functions.lister.handler.handler", 512, cdk.Duration.seconds(LISTER_TIMEOUT_S))
+        self.lister_fn = function("Lister", "functions.lister.handler.handler", 512, cdk.Duration.seconds(LISTER_TIMEOUT_S), manifest_code)
         self.worker_fn = function("Worker", "functions.worker.handler.handler", config.worker_memory_mb, worker_timeout)
         self.progress_fn = function("Progress", "functions.progress.handler.handler", 256, cdk.Duration.seconds(60))
         self.finalize_fn = function("Finalize", "functions.finalize.handler.handler", 1024, cdk.Duration.minutes(14))
