@@ -109,12 +109,12 @@ def list_step(
     allow.check(job)
     store, dst_store = job_stores(job, store, open_side)
     holder = f"list#{shard}"
-    ledger.hold(job_id, holder)  # held while this call may send: a stopped job's report waits for it (before the check)
+    lease = ledger.hold(job_id, holder)  # held while this call may send: a stopped job's report waits for it (before the check)
     try:
         halted(ledger, job_id)  # a stopped job's shard loop ends here, not in a call that lists nothing, again and again
         return _list_shard(job_id, shard, job, ledger, store, dst_store, sender, reports, time_left, margin)
     finally:
-        ledger.release(job_id, holder)
+        ledger.release(job_id, lease)
 
 
 def _list_shard(

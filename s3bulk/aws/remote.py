@@ -203,6 +203,22 @@ def tune(settings: ClientSettings, stack: str, max_concurrency: int) -> tuple[in
     return (int(before) if before is not None else None), max_concurrency
 
 
+def tune_job(deployment: Deployment, job_id: str, settings: ClientSettings, concurrency: int) -> int | None:
+    """Cap how many batches of one running job run at once (0: no cap of its own), effective for the batches that
+    start from now on; every lease shard of the job learns it. Returns the cap before."""
+    if not 0 <= concurrency <= MAX_WORKERS:
+        raise JobError(f"--concurrency: {concurrency} is outside 0-{MAX_WORKERS}; give the batches at once (0 lifts the job's cap)")
+    ledger = DynamoLedger(make_client("dynamodb", settings), deployment.table)
+    try:
+        rec = ledger.load(job_id)
+    except KeyError:
+        raise JobError(f"job_id: no job {job_id!r} in this stack's ledger; s3bulk jobs lists them") from None
+    if rec.status in {"SUCCEEDED", "FAILED", CANCELLED}:
+        raise JobError(f"job_id: {job_id!r} has ended ({rec.status}); there is nothing to tune")
+    ledger.set_cap(job_id, concurrency or None)
+    return rec.max_workers
+
+
 def _start(deployment: Deployment, job_id: str, doc: dict[str, Any], settings: ClientSettings) -> str:
     doc["job_id"] = job_id
     sfn = make_client("stepfunctions", settings)

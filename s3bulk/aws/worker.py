@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import random
 import tempfile
 import time
 import uuid
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 
 from s3bulk.aws.allowlist import AllowList
 from s3bulk.aws.completion import Completion, notify_if_complete
-from s3bulk.aws.ledger import CANCELLED, CANCELLING, BatchCounts, DynamoLedger, Progress
+from s3bulk.aws.ledger import CANCELLED, CANCELLING, AtCapacity, BatchCounts, DynamoLedger, Progress
 from s3bulk.aws.messages import BatchMessage
 from s3bulk.aws.queue import Returns
 from s3bulk.aws.reportbucket import ReportBucket
@@ -92,6 +93,18 @@ class NotStarted(RuntimeError):
     """Too little time left to start this message; it comes back untouched."""
 
 
+class Waiting(NotStarted):
+    """The job runs as many batches at once as its owner allowed (s3bulk tune JOB_ID --concurrency N): the message
+    comes back untouched, later than one short of time does."""
+
+
+# A batch of a job at its cap comes back after this long (jittered), and the container asks the ledger again for that
+# job no sooner than CAP_RECHECK_S: a capped job's backlog costs an SQS receive per message per minute or so, not a
+# ledger write per receive (docs/cost-model.md).
+RETURN_WAITING_S = 60
+CAP_RECHECK_S = 10.0
+
+
 # The code of the objects of a batch whose worker Lambda never finished it (see WorkerService.dead_lettered).
 WORKER_DIED = "WorkerDied"
 # The code of an object that outlasted MAX_STRIKES invocations.
@@ -159,8 +172,10 @@ class WorkerService:
         open_side: OpenSide | None = None,
         outage_stop: float = OUTAGE_STOP_S,
         wall: Callable[[], float] = time.time,
+        waiting_return: float = RETURN_WAITING_S,
     ) -> None:
         self.ledger = ledger
+        self.waiting_return = waiting_return
         self.open_side = open_side
         self.outage_stop = outage_stop
         self.wall = wall
@@ -184,6 +199,7 @@ class WorkerService:
         self._status: dict[str, tuple[str, float]] = {}
         self._failing: set[str] = set()  # jobs whose last batch counted here had failures (their status is read per batch)
         self._epochs: dict[str, float] = {}  # the newest stop epoch each job's status was read after
+        self._full: dict[str, float] = {}  # jobs found at their cap, and when
 
     def job(self, job_id: str) -> Job:
         if job_id not in self._jobs:
@@ -223,6 +239,8 @@ class WorkerService:
             if self.returns is not None:  # an outage backs off as an error does; a batch short of time comes back at once
                 if isinstance(exc, EndpointDown) and exc.stopped:  # as often as the outage bound, at most every 15 minutes
                     delay = max(1, min(RETURN_STOPPED_S, int(self.outage_stop)))
+                elif isinstance(exc, Waiting):
+                    delay = max(1, int(self.waiting_return * random.uniform(0.75, 1.25)))
                 else:
                     delay = return_delay(attempts, not_started=isinstance(exc, NotStarted))
                 self.returns.later(receipt, delay)
@@ -247,12 +265,20 @@ class WorkerService:
                 # child's id dedupes a second copy).
                 self.returns.requeue(str(marker["child"]["S"]))
             return WorkOutcome(BatchCounts(), counted=False)
-        # Held while this invocation works the batch: a stopped job's report waits until no one holds one.
-        epoch = self.ledger.hold(msg.job_id, msg.batch_id)
+        # Held while this invocation works the batch: a stopped job's report waits until no one holds one, and a job
+        # its owner capped runs at most that many batches at once.
+        if self.clock() - self._full.get(msg.job_id, -CAP_RECHECK_S) < CAP_RECHECK_S:
+            raise Waiting(f"batch {msg.batch_id}: job {msg.job_id} was at its cap (s3bulk tune) moments ago")
+        holder = f"{msg.batch_id}~{uuid.uuid4().hex[:8]}"  # a try of its own: a duplicate delivery holds apart
         try:
-            return self._work_held(msg, job, time_left, epoch)
+            lease = self.ledger.hold(msg.job_id, holder, until=self.wall() + time_left() + 60)
+        except AtCapacity as exc:
+            self._full[msg.job_id] = self.clock()
+            raise Waiting(str(exc)) from exc
+        try:
+            return self._work_held(msg, job, time_left, lease.epoch)
         finally:
-            self.ledger.release(msg.job_id, msg.batch_id)
+            self.ledger.release(msg.job_id, lease)
 
     def _work_held(self, msg: BatchMessage, job: Job, time_left: TimeLeft, epoch: float) -> WorkOutcome:
         status = self.status(msg.job_id, epoch)

@@ -29,6 +29,7 @@ from s3bulk.aws.remote import (
     stop,
     submit,
     tune,
+    tune_job,
 )
 from s3bulk.breaker import EXIT_BREAKER, STOP_REASON
 from s3bulk.cli.contract import DESTRUCTIVE, EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_STOPPED
@@ -107,18 +108,7 @@ def remote(args: argparse.Namespace, console: Console) -> int:
         )
         return EXIT_OK
     if args.command == "tune":
-        try:
-            before, after = tune(settings, args.stack, args.max_concurrency)
-        except DeploymentError as exc:
-            raise UsageError(str(exc)) from None
-        was = f"{before:,}" if before is not None else "unlimited"
-        console.print(
-            f"workers: at most {after:,} at once (was {was}), for every job of this stack; "
-            "s3bulk doctor checks the account's concurrency against it",
-            markup=False,
-            soft_wrap=True,
-        )
-        return EXIT_OK
+        return _tune(args, dep, settings, console)
     if args.command == "confirm":
         confirm(dep, args.job_id, settings)
         console.print(f"confirmed {args.job_id}; follow it with: s3bulk watch {args.job_id}", markup=False, soft_wrap=True)
@@ -194,6 +184,32 @@ def remote(args: argparse.Namespace, console: Console) -> int:
     else:
         print(text)
     return _exit_for(doc)
+
+
+def _tune(args: argparse.Namespace, dep: Deployment, settings: ClientSettings, console: Console) -> int:
+    """One job's cap (JOB_ID --concurrency N), or the stack's worker concurrency (--max-concurrency N), not both."""
+    one_job = args.job_id is not None and args.concurrency is not None and args.max_concurrency is None
+    the_stack = args.job_id is None and args.concurrency is None and args.max_concurrency is not None
+    if not (one_job or the_stack):
+        raise UsageError("tune: give JOB_ID --concurrency N (one job's batches at once) or --max-concurrency N (the stack's workers)")
+    if args.job_id is not None:
+        was = tune_job(dep, args.job_id, settings, args.concurrency)
+        before = f"{was:,}" if was is not None else "no cap of its own"
+        now = f"at most {args.concurrency:,} of its batches at once" if args.concurrency else "no cap of its own"
+        console.print(f"{args.job_id}: {now} (was {before}), for the batches that start from now on", markup=False, soft_wrap=True)
+        return EXIT_OK
+    try:
+        before_all, after = tune(settings, args.stack, args.max_concurrency)
+    except DeploymentError as exc:
+        raise UsageError(str(exc)) from None
+    was_all = f"{before_all:,}" if before_all is not None else "unlimited"
+    console.print(
+        f"workers: at most {after:,} at once (was {was_all}), for every job of this stack; "
+        "s3bulk doctor checks the account's concurrency against it",
+        markup=False,
+        soft_wrap=True,
+    )
+    return EXIT_OK
 
 
 def job_row(rec: JobRecord, now: float) -> dict[str, str | int]:

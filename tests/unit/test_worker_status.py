@@ -8,7 +8,7 @@ from typing import Any, cast
 import pytest
 
 from s3bulk.aws.allowlist import AllowList
-from s3bulk.aws.ledger import BatchCounts, DynamoLedger, Progress
+from s3bulk.aws.ledger import BatchCounts, DynamoLedger, Lease, Progress
 from s3bulk.aws.messages import BatchMessage
 from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.aws.worker import STATUS_TTL_S, STOPPED_KEEP_S, EndpointDown, WorkerService
@@ -29,11 +29,11 @@ class StatusLedger:
         self.consistent += consistent
         return self.value
 
-    def hold(self, job_id: str, holder: str) -> float:
+    def hold(self, job_id: str, holder: str, *, until: float | None = None) -> Lease:
         self.held += 1
-        return self.epoch
+        return Lease(0, self.epoch)
 
-    def release(self, job_id: str, holder: str) -> None:
+    def release(self, job_id: str, lease: Lease) -> None:
         self.held -= 1
 
 

@@ -59,7 +59,7 @@ from s3bulk.aws.ledger.keys import (
     marker_key,
     retry_conflicts,
 )
-from s3bulk.aws.ledger.leases import LeasesMixin
+from s3bulk.aws.ledger.leases import AtCapacity, Lease, LeasesMixin
 from s3bulk.aws.ledger.listing import GuardShard, ListingMixin, ListShard
 
 __all__ = [
@@ -77,10 +77,12 @@ __all__ = [
     "MAX_LIST_SHARDS",
     "RISE_SPACING_S",
     "WORKER_COUNTERS",
+    "AtCapacity",
     "BatchCounts",
     "DynamoLedger",
     "GuardShard",
     "JobRecord",
+    "Lease",
     "ListShard",
     "Progress",
     "counter_key",

@@ -43,6 +43,7 @@ class JobRecord:
     execution: str | None = None  # the name of the execution that runs (or last ran) the job
     updated_at: float | None = None  # when its status last changed (a finished job's end)
     awaiting_confirmation: bool = False  # options.confirm: planned, and held until s3bulk confirm
+    max_workers: int | None = None  # its owner's cap on its batches at once (s3bulk tune JOB_ID --concurrency N)
 
     def snapshot(self) -> Snapshot:
         """The counts as the CLI's live line shows a local run's (report.Snapshot)."""
@@ -67,6 +68,7 @@ class JobRecord:
             "listing_done": self.listing_done,
             **{k: c.get(k, 0) for k in ("listed", "succeeded", "skipped", "failed", "bytes", "scanned", "pending", "batches")},
             **({"awaiting_confirmation": f"s3bulk confirm {self.job_id}"} if self.awaiting_confirmation else {}),
+            **({"max_workers": self.max_workers} if self.max_workers is not None else {}),
         }
 
 
@@ -124,6 +126,7 @@ class JobsMixin(CountingMixin, LeasesMixin):
             item.get("execution", {}).get("S"),
             float(item["updated_at"]["N"]) if "updated_at" in item else None,
             "confirm_token" in item,
+            int(item["max_workers"]["N"]) if "max_workers" in item else None,
         )
 
     def recent(self, limit: int = 20) -> list[str]:
