@@ -39,13 +39,27 @@ Operation = Literal[
     "set-legal-hold",
     "set-acl",
     "add-checksum",
+    "set-encryption",
 ]
 ChecksumAlgorithm = Literal["CRC64NVME", "CRC32", "CRC32C", "SHA1", "SHA256"]
 # Operations that act on the source objects themselves: they take no destination.
-IN_PLACE = frozenset({"delete", "tag", "set-storage-class", "restore", "set-retention", "set-legal-hold", "set-acl", "add-checksum"})
+IN_PLACE = frozenset(
+    {"delete", "tag", "set-storage-class", "restore", "set-retention", "set-legal-hold", "set-acl", "add-checksum", "set-encryption"}
+)
 # Operations that write to (or delete from) the source bucket.
 WRITES_SOURCE = frozenset(
-    {"move", "delete", "tag", "set-storage-class", "restore", "set-retention", "set-legal-hold", "set-acl", "add-checksum"}
+    {
+        "move",
+        "delete",
+        "tag",
+        "set-storage-class",
+        "restore",
+        "set-retention",
+        "set-legal-hold",
+        "set-acl",
+        "add-checksum",
+        "set-encryption",
+    }
 )
 CannedAcl = Literal[
     "private", "public-read", "public-read-write", "authenticated-read", "aws-exec-read", "bucket-owner-read", "bucket-owner-full-control"
@@ -212,7 +226,9 @@ class Source(_Endpoint):
     min_size: int = Field(0, ge=0, description="Smallest object size in bytes, inclusive.")
     max_size: int | None = Field(None, ge=0, description="Largest object size in bytes, inclusive.")
     modified_after: datetime | None = Field(None, description="ISO 8601 with a timezone; LastModified >= this.")
-    modified_before: datetime | None = Field(None, description="ISO 8601 with a timezone; LastModified < this.")
+    modified_before: datetime | None = Field(
+        None, description="ISO 8601 with a timezone; LastModified < this (abort-uploads: required, the upload's Initiated < this)."
+    )
     expected_owner: str | None = Field(
         None,
         pattern=_ACCOUNT,
@@ -443,6 +459,39 @@ class Process(_Strict):
         return self
 
 
+# A KMS key as set-encryption takes it: a key ARN or a bare key id, which HEAD's SSEKMSKeyId (always the ARN) can be
+# compared with; an alias cannot be, so an object already under the key could not be told apart and would be redone.
+_KMS_KEY = re.compile(r"^(arn:aws[-a-z]*:kms:[-a-z0-9]+:\d{12}:key/)?[-A-Za-z0-9]{1,128}$")
+
+
+class SetEncryption(_Strict):
+    """The server-side encryption each object ends under (operation set-encryption)."""
+
+    sse: Encryption = Field(description="AES256 (SSE-S3), aws:kms (SSE-KMS) or aws:kms:dsse (DSSE-KMS).")
+    kms_key_id: str | None = Field(
+        None,
+        min_length=1,
+        description=(
+            'For "aws:kms" and "aws:kms:dsse": the key\'s ARN (which lets S3 change the encryption in place with '
+            "UpdateObjectEncryption, no data moved) or its id; none: the account's AWS managed key (aws/s3). Not an alias."
+        ),
+    )
+    bucket_key: bool = Field(False, description='For "aws:kms": use an S3 Bucket Key (fewer KMS requests).')
+
+    @model_validator(mode="after")
+    def _fits(self) -> SetEncryption:
+        if self.kms_key_id is not None and self.sse == "AES256":
+            raise _FieldProblem("kms_key_id", 'kms_key_id needs sse "aws:kms" or "aws:kms:dsse"; set encryption.sse or drop the key')
+        if self.kms_key_id is not None and not _KMS_KEY.match(self.kms_key_id):
+            raise _FieldProblem(
+                "kms_key_id",
+                f"{self.kms_key_id!r} is not a KMS key ARN or key id (aliases cannot be compared with what S3 reports); give the key's ARN",
+            )
+        if self.bucket_key and self.sse != "aws:kms":
+            raise _FieldProblem("bucket_key", 'S3 Bucket Keys work with sse "aws:kms" only; drop bucket_key or use "aws:kms"')
+        return self
+
+
 class FailureBreaker(_Strict):
     """Stop a job whose objects fail systematically (a destination that refuses every write, a source of archived
     objects) before it fails them all: S3 Batch Operations' rule, more than half of at least 1,000 (s3bulk/breaker.py)."""
@@ -580,6 +629,7 @@ OPERATION_FIELDS = (
     ("legal_hold", "set-legal-hold"),
     ("acl", "set-acl"),
     ("checksum_algorithm", "add-checksum"),
+    ("encryption", "set-encryption"),
 )
 
 # The fields an operation cannot do without, with an example for the error that asks for one.
@@ -590,6 +640,7 @@ REQUIRED_FIELDS = (
     ("retention", "set-retention", '{"mode": "GOVERNANCE", "until": "2027-01-01T00:00:00Z"}'),
     ("legal_hold", "set-legal-hold", '"ON"'),
     ("acl", "set-acl", '"bucket-owner-full-control"'),
+    ("encryption", "set-encryption", '{"sse": "aws:kms", "kms_key_id": "arn:aws:kms:...:key/..."}'),
 )
 
 
@@ -602,7 +653,8 @@ class Job(_Strict):
             "restore (restore: GLACIER and DEEP_ARCHIVE objects), verify (compare each object with its destination copy), "
             "process (process: your code on each object, writing to an optional destination), "
             "set-retention (retention: Object Lock mode and date), set-legal-hold (legal_hold), set-acl (acl: a canned ACL), "
-            "add-checksum (checksum_algorithm: an in-place copy that has S3 compute and keep an additional checksum)."
+            "add-checksum (checksum_algorithm: an in-place copy that has S3 compute and keep an additional checksum), "
+            "set-encryption (encryption: S3's UpdateObjectEncryption where it applies, else an in-place copy keeping everything)."
         )
     )
     source: Source
@@ -620,6 +672,7 @@ class Job(_Strict):
     checksum_algorithm: ChecksumAlgorithm | None = Field(
         None, description="For operation 'add-checksum': the checksum S3 computes and keeps (default CRC64NVME)."
     )
+    encryption: SetEncryption | None = Field(None, description="Required for operation 'set-encryption': the encryption objects end under.")
     options: Options = Field(default_factory=Options)
     job_id: str | None = Field(None, pattern=_JOB_ID_PATTERN, description="Optional id; one is generated when absent.")
 
@@ -637,6 +690,7 @@ class Job(_Strict):
                 "options.max_delete", f"max_delete guards deletes (delete, move, or copy with delete_extraneous), not {op!r}; remove it"
             )
         self._versions_fit()
+        self._uploads_fit()
         if self.options.allow_empty_source and not self.options.delete_extraneous:
             raise _FieldProblem("options.allow_empty_source", "allow_empty_source only matters with delete_extraneous (a sync); remove it")
         if self.options.canary is not None and (self.options.dry_run or self.options.delete_extraneous):
@@ -701,6 +755,25 @@ class Job(_Strict):
                 "so the listing would chase its own output; use a destination prefix outside the source prefix",
             )
         return self
+
+    def _uploads_fit(self) -> None:
+        """abort-uploads lists uploads, not objects: it needs a cutoff (an upload still being written is newer), and the
+        filters and options that describe objects mean nothing to it."""
+        if self.operation != "abort-uploads":
+            return
+        src = self.source
+        if src.modified_before is None:
+            raise _FieldProblem(
+                "source.modified_before",
+                "abort-uploads needs a cutoff so uploads still in progress are kept; add one, like \"2026-11-01T00:00:00Z\"",
+            )
+        if src.manifest is not None:
+            raise _FieldProblem("source.manifest", "abort-uploads lists the bucket's open uploads, not objects; drop source.manifest")
+        for name in ("min_size", "max_size"):
+            if getattr(src, name) not in (None, 0):
+                raise _FieldProblem(f"source.{name}", f"an open upload has no size in its listing, so {name} cannot apply; drop it")
+        if self.options.canary is not None:
+            raise _FieldProblem("options.canary", "a canary samples objects, and abort-uploads acts on uploads; remove it")
 
     def _versions_fit(self) -> None:
         """source.versions other than "current" works with the operations VERSIONED_OPS names, and only on a listing."""

@@ -216,6 +216,7 @@ def test_schema_is_generated_from_the_model_and_forbids_unknown_fields() -> None
         "tagging",
         "storage_class",
         "checksum_algorithm",
+        "encryption",
         "restore",
         "process",
         "retention",
@@ -346,3 +347,31 @@ def test_every_pattern_in_the_schema_has_words_for_its_error() -> None:
 
     found = patterns(json_schema())
     assert found and found <= set(_PATTERN_FIXES)
+
+
+@pytest.mark.parametrize(
+    ("encryption", "field", "fix"),
+    [
+        ({"sse": "AES256", "kms_key_id": "1234abcd-12ab-34cd-56ef-1234567890ab"}, "job.encryption.kms_key_id", 'needs sse "aws:kms"'),
+        ({"sse": "aws:kms", "kms_key_id": "alias/data"}, "job.encryption.kms_key_id", "give the key's ARN"),
+        ({"sse": "aws:kms:dsse", "bucket_key": True}, "job.encryption.bucket_key", 'use "aws:kms"'),
+        ({"sse": "aws:kms:x"}, "job.encryption.sse", ""),
+    ],
+)
+def test_set_encryption_refuses_what_s3_could_not_do_or_check_naming_the_field(encryption: dict[str, object], field: str, fix: str) -> None:
+    doc = {"operation": "set-encryption", "source": {"bucket": "enc-bucket", "prefix": "p/"}, "encryption": encryption}
+    with pytest.raises(JobError) as err:
+        parse_job(json.dumps(doc))
+    line = str(err.value)
+    assert line.startswith(field) and fix in line and "\n" not in line
+
+
+def test_set_encryption_needs_its_encryption_and_acts_in_place() -> None:
+    base = {"operation": "set-encryption", "source": {"bucket": "enc-bucket", "prefix": "p/"}}
+    with pytest.raises(JobError, match=r"^job.encryption: operation 'set-encryption' needs encryption"):
+        parse_job(json.dumps(base))
+    with pytest.raises(JobError, match=r"^job.destination: destination is not allowed"):
+        parse_job(json.dumps({**base, "encryption": {"sse": "AES256"}, "destination": {"bucket": "other-bucket"}}))
+    arn = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    job = parse_job(json.dumps({**base, "encryption": {"sse": "aws:kms", "kms_key_id": arn, "bucket_key": True}}))
+    assert job.encryption is not None and (job.encryption.kms_key_id, job.encryption.bucket_key) == (arn, True)
