@@ -40,13 +40,25 @@ Operation = Literal[
     "set-acl",
     "add-checksum",
     "set-encryption",
+    "abort-uploads",
 ]
 ChecksumAlgorithm = Literal["CRC64NVME", "CRC32", "CRC32C", "SHA1", "SHA256"]
 # Operations that act on the source objects themselves: they take no destination.
 IN_PLACE = frozenset(
-    {"delete", "tag", "set-storage-class", "restore", "set-retention", "set-legal-hold", "set-acl", "add-checksum", "set-encryption"}
+    {
+        "delete",
+        "tag",
+        "set-storage-class",
+        "restore",
+        "set-retention",
+        "set-legal-hold",
+        "set-acl",
+        "add-checksum",
+        "set-encryption",
+        "abort-uploads",
+    }
 )
-# Operations that write to (or delete from) the source bucket.
+# Operations that write to (or delete from) the source bucket's objects (abort-uploads touches uploads, no object).
 WRITES_SOURCE = frozenset(
     {
         "move",
@@ -654,7 +666,8 @@ class Job(_Strict):
             "process (process: your code on each object, writing to an optional destination), "
             "set-retention (retention: Object Lock mode and date), set-legal-hold (legal_hold), set-acl (acl: a canned ACL), "
             "add-checksum (checksum_algorithm: an in-place copy that has S3 compute and keep an additional checksum), "
-            "set-encryption (encryption: S3's UpdateObjectEncryption where it applies, else an in-place copy keeping everything)."
+            "set-encryption (encryption: S3's UpdateObjectEncryption where it applies, else an in-place copy keeping everything), "
+            "abort-uploads (abort the incomplete multipart uploads under source.prefix initiated before source.modified_before)."
         )
     )
     source: Source
@@ -765,7 +778,7 @@ class Job(_Strict):
         if src.modified_before is None:
             raise _FieldProblem(
                 "source.modified_before",
-                "abort-uploads needs a cutoff so uploads still in progress are kept; add one, like \"2026-11-01T00:00:00Z\"",
+                'abort-uploads needs a cutoff so uploads still in progress are kept; add one, like "2026-11-01T00:00:00Z"',
             )
         if src.manifest is not None:
             raise _FieldProblem("source.manifest", "abort-uploads lists the bucket's open uploads, not objects; drop source.manifest")
