@@ -95,6 +95,9 @@ StorageClass = Literal[
 _ACCOUNT = r"^[0-9]{12}$"
 Encryption = Literal["AES256", "aws:kms", "aws:kms:dsse"]
 
+# A content_type filter: type/subtype or type/* (RFC 6838's restricted names); no parameters, no */*.
+_MEDIA_NAME = r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}"
+_MEDIA_PATTERN = re.compile(rf"^{_MEDIA_NAME}/({_MEDIA_NAME}|\*)$")
 _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _BUCKET_FIX = "use 3-63 lowercase letters, digits, dots or hyphens, starting and ending with a letter or digit"
 
@@ -241,6 +244,23 @@ class Source(_Endpoint):
     modified_before: datetime | None = Field(
         None, description="ISO 8601 with a timezone; LastModified < this (abort-uploads: required, the upload's Initiated < this)."
     )
+    tags: dict[str, str] | None = Field(
+        None,
+        description=(
+            'Only objects carrying every one of these tags, each with exactly this value (case-sensitive; "*" as a value: '
+            "the tag with any value). Listing does not return tags, so each listed object costs one GetObjectTagging, made "
+            "by the worker before it acts; objects it leaves out are counted as skipped. At most 10, as S3 allows per object."
+        ),
+    )
+    content_type: str | list[str] | None = Field(
+        None,
+        description=(
+            'Only objects whose Content-Type is this media type ("image/png") or in this family ("image/*"), or any of a list; '
+            'matched case-insensitively and without the object\'s parameters (text/html matches "text/html; charset=utf-8"). '
+            "Listing does not return it, so each listed object costs one HEAD (none extra where the operation HEADs the "
+            "object anyway), made by the worker before it acts; objects it leaves out are counted as skipped."
+        ),
+    )
     expected_owner: str | None = Field(
         None,
         pattern=_ACCOUNT,
@@ -266,6 +286,35 @@ class Source(_Endpoint):
     def _aware(cls, value: datetime | None) -> datetime | None:
         if value is not None and value.tzinfo is None:
             raise ValueError("timestamp has no timezone; write it like 2024-01-01T00:00:00Z")
+        return value
+
+    @field_validator("tags")
+    @classmethod
+    def _tag_filter(cls, tags: dict[str, str] | None) -> dict[str, str] | None:
+        if tags is None:
+            return None
+        if not tags:
+            raise ValueError('an empty tag filter would match every object; give a tag like {"team": "data"} or drop tags')
+        if len(tags) > MAX_TAGS:
+            raise ValueError(f"{len(tags)} tags; S3 objects carry at most {MAX_TAGS}, so no object could match; drop some")
+        for k, v in tags.items():
+            if not 1 <= len(k) <= 128:
+                raise ValueError(f"tag key {k[:40]!r} must be 1-128 characters, as S3's are; fix it")
+            if len(v) > 256:
+                raise ValueError(f"tag {k!r} has a {len(v)}-character value; S3 allows 256, so no object could match; shorten it")
+        return tags
+
+    @field_validator("content_type")
+    @classmethod
+    def _media_types(cls, value: str | list[str] | None) -> str | list[str] | None:
+        patterns = [value] if isinstance(value, str) else value
+        if patterns is None:
+            return None
+        if not patterns:
+            raise ValueError('an empty list would match no object; give a media type like "image/*" or drop content_type')
+        for pattern in patterns:
+            if not _MEDIA_PATTERN.match(pattern):
+                raise ValueError(f'{pattern[:60]!r} is not a media type or family; write it like "image/png" or "image/*" (no parameters)')
         return value
 
     @model_validator(mode="after")
@@ -704,6 +753,7 @@ class Job(_Strict):
             )
         self._versions_fit()
         self._uploads_fit()
+        self._filters_fit()
         if self.options.allow_empty_source and not self.options.delete_extraneous:
             raise _FieldProblem("options.allow_empty_source", "allow_empty_source only matters with delete_extraneous (a sync); remove it")
         if self.options.canary is not None and (self.options.dry_run or self.options.delete_extraneous):
@@ -787,6 +837,21 @@ class Job(_Strict):
                 raise _FieldProblem(f"source.{name}", f"an open upload has no size in its listing, so {name} cannot apply; drop it")
         if self.options.canary is not None:
             raise _FieldProblem("options.canary", "a canary samples objects, and abort-uploads acts on uploads; remove it")
+
+    def _filters_fit(self) -> None:
+        """source.tags and source.content_type judge each object the job would act on, so there must be one to judge."""
+        src = self.source
+        if src.tags is None and src.content_type is None:
+            return
+        field = "source.tags" if src.tags is not None else "source.content_type"
+        if self.operation == "abort-uploads":
+            raise _FieldProblem(field, "an open upload has no tags or content type yet; drop the filter")
+        if src.versions == "delete-markers":
+            raise _FieldProblem(field, "a delete marker has no tags or content type, so nothing could match; drop the filter")
+        if src.versions == "all" and self.operation == "copy":
+            raise _FieldProblem(
+                field, 'a copy of all versions copies each key\'s whole history, and the filter judges one object; use versions "current"'
+            )
 
     def _versions_fit(self) -> None:
         """source.versions other than "current" works with the operations VERSIONED_OPS names, and only on a listing."""
