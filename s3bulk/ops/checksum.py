@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from s3bulk.ops.copies import CopySettings, copy_in_place
 from s3bulk.ops.executor import BoundedExecutor
-from s3bulk.store import ObjectInfo, ObjectStore
+from s3bulk.store import ObjectHead, ObjectInfo, ObjectStore
 
 
 def add_checksum(
@@ -28,9 +28,11 @@ def add_checksum(
     settings: CopySettings,
     *,
     keep_acl: bool = False,
+    head: ObjectHead | None = None,
 ) -> str | None:
-    """The new ETag, or None when the object already has a checksum of `algorithm`; `keep_acl` as copy_in_place's."""
-    head = store.head_object(bucket, obj.key, version_id=obj.version_id)
+    """The new ETag, or None when the object already has a checksum of `algorithm`; `keep_acl` as copy_in_place's;
+    `head`: the caller's HEAD of the object (a content_type filter's), instead of one more."""
+    head = head or store.head_object(bucket, obj.key, version_id=obj.version_id)
     if head.checksum.split(":", 1)[0] == algorithm:
         return None
     at = replace(settings, storage_class=head.storage_class, checksum_algorithm=algorithm)

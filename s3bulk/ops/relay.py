@@ -25,7 +25,7 @@ from s3bulk.bodies.budget import MemoryBudget
 from s3bulk.bodies.reader import open_object
 from s3bulk.bodies.writer import THRESHOLD, ObjectWriter, part_crc32
 from s3bulk.ops.copies import CopyDone, CopyPaused
-from s3bulk.store import ObjectInfo, ObjectStore, StoreError
+from s3bulk.store import ObjectHead, ObjectInfo, ObjectStore, StoreError
 
 # Read in the writer's part size, so each read fills about one part.
 CHUNK = 8 * 1024 * 1024
@@ -44,12 +44,14 @@ def relay_object(
     budget: MemoryBudget | None = None,
     keep_going: Callable[[], bool] | None = None,
     upload_id: str = "",
+    head: ObjectHead | None = None,
 ) -> CopyDone:
     """One HEAD and one GetObjectTagging on the source, its bytes streamed across; returns the new object's ETag.
 
     `keep_going` (the stack's worker): asked after each part; when it says no, the relay pauses (CopyPaused).
-    `upload_id`: the upload a paused relay left open, to go on with."""
-    head = src.head_object(src_bucket, obj.key)
+    `upload_id`: the upload a paused relay left open, to go on with. `head`: the caller's HEAD of the source (a
+    content_type filter's), instead of one more."""
+    head = head or src.head_object(src_bucket, obj.key)
     if obj.etag and head.etag != obj.etag:
         if upload_id:  # the source changed since the relay paused: its parts are of another object
             _abort(dst, dst_bucket, dst_key, upload_id)
