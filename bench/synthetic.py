@@ -109,6 +109,12 @@ class GeneratedStore:
     def get_legal_hold(self, *a: object, **k: object) -> str:
         raise NotImplementedError
 
+    def updates_encryption(self, bucket: str) -> bool:
+        return False
+
+    def update_object_encryption(self, *a: object, **k: object) -> None:
+        raise NotImplementedError
+
     def put_acl(self, *a: object, **k: object) -> None:
         raise NotImplementedError
 

@@ -196,6 +196,7 @@ class S3BulkStack(cdk.Stack):
             "S3BULK_PROCESS_CODE": f"{TASK_ROOT}/{PROCESS_DIR}" if config.process_code is not None else "",
             "S3BULK_PROCESS_LAMBDAS": ",".join(config.process_lambdas),
             "S3BULK_CREDENTIALS_SECRETS": ",".join(config.credentials_secrets),
+            "S3BULK_KMS_KEYS": ",".join(config.kms_keys),
             "S3BULK_ALLOW_BYPASS_GOVERNANCE": "true" if config.allow_bypass_governance else "false",
             "S3BULK_ALLOW_OBJECT_LOCK": "true" if config.allow_object_lock else "false",
             "S3BULK_ALLOW_ACL": "true" if config.allow_acl else "false",
@@ -397,6 +398,8 @@ class S3BulkStack(cdk.Stack):
                         "s3:RestoreObject",
                         "s3:PutObjectVersionTagging",
                         "s3:DeleteObjectVersionTagging",
+                        # set-encryption: S3 re-wraps an object's data key under another KMS key, no data moved.
+                        "s3:UpdateObjectEncryption",
                         # Object Lock and ACL writes only when the deployer opts in (-c allow_object_lock, -c allow_acl):
                         # a COMPLIANCE retention cannot be undone, even by the account's root.
                         *(["s3:PutObjectRetention", "s3:PutObjectLegalHold"] if config.allow_object_lock else []),
@@ -439,10 +442,11 @@ class S3BulkStack(cdk.Stack):
             worker.add_to_role_policy(decrypt_secret)
             self.lister_fn.add_to_role_policy(decrypt_secret)
         if config.kms_keys:
-            # SSE-KMS: decrypt to read a source, generate a data key to write a destination; only these keys, only via S3.
+            # SSE-KMS: decrypt to read a source, generate a data key to write a destination, and (set-encryption's
+            # UpdateObjectEncryption) encrypt and re-encrypt a data key under another key; only these keys, only via S3.
             worker.add_to_role_policy(
                 iam.PolicyStatement(
-                    actions=["kms:Decrypt", "kms:GenerateDataKey"],
+                    actions=["kms:Decrypt", "kms:GenerateDataKey", "kms:Encrypt", "kms:ReEncryptFrom", "kms:ReEncryptTo"],
                     resources=list(config.kms_keys),
                     conditions={"StringLike": {"kms:ViaService": via}},
                 )

@@ -270,6 +270,16 @@ class ObjectStore(Protocol):
         """GetObjectLegalHold: ON or OFF (OFF when none was ever set)."""
         ...
 
+    def updates_encryption(self, bucket: str) -> bool:
+        """Whether UpdateObjectEncryption is S3's own at this bucket's endpoint (AWS). Elsewhere it is never sent: a
+        server that does not know the `?encryption` subresource may take the request for a PutObject of its body."""
+        ...
+
+    def update_object_encryption(self, bucket: str, key: str, kms_key_arn: str, *, bucket_key: bool, version_id: str = "") -> None:
+        """UpdateObjectEncryption to SSE-KMS under `kms_key_arn`: S3 re-wraps the object's data key, no data moves, and
+        the ETag, dates and checksum stay. Only from SSE-S3 or SSE-KMS, only on AWS (NotImplemented elsewhere)."""
+        ...
+
     def put_acl(self, bucket: str, key: str, acl: str, *, version_id: str = "", policy: Mapping[str, Any] | None = None) -> None:
         """PutObjectAcl with a canned ACL, or with `policy` (an AccessControlPolicy: Owner and Grants) when given."""
         ...

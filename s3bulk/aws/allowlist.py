@@ -24,6 +24,7 @@ class AllowList:
     acl: bool = False  # the deployment granted PutObjectAcl (-c allow_acl=true)
     version_delete: bool = False  # the deployment granted DeleteObjectVersion (-c allow_version_delete=true)
     reports: str = ""  # the deployment's report bucket: a retry's manifest is kept there (s3bulk retry)
+    kms_keys: frozenset[str] = frozenset()  # KMS key ARNs the workers were granted (-c kms_keys)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> AllowList:
@@ -38,6 +39,7 @@ class AllowList:
             acl=env.get("S3BULK_ALLOW_ACL", "").lower() == "true",
             version_delete=env.get("S3BULK_ALLOW_VERSION_DELETE", "").lower() == "true",
             reports=env.get("S3BULK_REPORT_BUCKET", ""),
+            kms_keys=_split(env.get("S3BULK_KMS_KEYS")),
         )
 
     def check(self, job: Job) -> None:
@@ -76,6 +78,13 @@ class AllowList:
                     f"job.{name}.credentials_secret: {secret!r} is not in this deployment's allow-list ({shown}); "
                     f"redeploy with -c credentials_secrets={','.join(sorted(self.secrets | {secret}))}"
                 )
+        key = job.encryption.kms_key_id if job.encryption is not None else None
+        if key is not None and not any(k == key or k.endswith("/" + key) for k in self.kms_keys):
+            shown = ", ".join(sorted(self.kms_keys)) or "none"
+            raise JobError(
+                f"job.encryption.kms_key_id: {key!r} is not among the keys this deployment's workers may use ({shown}); "
+                "redeploy with the key's ARN in -c kms_keys"
+            )
         dst = job.destination
         if dst is not None:
             needed, allowed = ("read", self.read | self.write) if job.operation == "verify" else ("write", self.write)

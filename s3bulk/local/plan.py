@@ -63,6 +63,7 @@ class Plan:
     invalid_rows: int = 0  # manifest rows the run would report as failed
     restore_tier: str | None = None  # operation restore: the tier its retrieval fees are priced at
     tasks_per_invocation: int | None = None  # process with a Batch Operations Lambda: objects per invocation
+    rekeys_in_place: bool = False  # set-encryption by UpdateObjectEncryption (AWS, to a key ARN), not by copies
     by_class: dict[str, list[int]] = field(default_factory=dict)  # class -> [objects, bytes]
     by_size: dict[str, list[int]] = field(default_factory=dict)
     requests: dict[str, int] = field(default_factory=dict)
@@ -93,7 +94,7 @@ def load_prices(path: str | Path | None = None) -> dict[str, Any]:
 
 # In-place operations that are one PUT-class call per object, and the reads their undo journal adds (ops/batch.py).
 IN_PLACE_CALL = {"set-retention": "PutObjectRetention", "set-legal-hold": "PutObjectLegalHold", "set-acl": "PutObjectAcl"}
-IN_PLACE_COPIES = frozenset({"set-storage-class", "add-checksum"})
+IN_PLACE_COPIES = frozenset({"set-storage-class", "add-checksum", "set-encryption"})
 JOURNAL_READS = {"set-retention": ("HeadObject", 1), "set-legal-hold": ("GetObjectLegalHold", 1), "set-acl": ("GetObjectAcl", 2)}
 
 
@@ -117,7 +118,13 @@ def count_object(job: Job, plan: Plan, obj: ObjectInfo) -> None:
         plan.count("GetObjectTagging", journal=not merges)  # a replace reads the tags only for the journal
         plan.count("PutObjectTagging")  # a merge or remove that changes nothing skips it
         return
-    if op == "add-checksum" or (op == "set-storage-class" and (obj.storage_class or "STANDARD") != job.storage_class):
+    if op == "set-encryption" and plan.rekeys_in_place:
+        # One HEAD reads the encryption (an object already as asked costs nothing more), then S3 re-keys it in place. An
+        # object under Object Lock, or from an encryption S3 cannot update, is copied instead: not counted here.
+        plan.count("HeadObject")
+        plan.count("UpdateObjectEncryption")
+        return
+    if op in {"add-checksum", "set-encryption"} or (op == "set-storage-class" and (obj.storage_class or "STANDARD") != job.storage_class):
         # One HEAD reads the object's encryption, which its in-place copy keeps (and, for add-checksum, whether it has
         # the checksum already: then nothing more); a multipart copy carries the same HEAD's headers over.
         plan.count("HeadObject")
@@ -303,6 +310,9 @@ def make_plan(job: Job, store: ObjectStore, dst_store: ObjectStore | None = None
         plan.tasks_per_invocation = job.process.tasks_per_invocation
     if job.operation in IN_PLACE_COPIES:
         plan.acls_enabled = AclsEnabled(store)(job.source.bucket)
+    enc = job.encryption
+    if enc is not None and enc.sse == "aws:kms" and (enc.kms_key_id or "").startswith("arn:"):
+        plan.rekeys_in_place = store.updates_encryption(job.source.bucket)
     counted_dst = cast(ObjectStore, _CountingLists(dst_store, plan)) if dst_store is not None else None
     engine = Engine(dry, cast(ObjectStore, _CountingLists(store, plan)), concurrency=1, dst_store=counted_dst)
     engine.check_destination()

@@ -25,10 +25,11 @@ from s3bulk.job import JobError, Options
 from s3bulk.ops.acl import AclsEnabled, acl_doc
 from s3bulk.ops.batch import part_pool
 from s3bulk.ops.copies import CopySettings, copy_in_place
+from s3bulk.ops.encryption import already, encryption_doc, encryption_from_doc, set_encryption
 from s3bulk.ops.lock import retention_doc
 from s3bulk.store import ObjectStore
 
-UNDOABLE = ("tags", "storage_class", "legal_hold", "retention", "acl")
+UNDOABLE = ("tags", "storage_class", "legal_hold", "retention", "acl", "encryption")
 SHOWN = 20  # skipped and failed keys listed by name; the rest are counted
 _COPY = Options()  # a class change is undone with the job defaults' multipart threshold and part size
 # The fields every key-log line has (s3bulk/keys.py KeyRecord): a file with no line holding them is not a key log.
@@ -97,6 +98,8 @@ def current(store: ObjectStore, bucket: str, key: str, what: str, version: str =
         return retention_doc(store.head_object(bucket, key, version_id=version).retention)
     if what == "acl":
         return acl_doc(store.get_acl(bucket, key, version_id=version))
+    if what == "encryption":
+        return encryption_doc(store.head_object(bucket, key).encryption)
     return store.head_object(bucket, key).storage_class or "STANDARD"
 
 
@@ -113,10 +116,28 @@ def restore(
         # Back to an earlier date, or to none: S3 allows it for GOVERNANCE with the bypass, never for COMPLIANCE (that key fails).
         mode, until = (before["mode"], datetime.fromisoformat(before["until"])) if before else ("", None)
         store.put_retention(bucket, key, mode, until, bypass_governance=True, version_id=version)
+    elif what == "encryption":  # S3's UpdateObjectEncryption where it can (back to another KMS key), else an in-place copy
+        head = store.head_object(bucket, key)
+        keep = (acls or AclsEnabled(store))(bucket)
+        settings = CopySettings(_COPY.multipart_threshold, _COPY.part_size, head.storage_class)
+        back = encryption_from_doc(before)
+        if back is None:  # it had none: a copy that names none takes the bucket's default, as any new object does
+            copy_in_place(store, parts, bucket, head.info(key), settings, head, keep_acl=keep, reencrypt=True)
+        else:
+            set_encryption(store, parts, bucket, head.info(key), back, settings, keep_acl=keep)
     else:  # an in-place copy back to the class it had, keeping body, metadata, tags and encryption
         head = store.head_object(bucket, key)
         settings = CopySettings(_COPY.multipart_threshold, _COPY.part_size, before)
         copy_in_place(store, parts, bucket, head.info(key), settings, head, keep_acl=(acls or AclsEnabled(store))(bucket))
+
+
+def _still(what: str, now: Any, after: Any) -> bool:
+    """The object still has what the job set. An encryption is compared as set-encryption compares it: HEAD names a
+    KMS key by its ARN where the job may have named it by its id."""
+    if what == "encryption":
+        wanted = encryption_from_doc(after)
+        return wanted is not None and already(encryption_from_doc(now), wanted)
+    return bool(now == after)
 
 
 def undo_one(
@@ -125,7 +146,7 @@ def undo_one(
     bucket, what, version = str(entry["bucket"]), str(entry["what"]), str(entry.get("version_id", ""))
     try:
         now = current(store, bucket, key, what, version)
-        if now != entry["after"]:
+        if not _still(what, now, entry["after"]):
             result.note("changed_since", f"{key}: {what} is {json.dumps(now)}, not what the job set; left alone")
             return
         if not dry_run:

@@ -28,6 +28,7 @@ from s3bulk.ops.acl import AclsEnabled, acl_doc, set_acl
 from s3bulk.ops.checksum import add_checksum
 from s3bulk.ops.copies import CopyPaused, CopySettings, copy_in_place, copy_object
 from s3bulk.ops.delete import delete_keys
+from s3bulk.ops.encryption import encryption_doc, set_encryption, target_of
 from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.ops.lock import retention_doc, set_legal_hold, set_retention
 from s3bulk.ops.move import confirm_copy, destination_already_moved
@@ -676,6 +677,14 @@ class BatchRunner:
             algorithm = job.checksum_algorithm or "CRC64NVME"
             etag = add_checksum(self.store, self.parts, bucket, obj, algorithm, self._in_place, keep_acl=self._acls(bucket))
             return Done(etag is not None, etag or "", obj=found)
+        if job.operation == "set-encryption":
+            assert job.encryption is not None
+            target = target_of(job.encryption)
+            e = set_encryption(self.store, self.parts, bucket, obj, target, self._in_place, keep_acl=self._acls(bucket))
+            found = replace(e.head.info(obj.key), version_id=version) if obj.size == UNKNOWN_SIZE else None
+            if not e.changed:
+                return Done(False, obj=found)
+            return Done(True, e.etag, obj=found, undo=_undo(bucket, "encryption", encryption_doc(e.before), encryption_doc(target)))
         if job.operation == "set-storage-class":
             listed = obj.size != UNKNOWN_SIZE  # a manifest row without a size has no class either: the HEAD tells
             if listed and (obj.storage_class or "STANDARD") == job.storage_class:

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from s3bulk.job import MAX_PART_SIZE, MiB
 from s3bulk.ops.acl import grants_to_carry
 from s3bulk.ops.executor import BoundedExecutor
-from s3bulk.store import Carried, CopiedPart, ObjectHead, ObjectInfo, ObjectStore, StoreError
+from s3bulk.store import Carried, CopiedPart, Encryption, ObjectHead, ObjectInfo, ObjectStore, StoreError
 
 MAX_PARTS = 10_000
 
@@ -90,6 +90,8 @@ def copy_in_place(
     head: ObjectHead | None = None,
     *,
     keep_acl: bool = False,
+    reencrypt: bool = False,
+    encryption: Encryption | None = None,
 ) -> InPlaceCopy:
     """Copy an object onto itself (a new storage class, a new checksum), keeping its encryption, grants and lock.
 
@@ -104,12 +106,18 @@ def copy_in_place(
 
     The HEAD, not the listing, decides: a copy redone after it landed (a retry, a redelivered batch)
     finds the class already changed and copies nothing, whatever new ETag the first copy gave.
+
+    `reencrypt` (set-encryption, whose caller has compared the encryption itself): the copy takes `encryption`
+    (None: the bucket's default) instead of the object's own.
     """
     head = head or store.head_object(bucket, obj.key, version_id=obj.version_id)
-    if not settings.checksum_algorithm and (head.storage_class or "STANDARD") == (settings.storage_class or "STANDARD"):
+    same_class = (head.storage_class or "STANDARD") == (settings.storage_class or "STANDARD")
+    if not reencrypt and not settings.checksum_algorithm and same_class:
         return InPlaceCopy(head, None)
     grants = grants_to_carry(store, bucket, obj.key, obj.version_id) if keep_acl else None
-    carry = Carried(head.encryption, grants, head.retention if _running(head.retention) else None, head.legal_hold)
+    carry = Carried(
+        encryption if reencrypt else head.encryption, grants, head.retention if _running(head.retention) else None, head.legal_hold
+    )
     if head.size > settings.multipart_threshold:
         at = replace(obj, size=head.size, etag=head.etag)
         if head.checksum and not settings.checksum_algorithm:

@@ -433,6 +433,20 @@ class S3Store:
             raise
         return str(r.get("LegalHold", {}).get("Status", "OFF"))
 
+    def updates_encryption(self, bucket: str) -> bool:
+        host = urlsplit(_endpoint_of(self._s3(bucket))).hostname or ""
+        return host.endswith((".amazonaws.com", ".amazonaws.com.cn"))
+
+    def update_object_encryption(self, bucket: str, key: str, kms_key_arn: str, *, bucket_key: bool, version_id: str = "") -> None:
+        self._call(
+            self._s3(bucket).update_object_encryption,
+            Bucket=bucket,
+            Key=key,
+            ObjectEncryption={"SSEKMS": {"KMSKeyArn": kms_key_arn, "BucketKeyEnabled": bucket_key}},
+            **_version(version_id),
+            **self._params(bucket),
+        )
+
     def put_acl(self, bucket: str, key: str, acl: str, *, version_id: str = "", policy: Mapping[str, Any] | None = None) -> None:
         what: dict[str, Any] = (grant_headers(policy) or {"AccessControlPolicy": dict(policy)}) if policy is not None else {"ACL": acl}
         self._call(self._s3(bucket).put_object_acl, Bucket=bucket, Key=key, **what, **_version(version_id), **self._params(bucket))

@@ -124,6 +124,7 @@ class MemoryStore:
         self.requester_pays: set[str] = set()  # buckets that refuse requests without RequestPayer
         # bucket -> its default encryption, which a copy or an upload that names none gets (as S3 does)
         self.default_encryption: dict[str, Encryption] = {}
+        self.aws = True  # False: a store like SeaweedFS's, where UpdateObjectEncryption is not S3's (never sent)
         # bucket -> its Object Ownership; every bucket has ACLs disabled unless set here, as new S3 buckets do
         self.ownership: dict[str, str] = {}
         self.opts = RequestOptions()
@@ -412,6 +413,26 @@ class MemoryStore:
         self._fault("PutObjectLegalHold", bucket, key)
         with self._lock:
             self._get(bucket, key, version_id).legal_hold = status
+
+    def updates_encryption(self, bucket: str) -> bool:
+        return self.aws
+
+    def update_object_encryption(self, bucket: str, key: str, kms_key_arn: str, *, bucket_key: bool, version_id: str = "") -> None:
+        """As S3 rules it: SSE-S3 or SSE-KMS objects only, none under Object Lock; the ETag and dates stay."""
+        self._count("UpdateObjectEncryption")
+        self._fault("UpdateObjectEncryption", bucket, key)
+        assert self.aws, "UpdateObjectEncryption sent to a store that is not AWS"
+        with self._lock:
+            obj = self._get(bucket, key, version_id)
+            if obj.encryption is None or obj.encryption.sse not in {"AES256", "aws:kms"}:
+                raise StoreError("InvalidRequest", "Only source objects encrypted with SSE-S3 or SSE-KMS are supported.", 400)
+            if obj.legal_hold == "ON" or (obj.retention is not None and obj.retention[1] > datetime.now(UTC)):
+                raise StoreError(
+                    "AccessDenied",
+                    "The encryption type for the specified object can't be updated because that object is protected by S3 Object Lock.",
+                    403,
+                )
+            obj.encryption = Encryption("aws:kms", kms_key_arn, bucket_key)
 
     def get_legal_hold(self, bucket: str, key: str, *, version_id: str = "") -> str:
         self._count("GetObjectLegalHold")

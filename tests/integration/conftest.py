@@ -17,6 +17,15 @@ from s3bulk.local.server import ACCESS_KEY, SECRET_KEY, SeaweedServer
 from s3bulk.s3.clients import ClientSettings, make_s3_client
 
 
+@pytest.fixture(scope="session", autouse=True)
+def moto_keeps_s3s_rules() -> Iterator[None]:
+    """moto, in-process or as a server, answers as S3 does where it would not by itself (tests/integration/moto_s3.py)."""
+    from tests.integration.moto_s3 import s3_as_aws
+
+    with s3_as_aws():
+        yield
+
+
 @pytest.fixture(scope="session")
 def seaweed() -> Iterator[str]:
     with SeaweedServer() as server:

@@ -364,3 +364,52 @@ def test_set_storage_class_in_an_object_lock_bucket_keeps_the_new_versions_reten
         assert len(versions) == 2 and head["StorageClass"] == "STANDARD_IA"
         assert (head["ObjectLockMode"], head["ObjectLockRetainUntilDate"].astimezone(UTC)) == ("GOVERNANCE", until)
         assert head.get("ObjectLockLegalHoldStatus", "OFF") == ("ON" if i % 2 else "OFF")
+
+
+def test_set_encryption_through_the_cli_rekeys_by_an_in_place_copy_that_keeps_everything_and_undo_puts_sse_s3_back(
+    moto_endpoint: str, bucket_factory: Callable[[Any, str], str], tmp_path: Path
+) -> None:
+    """An endpoint that is not AWS never gets UpdateObjectEncryption (it might take it for a PutObject): each object is
+    copied onto itself under the key, keeping body, metadata, tags and class; `s3bulk undo` copies it back."""
+    direct = client_for(moto_endpoint)
+    bucket = bucket_factory(direct, "enc")
+    key_arn = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    keys = [f"data/{i:02d}" for i in range(10)]
+    for i, key in enumerate(keys):
+        direct.put_object(
+            Bucket=bucket,
+            Key=key,
+            Body=f"body {i}".encode(),
+            ServerSideEncryption="AES256",
+            Metadata={"n": str(i)},
+            Tagging=f"team=t{i % 2}",
+            StorageClass="STANDARD_IA" if i % 2 else "STANDARD",
+        )
+
+    def state() -> dict[str, tuple[Any, ...]]:
+        out = {}
+        for k in keys:
+            h = direct.head_object(Bucket=bucket, Key=k)
+            tags = direct.get_object_tagging(Bucket=bucket, Key=k)["TagSet"]
+            body = direct.get_object(Bucket=bucket, Key=k)["Body"].read()
+            out[k] = (body, h["Metadata"], tags, h.get("StorageClass", "STANDARD"))
+        return out
+
+    before = state()
+    job = {
+        "operation": "set-encryption",
+        "source": {"bucket": bucket, "prefix": "data/"},
+        "encryption": {"sse": "aws:kms", "kms_key_id": key_arn},
+    }
+    code, report, lines = run_job(moto_endpoint, tmp_path, "enc", job)
+    assert (code, report["succeeded"], report["failed"]) == (0, 10, 0), report
+    heads = [direct.head_object(Bucket=bucket, Key=k) for k in keys]
+    assert {(h.get("ServerSideEncryption"), h.get("SSEKMSKeyId")) for h in heads} == {("aws:kms", key_arn)}
+    assert state() == before
+    assert {json.dumps(line["undo"]["before"], sort_keys=True) for line in lines} == {
+        json.dumps({"sse": "AES256", "kms_key_id": "", "bucket_key": False}, sort_keys=True)
+    }
+    done = run_cli("undo", str(tmp_path / "enc-keys.jsonl"), "--endpoint-url", moto_endpoint, env=cli_env(tmp_path))
+    assert done.returncode == 0 and done.stdout.startswith("restored 10; left alone (changed since the job) 0; failed 0"), done
+    assert {direct.head_object(Bucket=bucket, Key=k).get("ServerSideEncryption") for k in keys} == {"AES256"}
+    assert state() == before

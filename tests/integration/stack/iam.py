@@ -187,7 +187,7 @@ _S3_OBJECT = {
 }
 
 
-def _s3(op: str, p: dict[str, Any]) -> list[Need]:
+def _s3(op: str, p: dict[str, Any], region: str = "us-east-1") -> list[Need]:
     bucket = str(p.get("Bucket", ""))
     if op in _S3_BUCKET:
         context = (("s3:prefix", str(p.get("Prefix", ""))),) if op in {"ListObjectsV2", "ListObjects", "ListObjectVersions"} else ()
@@ -207,6 +207,11 @@ def _s3(op: str, p: dict[str, Any]) -> list[Need]:
         read = Need("s3:GetObjectVersion" if sv else "s3:GetObject", _s3_object(sb, sk))
         dst = _s3_object(bucket, str(p["Key"]))
         return [read, *(_object_writes(p, dst) if op == "CopyObject" else [Need("s3:PutObject", dst)])]
+    if op == "UpdateObjectEncryption":  # S3 re-wraps the data key under the new key: the caller must be allowed that key
+        key = str(p["ObjectEncryption"]["SSEKMS"]["KMSKeyArn"])
+        obj = Need("s3:UpdateObjectEncryption", _s3_object(bucket, str(p["Key"])))
+        via = (("kms:ViaService", f"s3.{region}.amazonaws.com"),)  # S3 calls KMS for the caller
+        return [obj, *(Need(a, key, via) for a in ("kms:Encrypt", "kms:Decrypt", "kms:GenerateDataKey", "kms:ReEncryptTo"))]
     if op == "DeleteObjects":
         needs = [
             Need("s3:DeleteObjectVersion" if o.get("VersionId") else "s3:DeleteObject", _s3_object(bucket, str(o["Key"])))
@@ -272,7 +277,7 @@ def _sqs(op: str, p: dict[str, Any], region: str, account: str) -> list[Need]:
 def requested(service: str, op: str, params: dict[str, Any], *, region: str, account: str, state_machine: str) -> list[Need]:
     """The IAM actions and resources AWS authorizes for one call."""
     if service == "s3":
-        return _s3(op, params)
+        return _s3(op, params, region)
     if service == "dynamodb":
         return _dynamodb(op, params, region, account)
     if service == "sqs":
