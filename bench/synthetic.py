@@ -57,6 +57,9 @@ class GeneratedStore:
     def list_versions_page(self, *a: object, **k: object) -> ListPage:
         raise NotImplementedError  # the bench lists current objects only
 
+    def list_uploads_page(self, *a: object, **k: object) -> ListPage:
+        raise NotImplementedError  # the bench lists objects only
+
     def copy_object(
         self,
         src_bucket: str,

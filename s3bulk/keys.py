@@ -35,6 +35,7 @@ class KeyRecord:
     error: str = ""
     message: str = ""
     version_id: str = ""  # the version acted on (source.versions, a manifest row's); "" for a current object
+    upload_id: str = ""  # abort-uploads: the multipart upload acted on (one key may have several)
     result: str = ""  # process: what the function returned (or its resultString), at most 1 KiB
     # The undo journal of a change `s3bulk undo` can reverse: {"bucket", "what", "before", "after"} (docs/undo.md).
     undo: dict[str, Any] | None = None

@@ -53,10 +53,10 @@ class VersionsView:
         delimiter: str | None = None,
         max_keys: int | None = None,
     ) -> ListPage:
-        page = self.store.list_versions_page(bucket, prefix, token, start_after, delimiter, max_keys)
+        page = self._page(bucket, prefix, token, start_after, delimiter, max_keys)
         objs = page.objects
-        if page.next_token is None or not objs:
-            return page
+        if page.next_token is None or not objs or max_keys is not None:
+            return page  # max_keys: a probe (_Prober.first_after), which wants the next key, whole or not
         last = objs[-1].key
         if any(p > last for p in page.prefixes):
             return page  # the page went on past its last key: that key is whole
@@ -66,16 +66,37 @@ class VersionsView:
             return ListPage(whole, version_token(cut, ""), [p for p in page.prefixes if p < cut])
         more = page  # one key filled the page: read the rest of it, in pages of the store's own size
         while more.next_token is not None:
-            more = self.store.list_versions_page(bucket, prefix, more.next_token, None, delimiter)
+            more = self._page(bucket, prefix, more.next_token, None, delimiter)
             rest = [o for o in more.objects if o.key == last]
             objs = objs + rest
             if len(rest) < len(more.objects) or more.prefixes:
                 return ListPage(objs, version_token(last, ""), page.prefixes)
         return ListPage(objs, None, page.prefixes)
 
+    def _page(
+        self, bucket: str, prefix: str, token: str | None, key_marker: str | None, delimiter: str | None, max_keys: int | None = None
+    ) -> ListPage:
+        return self.store.list_versions_page(bucket, prefix, token, key_marker, delimiter, max_keys)
 
-def lister(store: ObjectStore, source: Source) -> Lister:
-    """The listing a job's source.versions asks for."""
+
+class UploadsView(VersionsView):
+    """A store's ListMultipartUploads as a Lister: each open upload an entry (upload_id set, last_modified its Initiated).
+
+    A key may have several uploads, and ListMultipartUploads pages with a key marker and an upload-id marker as
+    ListObjectVersions does with its two, so its pages are cut at key boundaries the same way: shards, probes and
+    resume points work on uploads unchanged.
+    """
+
+    def _page(
+        self, bucket: str, prefix: str, token: str | None, key_marker: str | None, delimiter: str | None, max_keys: int | None = None
+    ) -> ListPage:
+        return self.store.list_uploads_page(bucket, prefix, token, key_marker, delimiter, max_keys)
+
+
+def lister(store: ObjectStore, source: Source, operation: str = "") -> Lister:
+    """The listing a job asks for: its open uploads (abort-uploads), else what its source.versions names."""
+    if operation == "abort-uploads":
+        return UploadsView(store)
     return store if source.versions == "current" else VersionsView(store)
 
 

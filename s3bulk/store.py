@@ -36,6 +36,7 @@ class ObjectInfo:
     version_id: str = ""  # set when listed by ListObjectVersions or named by a manifest row; "" is the current version
     latest: bool = True  # ListObjectVersions' IsLatest
     delete_marker: bool = False  # a delete marker: a version with no content
+    upload_id: str = ""  # an open multipart upload (ListMultipartUploads; abort-uploads): last_modified is its Initiated
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +149,12 @@ def version_markers(token: str) -> dict[str, str]:
     return {"KeyMarker": key, **({"VersionIdMarker": version} if version else {})}
 
 
+def upload_markers(token: str) -> dict[str, str]:
+    """A version_token made of ListMultipartUploads' next markers, as its KeyMarker and UploadIdMarker parameters."""
+    key, upload = json.loads(token)
+    return {"KeyMarker": key, **({"UploadIdMarker": upload} if upload else {})}
+
+
 def quoted_etag(value: object) -> str:
     """The port's form of an ETag: S3's quoted form ("" when absent); servers differ on quoting."""
     text = str(value or "").strip('"')
@@ -211,6 +218,19 @@ class ObjectStore(Protocol):
         `key_marker` starts after that key's last version (as start_after does for list_page); `token`
         is the opaque next_token of the previous page.
         """
+        ...
+
+    def list_uploads_page(
+        self,
+        bucket: str,
+        prefix: str,
+        token: str | None = None,
+        key_marker: str | None = None,
+        delimiter: str | None = None,
+        max_keys: int | None = None,
+    ) -> ListPage:
+        """One ListMultipartUploads page: each open upload an ObjectInfo (upload_id set, last_modified its Initiated,
+        size 0), in key order and by Initiated within a key; `key_marker` and `token` page as list_versions_page's do."""
         ...
 
     def bucket_versioning(self, bucket: str) -> str:

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from s3bulk.store import ObjectInfo
 
-Entry = tuple[str, int, str] | tuple[str, int, str, str] | tuple[str, int, str, str, str]
+Entry = tuple[str, int, str] | tuple[str, int, str, str] | tuple[str, int, str, str, str] | tuple[str, int, str, str, str, str]
 
 # SQS accepts 256 KiB per message; leave room for attributes and envelope.
 MAX_MESSAGE_BYTES = 200_000
@@ -27,8 +27,8 @@ class BatchMessage(BaseModel):
 
     job_id: str
     batch_id: str
-    # key, size, ETag (and the storage class unless STANDARD, and the version id when the job acts on versions):
-    # the listing's facts, so the worker needs no HEAD
+    # key, size, ETag (and the storage class unless STANDARD, and the version id when the job acts on versions, and
+    # the upload id of an abort-uploads job's upload): the listing's facts, so the worker needs no HEAD
     items: list[Entry]
     # skip-unchanged pairs only checksums can decide (multipart ETags): item index, and the answer if they cannot
     check: list[tuple[int, bool]] = Field(default_factory=list)
@@ -40,7 +40,14 @@ class BatchMessage(BaseModel):
 
     def objects(self) -> list[ObjectInfo]:
         return [
-            ObjectInfo(i[0], i[1], i[2], storage_class=(i[3] or None) if len(i) >= 4 else None, version_id=i[4] if len(i) == 5 else "")
+            ObjectInfo(
+                i[0],
+                i[1],
+                i[2],
+                storage_class=(i[3] or None) if len(i) >= 4 else None,
+                version_id=i[4] if len(i) >= 5 else "",
+                upload_id=i[5] if len(i) == 6 else "",
+            )
             for i in self.items
         ]
 
@@ -80,6 +87,8 @@ class BatchMessage(BaseModel):
 
 def _item(obj: ObjectInfo) -> Entry:
     storage_class = obj.storage_class if obj.storage_class and obj.storage_class != "STANDARD" else ""
+    if obj.upload_id:
+        return (obj.key, obj.size, obj.etag, storage_class, obj.version_id, obj.upload_id)
     if obj.version_id:
         return (obj.key, obj.size, obj.etag, storage_class, obj.version_id)
     if storage_class:

@@ -34,6 +34,7 @@ from s3bulk.store import (
     RequestOptions,
     StoreError,
     crc32_header,
+    upload_markers,
     version_markers,
     version_token,
     xml_safe,
@@ -89,6 +90,7 @@ class _Upload:
     acl: str = "private"
     carry: Carried | None = None
     parts: dict[int, tuple[bytes | None, int, str]] = field(default_factory=dict)
+    initiated: datetime = field(default_factory=lambda: datetime.now(UTC))
 
 
 def _checksum(algorithm: str, body: bytes) -> str:
@@ -315,6 +317,61 @@ class MemoryStore:
                 last = page[-1]
                 # The next page starts after the last version listed, or past every key a listed CommonPrefix holds.
                 nxt = version_token(last.key, last.version_id) if isinstance(last, ObjectInfo) else version_token(last + "\U0010ffff", "")
+            return ListPage([e for e in page if isinstance(e, ObjectInfo)], nxt, [e for e in page if isinstance(e, str)])
+
+    def start_upload(self, bucket: str, key: str, *, initiated: datetime | None = None, part_sizes: Sequence[int] = ()) -> str:
+        """Seed an incomplete multipart upload begun at `initiated`, holding synthetic parts of these sizes; its id."""
+        upload_id = self.create_multipart_upload(bucket, key, ObjectHead(0, ""), {})
+        with self._lock:
+            upload = self._uploads[upload_id]
+            upload.initiated = initiated or upload.initiated
+            for n, size in enumerate(part_sizes, 1):
+                upload.parts[n] = (None, size, _md5(f"{upload_id}:{n}".encode()))
+        return upload_id
+
+    def list_uploads_page(
+        self,
+        bucket: str,
+        prefix: str,
+        token: str | None = None,
+        key_marker: str | None = None,
+        delimiter: str | None = None,
+        max_keys: int | None = None,
+    ) -> ListPage:
+        """Open uploads as S3 lists them: keys in order, oldest first within a key, paged by key and upload-id markers."""
+        self._count("ListMultipartUploads")
+        self._fault("ListMultipartUploads", bucket, prefix)
+        with self._lock:
+            self._bucket(bucket)
+            markers = upload_markers(token) if token else {"KeyMarker": key_marker or ""}
+            after_key, after_id = markers.get("KeyMarker", ""), markers.get("UploadIdMarker", "")
+            ordered = sorted(
+                ((u.key, u.initiated, i) for i, u in self._uploads.items() if u.bucket == bucket and u.key.startswith(prefix)),
+                key=lambda t: (t[0], t[1]),
+            )
+            limit = max_keys or self.page_size
+            entries: list[ObjectInfo | str] = []
+            passed = not after_id  # with an upload-id marker, the marker key's uploads after that one come first
+            for key, initiated, upload_id in ordered:
+                if len(entries) > limit:
+                    break
+                if key < after_key or (key == after_key and not after_id):
+                    continue
+                if key == after_key and not passed:
+                    passed = upload_id == after_id
+                    continue
+                rest = key[len(prefix) :]
+                cut = rest.find(delimiter) if delimiter else -1
+                if cut >= 0:
+                    common = prefix + rest[: cut + len(delimiter or "")]
+                    if common not in entries:
+                        entries.append(common)
+                    continue
+                entries.append(ObjectInfo(key, 0, "", initiated, self._uploads[upload_id].storage_class, upload_id=upload_id))
+            page, nxt = entries[:limit], None
+            if len(entries) > limit:
+                last = page[-1]
+                nxt = version_token(last.key, last.upload_id) if isinstance(last, ObjectInfo) else version_token(last + "\U0010ffff", "")
             return ListPage([e for e in page if isinstance(e, ObjectInfo)], nxt, [e for e in page if isinstance(e, str)])
 
     def copy_object(
@@ -667,7 +724,10 @@ class MemoryStore:
         self._count("AbortMultipartUpload")
         self._fault("AbortMultipartUpload", bucket, key)
         with self._lock:
-            self._uploads.pop(upload_id, None)
+            upload = self._uploads.get(upload_id)
+            if upload is None or (upload.bucket, upload.key) != (bucket, key):  # as S3 answers an upload already gone
+                raise StoreError("NoSuchUpload", "The specified upload does not exist", 404)
+            del self._uploads[upload_id]
 
     def delete_objects(self, bucket: str, keys: Sequence[str], version_ids: Sequence[str] = ()) -> list[KeyFailure]:
         self._count("DeleteObjects")
