@@ -71,13 +71,17 @@ def copy_object(
     *,
     keep_going: Callable[[], bool] | None = None,
     upload_id: str = "",
+    head: ObjectHead | None = None,
 ) -> CopyDone:
     """Use the listed size to choose the path, so a small object costs exactly one request. With `keep_going`, a
-    multipart copy may pause (CopyPaused) and be continued from `upload_id`."""
+    multipart copy may pause (CopyPaused) and be continued from `upload_id`; `head`, the caller's HEAD of the source
+    (a content_type filter's), spares the multipart copy its own."""
     if obj.size <= settings.multipart_threshold and not upload_id:
         etag = store.copy_object(src_bucket, obj.key, dst_bucket, dst_key, storage_class=settings.storage_class, src_version=obj.version_id)
         return CopyDone(etag, multipart=False)
-    etag = multipart_copy(store, parts, src_bucket, obj, dst_bucket, dst_key, settings, keep_going=keep_going, upload_id=upload_id)
+    etag = multipart_copy(
+        store, parts, src_bucket, obj, dst_bucket, dst_key, settings, head=head, keep_going=keep_going, upload_id=upload_id
+    )
     return CopyDone(etag, multipart=True)
 
 
