@@ -356,6 +356,10 @@ class S3BulkStack(cdk.Stack):
             self.lister_fn.add_to_role_policy(
                 iam.PolicyStatement(actions=["s3:DeleteObject"], resources=_object_arns(config.delete_buckets))
             )
+            # abort-uploads (allowed on delete buckets only): PlanListing and ListShard list the open uploads.
+            self.lister_fn.add_to_role_policy(
+                iam.PolicyStatement(actions=["s3:ListBucketMultipartUploads"], resources=_bucket_arns(config.delete_buckets))
+            )
 
         worker = self.worker_fn
         # ListBucket lets HEAD of a missing key answer 404 (not 403), which move confirmation relies on.
@@ -415,8 +419,12 @@ class S3BulkStack(cdk.Stack):
         if config.delete_buckets:
             worker.add_to_role_policy(
                 iam.PolicyStatement(
-                    # A version delete is permanent: only with -c allow_version_delete=true.
-                    actions=["s3:DeleteObject", *(["s3:DeleteObjectVersion"] if config.allow_version_delete else [])],
+                    # A version delete is permanent: only with -c allow_version_delete=true. AbortMultipartUpload: abort-uploads.
+                    actions=[
+                        "s3:DeleteObject",
+                        "s3:AbortMultipartUpload",
+                        *(["s3:DeleteObjectVersion"] if config.allow_version_delete else []),
+                    ],
                     resources=_object_arns(config.delete_buckets),
                 )
             )

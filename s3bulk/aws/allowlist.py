@@ -51,7 +51,8 @@ class AllowList:
         retry_manifest = manifest is not None and bool(self.reports) and manifest.bucket == self.reports and is_retry_manifest(manifest.key)
         if manifest is not None and manifest.bucket not in self.read and not retry_manifest:
             raise JobError(_denied("job.source.manifest.bucket", manifest.bucket, "read", self.read))
-        if job.operation in {"delete", "move"} and src not in self.delete:
+        # abort-uploads deletes no object, but the parts it drops are gone for good: a delete bucket's, as a delete's.
+        if job.operation in {"delete", "move", "abort-uploads"} and src not in self.delete:
             raise JobError(_denied("job.source.bucket", src, "delete", self.delete))
         if job.operation in WRITES_SOURCE - {"move", "delete"} and src not in self.write:
             raise JobError(_denied("job.source.bucket", src, "write", self.write))

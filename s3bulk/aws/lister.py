@@ -73,7 +73,7 @@ def plan_step(
     if src.manifest is not None:
         ranges = ManifestReader(store, src).plan_ranges(target, csv_shard_bytes)
     else:
-        ranges = [(sh.after, sh.upto) for sh in plan_ranges(lister(store, src), src.bucket, src.prefix, target)]
+        ranges = [(sh.after, sh.upto) for sh in plan_ranges(lister(store, src, job.operation), src.bucket, src.prefix, target)]
     return list(range(ledger.plan(job_id, ranges)))
 
 
@@ -147,7 +147,7 @@ def _list_shard(
             asked = time.monotonic()
             halted(ledger, job_id)
         page_no, last_key = state.page, state.last_key if state.page else (state.after or None)
-        page = list_shard_page(lister(store, src), src.bucket, src.prefix, Shard(state.after, state.upto), state.cursor)
+        page = list_shard_page(lister(store, src, job.operation), src.bucket, src.prefix, Shard(state.after, state.upto), state.cursor)
         objs, last = page.objects, page.done
         listed = [(o, selector.matches(o)) for o in objs]
         selected = [o for o, chosen in listed if chosen]

@@ -13,5 +13,6 @@ EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_STOPPED, EXIT_INTERRUPTED = 0, 1, 2, 3,
 EXIT_CANCELLED = 5  # a deployed job its owner cancelled (s3bulk cancel)
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell tool killed by it would report
 
-# What deletes objects: asked about on a terminal (local), held for s3bulk confirm when submitted (stack).
-DESTRUCTIVE = frozenset({"delete", "move"})
+# What deletes data: asked about on a terminal (local), held for s3bulk confirm when submitted (stack). abort-uploads
+# deletes no object, but what the uploads' parts hold is gone for good.
+DESTRUCTIVE = frozenset({"delete", "move", "abort-uploads"})

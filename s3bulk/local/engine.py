@@ -143,7 +143,11 @@ class Engine:
         src = self.job.source
         if src.manifest is None:
             listing = iter_objects_parallel(
-                lister(self.store, src), src.bucket, src.prefix, self.job.options.list_workers, start_after=self._start_after
+                lister(self.store, src, self.job.operation),
+                src.bucket,
+                src.prefix,
+                self.job.options.list_workers,
+                start_after=self._start_after,
             )
             return ((obj, obj.key, None) for obj in listing)
         rows = ManifestReader(self.store, src).rows(after=self._start_after)
@@ -242,8 +246,9 @@ class Engine:
         try:
             self.check_destination()
             after, scanned = self._start_after, 0
-            # A batch ends between keys, never inside one key's versions: the ledger resumes after a whole key.
-            group = None if self.job.source.versions == "current" else _item_key
+            # A batch ends between keys, never inside one key's versions (or uploads): the ledger resumes after a whole key.
+            whole_keys = self.job.source.versions != "current" or self.job.operation == "abort-uploads"
+            group = _item_key if whole_keys else None
             for batch in batched(self.items(), self.job.options.batch_size, group):
                 now = self.tally.snapshot().scanned
                 # The ledger's unit: the batch covers (after, last] of the listing, and the keys scanned to reach it.

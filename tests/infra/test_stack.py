@@ -200,6 +200,9 @@ def test_s3_object_actions_are_scoped_to_the_allow_list(template: Template) -> N
             if action.startswith("s3:"):
                 granted.setdefault(action, set()).update(buckets_of(st))
     assert granted["s3:DeleteObject"] == {"raw-logs"}
+    # abort-uploads: only on the delete buckets (what the parts hold is gone for good, as a delete's objects are).
+    assert granted["s3:ListBucketMultipartUploads"] == {"raw-logs"}
+    assert granted["s3:AbortMultipartUpload"] == {"raw-logs", "archive-bucket", "<reports>"}
     assert granted["s3:PutObject"] == {"archive-bucket", "<reports>"}
     assert granted["s3:GetObjectTagging"] == {"raw-logs", "archive-bucket"}
     assert granted["s3:ListBucket"] == {"raw-logs", "archive-bucket", "<reports>"}
