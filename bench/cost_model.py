@@ -897,6 +897,15 @@ objects cost 1,000 × $0.10 + 977 GB × $0.02 ≈ $119.53. These are list prices
 on the date in the file.
 """  # noqa: RUF001 - the doc writes prices with a multiplication sign
 
+UPLOADS = """
+### Incomplete multipart uploads
+An `abort-uploads` job makes one LIST per 1,000 uploads (ListMultipartUploads) and one AbortMultipartUpload per
+upload, a DELETE request: `s3_delete_per_1000`, $0.00. `s3bulk plan` adds one ListParts per upload (LIST, $0.005
+per 1,000) to read the parts' bytes, and prices what aborting saves a month at `s3_standard_gb_month` for STANDARD
+uploads: 10,000 forgotten uploads of 64 MiB hold 625 GiB, $14.38 a month, found for $0.05 of ListParts
+(docs/uploads.md).
+"""
+
 
 def render(cpu_ms: float, source: str) -> str:
     threads = worker_threads_for(cpu_ms, WORKER_MB)
@@ -975,6 +984,7 @@ def render(cpu_ms: float, source: str) -> str:
         "Objects above the multipart threshold add HEAD, GetObjectTagging, Create/Complete and one UploadPartCopy per part.",
     ]
     lines += RESTORES.splitlines()
+    lines += UPLOADS.splitlines()
     lines += render_at_scale(cpu_ms)
     lines += finalize_at_scale()
     return "\n".join(lines) + "\n"
