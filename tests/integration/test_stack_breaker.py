@@ -1,5 +1,6 @@
-"""The failure breaker on the stack: a destination that refuses every write stops the job after `after` objects,
-resumably, with a report that names the error; the resume, after the fix, works the batches it held."""
+"""The failure breaker on the stack, at 20,000 objects with its default rule (more than half of at least 1,000 failed):
+a destination that refuses every write stops the job after at most 2,000 objects were tried, resumably, with a report
+that names the error; the resume, after the fix, works the batches it held, and retry redoes exactly what failed."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
+from moto.core.models import DEFAULT_ACCOUNT_ID
+from moto.s3.models import s3_backends
 
 from s3bulk import cli
 from s3bulk.aws import remote
@@ -23,7 +25,8 @@ from tests.integration.stack_harness import StackOnMoto, cli_flags, synthesize
 
 SRC, DST = "src-bucket", "dst-bucket"
 CONTEXT: dict[str, object] = {"read_buckets": f"{SRC},{DST}", "write_buckets": DST}
-N = 600
+N = 20_000
+MOST_TRIED = 2_000  # the rule's 1,000, and what the workers had in hand when it tripped
 
 
 @pytest.fixture(scope="module")
@@ -46,26 +49,32 @@ def refusing(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
     yield up
 
 
+def copied(stack: StackOnMoto) -> int:
+    pages = stack.s3.get_paginator("list_objects_v2").paginate(Bucket=DST)
+    return sum(page.get("KeyCount", 0) for page in pages)
+
+
 def test_a_destination_refusing_every_write_trips_the_breaker_the_resume_after_the_fix_works_what_it_held_and_retry_redoes_the_failed(
     template: dict[str, Any], refusing: list[bool], capsys: pytest.CaptureFixture[str]
 ) -> None:
     env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_OUTAGE_STOP_S": "2", "S3BULK_CONCURRENCY": "4"}
     with StackOnMoto(template, buckets=(SRC, DST), env=env) as stack:
-        s3 = boto3.client("s3", region_name=REGION)
+        backend = s3_backends[DEFAULT_ACCOUNT_ID]["aws"]  # setup, not under test: straight into moto's S3
         for i in range(N):
-            s3.put_object(Bucket=SRC, Key=f"in/{i % 4}/obj-{i:04d}", Body=f"body {i}".encode())
+            backend.put_object(SRC, f"in/{i % 4}/obj-{i:05d}", f"body {i}".encode())
         job = {
             "job_id": "refused",
             "operation": "copy",
             "source": {"bucket": SRC, "prefix": "in/"},
             "destination": {"bucket": DST, "prefix": "out/"},
-            "options": {"batch_size": 25, "failure_breaker": {"after": 100, "rate": 0.5}},
+            "options": {"batch_size": 250},  # the default failure_breaker: {"after": 1000, "rate": 0.5}
         }
-        ex = stack.run(job, timeout=120)
+        ex = stack.run(job, timeout=300)
         assert (ex.status, ex.description.get("error")) == ("FAILED", "FailureBreaker"), (ex.description, stack.describe())
         r = json.loads(stack.s3.get_object(Bucket=stack.bucket_of("Reports"), Key="jobs/refused/report.json")["Body"].read())
         assert (r["status"], r["stop_reason"], r["succeeded"]) == ("stopped", "failure_breaker", 0)
-        assert r["failures_by_code"] == {"AccessDenied": r["failed"]} and 100 <= r["failed"] < N  # not every object tried
+        assert r["failures_by_code"] == {"AccessDenied": r["failed"]} and 1_000 <= r["failed"] <= MOST_TRIED  # not every object tried
+        print(f"the breaker tripped after {r['failed']:,} of {N:,} objects were tried")
         assert r["error"].startswith("failure breaker:") and "AccessDenied" in r["error"] and "s3bulk resume refused" in r["error"]
         assert "Contents" not in stack.s3.list_objects_v2(Bucket=DST)
         ledger = DynamoLedger(stack.ddb, stack.bucket_of("Ledger"))
@@ -73,14 +82,13 @@ def test_a_destination_refusing_every_write_trips_the_breaker_the_resume_after_t
 
         refusing[0] = False  # the policy fixed: the held batches are worked, the objects that failed stay reported
         deployment = Deployment(stack.state_machine_arn, ledger.table, stack.bucket_of("Reports"))
-        again = stack.follow(remote.resume(deployment, "refused", ClientSettings(region=REGION)), timeout=120)
+        again = stack.follow(remote.resume(deployment, "refused", ClientSettings(region=REGION)), timeout=600)
         assert again.description.get("error") == "TooManyFailures", (again.description, stack.describe())
         final = json.loads(stack.s3.get_object(Bucket=stack.bucket_of("Reports"), Key="jobs/refused/report.json")["Body"].read())
         # Batches workers had in hand when the breaker tripped finished (failed) after the first report was written.
         assert final["listed"] == N and final["failed"] >= r["failed"] and final["succeeded"] == N - final["failed"] > 0
         assert final["failures_by_code"] == {"AccessDenied": final["failed"]}
-        copied = stack.s3.list_objects_v2(Bucket=DST, MaxKeys=1000).get("KeyCount", 0)
-        assert copied == final["succeeded"]
+        assert copied(stack) == final["succeeded"]
         assert parse_job(json.dumps(job)).options.failure_breaker  # the rule the job ran with
 
         # s3bulk retry: a new job over exactly the objects that failed, read from failures.jsonl as a manifest kept in
@@ -90,12 +98,12 @@ def test_a_destination_refusing_every_write_trips_the_breaker_the_resume_after_t
         assert cli.main(["retry", "refused", *flags]) == 0
         said = capsys.readouterr().out
         assert f"retrying {final['failed']:,} failed object(s) of refused as job refused-retry-1" in said
-        retried = stack.follow(said.split("execution ")[1].split()[0], timeout=120)
+        retried = stack.follow(said.split("execution ")[1].split()[0], timeout=300)
         assert retried.status == "SUCCEEDED", (retried.description, stack.describe())
         again_r = json.loads(stack.s3.get_object(Bucket=stack.bucket_of("Reports"), Key="jobs/refused-retry-1/report.json")["Body"].read())
         assert (again_r["listed"], again_r["succeeded"], again_r["failed"]) == (final["failed"], final["failed"], 0)
         assert sum(1 for r in stack.fast_requests if r.startswith("CopyObject ")) - copies_before == final["failed"]
-        assert stack.s3.list_objects_v2(Bucket=DST, MaxKeys=1000).get("KeyCount", 0) == N  # every object, once each
+        assert copied(stack) == N  # every object, once each
         spec = ledger.spec("refused-retry-1")
         assert spec.source.manifest is not None and spec.source.manifest.bucket == deployment.report_bucket
         assert cli.main(["retry", "refused-retry-1", *flags]) == 2  # nothing failed: nothing to retry, said in one line
