@@ -41,6 +41,7 @@ Operation = Literal[
     "add-checksum",
     "set-encryption",
     "abort-uploads",
+    "rewind",
 ]
 ChecksumAlgorithm = Literal["CRC64NVME", "CRC32", "CRC32C", "SHA1", "SHA256"]
 # Operations that act on the source objects themselves: they take no destination.
@@ -56,6 +57,7 @@ IN_PLACE = frozenset(
         "add-checksum",
         "set-encryption",
         "abort-uploads",
+        "rewind",
     }
 )
 # Operations that write to (or delete from) the source bucket's objects (abort-uploads touches uploads, no object).
@@ -71,6 +73,7 @@ WRITES_SOURCE = frozenset(
         "set-acl",
         "add-checksum",
         "set-encryption",
+        "rewind",
     }
 )
 CannedAcl = Literal[
@@ -226,6 +229,12 @@ class _Endpoint(_Strict):
         return self
 
 
+class AsOf(_Strict):
+    """`"versions": {"as_of": TIME}`: the point in time written as a choice of versions (the same as source.as_of)."""
+
+    as_of: datetime
+
+
 class Source(_Endpoint):
     """Which objects a job selects; globs match the key relative to `prefix`."""
 
@@ -266,7 +275,16 @@ class Source(_Endpoint):
         pattern=_ACCOUNT,
         description="12-digit account that must own the source bucket; every request carries it (ExpectedBucketOwner / ExpectedSourceBucketOwner).",
     )
-    versions: Literal["current", "all", "noncurrent", "delete-markers"] = Field(
+    as_of: datetime | None = Field(
+        None,
+        description=(
+            "A point in time (ISO 8601 with a timezone), read from ListObjectVersions: each key as it was then, its newest "
+            "version at or before it. copy: copies that version of each key that existed then (not one deleted or not yet "
+            "written). rewind (which needs it): makes every key under the prefix what it was then, in place. Also written "
+            'as "versions": {"as_of": ...}.'
+        ),
+    )
+    versions: Literal["current", "all", "noncurrent", "delete-markers"] | AsOf = Field(
         "current",
         description=(
             "current: the objects a listing shows. all and noncurrent list every version with ListObjectVersions (delete "
@@ -281,11 +299,31 @@ class Source(_Endpoint):
     _bucket = field_validator("bucket")(classmethod(lambda cls, v: _check_bucket(v)))
     _prefix = field_validator("prefix")(classmethod(lambda cls, v: _check_prefix(v)))
 
-    @field_validator("modified_after", "modified_before")
+    @field_validator("modified_after", "modified_before", "as_of")
     @classmethod
     def _aware(cls, value: datetime | None) -> datetime | None:
         if value is not None and value.tzinfo is None:
             raise ValueError("timestamp has no timezone; write it like 2024-01-01T00:00:00Z")
+        return value
+
+    @model_validator(mode="after")
+    def _as_of_in_versions(self) -> Source:
+        """`"versions": {"as_of": T}` is `"as_of": T` with the current versions listed as the rest of the job sees them."""
+        if isinstance(self.versions, AsOf):
+            if self.as_of is not None:
+                raise _FieldProblem("as_of", "as_of is given twice (here and in versions); keep one")
+            if self.versions.as_of.tzinfo is None:
+                raise _FieldProblem("versions.as_of", "timestamp has no timezone; write it like 2026-11-20T00:00:00Z")
+            object.__setattr__(self, "as_of", self.versions.as_of)  # frozen: set once, while the model is built
+            object.__setattr__(self, "versions", "current")
+        return self
+
+    @field_validator("as_of")
+    @classmethod
+    def _past(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
+        now = _now_of(info)
+        if value is not None and now is not None and value > now:
+            raise ValueError("as_of is in the future, where every key is as it is now; give a past time")
         return value
 
     @field_validator("tags")
@@ -678,7 +716,10 @@ VERSIONED_OPS = {
     "delete-markers": frozenset({"delete"}),
 }
 # The operations that act on the version a manifest row (or a listing) names; the others act on current objects only.
-ACTS_ON_VERSIONS = frozenset({"delete", "copy", "tag", "set-retention", "set-legal-hold", "set-acl", "restore"})
+ACTS_ON_VERSIONS = frozenset({"delete", "copy", "tag", "set-retention", "set-legal-hold", "set-acl", "restore", "rewind"})
+
+# The operations source.as_of works with: copy takes each key as it was then, rewind makes it so in place.
+AS_OF_OPS = frozenset({"copy", "rewind"})
 
 # Each operation-specific field, and the operation it belongs to.
 OPERATION_FIELDS = (
@@ -716,7 +757,8 @@ class Job(_Strict):
             "set-retention (retention: Object Lock mode and date), set-legal-hold (legal_hold), set-acl (acl: a canned ACL), "
             "add-checksum (checksum_algorithm: an in-place copy that has S3 compute and keep an additional checksum), "
             "set-encryption (encryption: S3's UpdateObjectEncryption where it applies, else an in-place copy keeping everything), "
-            "abort-uploads (abort the incomplete multipart uploads under source.prefix initiated before source.modified_before)."
+            "abort-uploads (abort the incomplete multipart uploads under source.prefix initiated before source.modified_before), "
+            "rewind (source.as_of: every key under the prefix made what it was then, in place, keeping every version)."
         )
     )
     source: Source
@@ -753,6 +795,7 @@ class Job(_Strict):
             )
         self._versions_fit()
         self._uploads_fit()
+        self._as_of_fits()
         self._filters_fit()
         if self.options.allow_empty_source and not self.options.delete_extraneous:
             raise _FieldProblem("options.allow_empty_source", "allow_empty_source only matters with delete_extraneous (a sync); remove it")
@@ -838,6 +881,31 @@ class Job(_Strict):
         if self.options.canary is not None:
             raise _FieldProblem("options.canary", "a canary samples objects, and abort-uploads acts on uploads; remove it")
 
+    def _as_of_fits(self) -> None:
+        """source.as_of reads each key's history with ListObjectVersions: copy takes each key as it was, rewind makes it
+        so in place. The max_delete count and the canary's sample do not know a rewind's deletes yet: refused, not ignored."""
+        src, op = self.source, self.operation
+        if src.as_of is None:
+            if op == "rewind":
+                raise _FieldProblem("source.as_of", 'rewind needs the time to go back to; add "as_of": "2026-11-20T00:00:00Z"')
+            return
+        if op not in AS_OF_OPS:
+            raise _FieldProblem("source.as_of", f"as_of works with copy and rewind, not {op!r}; remove it")
+        if src.versions != "current":
+            raise _FieldProblem("source.versions", f'as_of picks each key\'s version itself; drop versions "{src.versions}"')
+        if src.manifest is not None:
+            raise _FieldProblem(
+                "source.manifest", "as_of reads each key's history from ListObjectVersions, not a manifest; drop one of them"
+            )
+        if self.options.delete_extraneous:
+            raise _FieldProblem("options.delete_extraneous", "a sync compares the current objects; drop as_of or delete_extraneous")
+        if op == "rewind" and self.options.max_delete is not None:
+            raise _FieldProblem(
+                "options.max_delete", "rewind's delete markers are not counted first yet; check them with s3bulk plan and drop max_delete"
+            )
+        if op == "rewind" and self.options.canary is not None:
+            raise _FieldProblem("options.canary", "a canary does not sample a rewind yet; run s3bulk plan first and drop canary")
+
     def _filters_fit(self) -> None:
         """source.tags and source.content_type judge each object the job would act on, so there must be one to judge."""
         src = self.source
@@ -856,7 +924,7 @@ class Job(_Strict):
     def _versions_fit(self) -> None:
         """source.versions other than "current" works with the operations VERSIONED_OPS names, and only on a listing."""
         versions, op = self.source.versions, self.operation
-        if versions == "current":
+        if versions == "current" or isinstance(versions, AsOf):  # an AsOf is source.as_of once the source is built
             return
         if op not in VERSIONED_OPS[versions]:
             ops = ", ".join(sorted(VERSIONED_OPS[versions]))

@@ -9,7 +9,8 @@ import queue
 import threading
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Protocol, TypeVar, cast
 
 from s3bulk.job import Source
@@ -93,10 +94,64 @@ class UploadsView(VersionsView):
         return self.store.list_uploads_page(bucket, prefix, token, key_marker, delimiter, max_keys)
 
 
+class AsOfView(VersionsView):
+    """Each key as it was at `as_of` (source.as_of), from ListObjectVersions' whole-key pages: its newest entry at or
+    before that instant.
+
+    For a copy, a key that was a delete marker then, or did not exist yet, is left out, and the version it had then is
+    listed (its version id set, so the copy reads that version). For a rewind (`every_key`) every key is listed, with the
+    version current now (`replaces`, "" for a delete marker): the version it had then, or an entry with no version id
+    when it had none (a delete marker makes it so); a key already as it was (that version current, or one with its
+    ETag and size: a copy an earlier rewind made) is listed too, and the worker skips it.
+    """
+
+    def __init__(self, store: ObjectStore, as_of: datetime, *, every_key: bool) -> None:
+        super().__init__(store)
+        self.as_of = as_of
+        self.every_key = every_key
+
+    def list_page(
+        self,
+        bucket: str,
+        prefix: str,
+        token: str | None = None,
+        start_after: str | None = None,
+        delimiter: str | None = None,
+        max_keys: int | None = None,
+    ) -> ListPage:
+        page = super().list_page(bucket, prefix, token, start_after, delimiter, max_keys)
+        if max_keys is not None:
+            return page  # a probe wants keys, not versions
+        out: list[ObjectInfo] = []
+        keys: dict[str, list[ObjectInfo]] = {}  # a page holds whole keys, each key's entries newest first as S3 lists them
+        for o in page.objects:
+            keys.setdefault(o.key, []).append(o)
+        for entries in keys.values():
+            # The listing's order, not LastModified, says which is newer: a version and the marker that hid it may share a second.
+            now = entries[0]
+            then = next((e for e in entries if e.last_modified is not None and e.last_modified <= self.as_of), None)
+            existed = then is not None and not then.delete_marker
+            if not self.every_key:
+                if then is not None and existed:
+                    out.append(then)
+                continue
+            current = "" if now.delete_marker else now.version_id
+            if then is not None and existed:
+                # A key an earlier rewind restored holds a copy of that version: the same content (ETag and size) is as it was.
+                same = not now.delete_marker and (now.etag, now.size) == (then.etag, then.size)
+                out.append(replace(then, replaces=then.version_id if same else current))
+            else:
+                out.append(ObjectInfo(now.key, 0, "", then.last_modified if then else None, replaces=current))
+        return ListPage(out, page.next_token, page.prefixes)
+
+
 def lister(store: ObjectStore, source: Source, operation: str = "") -> Lister:
-    """The listing a job asks for: its open uploads (abort-uploads), else what its source.versions names."""
+    """The listing a job asks for: its open uploads (abort-uploads), each key as it was (source.as_of), else what its
+    source.versions names."""
     if operation == "abort-uploads":
         return UploadsView(store)
+    if source.as_of is not None:
+        return AsOfView(store, source.as_of, every_key=operation == "rewind")
     return store if source.versions == "current" else VersionsView(store)
 
 

@@ -16,7 +16,7 @@ class Selector:
 
     def __init__(self, source: Source, operation: str = "") -> None:
         self.prefix = source.prefix
-        self._versions = source.versions if source.versions != "current" else None
+        self._versions = source.versions if isinstance(source.versions, str) and source.versions != "current" else None
         self._operation = operation
         self._include = tuple(source.include)
         self._exclude = tuple(source.exclude)

@@ -37,6 +37,9 @@ class ObjectInfo:
     latest: bool = True  # ListObjectVersions' IsLatest
     delete_marker: bool = False  # a delete marker: a version with no content
     upload_id: str = ""  # an open multipart upload (ListMultipartUploads; abort-uploads): last_modified is its Initiated
+    # rewind: the version current when the key was listed ("" when a delete marker was, or nothing); None otherwise.
+    # The entry itself is the version to make current again, or (version_id "") no version: the key was absent then.
+    replaces: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

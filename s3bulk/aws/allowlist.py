@@ -52,7 +52,7 @@ class AllowList:
         if manifest is not None and manifest.bucket not in self.read and not retry_manifest:
             raise JobError(_denied("job.source.manifest.bucket", manifest.bucket, "read", self.read))
         # abort-uploads deletes no object, but the parts it drops are gone for good: a delete bucket's, as a delete's.
-        if job.operation in {"delete", "move", "abort-uploads"} and src not in self.delete:
+        if job.operation in {"delete", "move", "abort-uploads", "rewind"} and src not in self.delete:  # rewind: delete markers
             raise JobError(_denied("job.source.bucket", src, "delete", self.delete))
         if job.operation in WRITES_SOURCE - {"move", "delete"} and src not in self.write:
             raise JobError(_denied("job.source.bucket", src, "write", self.write))

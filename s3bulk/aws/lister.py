@@ -20,10 +20,11 @@ from s3bulk.keys import JsonlKeyLog, KeyRecord
 from s3bulk.listing import Shard, iter_objects, list_shard_page, lister, plan_ranges
 from s3bulk.manifest import MIN_CSV_SHARD_BYTES, ManifestReader, Row
 from s3bulk.ops.extraneous import Extraneous, empty_source_message, first_selected
+from s3bulk.ops.rewind import check_history
 from s3bulk.ops.versions import check_versioned
 from s3bulk.report import Tally
 from s3bulk.selection import KeyMapper, Selector, key_mapper
-from s3bulk.store import UNKNOWN_SIZE, ObjectInfo, ObjectStore
+from s3bulk.store import UNKNOWN_SIZE, ObjectInfo, ObjectStore, StoreError
 from s3bulk.sync import decide, join
 
 # The lister starts no new page with less than this left; a page is one LIST plus
@@ -65,6 +66,11 @@ def plan_step(
     src = job.source
     if job.operation == "copy" and src.versions == "all" and job.destination is not None:
         check_versioned(dst_store, job.destination.bucket)  # before any version is copied
+    if src.as_of is not None:
+        try:
+            check_history(store, src.bucket)  # a point in time needs the bucket's history, and a rewind its delete markers kept
+        except StoreError as exc:
+            raise JobError(f"job.source.as_of: {exc.message}") from None
     if job.options.delete_extraneous and not job.options.allow_empty_source and first_selected(job, store) is None:
         # The listers delete extraneous objects page by page: a source that selects nothing (a typo in its prefix)
         # would have them delete the whole destination prefix. The job fails here, before any lister runs.

@@ -9,7 +9,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from s3bulk.store import ObjectInfo
 
-Entry = tuple[str, int, str] | tuple[str, int, str, str] | tuple[str, int, str, str, str] | tuple[str, int, str, str, str, str]
+Entry = (
+    tuple[str, int, str]
+    | tuple[str, int, str, str]
+    | tuple[str, int, str, str, str]
+    | tuple[str, int, str, str, str, str]
+    | tuple[str, int, str, str, str, str, str]
+)
 
 # SQS accepts 256 KiB per message; leave room for attributes and envelope.
 MAX_MESSAGE_BYTES = 200_000
@@ -28,7 +34,8 @@ class BatchMessage(BaseModel):
     job_id: str
     batch_id: str
     # key, size, ETag (and the storage class unless STANDARD, and the version id when the job acts on versions, and
-    # the upload id of an abort-uploads job's upload): the listing's facts, so the worker needs no HEAD
+    # the upload id of an abort-uploads job's upload, and a rewind's version current when listed): the listing's facts,
+    # so the worker needs no HEAD
     items: list[Entry]
     # skip-unchanged pairs only checksums can decide (multipart ETags): item index, and the answer if they cannot
     check: list[tuple[int, bool]] = Field(default_factory=list)
@@ -46,7 +53,8 @@ class BatchMessage(BaseModel):
                 i[2],
                 storage_class=(i[3] or None) if len(i) >= 4 else None,
                 version_id=i[4] if len(i) >= 5 else "",
-                upload_id=i[5] if len(i) == 6 else "",
+                upload_id=i[5] if len(i) >= 6 else "",
+                replaces=i[6] if len(i) == 7 else None,
             )
             for i in self.items
         ]
@@ -87,6 +95,8 @@ class BatchMessage(BaseModel):
 
 def _item(obj: ObjectInfo) -> Entry:
     storage_class = obj.storage_class if obj.storage_class and obj.storage_class != "STANDARD" else ""
+    if obj.replaces is not None:  # a rewind's entry: the version to make current, and the one current when listed
+        return (obj.key, obj.size, obj.etag, storage_class, obj.version_id, obj.upload_id, obj.replaces)
     if obj.upload_id:
         return (obj.key, obj.size, obj.etag, storage_class, obj.version_id, obj.upload_id)
     if obj.version_id:

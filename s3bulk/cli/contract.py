@@ -15,4 +15,4 @@ EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell tool killed by it would repo
 
 # What deletes data: asked about on a terminal (local), held for s3bulk confirm when submitted (stack). abort-uploads
 # deletes no object, but what the uploads' parts hold is gone for good.
-DESTRUCTIVE = frozenset({"delete", "move", "abort-uploads"})
+DESTRUCTIVE = frozenset({"delete", "move", "abort-uploads", "rewind"})

@@ -27,6 +27,7 @@ from s3bulk.ops.batch import DEFAULT_CONCURRENCY, BatchRunner, Item, delete_batc
 from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.ops.extraneous import Extraneous, empty_source_message
 from s3bulk.ops.process import ProcessCode, make_processor
+from s3bulk.ops.rewind import check_history
 from s3bulk.ops.versions import check_versioned
 from s3bulk.outage import EndpointUnreachable
 from s3bulk.report import BatchTally, Counted, Report, Tally, job_status
@@ -231,7 +232,13 @@ class Engine:
         return Item(j.obj, j.dst_key, d.skip, recheck=d.recheck)
 
     def check_destination(self) -> None:
-        """One cheap listing of the destination first, so a typo fails once, not once per object."""
+        """One cheap listing of the destination first, so a typo fails once, not once per object (and a point in time
+        needs a source that keeps its history)."""
+        if self.job.source.as_of is not None:
+            try:
+                check_history(self.store, self.job.source.bucket)
+            except StoreError as exc:
+                raise JobAbort(f"source.as_of: {error_message(exc)}") from exc
         dst = self.job.destination
         if dst is None:
             return

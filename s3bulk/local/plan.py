@@ -94,7 +94,7 @@ def load_prices(path: str | Path | None = None) -> dict[str, Any]:
 
 # In-place operations that are one PUT-class call per object, and the reads their undo journal adds (ops/batch.py).
 IN_PLACE_CALL = {"set-retention": "PutObjectRetention", "set-legal-hold": "PutObjectLegalHold", "set-acl": "PutObjectAcl"}
-IN_PLACE_COPIES = frozenset({"set-storage-class", "add-checksum", "set-encryption"})
+IN_PLACE_COPIES = frozenset({"set-storage-class", "add-checksum", "set-encryption", "rewind"})
 JOURNAL_READS = {"set-retention": ("HeadObject", 1), "set-legal-hold": ("GetObjectLegalHold", 1), "set-acl": ("GetObjectAcl", 2)}
 
 
@@ -117,6 +117,23 @@ def count_object(job: Job, plan: Plan, obj: ObjectInfo) -> None:
         merges = job.tagging is not None and job.tagging.mode in {"merge", "remove"}
         plan.count("GetObjectTagging", journal=not merges)  # a replace reads the tags only for the journal
         plan.count("PutObjectTagging")  # a merge or remove that changes nothing skips it
+        return
+    if op == "rewind":
+        if obj.replaces is not None and obj.version_id == obj.replaces:
+            return  # already as it was: nothing to do
+        if not obj.version_id:
+            plan.count("DeleteObject")  # absent then: a delete marker
+            return
+        plan.count("HeadObject")  # the version's own class, encryption and Object Lock, named again on its copy
+        if plan.acls_enabled:
+            plan.count("GetObjectAcl")
+        if size <= job.options.multipart_threshold:
+            plan.count("CopyObject")
+            return
+        plan.count("GetObjectTagging")
+        plan.count("CreateMultipartUpload")
+        plan.count("UploadPartCopy", len(part_ranges(size, job.options.part_size)))
+        plan.count("CompleteMultipartUpload")
         return
     if op == "set-encryption" and plan.rekeys_in_place:
         # One HEAD reads the encryption (an object already as asked costs nothing more), then S3 re-keys it in place. An
@@ -239,6 +256,10 @@ GET_CLASS = frozenset(
         "GetBucketOwnershipControls",
     }
 )
+
+
+# DELETE and CANCEL requests, priced apart (S3 lists them free); an AbortMultipartUpload is a DELETE.
+DELETE_CLASS = frozenset({"DeleteObjects", "DeleteObject", "AbortMultipartUpload"})
 
 
 def s3_cost(requests: dict[str, int], prices: dict[str, Any]) -> float:

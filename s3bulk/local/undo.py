@@ -27,9 +27,11 @@ from s3bulk.ops.batch import part_pool
 from s3bulk.ops.copies import CopySettings, copy_in_place
 from s3bulk.ops.encryption import already, encryption_doc, encryption_from_doc, set_encryption
 from s3bulk.ops.lock import retention_doc
+from s3bulk.ops.rewind import WHAT as REWOUND
+from s3bulk.ops.rewind import current_state, restore_state
 from s3bulk.store import ObjectStore
 
-UNDOABLE = ("tags", "storage_class", "legal_hold", "retention", "acl", "encryption")
+UNDOABLE = ("tags", "storage_class", "legal_hold", "retention", "acl", "encryption", REWOUND)
 SHOWN = 20  # skipped and failed keys listed by name; the rest are counted
 _COPY = Options()  # a class change is undone with the job defaults' multipart threshold and part size
 # The fields every key-log line has (s3bulk/keys.py KeyRecord): a file with no line holding them is not a key log.
@@ -100,6 +102,8 @@ def current(store: ObjectStore, bucket: str, key: str, what: str, version: str =
         return acl_doc(store.get_acl(bucket, key, version_id=version))
     if what == "encryption":
         return encryption_doc(store.head_object(bucket, key).encryption)
+    if what == REWOUND:
+        return current_state(store, bucket, key)
     return store.head_object(bucket, key).storage_class or "STANDARD"
 
 
@@ -116,6 +120,9 @@ def restore(
         # Back to an earlier date, or to none: S3 allows it for GOVERNANCE with the bypass, never for COMPLIANCE (that key fails).
         mode, until = (before["mode"], datetime.fromisoformat(before["until"])) if before else ("", None)
         store.put_retention(bucket, key, mode, until, bypass_governance=True, version_id=version)
+    elif what == REWOUND:  # the version current before the rewind, made current again (or a delete marker again)
+        settings = CopySettings(_COPY.multipart_threshold, _COPY.part_size)
+        restore_state(store, parts, bucket, key, str(before or ""), settings, keep_acl=(acls or AclsEnabled(store))(bucket))
     elif what == "encryption":  # S3's UpdateObjectEncryption where it can (back to another KMS key), else an in-place copy
         head = store.head_object(bucket, key)
         keep = (acls or AclsEnabled(store))(bucket)

@@ -35,6 +35,8 @@ from s3bulk.ops.move import confirm_copy, destination_already_moved
 from s3bulk.ops.process import Processor, failure
 from s3bulk.ops.relay import relay_object
 from s3bulk.ops.restore import restore_object
+from s3bulk.ops.rewind import WHAT as REWOUND
+from s3bulk.ops.rewind import rewind_key
 from s3bulk.ops.tagging import tag_object
 from s3bulk.ops.verify import verify_object
 from s3bulk.ops.versions import copy_history
@@ -677,6 +679,10 @@ class BatchRunner:
             algorithm = job.checksum_algorithm or "CRC64NVME"
             etag = add_checksum(self.store, self.parts, bucket, obj, algorithm, self._in_place, keep_acl=self._acls(bucket))
             return Done(etag is not None, etag or "", obj=found)
+        if job.operation == "rewind":
+            r = rewind_key(self.store, self.parts, bucket, item.obj, self._in_place, keep_acl=self._acls(bucket))
+            before = item.obj.replaces or ""
+            return Done(r.changed, r.etag, undo=_undo(bucket, REWOUND, before, r.after) if r.changed else None)
         if job.operation == "set-encryption":
             assert job.encryption is not None
             target = target_of(job.encryption)

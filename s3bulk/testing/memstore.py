@@ -127,6 +127,8 @@ class MemoryStore:
         # bucket -> its default encryption, which a copy or an upload that names none gets (as S3 does)
         self.default_encryption: dict[str, Encryption] = {}
         self.aws = True  # False: a store like SeaweedFS's, where UpdateObjectEncryption is not S3's (never sent)
+        self.now: Callable[[], datetime] = lambda: datetime.now(UTC)  # the time a copy, upload or delete marker gets
+        self._marker_times: dict[tuple[str, str, str], datetime] = {}  # (bucket, key, version) -> a delete marker's
         # bucket -> its Object Ownership; every bucket has ACLs disabled unless set here, as new S3 buckets do
         self.ownership: dict[str, str] = {}
         self.opts = RequestOptions()
@@ -168,7 +170,7 @@ class MemoryStore:
             stored,
             len(body) if size is None else size,
             etag,
-            last_modified or datetime.now(UTC),
+            last_modified or self.now(),
             content_type,
             dict(metadata or {}),
             dict(tags or {}),
@@ -309,7 +311,8 @@ class MemoryStore:
                 newest = history[key][-1][0]
                 for version, o in newest_first:
                     if o is None:
-                        entries.append(ObjectInfo(key, 0, "", None, None, version, version == newest, True))
+                        made = self._marker_times.get((bucket, key, version))
+                        entries.append(ObjectInfo(key, 0, "", made, None, version, version == newest, True))
                     else:
                         entries.append(ObjectInfo(key, o.size, o.etag, o.last_modified, o.storage_class, version, version == newest))
             page, nxt = entries[:limit], None
@@ -419,7 +422,7 @@ class MemoryStore:
                 copy.metadata, copy.content_type = dict(metadata.metadata), metadata.content_type or copy.content_type
             if checksum_algorithm:
                 copy.checksum = _checksum(checksum_algorithm, src.body if src.body is not None else etag.encode())
-            copy.last_modified = datetime.now(UTC)
+            copy.last_modified = self.now()
             self._set(dst_bucket, dst_key, copy)
             return etag
 
@@ -571,7 +574,7 @@ class MemoryStore:
                     bytes(body),
                     len(body),
                     _md5(body),
-                    datetime.now(UTC),
+                    self.now(),
                     head.content_type or "binary/octet-stream",
                     dict(head.metadata),
                     dict(tags),
@@ -694,7 +697,7 @@ class MemoryStore:
                     body,
                     sum(p[1] for p in parts),
                     etag,
-                    datetime.now(UTC),
+                    self.now(),
                     head.content_type or "binary/octet-stream",
                     dict(head.metadata),
                     upload.tags,
@@ -832,7 +835,9 @@ class MemoryStore:
             return
         if not version_id:
             objects.pop(key, None)
-            history.setdefault(key, []).append((f"v{next(self._ids):08d}", None))
+            marker = f"v{next(self._ids):08d}"
+            history.setdefault(key, []).append((marker, None))
+            self._marker_times[(bucket, key, marker)] = self.now()
             return
         versions = [(v, o) for v, o in history.get(key, []) if v != version_id]
         if versions:

@@ -9,6 +9,11 @@ operation's documentation states them. `calls` counts the requests, so a test ca
 CopyObject with Object Lock headers: moto applies its PutObject rule (a Content-MD5 or SDK checksum is required) to a
 copy too; S3 takes them on a copy without one (boto3's managed copy and Batch Operations' copy send none). A copy
 that names a retention or legal hold is let through that check here.
+
+ListObjectVersions: S3 lists a key's versions and delete markers interleaved, newest first, in one sequence (its
+`Version` and `DeleteMarker` elements mixed); moto writes all versions, then all markers, so a key's marker and the
+version it hid cannot be ordered when they share a second of LastModified. The response is put in S3's order here,
+from the backend's own record of each key's versions in the order they were made.
 """
 
 from __future__ import annotations
@@ -79,7 +84,32 @@ def _with_update_object_encryption(real: Callable[..., Any]) -> Callable[..., An
     return put
 
 
+def _versions_in_s3s_order(real: Callable[..., Any]) -> Callable[..., Any]:
+    def list_object_versions(self: S3Response) -> Any:
+        status, headers, body = real(self)
+        text = body.decode() if isinstance(body, bytes) else str(body)
+        entries = list(re.finditer(r"<(Version|DeleteMarker)>.*?</\1>", text, flags=re.S))
+        if len(entries) < 2:
+            return status, headers, body
+        bucket = self.backend.get_bucket(self.bucket_name)
+
+        def made(m: re.Match[str]) -> tuple[str, int]:
+            key, version = _tag(m.group(0), "Key"), _tag(m.group(0), "VersionId")
+            order = [str(v.version_id) for v in bucket.keys.getlist(key, [])]
+            return key, -(order.index(version) if version in order else -1)  # key order, then newest first
+
+        ordered = "".join(m.group(0) for m in sorted(entries, key=made))
+        start, end = entries[0].start(), entries[-1].end()
+        text = text[:start] + ordered + text[end:]
+        return status, headers, text.encode() if isinstance(body, bytes) else text
+
+    return list_object_versions
+
+
 @contextmanager
 def s3_as_aws() -> Iterator[None]:
-    with mock.patch.object(S3Response, "_key_response_put", _with_update_object_encryption(S3Response._key_response_put)):
+    with (
+        mock.patch.object(S3Response, "_key_response_put", _with_update_object_encryption(S3Response._key_response_put)),
+        mock.patch.object(S3Response, "list_object_versions", _versions_in_s3s_order(S3Response.list_object_versions)),
+    ):
         yield

@@ -1,0 +1,153 @@
+"""A point in time: copy takes each key as it was at source.as_of, rewind makes every key under the prefix so in place
+(restoring a version, or a delete marker for a key that did not exist), no version is ever deleted, and `s3bulk undo`
+of the rewind's journal brings the later state back."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from s3bulk.job import JobError, parse_job
+from s3bulk.local.engine import Engine
+from s3bulk.local.plan import make_plan
+from s3bulk.local.undo import undo_log
+from s3bulk.testing.memstore import MemoryStore
+
+T0 = datetime(2026, 11, 1, tzinfo=UTC)
+AS_OF = T0 + timedelta(days=10)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.at = T0
+
+    def __call__(self) -> datetime:
+        return self.at
+
+
+def history() -> tuple[MemoryStore, Clock, dict[str, bytes | None]]:
+    """A versioned prefix with a life before and after AS_OF; returns what each key was at AS_OF (None: absent)."""
+    clock = Clock()
+    s = MemoryStore(page_size=4)
+    s.now = clock
+    s.create_bucket("vers-b")
+    s.enable_versioning("vers-b")
+    s.put_object("vers-b", "p/overwritten", b"old", last_modified=T0)
+    s.put_object("vers-b", "p/deleted-later", b"kept then", last_modified=T0)
+    s.put_object("vers-b", "p/untouched", b"same", last_modified=T0)
+    s.put_object("vers-b", "p/gone-then", b"short-lived", last_modified=T0)
+    clock.at = T0 + timedelta(days=2)
+    s.delete_object("vers-b", "p/gone-then")  # a delete marker before AS_OF
+    s.put_object("vers-b", "p/back-after", b"first life", last_modified=T0 + timedelta(days=1))
+    clock.at = T0 + timedelta(days=3)
+    s.delete_object("vers-b", "p/back-after")
+    # After AS_OF: an overwrite, a delete, a new key, and a key that comes back.
+    s.put_object("vers-b", "p/overwritten", b"new", last_modified=AS_OF + timedelta(hours=1))
+    clock.at = AS_OF + timedelta(hours=2)
+    s.delete_object("vers-b", "p/deleted-later")
+    s.put_object("vers-b", "p/created-after", b"fresh", last_modified=AS_OF + timedelta(hours=3))
+    s.put_object("vers-b", "p/back-after", b"second life", last_modified=AS_OF + timedelta(hours=4))
+    clock.at = AS_OF + timedelta(days=1)
+    then = {
+        "p/overwritten": b"old",
+        "p/deleted-later": b"kept then",
+        "p/untouched": b"same",
+        "p/gone-then": None,
+        "p/back-after": None,
+        "p/created-after": None,
+    }
+    return s, clock, then
+
+
+def state(s: MemoryStore) -> dict[str, bytes | None]:
+    keys = {o.key for o in s.list_versions_page("vers-b", "p/", max_keys=1000).objects}
+    out: dict[str, bytes | None] = {}
+    for key in sorted(keys):
+        try:
+            out[key] = s.get_body("vers-b", key)
+        except Exception:  # noqa: BLE001 - a delete marker is current
+            out[key] = None
+    return out
+
+
+def rewind(s: MemoryStore, log: io.StringIO | None = None, **extra: Any) -> dict[str, Any]:
+    doc = {"operation": "rewind", "source": {"bucket": "vers-b", "prefix": "p/", "versions": {"as_of": AS_OF.isoformat()}}, **extra}
+    return Engine(parse_job(json.dumps(doc)), s, concurrency=3, key_log=log).run().summary()
+
+
+def test_a_rewind_leaves_every_key_as_it_was_at_the_instant_and_deletes_no_version() -> None:
+    s, _, then = history()
+    versions_before = {k: len(s.versions("vers-b", k)) for k in then}
+    summary = rewind(s)
+    assert (summary["succeeded"], summary["skipped"], summary["failed"]) == (4, 2, 0), summary
+    assert state(s) == then
+    # Restored versions and delete markers are new versions: nothing was deleted for good.
+    assert all(
+        len(s.versions("vers-b", k)) == versions_before[k] + 1
+        for k in ("p/overwritten", "p/deleted-later", "p/created-after", "p/back-after")
+    )
+    assert len(s.versions("vers-b", "p/untouched")) == versions_before["p/untouched"]
+    again = rewind(s)  # already as it was: a second rewind changes nothing
+    assert (again["succeeded"], again["skipped"]) == (0, 6) and state(s) == then
+
+
+def test_undo_of_a_rewind_brings_the_later_state_back_and_leaves_a_key_changed_since() -> None:
+    s, clock, _ = history()
+    later = state(s)
+    log = io.StringIO()
+    rewind(s, log)
+    clock.at += timedelta(hours=1)
+    s.put_object("vers-b", "p/overwritten", b"edited after the rewind")
+    result = undo_log(io.BytesIO(log.getvalue().encode()), s)
+    assert (result.restored, result.changed_since, result.failed) == (3, 1, 0)
+    assert state(s) == {**later, "p/overwritten": b"edited after the rewind"}
+
+
+def test_copy_as_of_copies_each_key_that_existed_then_as_it_was() -> None:
+    s, _, then = history()
+    s.create_bucket("dst-b")
+    doc = {
+        "operation": "copy",
+        "source": {"bucket": "vers-b", "prefix": "p/", "as_of": AS_OF.isoformat()},
+        "destination": {"bucket": "dst-b", "prefix": "t/"},
+    }
+    summary = Engine(parse_job(json.dumps(doc)), s, concurrency=3).run().summary()
+    assert (summary["succeeded"], summary["failed"]) == (3, 0)
+    copied = {o.key: s.get_body("dst-b", o.key) for o in s.list_page("dst-b", "t/").objects}
+    assert copied == {"t/" + k[2:]: v for k, v in then.items() if v is not None}
+
+
+def test_plan_counts_a_rewinds_copies_and_delete_markers_and_nothing_for_keys_already_as_they_were() -> None:
+    s, _, _ = history()
+    job = parse_job(json.dumps({"operation": "rewind", "source": {"bucket": "vers-b", "prefix": "p/", "as_of": AS_OF.isoformat()}}))
+    plan = make_plan(job, s)
+    assert plan.requests.get("CopyObject") == 2 and plan.requests.get("DeleteObject") == 2 and plan.requests.get("HeadObject") == 2
+    assert state(s)["p/overwritten"] == b"new"  # a plan changes nothing
+
+
+def test_a_bucket_without_versioning_is_refused_before_anything_is_touched() -> None:
+    s = MemoryStore()
+    s.create_bucket("plain-b")
+    s.put_object("plain-b", "p/a", b"x")
+    doc = {"operation": "rewind", "source": {"bucket": "plain-b", "prefix": "p/", "as_of": AS_OF.isoformat()}}
+    report = Engine(parse_job(json.dumps(doc)), s, concurrency=2).run()
+    assert report.summary()["succeeded"] == 0 and "versioning" in str(report.summary().get("error"))
+    assert s.get_body("plain-b", "p/a") == b"x"
+
+
+@pytest.mark.parametrize(
+    ("source", "field"),
+    [
+        ({"bucket": "vers-b", "prefix": "p/"}, "job.source.as_of"),
+        ({"bucket": "vers-b", "prefix": "p/", "as_of": "2026-11-01T00:00:00Z", "versions": "all"}, "job.source.versions"),
+        ({"bucket": "vers-b", "prefix": "p/", "versions": {"as_of": "yesterday"}}, "job.source.versions"),
+    ],
+)
+def test_a_rewind_without_a_usable_time_is_refused_naming_the_field(source: dict[str, Any], field: str) -> None:
+    with pytest.raises(JobError) as err:
+        parse_job(json.dumps({"operation": "rewind", "source": source}))
+    assert str(err.value).startswith(field) and "\n" not in str(err.value)
