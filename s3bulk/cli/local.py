@@ -19,7 +19,7 @@ from s3bulk.local import preflight
 from s3bulk.local.engine import JobAbort, resolve_concurrency
 from s3bulk.local.interrupt import Interrupt
 from s3bulk.local.ledger import LedgerError, LocalLedger, spec_hash, state_dir
-from s3bulk.local.plan import STACK_THREADS, STACK_WORKERS, cost, eta_seconds, load_prices, make_plan
+from s3bulk.local.plan import STACK_THREADS, STACK_WORKERS, cost, eta_seconds, load_prices, make_plan, storage_saved
 from s3bulk.local.preflight import UsageError, check_report_path, origin_of, profile_problem
 from s3bulk.local.progress import human_bytes
 from s3bulk.local.retry import retry_failed
@@ -67,7 +67,12 @@ def confirm_on_terminal(
     except StoreError as exc:
         raise UsageError(f"job.options.confirm: counting failed ({exc.code}: {exc.message}); nothing was changed") from None
     where = f"s3://{job.source.bucket}/{job.source.prefix}"
-    if job.operation in DESTRUCTIVE:
+    if job.operation == "abort-uploads" and job.source.modified_before is not None:
+        cutoff = job.source.modified_before.isoformat().replace("+00:00", "Z")
+        what = (
+            f"abort {plan.objects:,} incomplete multipart uploads ({human_bytes(plan.bytes)} of parts) begun before {cutoff} under {where}"
+        )
+    elif job.operation in DESTRUCTIVE:
         what = f"{job.operation} {plan.objects:,} objects ({human_bytes(plan.bytes)}) from {where}"
     elif job.options.delete_extraneous and job.destination is not None:
         dst = f"s3://{job.destination.bucket}/{job.destination.prefix}"
@@ -293,6 +298,8 @@ def plan(args: argparse.Namespace, console: Console) -> int:
         "by_size": {k: {"objects": v[0], "bytes": v[1]} for k, v in plan.by_size.items()},
         "requests": dict(sorted(plan.requests.items())),
         "undo_journal_requests": dict(sorted(plan.journal.items())),
+        "filter_requests": dict(sorted(plan.filter_requests.items())),
+        "objects_upper_bound": job.source.tags is not None or job.source.content_type is not None,
         "cost_usd": {k: round(v, 6) for k, v in dollars.items()},
         "prices": {"region": prices["region"], "as_of": prices["as_of"]},
         "eta_seconds": {
@@ -300,6 +307,14 @@ def plan(args: argparse.Namespace, console: Console) -> int:
             "stack": round(eta_seconds(plan, STACK_THREADS, STACK_WORKERS), 1),
         },
     }
+    if job.operation == "abort-uploads":
+        saved = storage_saved(plan, prices)
+        doc["uploads"] = {
+            "uploads": plan.objects,
+            "parts_bytes": plan.bytes,
+            "list_parts_requests": plan.requests.get("ListParts", 0),
+            **({"storage_saved_usd_month": round(saved, 6)} if saved is not None else {}),
+        }
     if args.json:
         print(json.dumps(doc, indent=1))
         return EXIT_OK
@@ -311,6 +326,18 @@ def plan(args: argparse.Namespace, console: Console) -> int:
             table.add_row(name, f"{row['objects']:,}", f"{row['bytes']:,}")
         console.print(table)
     console.print("requests: " + ", ".join(f"{k} {v:,}" for k, v in doc["requests"].items()), markup=False)
+    if "uploads" in doc:
+        up = doc["uploads"]
+        saving = (
+            f"; aborting them saves ${up['storage_saved_usd_month']:.4f} a month of S3 Standard storage"
+            if "storage_saved_usd_month" in up
+            else ""
+        )
+        console.print(
+            f"abort-uploads: {up['uploads']:,} incomplete uploads holding {human_bytes(up['parts_bytes'])} of parts; the plan read "
+            f"their sizes with one ListParts per upload ({up['list_parts_requests']:,}, priced above; the run makes none){saving}",
+            markup=False,
+        )
     if plan.journal:
         journal = ", ".join(f"{k} {v:,}" for k, v in doc["undo_journal_requests"].items())
         console.print(f"undo journal reads (always on the stack; here with --key-log): {journal}", markup=False)
@@ -327,6 +354,13 @@ def plan(args: argparse.Namespace, console: Console) -> int:
     )
     eta = doc["eta_seconds"]
     console.print(f"ETA: {eta['local']:,.0f} s here at {concurrency} threads; {eta['stack']:,.0f} s on the stack", markup=False)
+    if doc["objects_upper_bound"]:
+        reads = ", ".join(f"{k} {v:,}" for k, v in doc["filter_requests"].items()) or "none"
+        console.print(
+            f"source.tags / content_type: {plan.objects:,} objects is an upper bound, since only reading each tells which "
+            f"match; the filter's reads ({reads}) are in the requests and cost above, and the rest are counted as if all matched",
+            markup=False,
+        )
     if plan.skipped or plan.extraneous:
         console.print(f"skipped as existing/unchanged: {plan.skipped:,}; extraneous to delete: {plan.extraneous:,}", markup=False)
     if plan.invalid_rows:

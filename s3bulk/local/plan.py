@@ -21,9 +21,9 @@ from s3bulk.bodies.writer import THRESHOLD as WRITE_THRESHOLD
 from s3bulk.job import ARCHIVED, Job, Restore, relays
 from s3bulk.local.engine import Engine
 from s3bulk.ops.acl import AclsEnabled
-from s3bulk.ops.batch import NEEDS_HEAD
+from s3bulk.ops.batch import NEEDS_HEAD, heads_anyway, needs_nothing
 from s3bulk.ops.copies import part_ranges
-from s3bulk.store import UNKNOWN_SIZE, ListPage, ObjectInfo, ObjectStore, RequestOptions
+from s3bulk.store import UNKNOWN_SIZE, ListPage, ObjectInfo, ObjectStore, RequestOptions, StoreError
 
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
 SIZE_BUCKETS = [(0, "0 B"), (128 * KiB, "< 128 KiB"), (MiB, "< 1 MiB"), (128 * MiB, "< 128 MiB"), (5 * GiB, "< 5 GiB")]
@@ -71,6 +71,9 @@ class Plan:
     # is always kept; here only with --key-log.
     journal: dict[str, int] = field(default_factory=dict)
     acls_enabled: bool = False  # an in-place copy's bucket may hold ACLs, so each such copy reads its object's first
+    # source.tags / content_type: `objects` (and every request after the filter's) is an upper bound, since which
+    # objects match is known only by reading each; these are the filter's own reads, included in `requests`.
+    filter_requests: dict[str, int] = field(default_factory=dict)
 
     def add(self, size: int, storage_class: str | None) -> None:
         self.objects += 1
@@ -101,6 +104,7 @@ JOURNAL_READS = {"set-retention": ("HeadObject", 1), "set-legal-hold": ("GetObje
 def count_object(job: Job, plan: Plan, obj: ObjectInfo) -> None:
     """The S3 requests one object needs, by API call, as the engine makes them (upper bounds where it depends on the object)."""
     op, size = job.operation, obj.size
+    count_filters(job, plan, obj)
     if op == "delete":
         return
     if op == "process":
@@ -183,6 +187,49 @@ def count_object(job: Job, plan: Plan, obj: ObjectInfo) -> None:
     plan.count("CompleteMultipartUpload")
 
 
+def count_filters(job: Job, plan: Plan, obj: ObjectInfo) -> None:
+    """What the worker reads to judge an object by source.tags / content_type (ops/filters.py): one GetObjectTagging,
+    one HEAD unless the operation HEADs the object anyway (it then reuses the filter's); both when both are given, an
+    upper bound, as the second is not made once the first leaves the object out."""
+    src = job.source
+    if (src.tags is None and src.content_type is None) or obj.delete_marker or needs_nothing(job, obj):
+        return
+    calls = (["GetObjectTagging"] if src.tags is not None else []) + (
+        ["HeadObject"] if src.content_type is not None and not heads_anyway(job, obj) else []
+    )
+    for call in calls:
+        plan.count(call)
+        plan.filter_requests[call] = plan.filter_requests.get(call, 0) + 1
+
+
+# ListParts returns at most this many parts a page.
+PARTS_PAGE = 1000
+
+
+def count_upload(store: ObjectStore, bucket: str, plan: Plan, upload: ObjectInfo) -> None:
+    """An open upload's parts' bytes, which listing uploads does not give: one ListParts (a page per 1,000 parts), the
+    plan's own request, counted and priced with the run's one AbortMultipartUpload. An upload gone since it was listed
+    holds nothing."""
+    try:
+        parts = store.list_parts(bucket, upload.key, upload.upload_id)
+    except StoreError as exc:
+        if exc.code != "NoSuchUpload":
+            raise
+        parts = []
+    plan.count("ListParts", max(1, math.ceil(len(parts) / PARTS_PAGE)))
+    plan.add(sum(p.size for p in parts), upload.storage_class)
+    plan.count("AbortMultipartUpload")
+
+
+def storage_saved(plan: Plan, prices: dict[str, Any]) -> float | None:
+    """What an abort-uploads run saves a month: its STANDARD uploads' parts at prices.json's S3 Standard storage price
+    (parts are billed as stored objects of their class); None when the file has no such price."""
+    price = prices.get("s3_standard_gb_month")
+    if plan.operation != "abort-uploads" or price is None:
+        return None
+    return plan.by_class.get("STANDARD", [0, 0])[1] / GiB * float(price)
+
+
 def _count_relay(plan: Plan, size: int) -> None:
     """A relay reads the source (HEAD, tags, ranged GETs) and writes the destination (one PUT, or a multipart upload)."""
     size = max(size, 0)
@@ -263,11 +310,12 @@ DELETE_CLASS = frozenset({"DeleteObjects", "DeleteObject", "AbortMultipartUpload
 
 
 def s3_cost(requests: dict[str, int], prices: dict[str, Any]) -> float:
-    """S3's request charges: GET-class reads, DeleteObjects at its own price, the rest PUT-class (RestoreObject: per tier)."""
+    """S3's request charges: GET-class reads, DELETE-class at their own price, the rest PUT-class (RestoreObject: per tier)."""
     gets = sum(n for k, n in requests.items() if k in GET_CLASS)
-    class_a = sum(n for k, n in requests.items() if k not in GET_CLASS | {"DeleteObjects", "RestoreObject"})
+    class_a = sum(n for k, n in requests.items() if k not in GET_CLASS | DELETE_CLASS | {"RestoreObject"})
     dollars = class_a / 1000 * float(prices["s3_put_copy_post_list_per_1000"]) + gets / 1000 * float(prices["s3_get_head_per_1000"])
-    return dollars + requests.get("DeleteObjects", 0) / 1000 * float(prices["s3_delete_per_1000"])
+    deletes = sum(n for k, n in requests.items() if k in DELETE_CLASS)
+    return dollars + deletes / 1000 * float(prices["s3_delete_per_1000"])
 
 
 def restore_fees(plan: Plan, prices: dict[str, Any]) -> float:
@@ -304,6 +352,10 @@ class _CountingLists:
     def list_versions_page(self, *args: Any, **kwargs: Any) -> ListPage:
         self._plan.count("ListObjectVersions")
         return self._store.list_versions_page(*args, **kwargs)
+
+    def list_uploads_page(self, *args: Any, **kwargs: Any) -> ListPage:
+        self._plan.count("ListMultipartUploads")
+        return self._store.list_uploads_page(*args, **kwargs)
 
     def bucket_versioning(self, bucket: str) -> str:
         self._plan.count("GetBucketVersioning")
@@ -343,6 +395,9 @@ def make_plan(job: Job, store: ObjectStore, dst_store: ObjectStore | None = None
             continue
         if item.exists:
             plan.skipped += 1
+            continue
+        if job.operation == "abort-uploads":
+            count_upload(engine.store, job.source.bucket, plan, item.obj)
             continue
         plan.add(item.obj.size, item.obj.storage_class)
         if item.recheck is not None:

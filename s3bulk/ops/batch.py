@@ -30,6 +30,7 @@ from s3bulk.ops.copies import CopyPaused, CopySettings, copy_in_place, copy_obje
 from s3bulk.ops.delete import delete_keys
 from s3bulk.ops.encryption import encryption_doc, set_encryption, target_of
 from s3bulk.ops.executor import BoundedExecutor
+from s3bulk.ops.filters import ObjectFilter, Verdict
 from s3bulk.ops.lock import retention_doc, set_legal_hold, set_retention
 from s3bulk.ops.move import confirm_copy, destination_already_moved
 from s3bulk.ops.process import Processor, failure
@@ -38,6 +39,7 @@ from s3bulk.ops.restore import restore_object
 from s3bulk.ops.rewind import WHAT as REWOUND
 from s3bulk.ops.rewind import rewind_key
 from s3bulk.ops.tagging import tag_object
+from s3bulk.ops.uploads import ALREADY_GONE, abort_upload
 from s3bulk.ops.verify import verify_object
 from s3bulk.ops.versions import copy_history
 from s3bulk.outage import EndpointUnreachable
@@ -87,10 +89,27 @@ class Item:
     problem: tuple[str, str] | None = None  # (code, message): a manifest row that names no usable object
     upload_id: str = ""  # a multipart copy an earlier invocation paused (ops/copies.CopyPaused): go on with it
     strikes: int = 0  # invocations that had to end while this object was still in flight (the stack's worker)
+    head: ObjectHead | None = None  # the HEAD source.content_type read: the operation uses it instead of its own
 
 
 # Operations that need an object's size or storage class, which a CSV manifest row does not give.
 NEEDS_HEAD = frozenset({"copy", "move", "restore"})  # set-storage-class and add-checksum HEAD every object they copy
+
+
+def heads_anyway(job: Job, obj: ObjectInfo) -> bool:
+    """Whether the operation HEADs this object itself, so a content_type filter's HEAD costs nothing extra (it is
+    handed on) and is read before the tags. `plan` prices by the same rule."""
+    op, size = job.operation, obj.size
+    if size == UNKNOWN_SIZE and op in NEEDS_HEAD:
+        return True
+    if op in {"copy", "move"}:
+        return relays(job) or size > job.options.multipart_threshold
+    return op in {"add-checksum", "set-storage-class"}
+
+
+def needs_nothing(job: Job, obj: ObjectInfo) -> bool:
+    """An object its operation skips from the listing alone, with no request: no filter call is spent on it."""
+    return job.operation == "set-storage-class" and obj.size != UNKNOWN_SIZE and (obj.storage_class or "STANDARD") == job.storage_class
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +153,7 @@ def _log(
             error,
             message,
             version_id=item.obj.version_id,
+            upload_id=item.obj.upload_id,
             result=result or d.result,
             undo=d.undo if outcome == "succeeded" else None,
         )
@@ -147,7 +167,9 @@ def _undo(bucket: str, what: str, before: Any, after: Any, version_id: str = "")
 
 
 def _of(obj: ObjectInfo, message: str) -> str:
-    """A failure's message, naming the version it was about (the report's failures carry key, code and message)."""
+    """A failure's message, naming the version or upload it was about (the report's failures carry key, code and message)."""
+    if obj.upload_id:
+        return f"upload {obj.upload_id}: {message}"
     return f"version {obj.version_id}: {message}" if obj.version_id else message
 
 
@@ -381,7 +403,11 @@ class BatchRunner:
         # A batch's closing step (its commit, a move's deletes) that raised: the batch is not done, and the run must say so.
         self.closing_errors: list[Exception] = []
         self._errors_lock = threading.Lock()
-        self._move = job.operation == "move"
+        # source.tags / source.content_type: judged per object in the lanes, just before it is acted on (ops/filters.py).
+        # A delete so filtered is worked as a move is: the lanes judge, and the batch deletes the matches in one
+        # DeleteObjects (`_deletes_later`).
+        self.filter = ObjectFilter.of(job.source)
+        self._deletes_later = job.operation == "move" or (job.operation == "delete" and self.filter is not None)
         # On the stack (`hands_on`) what a batch could not finish in an invocation goes on in a child batch: a copy's
         # multipart upload pauses when the deadline nears and goes on in the next one (Item.upload_id), and a move cut
         # or frozen part way deletes the sources of the copies it confirmed and hands on the rest. Not locally: a
@@ -439,7 +465,7 @@ class BatchRunner:
             tally.merge(settled)
         op = self.job.operation
         closing = None
-        if op == "move":
+        if self._deletes_later:
             bucket = self.job.source.bucket
 
             def closing(confirmed: list[Item]) -> None:
@@ -448,7 +474,7 @@ class BatchRunner:
                 counted = Counted()
                 lines = self.keylog.block() if self.keylog is not None else None
                 try:
-                    delete_batch(self.store, bucket, confirmed, counted, moved=True, keylog=lines)
+                    delete_batch(self.store, bucket, confirmed, counted, moved=op == "move", keylog=lines)
                 except EndpointUnreachable as exc:
                     self._left(exc, run)
                 finally:
@@ -461,7 +487,7 @@ class BatchRunner:
         if self.job.options.dry_run or not todo:
             run.seal(all_submitted=True)
             return run
-        if op == "delete":
+        if op == "delete" and self.filter is None:
             if keep_going() and self.outage is None:
                 run.add()
                 self.pool.submit(self._delete_task, todo, tally, run)
@@ -570,7 +596,7 @@ class BatchRunner:
             )
             return Done(h.copied > 0, bytes=h.bytes, result=f"{h.copied} of {h.versions} versions copied")
         try:
-            obj = self._resolve(obj)
+            obj = self._resolve(obj, item.head)
             if self._head_destination:
                 existing = self._destination_head(dst.bucket, item.dst_key)
                 decision = decide(self.job.options.if_exists, obj, existing.info(item.dst_key) if existing else None)
@@ -594,6 +620,7 @@ class BatchRunner:
                     budget=self.budget,
                     keep_going=keep_going if pausable else None,
                     upload_id=item.upload_id,
+                    head=item.head,
                 )
             else:
                 done = copy_object(
@@ -606,6 +633,7 @@ class BatchRunner:
                     self._copy_settings,
                     keep_going=keep_going if pausable else None,
                     upload_id=item.upload_id,
+                    head=item.head,
                 )
             if move:
                 confirm_copy(self.dst, obj, dst.bucket, item.dst_key, done)
@@ -616,12 +644,27 @@ class BatchRunner:
                 return Done(True, obj=obj)
             raise
 
-    def _resolve(self, obj: ObjectInfo) -> ObjectInfo:
-        """A manifest row without a size gets one (and its storage class) from a HEAD; listed objects cost nothing."""
-        if obj.size != UNKNOWN_SIZE or self.job.operation not in NEEDS_HEAD:
+    def _resolve(self, obj: ObjectInfo, head: ObjectHead | None = None) -> ObjectInfo:
+        """A manifest row without a size gets one (and its storage class) from a HEAD (the filter's, when it read one);
+        listed objects cost nothing."""
+        if obj.size != UNKNOWN_SIZE or (head is None and self.job.operation not in NEEDS_HEAD):
             return obj
-        head = self.store.head_object(self.job.source.bucket, obj.key, version_id=obj.version_id)
+        head = head or self.store.head_object(self.job.source.bucket, obj.key, version_id=obj.version_id)
         return replace(head.info(obj.key), version_id=obj.version_id)
+
+    def _screen(self, item: Item) -> Verdict:
+        """The filters' answer for one object (ops/filters.py). An object gone since it was listed is let through: its
+        operation then treats it as it would unfiltered (a delete or a redelivered move finds it done, a copy fails)."""
+        assert self.filter is not None
+        try:
+            return self.filter.judge(self.store, item.obj, head_first=heads_anyway(self.job, item.obj))
+        except StoreError as exc:
+            if exc.code in {"NoSuchKey", "404", "NotFound"}:
+                return Verdict()
+            if item.obj.version_id and (exc.code == "MethodNotAllowed" or exc.status == 405):
+                # S3's answer for a delete marker's version (a batch message does not say it is one): nothing to match
+                return Verdict("filtered out: a delete marker has no tags or content type")
+            raise
 
     def _destination_head(self, bucket: str, key: str) -> ObjectHead | None:
         """The destination object already there, or None; one HEAD."""
@@ -644,10 +687,14 @@ class BatchRunner:
         job, bucket = self.job, self.job.source.bucket
         if job.operation in {"copy", "move"}:
             return self._copy(item, keep_going)
-        obj = self._resolve(item.obj)
+        if job.operation == "delete":
+            return Done(True)  # it passed the filters (a filtered delete): the batch deletes it with the others
+        obj = self._resolve(item.obj, item.head)
         found = obj if obj is not item.obj else None
         journal = self.keylog is not None  # what a change replaced is read only for the per-key log (s3bulk undo)
         version = obj.version_id
+        if job.operation == "abort-uploads":
+            return Done(True, result="" if abort_upload(self.store, bucket, obj) else ALREADY_GONE)
         if job.operation == "tag":
             assert job.tagging is not None
             t = tag_object(self.store, bucket, obj.key, job.tagging, journal=journal, version_id=version)
@@ -677,7 +724,7 @@ class BatchRunner:
             return Done(True, undo=_undo(bucket, "acl", prior, now, version))
         if job.operation == "add-checksum":
             algorithm = job.checksum_algorithm or "CRC64NVME"
-            etag = add_checksum(self.store, self.parts, bucket, obj, algorithm, self._in_place, keep_acl=self._acls(bucket))
+            etag = add_checksum(self.store, self.parts, bucket, obj, algorithm, self._in_place, keep_acl=self._acls(bucket), head=item.head)
             return Done(etag is not None, etag or "", obj=found)
         if job.operation == "rewind":
             r = rewind_key(self.store, self.parts, bucket, item.obj, self._in_place, keep_acl=self._acls(bucket))
@@ -692,10 +739,10 @@ class BatchRunner:
                 return Done(False, obj=found)
             return Done(True, e.etag, obj=found, undo=_undo(bucket, "encryption", encryption_doc(e.before), encryption_doc(target)))
         if job.operation == "set-storage-class":
-            listed = obj.size != UNKNOWN_SIZE  # a manifest row without a size has no class either: the HEAD tells
+            listed = item.obj.size != UNKNOWN_SIZE  # a manifest row without a size has no class either: the HEAD tells
             if listed and (obj.storage_class or "STANDARD") == job.storage_class:
                 return Done(False)  # from the listing: no request
-            c = copy_in_place(self.store, self.parts, bucket, obj, self._in_place, keep_acl=self._acls(bucket))
+            c = copy_in_place(self.store, self.parts, bucket, obj, self._in_place, item.head, keep_acl=self._acls(bucket))
             found = None if listed else replace(c.head.info(obj.key), version_id=version)
             if c.done is None:
                 return Done(False, obj=found)
@@ -712,10 +759,18 @@ class BatchRunner:
         so it comes back (confirmed) instead of being counted here. Also says whether the object has its outcome in
         `tally` (not when its endpoint went away or its copy paused: it is handed on)."""
         attempts = 0
+        verdict: Verdict | None = None  # the filters' answer, once read: a later round does not ask again
         try:
             for round_ in range(self.job.options.object_retries + 1):
                 attempts = round_ + 1
                 try:
+                    if verdict is None and self.filter is not None and not needs_nothing(self.job, item.obj):
+                        verdict = self._screen(item)
+                        if verdict.head is not None:
+                            item = replace(item, head=verdict.head)
+                    if verdict is not None and not verdict.matches:
+                        done = Done(False, result=verdict.reason)  # neither done nor failed: skipped, and the key log says why
+                        break
                     done = self._act(item, keep_going)
                     if done.obj is not None:
                         item = replace(item, obj=done.obj)
@@ -725,7 +780,7 @@ class BatchRunner:
                         raise
                     tally.retry()
                     self.sleep(min(ROUND_PAUSE_MAX, ROUND_PAUSE * 2**round_) * random.uniform(0.5, 1.0))
-            if self._move and done.changed:
+            if self._deletes_later and done.changed:
                 return replace(item, dst_etag=done.dst_etag, attempts=attempts), False
             if done.changed:
                 tally.succeed(done.bytes if done.bytes is not None else max(item.obj.size, 0))
@@ -751,6 +806,14 @@ class BatchRunner:
         assert self.processor is not None
         pending = group
         try:
+            if self.filter is not None:
+                try:
+                    pending = self._admitted(group, tally)
+                except EndpointUnreachable as exc:
+                    self._left(exc, run)
+                    return
+                if not pending:
+                    return
             for round_ in range(self.job.options.object_retries + 1):
                 try:
                     results = self.processor.run([item.obj for item in pending])
@@ -778,6 +841,33 @@ class BatchRunner:
                 self.sleep(min(ROUND_PAUSE_MAX, ROUND_PAUSE * 2**round_) * random.uniform(0.5, 1.0))
         finally:
             run.finish()
+
+    def _admitted(self, group: list[Item], tally: Outcomes) -> list[Item]:
+        """A process group's objects that pass the filters, each judged in rounds as `_object` acts; the others are
+        counted here (skipped, or failed when the filter's own call failed)."""
+        kept = []
+        for item in group:
+            for round_ in range(self.job.options.object_retries + 1):
+                try:
+                    verdict = self._screen(item)
+                    break
+                except StoreError as exc:
+                    if classify(exc) is not ErrorKind.PERMANENT and round_ < self.job.options.object_retries:
+                        tally.retry()
+                        self.sleep(min(ROUND_PAUSE_MAX, ROUND_PAUSE * 2**round_) * random.uniform(0.5, 1.0))
+                        continue
+                    tally.fail(item.obj.key, error_code(exc), _of(item.obj, error_message(exc)))
+                    _log(self.keylog, item, "failed", attempts=round_ + 1, error=error_code(exc), message=error_message(exc))
+                    verdict = None
+                    break
+            if verdict is None:
+                continue
+            if verdict.matches:
+                kept.append(item)
+            else:
+                tally.skip()
+                _log(self.keylog, item, "skipped", result=verdict.reason)
+        return kept
 
 
 def delete_batch(
