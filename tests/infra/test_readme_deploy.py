@@ -81,6 +81,8 @@ def test_following_the_deploy_section_line_by_line_needs_no_flag_and_no_step_fai
                 continue  # need a submitted job: test_remote_cli.py and test_execution_ends.py run them
             case [".venv/bin/s3bulk", "jobs"]:
                 continue  # reads the deployed ledger's Jobs index: test_remote_cli.py
+            case [".venv/bin/s3bulk", "tune", "JOB_ID", "--concurrency", _]:
+                continue  # needs a running job: test_stack_tune.py runs it
             case [".venv/bin/s3bulk", "tune", "--max-concurrency", _]:
                 assert deploy is not None  # the mapping it changes is a stack output
                 outputs = Template.from_stack(stack_of(deploy)).to_json()["Outputs"]

@@ -348,7 +348,9 @@ def test_kms_permissions_exist_only_for_the_configured_keys_and_only_via_s3() ->
                 assert st["Condition"] == {"StringLike": {"kms:ViaService": "s3.*.amazonaws.com"}}
                 for role in policy["Properties"]["Roles"]:
                     by_role.setdefault(role["Ref"].split("ServiceRole")[0], []).extend(sorted(as_list(st["Action"])))
-    assert by_role == {"Worker": ["kms:Decrypt", "kms:GenerateDataKey"], "Lister": ["kms:Decrypt"]}
+    # The worker also encrypts and re-encrypts a data key under these keys: set-encryption's UpdateObjectEncryption.
+    worker = ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:ReEncryptFrom", "kms:ReEncryptTo"]
+    assert by_role == {"Worker": worker, "Lister": ["kms:Decrypt"]}
 
 
 def test_a_kms_key_that_is_not_an_arn_is_refused() -> None:

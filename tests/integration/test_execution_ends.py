@@ -372,8 +372,6 @@ def test_s3bulk_stop_stops_a_running_job_resumably_and_s3bulk_resume_finishes_it
         assert f"go on with: s3bulk resume {job_id}" in capsys.readouterr().out
         ex = stack.follow(arn, timeout=30)
         assert ex.status == "ABORTED" and ex.ended[0]["status"] == "stopped", ex.ended
-        time.sleep(1)  # the lister in flight sees the stop and ends: no state follows it (the harness refuses any)
-        assert stack.function("functions.finalize.handler").invocations == 0  # ExecutionEnded wrote the report
         r = report_of(stack, job_id)
         assert (r["status"], r["done"], r["failed"]) == ("stopped", 0, 0) and r["not_done"] == r["listed"] < N
         assert "stopped with s3bulk stop" in r["error"]
@@ -434,10 +432,11 @@ def test_s3bulk_cancel_mid_job_drops_queued_work_uncounted_and_the_report_says_e
         assert cli.main(["cancel", job_id, *flags]) == 0
         assert "no batch starts from now on" in capsys.readouterr().out
         ex = stack.follow(arn, timeout=60)
-        # ExecutionEnded writes the report: no task starts after the stop (the harness refuses any, as AWS runs none).
+        # ExecutionEnded writes the report, or finds it written: a lister that saw CANCELLING before the execution was
+        # stopped takes its JobHalted to Finalize, which writes the same cancelled report (as on AWS, in the moment
+        # between cancel's mark and its StopExecution; after the stop the harness, as AWS, starts no task).
         assert ex.status == "ABORTED", ex.ended
-        assert ex.ended and all(e.get("status") == "cancelled" for e in ex.ended), ex.ended
-        assert stack.function("functions.finalize.handler").invocations == 0
+        assert ex.ended and all(e.get("status") == "cancelled" or e.get("reason") == "already reported (CANCELLED)" for e in ex.ended)
         r = report_of(stack, job_id)
         c = ledger(stack).counters(job_id)
         assert r["status"] == "cancelled" and "cancelled by its owner with s3bulk cancel" in r["error"]
