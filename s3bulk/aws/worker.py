@@ -327,10 +327,14 @@ class WorkerService:
                     budget=self.budget,
                     hands_on=self.returns is not None,  # the rest of a batch goes on in a child batch, which needs the queue
                 )
+                window = max(0.0, time_left() - self.hard_margin)  # how long this batch may run before a freeze
                 run = runner.start(items, tally, keep_going=lambda: time_left() > self.margin)
                 frozen = None
-                if not run.wait(max(0.0, time_left() - self.hard_margin)):
-                    frozen = run.freeze()  # objects still in flight this late: count the others, hand these on
+                if not run.wait(window):
+                    # Objects still in flight this late: count the others, hand these on. A strike goes only to an object
+                    # worked for half the window or more: one taken just before (on a loaded machine, a slow request) is
+                    # handed on without one, so two unlucky freezes never fail an object that was not slow itself.
+                    frozen = run.freeze(strike_after=window / 2)
                     if frozen is None:  # a batch that cannot be split (a delete, a process group): Lambda ends it, the DLQ counts it
                         run.wait()
                     else:
@@ -387,11 +391,12 @@ class WorkerService:
 
     def _rest_of_frozen(self, msg: BatchMessage, frozen: Frozen, attempt: str) -> BatchMessage:
         """Objects still in flight near the invocation's end: what finished is counted now, and the rest goes on as a
-        child batch, each object in flight with one more strike (MAX_STRIKES of them fail it), so a batch with an
-        object that never finishes ends counted within a few invocations instead of dying with every delivery."""
+        child batch, each object in flight for half the invocation or more with one more strike (MAX_STRIKES of them
+        fail it), so a batch with an object that never finishes ends counted within a few invocations instead of dying
+        with every delivery."""
         if self.returns is None or (not frozen.counted and not frozen.inflight and not frozen.paused):
             raise WorkerTimedOut(f"batch {msg.batch_id}: objects still in flight with {self.hard_margin:.0f} s of the worker's time left")
-        return _child(msg, frozen.rest, attempt, frozenset(id(it) for it in frozen.inflight))
+        return _child(msg, frozen.rest, attempt, frozenset(id(it) for it in frozen.long))
 
     def _replace_pools(self) -> None:
         """The pools' threads still working a frozen batch's objects are left to end (or to be frozen with the

@@ -17,7 +17,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from s3bulk.bodies.budget import MemoryBudget
@@ -185,6 +185,9 @@ class Frozen:
     untaken: list[Item]  # no lane took them
     paused: list[Item]  # multipart copies paused with their upload open
     inflight: list[Item]  # a lane was still working them: their outcome is unknown, and they may or may not have acted
+    # Of those, the ones a lane had been working at least `strike_after` (BatchRun.freeze): an object taken a moment
+    # before the freeze is not to blame for it, and is handed on without a strike.
+    long: list[Item] = field(default_factory=list)
 
     @property
     def rest(self) -> list[Item]:
@@ -232,6 +235,7 @@ class BatchRun:
         self._frozen = False
         self._flushed: list[Item] = []
         self._published: list[Item] = []
+        self._began: dict[int, float] = {}  # id(item) -> when a lane took it
         self._todo: Sequence[Item] = ()
         self._queue: deque[Item] | None = None
 
@@ -322,7 +326,13 @@ class BatchRun:
                 self._published += confirmed
             return True
 
-    def freeze(self) -> Frozen | None:
+    def taking(self, item: Item) -> None:
+        """A lane starts on `item` (a freeze tells how long each object in flight has been worked)."""
+        if self._freezable:
+            with self._lock:
+                self._began[id(item)] = time.monotonic()
+
+    def freeze(self, strike_after: float = 0.0) -> Frozen | None:
         """Stop the run where it stands, its slow objects still in flight: the tally keeps exactly the outcomes flushed
         so far, nothing more is written to it, and the rest of the batch is told apart. A move's copies confirmed by
         the last flush have their sources deleted and counted here, in the caller's thread. None when this batch
@@ -342,9 +352,11 @@ class BatchRun:
             taken = {(i.obj.key, i.obj.version_id) for i in paused + confirmed}
             inflight = [i for i in self._todo if id(i) not in gone and (i.obj.key, i.obj.version_id) not in taken]
             counted = len(self._flushed)
+            now = time.monotonic()
+            long = [i for i in inflight if now - self._began.get(id(i), now) >= strike_after]
         if confirmed and self._closing is not None:
             self._closing(confirmed)  # deletes and counts into the tally directly: a flush would be refused now
-        return Frozen(counted + len(confirmed), untaken, paused, inflight)
+        return Frozen(counted + len(confirmed), untaken, paused, inflight, long)
 
     def untaken(self) -> list[Item] | None:
         """After wait(): the items no task took (a deadline or halt cut the batch), each of which has no outcome, while
@@ -554,6 +566,7 @@ class BatchRunner:
                     item = queue.popleft()
                 except IndexError:  # another lane took the last one
                     break
+                run.taking(item)
                 done, settled = self._object(item, counted, lines, run, keep_going)
                 if done is not None:
                     confirmed.append(done)

@@ -156,9 +156,10 @@ def test_a_run_frozen_while_one_object_hangs_keeps_what_finished_and_hands_on_ex
         run = BatchRunner(job(), store, pool, parts, keylog=keylog).start(batch, tally, keep_going=keep_going)
         assert not run.wait(1.0)  # one lane is stuck on in/07
         taking.set()
-        frozen = run.freeze()
+        frozen = run.freeze(strike_after=0.5)
         assert frozen is not None
         assert [i.obj.key for i in frozen.inflight] == ["in/07"] and not frozen.paused
+        assert [i.obj.key for i in frozen.long] == ["in/07"]  # worked for a second: it earns its strike
         done = {json.loads(line)["key"] for line in out.getvalue().splitlines()}
         assert frozen.counted == len(done) == tally.succeeded and tally.failed == 0
         assert sorted(i.obj.key for i in frozen.rest) == sorted(set(i.obj.key for i in batch) - done)
@@ -212,8 +213,9 @@ def test_a_move_frozen_on_the_stack_moves_what_it_confirmed_and_hands_on_the_res
         run = BatchRunner(job("move"), store, pool, parts, hands_on=True).start(batch, tally, keep_going=keep_going)
         assert not run.wait(1.0)  # one lane is stuck on in/07
         taking.set()
-        frozen = run.freeze()
+        frozen = run.freeze(strike_after=60.0)
         assert frozen is not None and [i.obj.key for i in frozen.inflight] == ["in/07"]
+        assert frozen.long == []  # in flight for a second only, under a minute's bar: handed on without a strike
         left = {o.key for o in store.list_page("src-b", "in/").objects}
         moved = {i.obj.key for i in batch} - left
         assert len(moved) == frozen.counted == tally.succeeded > 0 and tally.failed == 0
