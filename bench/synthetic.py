@@ -97,10 +97,10 @@ class GeneratedStore:
     def restore_object(self, bucket: str, key: str, days: int, tier: str, *, version_id: str = "") -> bool:
         return False  # generated objects are never archived
 
-    def read_object(self, bucket: str, key: str, start: int = 0) -> Iterator[bytes]:
+    def read_object(self, bucket: str, key: str, start: int = 0, *, version_id: str = "") -> Iterator[bytes]:
         yield bytes(max(0, 1024 - start))
 
-    def read_range(self, bucket: str, key: str, first: int, last: int, if_match: str = "") -> Body:
+    def read_range(self, bucket: str, key: str, first: int, last: int, if_match: str = "", *, version_id: str = "") -> Body:
         return bytes(max(0, min(last, 1023) - first + 1))
 
     def put_retention(self, *a: object, **k: object) -> None:

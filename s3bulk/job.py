@@ -669,8 +669,9 @@ class Options(_Strict):
         None,
         ge=0,
         description=(
-            "Delete guard for delete, move and sync (delete_extraneous): the selection is counted first, and a job that "
-            "would delete more objects than this stops before its first delete (exit 2), saying how many it found."
+            "Delete guard for delete, move, sync (delete_extraneous) and rewind (the keys it hides under a delete marker): "
+            "the selection is counted first, and a job that would delete more objects than this stops before its first "
+            "delete (exit 2), saying how many it found."
         ),
     )
     canary: int | None = Field(
@@ -716,10 +717,12 @@ VERSIONED_OPS = {
     "delete-markers": frozenset({"delete"}),
 }
 # The operations that act on the version a manifest row (or a listing) names; the others act on current objects only.
-ACTS_ON_VERSIONS = frozenset({"delete", "copy", "tag", "set-retention", "set-legal-hold", "set-acl", "restore", "rewind"})
+# verify compares the named version with the destination's current object (a copy of that version).
+ACTS_ON_VERSIONS = frozenset({"delete", "copy", "verify", "tag", "set-retention", "set-legal-hold", "set-acl", "restore", "rewind"})
 
-# The operations source.as_of works with: copy takes each key as it was then, rewind makes it so in place.
-AS_OF_OPS = frozenset({"copy", "rewind"})
+# The operations source.as_of works with: copy takes each key as it was then, verify compares a copy of it with that
+# version, rewind makes it so in place.
+AS_OF_OPS = frozenset({"copy", "verify", "rewind"})
 
 # Each operation-specific field, and the operation it belongs to.
 OPERATION_FIELDS = (
@@ -789,9 +792,10 @@ class Job(_Strict):
         for name, wanted, example in REQUIRED_FIELDS:
             if op == wanted and getattr(self, name) is None:
                 raise _FieldProblem(name, f"operation {wanted!r} needs {name}, like {example}; add it")
-        if self.options.max_delete is not None and op not in {"delete", "move"} and not self.options.delete_extraneous:
+        if self.options.max_delete is not None and op not in {"delete", "move", "rewind"} and not self.options.delete_extraneous:
             raise _FieldProblem(
-                "options.max_delete", f"max_delete guards deletes (delete, move, or copy with delete_extraneous), not {op!r}; remove it"
+                "options.max_delete",
+                f"max_delete guards deletes (delete, move, rewind, or copy with delete_extraneous), not {op!r}; remove it",
             )
         self._versions_fit()
         self._uploads_fit()
@@ -882,15 +886,15 @@ class Job(_Strict):
             raise _FieldProblem("options.canary", "a canary samples objects, and abort-uploads acts on uploads; remove it")
 
     def _as_of_fits(self) -> None:
-        """source.as_of reads each key's history with ListObjectVersions: copy takes each key as it was, rewind makes it
-        so in place. The max_delete count and the canary's sample do not know a rewind's deletes yet: refused, not ignored."""
+        """source.as_of reads each key's history with ListObjectVersions: copy takes each key as it was, verify compares
+        a copy with it, rewind makes it so in place."""
         src, op = self.source, self.operation
         if src.as_of is None:
             if op == "rewind":
                 raise _FieldProblem("source.as_of", 'rewind needs the time to go back to; add "as_of": "2026-11-20T00:00:00Z"')
             return
         if op not in AS_OF_OPS:
-            raise _FieldProblem("source.as_of", f"as_of works with copy and rewind, not {op!r}; remove it")
+            raise _FieldProblem("source.as_of", f"as_of works with copy, verify and rewind, not {op!r}; remove it")
         if src.versions != "current":
             raise _FieldProblem("source.versions", f'as_of picks each key\'s version itself; drop versions "{src.versions}"')
         if src.manifest is not None:
@@ -899,12 +903,6 @@ class Job(_Strict):
             )
         if self.options.delete_extraneous:
             raise _FieldProblem("options.delete_extraneous", "a sync compares the current objects; drop as_of or delete_extraneous")
-        if op == "rewind" and self.options.max_delete is not None:
-            raise _FieldProblem(
-                "options.max_delete", "rewind's delete markers are not counted first yet; check them with s3bulk plan and drop max_delete"
-            )
-        if op == "rewind" and self.options.canary is not None:
-            raise _FieldProblem("options.canary", "a canary does not sample a rewind yet; run s3bulk plan first and drop canary")
 
     def _filters_fit(self) -> None:
         """source.tags and source.content_type judge each object the job would act on, so there must be one to judge."""

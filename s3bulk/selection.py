@@ -5,6 +5,7 @@ Keys are opaque: nothing here normalises `//`, `./`, `%`, `+` or unicode.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from fnmatch import fnmatchcase
 
 from s3bulk.job import Destination, Job, Source
@@ -98,3 +99,16 @@ def key_mapper(job: Job) -> KeyMapper | None:
     if job.destination is None or job.operation not in MAPS_KEYS:
         return None
     return KeyMapper(job.source, job.destination)
+
+
+# The operations options.max_delete guards: what a delete or a move removes, and the delete markers a rewind places.
+GUARDED_OPS = frozenset({"delete", "move", "rewind"})
+
+
+def deletes(operation: str, objects: Iterable[ObjectInfo]) -> int:
+    """How many of these selected objects the operation deletes: every one for delete and move; for a rewind, the keys
+    it hides under a delete marker (no version at its as_of, one current now). A key a rewind gives back an older
+    version, or leaves as it is, is no delete."""
+    if operation == "rewind":
+        return sum(1 for o in objects if not o.version_id and o.replaces != "")
+    return sum(1 for _ in objects) if operation in GUARDED_OPS else 0

@@ -315,11 +315,11 @@ class ObjectStore(Protocol):
         """RestoreObject; False when a restore is already running or done (nothing new started)."""
         ...
 
-    def read_object(self, bucket: str, key: str, start: int = 0) -> Iterator[bytes]:
+    def read_object(self, bucket: str, key: str, start: int = 0, *, version_id: str = "") -> Iterator[bytes]:
         """GetObject from byte `start` on, its body in chunks as they arrive (never the whole object in memory)."""
         ...
 
-    def read_range(self, bucket: str, key: str, first: int, last: int, if_match: str = "") -> Body:
+    def read_range(self, bucket: str, key: str, first: int, last: int, if_match: str = "", *, version_id: str = "") -> Body:
         """One ranged GetObject of bytes first..last (inclusive); `if_match` pins the ETag, so a changed object fails (412)."""
         ...
 

@@ -1,9 +1,9 @@
 """The delete guard on the stack (options.max_delete): count the whole selection first, then act.
 
-The state machine runs the guard between PlanListing and ListShards when a delete or move job
-sets max_delete. CountShards pages every listing shard once, as ListShards will (the same
-ranges, filters and manifest rows), sending nothing: each page's selected objects are added to
-the shard's count in the ledger, with the shard's own guard cursor, so a count may take many
+The state machine runs the guard between PlanListing and ListShards when a delete, move or rewind
+job sets max_delete. CountShards pages every listing shard once, as ListShards will (the same
+ranges, filters and manifest rows), sending nothing: each page's deletes (selection.deletes: its
+selected objects, or a rewind's delete markers) are added to the shard's count in the ledger, with the shard's own guard cursor, so a count may take many
 invocations. CheckCount then refuses the job, before the first delete, when the counts add up
 to more than max_delete.
 
@@ -24,15 +24,13 @@ from s3bulk.aws.steps import OpenSide, TimeLeft, job_stores
 from s3bulk.job import Job, JobError
 from s3bulk.listing import Shard, list_shard_page, lister
 from s3bulk.manifest import ManifestReader
-from s3bulk.selection import Selector
+from s3bulk.selection import GUARDED_OPS, Selector, deletes
 from s3bulk.store import ObjectStore
-
-GUARDED = frozenset({"delete", "move"})
 
 
 def guarded(job: Job) -> bool:
     """Whether the job's listing waits for the delete guard's count."""
-    return job.options.max_delete is not None and job.operation in GUARDED and not job.options.dry_run
+    return job.options.max_delete is not None and job.operation in GUARDED_OPS and not job.options.dry_run
 
 
 def count_step(
@@ -58,12 +56,12 @@ def count_step(
         if src.manifest is not None:
             rows = list(islice(ManifestReader(store, src).rows(after=state.cursor or state.after or None, upto=state.upto), MANIFEST_PAGE))
             done = len(rows) < MANIFEST_PAGE
-            counted = len(selected_rows(rows, selector, src.prefix))  # the rows list_step will send
+            counted = deletes(job.operation, selected_rows(rows, selector, src.prefix))  # of the rows list_step will send
             cursor = None if done or not rows else rows[-1].pos
         else:
-            page = list_shard_page(lister(store, src), src.bucket, src.prefix, Shard(state.after, state.upto), state.cursor)
+            page = list_shard_page(lister(store, src, job.operation), src.bucket, src.prefix, Shard(state.after, state.upto), state.cursor)
             done, cursor = page.done, page.next_token
-            counted = sum(1 for o in page.objects if selector.matches(o))
+            counted = deletes(job.operation, (o for o in page.objects if selector.matches(o)))
         if ledger.guard_checkpoint(job_id, shard, state.page, cursor, done, counted):
             pages += 1
             state = replace(state, page=state.page + 1, cursor=cursor, done=done, counted=state.counted + counted)
@@ -80,8 +78,9 @@ def check_step(job_id: str, *, ledger: DynamoLedger) -> int:
     if not complete:
         raise RuntimeError(f"job {job_id}: the delete guard's count is not finished")  # the state machine only asks after every shard
     if limit is not None and total > limit:
+        what = "keys (each hidden under a delete marker)" if job.operation == "rewind" else "objects"
         raise JobError(
-            f"job.options.max_delete: the job would delete {total:,} objects, over max_delete {limit:,}; nothing was deleted. "
+            f"job.options.max_delete: the job would delete {total:,} {what}, over max_delete {limit:,}; nothing was deleted. "
             "Narrow the selection, or raise max_delete if that many is right"
         )
     return total

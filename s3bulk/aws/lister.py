@@ -23,7 +23,7 @@ from s3bulk.ops.extraneous import Extraneous, empty_source_message, first_select
 from s3bulk.ops.rewind import check_history
 from s3bulk.ops.versions import check_versioned
 from s3bulk.report import Tally
-from s3bulk.selection import KeyMapper, Selector, key_mapper
+from s3bulk.selection import KeyMapper, Selector, deletes, key_mapper
 from s3bulk.store import UNKNOWN_SIZE, ObjectInfo, ObjectStore, StoreError
 from s3bulk.sync import decide, join
 
@@ -167,7 +167,8 @@ def _list_shard(
                 _put_key_lines(reports, job_id, job, f"{part}-skipped", kept)
             if failures:
                 reports.put_failures(job_id, f"{part}-extraneous", failures)
-        borrowed = _hold_to_count(ledger, job, job_id, state, len(todo))
+        sending = deletes(job.operation, todo)  # what the delete guard holds to its count
+        borrowed = _hold_to_count(ledger, job, job_id, state, sending)
         messages = [] if job.options.dry_run else list(pack(job_id, part, todo, job.options.batch_size, rechecks=rechecks))
         intent = PageIntent.of(
             messages,
@@ -182,7 +183,7 @@ def _list_shard(
             skipped=skipped,
             failed=failed,
             extraneous=extraneous,
-            sent=len(todo),
+            sent=sending,
             borrowed=borrowed,
         )
         if messages:  # a page that sends nothing can be listed again safely: no id of it is on the queue
@@ -384,7 +385,8 @@ def _list_manifest(
             reports.put_failures(job_id, f"{part}-rows", ({"key": r.ref, "error": r.code, "message": r.problem} for r in bad))
             records = [KeyRecord(r.ref, "failed", UNKNOWN_SIZE, attempts=0, error=r.code, message=r.problem) for r in bad]
             _put_key_lines(reports, job_id, job, f"{part}-rows", records)
-        borrowed = _hold_to_count(ledger, job, job_id, state, len(objects))
+        sending = deletes(job.operation, objects)
+        borrowed = _hold_to_count(ledger, job, job_id, state, sending)
         messages = [] if job.options.dry_run else list(pack(job_id, part, objects, job.options.batch_size))
         sender.send(messages)
         cursor = page[-1].pos if page else state.cursor
@@ -400,7 +402,7 @@ def _list_manifest(
             skipped=0,
             batches=len(messages),
             failed=len(bad),
-            sent=len(objects),
+            sent=sending,
             borrowed=borrowed,
         )
         pages += recorded
@@ -410,7 +412,7 @@ def _list_manifest(
                 page=page_no + 1,
                 cursor=None if last else cursor,
                 done=last,
-                sent=state.sent + len(objects),
+                sent=state.sent + sending,
                 borrowed=state.borrowed + borrowed,
             )
         else:  # another invocation got there first: resume from its cursor

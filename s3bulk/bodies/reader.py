@@ -38,7 +38,8 @@ class ObjectChanged(StoreError):
 
 
 class ObjectReader(io.RawIOBase):
-    """Seekable, read-only; `submit` runs prefetches (a pool of `prefetch` threads of its own when not given)."""
+    """Seekable, read-only; `submit` runs prefetches (a pool of `prefetch` threads of its own when not given).
+    `version_id` reads that version (a point-in-time copy's), not the current object."""
 
     def __init__(
         self,
@@ -52,12 +53,13 @@ class ObjectReader(io.RawIOBase):
         prefetch: int = PREFETCH,
         submit: Submit | None = None,
         budget: MemoryBudget | None = None,
+        version_id: str = "",
     ) -> None:
         super().__init__()
         if range_size < 1 or prefetch < 0:
             raise ValueError("range_size must be at least 1 and prefetch at least 0")
         self.store, self.bucket, self.key = store, bucket, key
-        self.size, self.etag = size, etag
+        self.size, self.etag, self.version_id = size, etag, version_id
         self.range_size, self.prefetch = range_size, prefetch
         self.requests = 0  # ranged GETs sent, for tests and the bench
         self._submit = submit
@@ -177,7 +179,7 @@ class ObjectReader(io.RawIOBase):
         last = min(first + self.range_size, self.size) - 1
         self.requests += 1
         try:
-            return self.store.read_range(self.bucket, self.key, first, last, self.etag)
+            return self.store.read_range(self.bucket, self.key, first, last, self.etag, version_id=self.version_id)
         except StoreError as exc:
             if exc.code == "PreconditionFailed" or exc.status == 412:
                 raise ObjectChanged(
@@ -215,8 +217,11 @@ def open_object(
     prefetch: int = PREFETCH,
     submit: Submit | None = None,
     budget: MemoryBudget | None = None,
+    version_id: str = "",
 ) -> io.BufferedReader:
-    """The object as a buffered binary file; one HEAD when its size and ETag are not given."""
-    head = head or store.head_object(bucket, key)
-    raw = ObjectReader(store, bucket, key, head.size, head.etag, range_size=range_size, prefetch=prefetch, submit=submit, budget=budget)
+    """The object (or its version `version_id`) as a buffered binary file; one HEAD when its size and ETag are not given."""
+    head = head or store.head_object(bucket, key, version_id=version_id)
+    raw = ObjectReader(
+        store, bucket, key, head.size, head.etag, range_size=range_size, prefetch=prefetch, submit=submit, budget=budget, version_id=version_id
+    )
     return io.BufferedReader(raw, buffer_size=min(WRAPPER_BUFFER, range_size))

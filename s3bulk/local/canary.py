@@ -8,7 +8,8 @@ skips exactly the sample's objects: every object is done once.
 
 Each sampled object is then checked the way its operation can be: a copy is verified against
 its source, a move by its destination and its source's absence, a delete by the object's
-absence, and the in-place operations by reading back what they set.
+absence, a rewind by comparing the key with the version it had at as_of (or its absence), and
+the in-place operations by reading back what they set.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def sample(job: Job, store: ObjectStore, n: int) -> list[Item]:
                 if len(picked) >= n:
                     break
         return picked
-    listing = lister(store, src)
+    listing = lister(store, src, job.operation)
     ranges = plan_ranges(listing, src.bucket, src.prefix, n)
     per = -(-n // len(ranges))  # a selection of few pages is cut into few ranges: several objects from each
     pages = 1 if per == 1 else RANGE_PAGES
@@ -106,6 +107,11 @@ def check_one(job: Job, store: ObjectStore, dst_store: ObjectStore, item: Item) 
         return None if _gone(store, bucket, obj.key) else "the source is still there"
     if op == "delete":
         return None if _gone(store, bucket, obj.key, version) else "it is still there"
+    if op == "rewind":  # the key is what it was at as_of: that version's bytes current, or no object at all
+        if not version:
+            return None if _gone(store, bucket, obj.key) else "it is there, and it did not exist at as_of"
+        verify_object(store, bucket, obj, bucket, obj.key)  # that version against the current object, as verify compares
+        return None
     if op == "tag" and job.tagging is not None:
         tags, t = store.get_tags(bucket, obj.key, version_id=version), job.tagging
         ok = {

@@ -31,7 +31,7 @@ from s3bulk.ops.rewind import check_history
 from s3bulk.ops.versions import check_versioned
 from s3bulk.outage import EndpointUnreachable
 from s3bulk.report import BatchTally, Counted, Report, Tally, job_status
-from s3bulk.selection import Selector, key_mapper
+from s3bulk.selection import GUARDED_OPS, Selector, deletes, key_mapper
 from s3bulk.store import UNKNOWN_SIZE, ObjectInfo, ObjectStore, StoreError
 from s3bulk.sync import Joined, decide, join
 
@@ -355,7 +355,8 @@ class Engine:
 
             # The delete guard's second half: the count came first (local/run.py), and the run never goes past it
             # even when the selection grew in between.
-            cap = self.job.options.max_delete if self.job.operation in {"delete", "move"} and not self.job.options.dry_run else None
+            op = self.job.operation
+            cap = self.job.options.max_delete if op in GUARDED_OPS and not self.job.options.dry_run else None
             sent = 0
             stop = self.interrupt.event
 
@@ -367,7 +368,8 @@ class Engine:
                     batch, rec = entry
                     if self._breaker_tripped():  # no new work: the batches already started finish what they took
                         break
-                    sent += len(batch)
+                    if cap is not None:
+                        sent += deletes(op, (item.obj for item in batch))
                     if cap is not None and sent > cap:
                         self._over_cap = (
                             f"job.options.max_delete: the selection grew past {cap:,} after it was counted; "

@@ -60,6 +60,7 @@ class Plan:
     bytes: int = 0
     skipped: int = 0
     extraneous: int = 0  # sync: destination objects the run would delete
+    markers: int = 0  # rewind: keys it would hide under a delete marker (what options.max_delete counts)
     invalid_rows: int = 0  # manifest rows the run would report as failed
     restore_tier: str | None = None  # operation restore: the tier its retrieval fees are priced at
     tasks_per_invocation: int | None = None  # process with a Batch Operations Lambda: objects per invocation
@@ -127,6 +128,7 @@ def count_object(job: Job, plan: Plan, obj: ObjectInfo) -> None:
             return  # already as it was: nothing to do
         if not obj.version_id:
             plan.count("DeleteObject")  # absent then: a delete marker
+            plan.markers += 1
             return
         plan.count("HeadObject")  # the version's own class, encryption and Object Lock, named again on its copy
         if plan.acls_enabled:
@@ -361,9 +363,9 @@ class _CountingLists:
         self._plan.count("GetBucketVersioning")
         return self._store.bucket_versioning(bucket)
 
-    def read_object(self, bucket: str, key: str, start: int = 0) -> Iterator[bytes]:
+    def read_object(self, bucket: str, key: str, start: int = 0, *, version_id: str = "") -> Iterator[bytes]:
         self._plan.count("GetObject")  # a manifest (or one of its data files)
-        return self._store.read_object(bucket, key, start)
+        return self._store.read_object(bucket, key, start, version_id=version_id)
 
     def scoped(self, options: RequestOptions) -> _CountingLists:
         return _CountingLists(self._store.scoped(options), self._plan)

@@ -54,9 +54,12 @@ def guard_deletes(job: Job, store: ObjectStore, dst_store: ObjectStore | None = 
         raise JobError(f"job.options.max_delete: counting the deletes failed ({exc.code}: {exc.message}); nothing was deleted") from None
     except (JobAbort, ManifestError) as exc:
         raise JobError(f"job.options.max_delete: counting the deletes failed ({exc}); nothing was deleted") from None
-    found = plan.objects if job.operation in {"delete", "move"} else plan.extraneous
+    op = job.operation
+    found = plan.markers if op == "rewind" else plan.objects if op in {"delete", "move"} else plan.extraneous
     if found > limit:
-        what = "objects" if job.operation in {"delete", "move"} else "extraneous destination objects"
+        what = {"rewind": "keys (each hidden under a delete marker)", "delete": "objects", "move": "objects"}.get(
+            op, "extraneous destination objects"
+        )
         raise JobError(
             f"job.options.max_delete: the job would delete {found:,} {what}, over max_delete {limit:,}; nothing was deleted. "
             "Narrow the selection, or raise max_delete if that many is right"

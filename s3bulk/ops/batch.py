@@ -692,7 +692,7 @@ class BatchRunner:
         """Apply an if_exists decision; a recheck asks for the source's checksums (one HEAD) before its fallback."""
         if decision.recheck is None or existing is None:
             return decision.skip
-        same = checksums_match(self.store.head_object(self.job.source.bucket, obj.key), existing)
+        same = checksums_match(self.store.head_object(self.job.source.bucket, obj.key, version_id=obj.version_id), existing)
         return decision.recheck if same is None else same
 
     def _act(self, item: Item, keep_going: Callable[[], bool] = _always) -> Done:

@@ -51,18 +51,19 @@ def relay_object(
     `keep_going` (the stack's worker): asked after each part; when it says no, the relay pauses (CopyPaused).
     `upload_id`: the upload a paused relay left open, to go on with. `head`: the caller's HEAD of the source (a
     content_type filter's), instead of one more."""
-    head = head or src.head_object(src_bucket, obj.key)
+    version = obj.version_id  # a point-in-time copy's (source.as_of) or a manifest row's; "" reads the current object
+    head = head or src.head_object(src_bucket, obj.key, version_id=version)
     if obj.etag and head.etag != obj.etag:
         if upload_id:  # the source changed since the relay paused: its parts are of another object
             _abort(dst, dst_bucket, dst_key, upload_id)
         raise StoreError("PreconditionFailed", "the source changed after it was listed", 412)
-    tags = src.get_tags(src_bucket, obj.key)
+    tags = src.get_tags(src_bucket, obj.key, version_id=version)
     writer = ObjectWriter(
         dst, dst_bucket, dst_key, head=head, tags=tags, storage_class=storage_class, size_hint=head.size, submit=submit, budget=budget
     )
     start = _resume(writer, dst, dst_bucket, dst_key, upload_id) if upload_id else 0
     total = -(-head.size // writer.part_size)
-    with open_object(src, src_bucket, obj.key, head=head, submit=submit, budget=budget) as body, writer:
+    with open_object(src, src_bucket, obj.key, head=head, submit=submit, budget=budget, version_id=version) as body, writer:
         if start:
             body.seek(start)
         while block := body.read(CHUNK):

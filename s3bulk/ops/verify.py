@@ -31,9 +31,9 @@ def _mismatch(code: str, message: str) -> StoreError:
     return StoreError(code, message, 409)
 
 
-def _sha256(store: ObjectStore, bucket: str, key: str) -> str:
+def _sha256(store: ObjectStore, bucket: str, key: str, version_id: str = "") -> str:
     h = hashlib.sha256()
-    for chunk in store.read_object(bucket, key):
+    for chunk in store.read_object(bucket, key, version_id=version_id):
         h.update(chunk)
     return "SHA256:" + h.hexdigest()
 
@@ -45,9 +45,11 @@ def _plain_md5(head: ObjectHead) -> bool:
 def verify_object(
     store: ObjectStore, src_bucket: str, obj: ObjectInfo, dst_bucket: str, dst_key: str, dst_store: ObjectStore | None = None
 ) -> Verified:
-    """`dst_store` is the destination's when it is another endpoint or account (a relayed copy)."""
+    """`dst_store` is the destination's when it is another endpoint or account (a relayed copy). A listed version
+    (`obj.version_id`: source.as_of's, or a manifest row's) is the source compared; the destination's current object is
+    compared with it."""
     there = dst_store or store
-    src = store.head_object(src_bucket, obj.key)
+    src = store.head_object(src_bucket, obj.key, version_id=obj.version_id)
     try:
         dst = there.head_object(dst_bucket, dst_key)
     except StoreError as exc:
@@ -65,7 +67,7 @@ def verify_object(
         if src.etag != dst.etag:
             raise _mismatch("ContentMismatch", f"source MD5 {src.etag}, destination MD5 {dst.etag}")
         return Verified("etag", "MD5:" + src.etag.strip('"'), "MD5:" + dst.etag.strip('"'))
-    a, b = _sha256(store, src_bucket, obj.key), _sha256(there, dst_bucket, dst_key)
+    a, b = _sha256(store, src_bucket, obj.key, obj.version_id), _sha256(there, dst_bucket, dst_key)
     if a != b:
         raise _mismatch("ContentMismatch", f"source {a}, destination {b}")
     return Verified("sha256", a, b)

@@ -502,8 +502,10 @@ class S3Store:
             raise
         return int(r.get("ResponseMetadata", {}).get("HTTPStatusCode", 202)) == 202  # 200: already restored, days updated
 
-    def read_object(self, bucket: str, key: str, start: int = 0) -> Iterator[bytes]:
+    def read_object(self, bucket: str, key: str, start: int = 0, *, version_id: str = "") -> Iterator[bytes]:
         ranged = {"Range": f"bytes={start}-"} if start else {}
+        if version_id:
+            ranged["VersionId"] = version_id
         r = self._call(self._s3(bucket).get_object, Bucket=bucket, Key=key, **ranged, **self._params(bucket))
         body = r["Body"]
         try:
@@ -513,8 +515,10 @@ class S3Store:
         finally:
             body.close()
 
-    def read_range(self, bucket: str, key: str, first: int, last: int, if_match: str = "") -> Body:
+    def read_range(self, bucket: str, key: str, first: int, last: int, if_match: str = "", *, version_id: str = "") -> Body:
         pinned = {"IfMatch": if_match} if if_match else {}
+        if version_id:
+            pinned["VersionId"] = version_id
         r = self._call(self._s3(bucket).get_object, Bucket=bucket, Key=key, Range=f"bytes={first}-{last}", **pinned, **self._params(bucket))
         body = r["Body"]
         # Filled in 1 MiB reads: one read() of the whole range would hold it twice while the socket's pieces are joined.

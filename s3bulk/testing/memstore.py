@@ -531,18 +531,18 @@ class MemoryStore:
             obj.restore = (days, tier)
             return started
 
-    def read_object(self, bucket: str, key: str, start: int = 0) -> Iterator[bytes]:
+    def read_object(self, bucket: str, key: str, start: int = 0, *, version_id: str = "") -> Iterator[bytes]:
         self._count("GetObject")
         self._fault("GetObject", bucket, key)
-        obj = self._get(bucket, key)
+        obj = self._get(bucket, key, version_id)
         body = (obj.body if obj.body is not None else bytes(obj.size))[start:]
         for at in range(0, len(body), self.read_chunk):
             yield body[at : at + self.read_chunk]
 
-    def read_range(self, bucket: str, key: str, first: int, last: int, if_match: str = "") -> Body:
+    def read_range(self, bucket: str, key: str, first: int, last: int, if_match: str = "", *, version_id: str = "") -> Body:
         self._count("GetObject")
         self._fault("GetObject", bucket, key)
-        obj = self._get(bucket, key)
+        obj = self._get(bucket, key, version_id)
         if if_match and obj.etag != if_match:
             raise StoreError("PreconditionFailed", "At least one of the pre-conditions you specified did not hold", 412)
         if first >= obj.size:

@@ -75,9 +75,14 @@ def test_a_delete_at_max_delete_counts_then_deletes_exactly_the_selection(stack:
     assert keys(stack) == N // 10
 
 
-def test_only_a_delete_or_move_with_max_delete_waits_for_the_count() -> None:
+def test_only_a_delete_move_or_rewind_with_max_delete_waits_for_the_count() -> None:
     doc = job(5)
     assert guarded(parse_job(json.dumps(doc)))
+    rewind = {"operation": "rewind", "source": {"bucket": SRC, "prefix": "old/", "as_of": "2026-11-01T00:00:00Z"}}
+    assert guarded(parse_job(json.dumps({**rewind, "options": {"max_delete": 5}})))
+    assert not guarded(parse_job(json.dumps(rewind)))
+    copy = {"operation": "copy", "source": {"bucket": SRC, "prefix": "old/"}, "destination": {"bucket": SRC, "prefix": "new/"}}
+    assert not guarded(parse_job(json.dumps(copy)))
     assert not guarded(parse_job(json.dumps({**doc, "options": {}})))
     assert not guarded(parse_job(json.dumps({**doc, "options": {"max_delete": 5, "dry_run": True}})))
 

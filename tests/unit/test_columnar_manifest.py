@@ -132,8 +132,8 @@ class ByteCounting:
     def head_object(self, bucket: str, key: str, *, version_id: str = "") -> Any:
         return self.store.head_object(bucket, key, version_id=version_id)
 
-    def read_object(self, bucket: str, key: str, start: int = 0) -> Iterator[bytes]:
-        for chunk in self.store.read_object(bucket, key, start):
+    def read_object(self, bucket: str, key: str, start: int = 0, *, version_id: str = "") -> Iterator[bytes]:
+        for chunk in self.store.read_object(bucket, key, start, version_id=version_id):
             self.read[key] = self.read.get(key, 0) + len(chunk)
             yield chunk
 
@@ -211,10 +211,10 @@ def test_a_data_file_that_cannot_be_fetched_mid_read_stops_the_job_naming_it(sto
     m = columnar_inventory(store, "Parquet", [inventory_table(store, SPECIAL)])
 
     class Failing(ByteCounting):
-        def read_object(self, bucket: str, key: str, start: int = 0) -> Iterator[bytes]:
+        def read_object(self, bucket: str, key: str, start: int = 0, *, version_id: str = "") -> Iterator[bytes]:
             if key.endswith(".parquet") and start < 4:  # the footer's reads are at the end; the first row group's at the start
                 raise StoreError("AccessDenied", "Access Denied", 403)
-            yield from super().read_object(bucket, key, start)
+            yield from super().read_object(bucket, key, start, version_id=version_id)
 
     with pytest.raises(ManifestError) as caught:
         list(ManifestReader(Failing(store), job(m).source).rows())

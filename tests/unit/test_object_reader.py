@@ -77,13 +77,13 @@ class _SlowStore(MemoryStore):
         self.peak = 0
         self._gate = threading.Lock()
 
-    def read_range(self, bucket: str, key: str, first: int, last: int, if_match: str = "") -> Body:
+    def read_range(self, bucket: str, key: str, first: int, last: int, if_match: str = "", *, version_id: str = "") -> Body:
         with self._gate:
             self.active += 1
             self.peak = max(self.peak, self.active)
         try:
             time.sleep(self.delay)
-            return super().read_range(bucket, key, first, last, if_match)
+            return super().read_range(bucket, key, first, last, if_match, version_id=version_id)
         finally:
             with self._gate:
                 self.active -= 1

@@ -9,10 +9,15 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from pathlib import Path
+
 import pytest
+from rich.console import Console
 
 from s3bulk.job import JobError, parse_job
 from s3bulk.local.engine import Engine
+from s3bulk.local.ledger import LocalLedger
+from s3bulk.local.run import execute, guard_deletes
 from s3bulk.local.plan import make_plan
 from s3bulk.local.undo import undo_log
 from s3bulk.testing.memstore import MemoryStore
@@ -151,3 +156,96 @@ def test_a_rewind_without_a_usable_time_is_refused_naming_the_field(source: dict
     with pytest.raises(JobError) as err:
         parse_job(json.dumps({"operation": "rewind", "source": source}))
     assert str(err.value).startswith(field) and "\n" not in str(err.value)
+
+
+def _rewind_job(**options: Any) -> Any:
+    doc = {"operation": "rewind", "source": {"bucket": "vers-b", "prefix": "p/", "as_of": AS_OF.isoformat()}, "options": options}
+    return parse_job(json.dumps(doc))
+
+
+def test_max_delete_counts_only_the_keys_a_rewind_hides_under_a_delete_marker() -> None:
+    s, _, then = history()
+    later = state(s)
+    # Two keys did not exist at AS_OF and exist now (created-after, back-after): two markers; the restores are no deletes.
+    with pytest.raises(
+        JobError, match=r"^job\.options\.max_delete: the job would delete 2 keys \(each hidden under a delete marker\), over max_delete 1"
+    ):
+        guard_deletes(_rewind_job(max_delete=1), s)
+    assert state(s) == later and s.calls.get("CopyObject", 0) == 0  # counted, nothing changed
+    assert guard_deletes(_rewind_job(max_delete=2), s) == 2
+    summary = Engine(_rewind_job(max_delete=2), s, concurrency=3).run().summary()
+    assert (summary["status"], summary["succeeded"]) == ("succeeded", 4) and state(s) == then
+
+
+def test_a_rewind_that_would_hide_more_keys_after_its_count_stops_before_passing_max_delete() -> None:
+    s, _, _ = history()
+    job = _rewind_job(max_delete=2, batch_size=1)
+    assert guard_deletes(job, s) == 2
+    for i in range(3):  # keys written after the count (and after AS_OF): each one more delete marker
+        s.put_object("vers-b", f"p/z-late-{i}", b"late", last_modified=AS_OF + timedelta(days=2))
+    report = Engine(job, s, concurrency=1).run()
+    assert report.error is not None and report.error.startswith("job.options.max_delete: the selection grew past 2"), report.error
+    now = state(s)
+    hidden = [k for k in ("p/back-after", "p/created-after", "p/z-late-0", "p/z-late-1", "p/z-late-2") if now[k] is None]
+    assert hidden == ["p/back-after", "p/created-after"]  # the two counted; none of the late keys
+
+
+def test_a_rewind_canary_checks_its_sample_against_as_of_and_the_resume_does_the_rest(tmp_path: Path) -> None:
+    s, _, then = history()
+    job = _rewind_job(canary=3)
+    ledger = LocalLedger.create(tmp_path, "rewind-canary", job)
+    first = execute(job, s, concurrency=2, console=Console(file=io.StringIO()), quiet=True, ledger=ledger)
+    ledger.close()
+    assert (first.summary()["status"], first.summary()["listed"], first.exit_code) == ("succeeded", 3, 0), first.summary()
+    assert state(s) != then  # only the sample
+    rest = execute(
+        job, s, concurrency=2, console=Console(file=io.StringIO()), quiet=True, ledger=LocalLedger.open(tmp_path, "rewind-canary")
+    )
+    assert (rest.summary()["status"], rest.summary()["failed"]) == ("succeeded", 0) and state(s) == then
+
+
+def test_a_rewind_canary_that_finds_a_key_not_as_it_was_fails_naming_it(tmp_path: Path) -> None:
+    s, _, _ = history()
+    job = _rewind_job(canary=6)
+
+    def keeps_it(bucket: str, key: str, *, version_id: str = "") -> None:  # a server that answers 204 and deletes nothing
+        return None
+
+    s.delete_object = keeps_it  # type: ignore[method-assign]
+    console = Console(file=io.StringIO())
+    report = execute(job, s, concurrency=2, console=console, quiet=True, ledger=LocalLedger.create(tmp_path, "bad", job))
+    assert (report.summary()["status"], report.summary()["failed"], report.exit_code) == ("failed", 0, 1), report.summary()
+    assert report.error is not None and report.error.startswith("canary: p/back-after: it is there, and it did not exist"), report.error
+
+
+def test_verify_as_of_compares_each_copy_with_the_version_the_key_had_then() -> None:
+    s, _, then = history()
+    s.create_bucket("dst-b")
+    src = {"bucket": "vers-b", "prefix": "p/", "as_of": AS_OF.isoformat()}
+    copy = {"operation": "copy", "source": src, "destination": {"bucket": "dst-b", "prefix": "t/"}}
+    Engine(parse_job(json.dumps(copy)), s, concurrency=3).run()
+    verify = parse_job(json.dumps({**copy, "operation": "verify"}))
+    good = Engine(verify, s, concurrency=3).run().summary()
+    assert (good["succeeded"], good["failed"]) == (3, 0), good
+    # The copy of overwritten holds what the key held at AS_OF ("old"), not today's "new": verify as of now would fail it.
+    now = Engine(parse_job(json.dumps({**copy, "operation": "verify", "source": {"bucket": "vers-b", "prefix": "p/"}})), s, concurrency=3)
+    assert now.run().summary()["failed"] >= 1
+    s.put_object("dst-b", "t/untouched", b"spoilt")  # a copy that differs from the version then
+    bad = Engine(verify, s, concurrency=3).run()
+    assert bad.summary()["failed"] == 1 and [f["key"] for f in bad.tally.failures()] == ["p/untouched"]
+
+
+def test_a_copy_as_of_to_another_endpoint_relays_each_version_then_and_verify_as_of_agrees() -> None:
+    s, _, then = history()
+    s.put_tags("vers-b", "p/overwritten", {"era": "now"})  # today's tags; the version then has none
+    there = MemoryStore()
+    there.create_bucket("dst-b")
+    src = {"bucket": "vers-b", "prefix": "p/", "as_of": AS_OF.isoformat(), "endpoint_url": "https://other.example:9000"}
+    copy = {"operation": "copy", "source": src, "destination": {"bucket": "dst-b", "prefix": "t/"}}
+    summary = Engine(parse_job(json.dumps(copy)), s, dst_store=there, concurrency=3).run().summary()
+    assert (summary["succeeded"], summary["failed"]) == (3, 0), summary
+    copied = {o.key: there.get_body("dst-b", o.key) for o in there.list_page("dst-b", "t/").objects}
+    assert copied == {"t/" + k[2:]: v for k, v in then.items() if v is not None}  # "old", not today's "new"
+    assert there.get("dst-b", "t/overwritten").tags == {}
+    verify = Engine(parse_job(json.dumps({**copy, "operation": "verify"})), s, dst_store=there, concurrency=3).run().summary()
+    assert (verify["succeeded"], verify["failed"]) == (3, 0), verify

@@ -28,7 +28,7 @@ class ListShard:
     cursor: str | None = None
     done: bool = False
     last_key: str | None = None  # the last source key this shard listed (a sync's destination range starts after it)
-    sent: int = 0  # objects sent to the workers so far (the delete guard holds it to `counted` + `borrowed`)
+    sent: int = 0  # deletes sent to the workers so far (selection.deletes; the delete guard holds it to `counted` + `borrowed`)
     counted: int | None = None  # the delete guard's count of this shard's deletes (aws/guard.py), once counted
     borrowed: int = 0  # sends past its count this shard took from the job's room under max_delete (DynamoLedger.borrow)
 
