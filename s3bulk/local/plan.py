@@ -107,6 +107,8 @@ def count_object(job: Job, plan: Plan, obj: ObjectInfo) -> None:
     op, size = job.operation, obj.size
     count_filters(job, plan, obj)
     if op == "delete":
+        if job.source.versions == "delete-markers":
+            plan.count("HeadObject", journal=True)  # an undelete's journal: the version the removed marker hid
         return
     if op == "process":
         _count_process(job, plan, size)

@@ -17,6 +17,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -37,7 +38,7 @@ from s3bulk.ops.process import Processor, failure
 from s3bulk.ops.relay import relay_object
 from s3bulk.ops.restore import restore_object
 from s3bulk.ops.rewind import WHAT as REWOUND
-from s3bulk.ops.rewind import rewind_key
+from s3bulk.ops.rewind import current_state, rewind_key
 from s3bulk.ops.tagging import tag_object
 from s3bulk.ops.uploads import ALREADY_GONE, abort_upload
 from s3bulk.ops.verify import verify_object
@@ -583,7 +584,8 @@ class BatchRunner:
         counted = Counted()
         lines = self.keylog.block() if self.keylog is not None else None
         try:
-            delete_batch(self.store, self.job.source.bucket, items, counted, keylog=lines)
+            undeletes = self.job.source.versions == "delete-markers"
+            delete_batch(self.store, self.job.source.bucket, items, counted, keylog=lines, submit=self.parts.submit if undeletes else None)
         except EndpointUnreachable as exc:
             self._left(exc, run)
         finally:
@@ -884,22 +886,43 @@ class BatchRunner:
 
 
 def delete_batch(
-    store: ObjectStore, bucket: str, items: Sequence[Item], tally: Outcomes, *, moved: bool = False, keylog: KeyLog | None = None
+    store: ObjectStore,
+    bucket: str,
+    items: Sequence[Item],
+    tally: Outcomes,
+    *,
+    moved: bool = False,
+    keylog: KeyLog | None = None,
+    submit: Callable[..., Future[Any]] | None = None,
 ) -> None:
-    """Delete a batch's keys; for a move, a key counts as done only once its source is gone."""
+    """Delete a batch's keys; for a move, a key counts as done only once its source is gone.
+
+    An undelete (delete markers removed, `submit` given) journals each key as a rewind's: it was absent, and is now
+    the version the marker hid (one HEAD each after the DeleteObjects, run on `submit`), so `s3bulk undo` puts a
+    delete marker back where that version is still current."""
     failed: dict[tuple[str, str], KeyFailure] = {}
     for start in range(0, len(items), 1000):
         chunk = items[start : start + 1000]
         keys, versions = [i.obj.key for i in chunk], [i.obj.version_id for i in chunk]
         for key_failure in delete_keys(store, bucket, keys, version_ids=versions if any(versions) else ()):
             failed[key_failure.key, key_failure.version_id] = key_failure
-    for item in items:
-        # A server that does not echo a failed version's id fails every version of that key sent: never a false success.
-        failure = failed.get((item.obj.key, item.obj.version_id)) or failed.get((item.obj.key, ""))
-        if failure is None:
+    # A server that does not echo a failed version's id fails every version of that key sent: never a false success.
+    outcomes = [(item, failed.get((item.obj.key, item.obj.version_id)) or failed.get((item.obj.key, ""))) for item in items]
+    revealed: dict[str, Future[dict[str, object]]] = {}
+    if submit is not None and keylog is not None:
+        revealed = {i.obj.key: submit(current_state, store, bucket, i.obj.key) for i, f in outcomes if f is None}
+    for item, refused in outcomes:
+        if refused is None:
             tally.succeed(max(item.obj.size, 0))
-            _log(keylog, item, "succeeded", attempts=item.attempts or 1)
+            undo = None
+            if item.obj.key in revealed:
+                try:
+                    undo = _undo(bucket, REWOUND, "", revealed[item.obj.key].result())
+                except StoreError as exc:  # the marker is gone (done); only its journal entry is missing, and said so
+                    _log(keylog, item, "succeeded", attempts=item.attempts or 1, message=f"not journaled: {exc.code}: {exc.message}")
+                    continue
+            _log(keylog, item, "succeeded", Done(True, undo=undo), attempts=item.attempts or 1)
         else:
             note = "copied, but the source could not be deleted: " if moved else ""
-            tally.fail(item.obj.key, failure.code, _of(item.obj, note + failure.message))
-            _log(keylog, item, "failed", attempts=item.attempts or 1, error=failure.code, message=note + failure.message)
+            tally.fail(item.obj.key, refused.code, _of(item.obj, note + refused.message))
+            _log(keylog, item, "failed", attempts=item.attempts or 1, error=refused.code, message=note + refused.message)

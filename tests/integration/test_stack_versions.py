@@ -7,11 +7,14 @@ delete takes the markers too, whose order does not matter to it. Listings stay i
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from s3bulk.local.undo import undo_log
+from s3bulk.s3.stores import S3Store
 from tests.integration.stack_harness import StackOnMoto, synthesize
 from tests.integration.test_stack_on_moto import ENV, report
 
@@ -81,3 +84,31 @@ def test_a_copy_of_all_versions_into_a_bucket_without_versioning_fails_before_co
     assert "DestinationNotVersioned" in str(ex.description.get("cause"))
     assert "ListShards" not in ex.entered()
     assert stack.s3.list_objects_v2(Bucket=DST).get("KeyCount") == 0
+
+
+def test_an_undelete_on_the_stack_brings_back_each_deleted_key_and_undo_of_its_key_log_hides_them_again(stack: StackOnMoto) -> None:
+    s3 = stack.s3
+    for i in range(KEYS):
+        for n in range(2):
+            s3.put_object(Bucket=SRC, Key=f"u/k{i:03d}", Body=f"k{i:03d}#{n}".encode())
+        if i % 4:  # three keys in four deleted
+            s3.delete_object(Bucket=SRC, Key=f"u/k{i:03d}")
+    deleted = [f"u/k{i:03d}" for i in range(KEYS) if i % 4]
+    job = {"operation": "delete", "source": {"bucket": SRC, "prefix": "u/", "versions": "delete-markers"}, "options": {"batch_size": 8}}
+    ex = stack.run({**job, "job_id": "undelete"}, timeout=120)
+    assert ex.status == "SUCCEEDED", (ex.description.get("error"), str(ex.description.get("cause"))[:1500])
+    r = report(stack, ex.description.get("output"))
+    assert (r["listed"], r["succeeded"], r["failed"]) == (len(deleted), len(deleted), 0)
+    live = {o["Key"] for o in s3.list_objects_v2(Bucket=SRC, Prefix="u/")["Contents"]}
+    assert live == {f"u/k{i:03d}" for i in range(KEYS)}
+    assert all(s3.get_object(Bucket=SRC, Key=k)["Body"].read() == f"{k[2:]}#1".encode() for k in deleted)
+
+    reports = stack.bucket_of("Reports")
+    parts = [o["Key"] for o in s3.list_objects_v2(Bucket=reports, Prefix="jobs/undelete/keys/")["Contents"]]
+    log = b"".join(s3.get_object(Bucket=reports, Key=k)["Body"].read() for k in sorted(parts))
+    assert sum(1 for line in log.splitlines() if b'"what": "version"' in line or b'"what":"version"' in line) == len(deleted)
+    s3.put_object(Bucket=SRC, Key=deleted[0], Body=b"written after the undelete")
+    result = undo_log(io.BytesIO(log), S3Store(s3))
+    assert (result.restored, result.changed_since, result.failed) == (len(deleted) - 1, 1, 0), result.examples
+    live = {o["Key"] for o in s3.list_objects_v2(Bucket=SRC, Prefix="u/")["Contents"]}
+    assert live == {f"u/k{i:03d}" for i in range(KEYS) if not i % 4} | {deleted[0]}
