@@ -58,6 +58,7 @@ S3_COPY = _price("s3_put_copy_post_list_per_1000", 1000)  # PUT/COPY/POST/LIST c
 S3_LIST = S3_COPY
 S3_PUT = S3_COPY
 S3_DELETE = _price("s3_delete_per_1000", 1000)  # DeleteObjects, as `s3bulk plan` prices it
+S3_GET = _price("s3_get_head_per_1000", 1000)  # GET/HEAD class: GetObjectTagging and HeadObject
 S3_GB_MONTH = _price("s3_standard_gb_month")
 S3_TAG_MONTH = _price("s3_object_tags_per_10000_month", 10_000)
 CW_DASHBOARD_MONTH = _price("cloudwatch_dashboard_month")
@@ -727,7 +728,11 @@ def render_at_scale(cpu_ms: float) -> list[str]:
         f"  {math.ceil(MESSAGES_PER_INVOCATION * MESSAGE_BYTES / SQS_CHUNK)}, and its DeleteMessageBatch 1.",
         "- **DynamoDB**, on demand (`s3bulk/aws/ledger/`): per batch, `finish_batch`'s TransactWriteItems (the batch",
         f"  marker's Put and its counter shard's Update, 1 KB each, at 2 WRU per KB in a transaction: {FINISH_BATCH_WRU} WRU), the",
-        f"  lease the batch is worked under (`hold` and `release`, an UpdateItem each: {LEASE_WRU} WRU; a lister call holds one too), and",
+        f"  lease the batch is worked under (`hold` and `release`, an UpdateItem each: {LEASE_WRU} WRU; a lister call holds one too; a job",
+        "  capped with `s3bulk tune JOB_ID --concurrency N` adds the holder's entry in its shard's map, 1 more WRU, and each batch",
+        "  refused at the cap costs about 3 WRU and 1 RRU, after which that container passes over the job's batches for 10 s",
+        "  without asking, and the refused batch comes back in ~60 s: a capped job's queued batches cost one SQS receive and",
+        "  one ChangeMessageVisibility each per minute while they wait), and",
         "  the completion check (`completion.notify_if_complete`): a consistent GetItem of the absent marker first",
         f"  (`is_batch_done`, 1 RRU), then `ledger.progress`, a consistent GetItem of the job item ({item_bytes(JOB_ITEM):,} B with its",
         "  completion token: 1 RRU), which until listing is done is all (the job item counts its done listing shards); after,",
@@ -907,6 +912,29 @@ uploads: 10,000 forgotten uploads of 64 MiB hold 625 GiB, $14.38 a month, found 
 """
 
 
+def filters_section() -> list[str]:
+    """What source.tags and source.content_type add: one GET-class read per listed object, from prices.json."""
+    one, both, copies = S3_GET * 1e6, 2 * S3_GET * 1e6, S3_COPY * 1e8
+    return [
+        "",
+        "### Filters on tags and content type",
+        "A listing does not return an object's tags or Content-Type, so `source.tags` costs one GetObjectTagging and",
+        "`source.content_type` one HEAD per listed object (both GET-class, `s3_get_head_per_1000`: "
+        f"{_money(S3_GET * 1000)} per 1,000), made by",
+        f"the worker before it acts, whether the object matches or not. Per million listed objects: {_money(one)} for one filter, at",
+        "most "
+        + _money(both)
+        + " for both (the second call is not made once the first has left the object out); at 100 M, "
+        + f"{_money(one * 100)} to {_money(both * 100)},",
+        f"against {_money(copies)} for copying them all. Where the operation HEADs the object anyway (a manifest row without a size, a",
+        "multipart or relayed copy, set-storage-class, add-checksum) the filter's HEAD is the one it uses: no extra request.",
+        "Each extra call also adds about one request's latency (~30 ms) to every listed object's time in the worker, so a",
+        "filtered job of small objects takes up to twice the worker time of an unfiltered one over the same listing.",
+        "`s3bulk plan` counts the filter's reads per listed object (shown apart as `filter_requests`), and counts everything",
+        "after them as if every object matched: its object count and the rest of its requests are upper bounds.",
+    ]
+
+
 def render(cpu_ms: float, source: str) -> str:
     threads = worker_threads_for(cpu_ms, WORKER_MB)
     memory = worker_memory_for(cpu_ms, threads)
@@ -985,6 +1013,7 @@ def render(cpu_ms: float, source: str) -> str:
     ]
     lines += RESTORES.splitlines()
     lines += UPLOADS.splitlines()
+    lines += filters_section()
     lines += render_at_scale(cpu_ms)
     lines += finalize_at_scale()
     return "\n".join(lines) + "\n"
