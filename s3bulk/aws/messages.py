@@ -44,8 +44,12 @@ class BatchMessage(BaseModel):
     # objects that were still in flight when an invocation had to end without them (a child batch's): item index, and
     # how many invocations ended so; past a few, the object is failed instead of tried again
     hung: list[tuple[int, int]] = Field(default_factory=list)
+    # items that are delete markers (a job on versions): the listing said so, and a filter must not ask S3 about one
+    # (GetObjectTagging or HEAD of a marker's version is 405 on S3, 404 on some servers, which reads as "gone")
+    markers: list[int] = Field(default_factory=list)
 
     def objects(self) -> list[ObjectInfo]:
+        markers = set(self.markers)
         return [
             ObjectInfo(
                 i[0],
@@ -55,8 +59,9 @@ class BatchMessage(BaseModel):
                 version_id=i[4] if len(i) >= 5 else "",
                 upload_id=i[5] if len(i) >= 6 else "",
                 replaces=i[6] if len(i) == 7 else None,
+                delete_marker=n in markers,
             )
-            for i in self.items
+            for n, i in enumerate(self.items)
         ]
 
     def rechecks(self) -> dict[int, bool]:
@@ -86,6 +91,7 @@ class BatchMessage(BaseModel):
             check=sorted(checks.items()),
             resume=sorted((uploads or {}).items()),
             hung=sorted((hung or {}).items()),
+            markers=[n for n, o in enumerate(objects) if o.delete_marker],
         )
 
     def encode(self) -> str:
@@ -122,21 +128,24 @@ def pack(
     """Split one listing page into messages of at most `max_items` objects, `max_bytes` of message and `max_object_bytes`
     of the objects themselves; ids derive from the page (a number, or a shard-and-page id) so a re-sent page dedupes."""
     page_id = page if isinstance(page, str) else f"{page:09d}"
-    overhead = len(BatchMessage(job_id=job_id, batch_id=f"{page_id}-000", items=[], check=[(0, True)]).encode())
+    overhead = len(BatchMessage(job_id=job_id, batch_id=f"{page_id}-000", items=[], check=[(0, True)], markers=[0]).encode())
     batch: list[Entry] = []
     check: list[tuple[int, bool]] = []
+    markers: list[int] = []
     size = overhead
     held = 0  # the objects' bytes (a manifest row without a size counts none)
     n = 0
     for obj in objects:
-        cost = _item_bytes(obj) + (12 if rechecks and obj.key in rechecks else 0)
+        cost = _item_bytes(obj) + (12 if rechecks and obj.key in rechecks else 0) + (6 if obj.delete_marker else 0)
         if batch and (len(batch) >= max_items or size + cost > max_bytes or held + max(obj.size, 0) > max_object_bytes):
-            yield BatchMessage(job_id=job_id, batch_id=f"{page_id}-{n:03d}", items=batch, check=check)
-            batch, check, size, held, n = [], [], overhead, 0, n + 1
+            yield BatchMessage(job_id=job_id, batch_id=f"{page_id}-{n:03d}", items=batch, check=check, markers=markers)
+            batch, check, markers, size, held, n = [], [], [], overhead, 0, n + 1
         held += max(obj.size, 0)
         if rechecks and obj.key in rechecks:
             check.append((len(batch), rechecks[obj.key]))
+        if obj.delete_marker:
+            markers.append(len(batch))
         batch.append(_item(obj))
         size += cost
     if batch:
-        yield BatchMessage(job_id=job_id, batch_id=f"{page_id}-{n:03d}", items=batch, check=check)
+        yield BatchMessage(job_id=job_id, batch_id=f"{page_id}-{n:03d}", items=batch, check=check, markers=markers)

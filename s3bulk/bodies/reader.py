@@ -222,6 +222,15 @@ def open_object(
     """The object (or its version `version_id`) as a buffered binary file; one HEAD when its size and ETag are not given."""
     head = head or store.head_object(bucket, key, version_id=version_id)
     raw = ObjectReader(
-        store, bucket, key, head.size, head.etag, range_size=range_size, prefetch=prefetch, submit=submit, budget=budget, version_id=version_id
+        store,
+        bucket,
+        key,
+        head.size,
+        head.etag,
+        range_size=range_size,
+        prefetch=prefetch,
+        submit=submit,
+        budget=budget,
+        version_id=version_id,
     )
     return io.BufferedReader(raw, buffer_size=min(WRAPPER_BUFFER, range_size))

@@ -30,3 +30,18 @@ def test_an_object_larger_than_the_cap_is_a_batch_of_its_own_and_small_ones_are_
 def test_manifest_rows_without_a_size_count_no_bytes() -> None:
     rows = [ObjectInfo(f"k{i}", UNKNOWN_SIZE, "") for i in range(30)]
     assert [len(m.items) for m in pack("job", 0, rows, 10, max_object_bytes=1)] == [10, 10, 10]
+
+
+def test_a_delete_marker_stays_one_through_a_message_and_a_child_batch_and_costs_its_bytes() -> None:
+    objs = [
+        ObjectInfo(f"k{i}", 0 if i % 3 == 0 else 10, "" if i % 3 == 0 else "e", version_id=f"v{i}", delete_marker=i % 3 == 0)
+        for i in range(9)
+    ]
+    [msg] = pack("job", 1, objs, max_items=100)
+    back = BatchMessage.model_validate_json(msg.encode())
+    assert [o.delete_marker for o in back.objects()] == [i % 3 == 0 for i in range(9)]
+    child = back.rest(back.objects()[4:], {}, "attempt-1")
+    assert [o.delete_marker for o in BatchMessage.model_validate_json(child.encode()).objects()] == [i % 3 == 0 for i in range(4, 9)]
+    # The cut by bytes counts the marker list: every message stays under the cap.
+    many = [ObjectInfo(f"key-{i:06d}", 0, "", version_id=f"version-{i:06d}", delete_marker=True) for i in range(3000)]
+    assert all(len(m.encode()) <= 20_000 for m in pack("job", 2, many, max_items=1000, max_bytes=20_000))

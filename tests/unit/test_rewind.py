@@ -7,9 +7,8 @@ from __future__ import annotations
 import io
 import json
 from datetime import UTC, datetime, timedelta
-from typing import Any
-
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -17,8 +16,8 @@ from rich.console import Console
 from s3bulk.job import JobError, parse_job
 from s3bulk.local.engine import Engine
 from s3bulk.local.ledger import LocalLedger
-from s3bulk.local.run import execute, guard_deletes
 from s3bulk.local.plan import make_plan
+from s3bulk.local.run import execute, guard_deletes
 from s3bulk.local.undo import undo_log
 from s3bulk.testing.memstore import MemoryStore
 
@@ -219,7 +218,7 @@ def test_a_rewind_canary_that_finds_a_key_not_as_it_was_fails_naming_it(tmp_path
 
 
 def test_verify_as_of_compares_each_copy_with_the_version_the_key_had_then() -> None:
-    s, _, then = history()
+    s, _, _ = history()
     s.create_bucket("dst-b")
     src = {"bucket": "vers-b", "prefix": "p/", "as_of": AS_OF.isoformat()}
     copy = {"operation": "copy", "source": src, "destination": {"bucket": "dst-b", "prefix": "t/"}}
