@@ -975,7 +975,7 @@ def _describe(err: dict[str, Any]) -> str:
         msg = "unknown field; remove it or fix its spelling (see docs/job.schema.json)"
     elif kind == "missing":
         msg = "required field is missing; add it"
-    elif kind in {"int_type", "string_type", "bool_type", "list_type", "model_type", "datetime_type"}:
+    elif kind in {"int_type", "string_type", "bool_type", "list_type", "model_type", "datetime_type", "dict_type"}:
         msg = f"{msg.rstrip('.')}; got {json.dumps(err.get('input'), default=str)[:60]}"
     elif kind == "string_pattern_mismatch":
         fix = _PATTERN_FIXES.get(str(err.get("ctx", {}).get("pattern")), "see docs/job.schema.json for the form it takes")
@@ -1002,10 +1002,41 @@ def parse_job(text: str | bytes, *, now: datetime | None = None) -> Job:
     try:
         return Job.model_validate_json(text, context={_NOW: now} if now is not None else None)
     except ValidationError as exc:
-        errors = exc.errors()
-        first = _describe(dict(errors[0]))
-        more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
+        errors = [dict(e) for e in exc.errors()]
+        first, rest = _first_problem(errors)
+        more = f" (and {rest} more problem{'s' if rest > 1 else ''})" if rest else ""
         raise JobError(first + more) from None
+
+
+def _branch(part: object) -> bool:
+    """A union's branch in an error's location (pydantic names it by type: str, list[str], literal[...], AsOf), not a field."""
+    text = str(part)
+    return isinstance(part, str) and ("[" in text or text in {"str", "int", "bool", "float", "dict", "list"} or text[:1].isupper())
+
+
+def _first_problem(errors: list[dict[str, Any]]) -> tuple[str, int]:
+    """The first problem as one line, and how many others there are. A field that takes one of several forms (a union)
+    fails once per form: said once, as the form the input was meant to be when it went into one (an object with a bad
+    field), else as the forms it may take."""
+    loc = list(errors[0].get("loc", ()))
+    cut = next((n for n, part in enumerate(loc) if _branch(part)), None)
+    if cut is None:
+        return _describe(errors[0]), len(errors) - 1
+    field = loc[:cut]
+    same = [e for e in errors if list(e.get("loc", ()))[:cut] == field and len(e.get("loc", ())) > cut and _branch(e["loc"][cut])]
+    others = len(errors) - len(same)
+    # A misspelt field of an object is the likelier cause of its "missing" one: said first.
+    deeper = sorted((e for e in same if len(e["loc"]) > cut + 1), key=lambda e: e.get("type") != "extra_forbidden")
+    if deeper:  # it went into a form (an object) and a field of it is wrong: say that one, at its real path
+        e = deeper[0]
+        return _describe({**e, "loc": [p for p in e["loc"] if not _branch(p)]}), others + len(deeper) - 1
+    forms = []
+    for e in same:
+        msg = str(e.get("msg", "")).removeprefix("Input should be ").rstrip(".")
+        forms.append("an object (see docs/job.schema.json)" if e.get("type") in {"model_type", "dict_type"} else msg)
+    path = ".".join(["job", *(str(p) for p in field)])
+    got = json.dumps(same[0].get("input"), default=str)[:60]
+    return f"{path}: should be {', or '.join(forms)}; got {got}", others
 
 
 def load_job(path: str | Path, *, now: datetime | None = None) -> Job:

@@ -375,3 +375,21 @@ def test_set_encryption_needs_its_encryption_and_acts_in_place() -> None:
     arn = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
     job = parse_job(json.dumps({**base, "encryption": {"sse": "aws:kms", "kms_key_id": arn, "bucket_key": True}}))
     assert job.encryption is not None and (job.encryption.kms_key_id, job.encryption.bucket_key) == (arn, True)
+
+
+@pytest.mark.parametrize(
+    ("source", "said"),
+    [
+        ({"content_type": 5}, "job.source.content_type: should be a valid string, or a valid array; got 5"),
+        ({"versions": "al"}, "job.source.versions: should be 'current', 'all', 'noncurrent' or 'delete-markers', or an object"),
+        ({"versions": {"asof": "2026-11-20T00:00:00Z"}}, "job.source.versions.asof: unknown field; remove it or fix its spelling"),
+        ({"versions": {"as_of": "yesterday"}}, "job.source.versions.as_of: Input should be a valid datetime"),
+    ],
+)
+def test_a_field_of_several_forms_is_named_once_by_its_own_path_never_by_a_type_branch(source: dict[str, Any], said: str) -> None:
+    doc = {"operation": "copy", "source": {"bucket": "src-bb", **source}, "destination": {"bucket": "dst-bb"}}
+    with pytest.raises(JobError) as err:
+        parse_job(json.dumps(doc))
+    message = str(err.value)
+    assert message.startswith(said) and "\n" not in message, message
+    assert "literal[" not in message and ".str" not in message and "AsOf" not in message
