@@ -129,7 +129,7 @@ def restore(
         settings = CopySettings(_COPY.multipart_threshold, _COPY.part_size, head.storage_class)
         back = encryption_from_doc(before)
         if back is None:  # it had none: a copy that names none takes the bucket's default, as any new object does
-            copy_in_place(store, parts, bucket, head.info(key), settings, head, keep_acl=keep, reencrypt=True)
+            copy_in_place(store, parts, bucket, head.info(key), settings, head, keep_acl=keep, always=True, encryption=None)
         else:
             set_encryption(store, parts, bucket, head.info(key), back, settings, keep_acl=keep)
     else:  # an in-place copy back to the class it had, keeping body, metadata, tags and encryption

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from typing import Literal
 
 from s3bulk.job import MAX_PART_SIZE, MiB
 from s3bulk.ops.acl import grants_to_carry
@@ -94,8 +95,8 @@ def copy_in_place(
     head: ObjectHead | None = None,
     *,
     keep_acl: bool = False,
-    reencrypt: bool = False,
-    encryption: Encryption | None = None,
+    always: bool = False,
+    encryption: Encryption | Literal["own"] | None = "own",
 ) -> InPlaceCopy:
     """Copy an object onto itself (a new storage class, a new checksum), keeping its encryption, grants and lock.
 
@@ -111,16 +112,20 @@ def copy_in_place(
     The HEAD, not the listing, decides: a copy redone after it landed (a retry, a redelivered batch)
     finds the class already changed and copies nothing, whatever new ETag the first copy gave.
 
-    `reencrypt` (set-encryption, whose caller has compared the encryption itself): the copy takes `encryption`
-    (None: the bucket's default) instead of the object's own.
+    `always` (set-encryption and rewind, whose callers have decided a copy is needed): copy even when the class and
+    checksum are already as asked. `encryption`: what the copy is encrypted with, the object's own unless given
+    (set-encryption's target; None: the bucket's default).
     """
     head = head or store.head_object(bucket, obj.key, version_id=obj.version_id)
     same_class = (head.storage_class or "STANDARD") == (settings.storage_class or "STANDARD")
-    if not reencrypt and not settings.checksum_algorithm and same_class:
+    if not always and not settings.checksum_algorithm and same_class:
         return InPlaceCopy(head, None)
     grants = grants_to_carry(store, bucket, obj.key, obj.version_id) if keep_acl else None
     carry = Carried(
-        encryption if reencrypt else head.encryption, grants, head.retention if _running(head.retention) else None, head.legal_hold
+        head.encryption if encryption == "own" else encryption,
+        grants,
+        head.retention if _running(head.retention) else None,
+        head.legal_hold,
     )
     if head.size > settings.multipart_threshold:
         at = replace(obj, size=head.size, etag=head.etag)

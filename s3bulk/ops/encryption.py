@@ -77,7 +77,7 @@ def set_encryption(
         return EncryptionChange(True, before, head, head.etag, True)
     # The copy keeps the object's own class (the job names none), and a small one stays one CopyObject.
     at = replace(settings, storage_class=head.storage_class)
-    copy = copy_in_place(store, parts, bucket, replace(obj, size=head.size), at, head, keep_acl=keep_acl, reencrypt=True, encryption=target)
+    copy = copy_in_place(store, parts, bucket, replace(obj, size=head.size), at, head, keep_acl=keep_acl, always=True, encryption=target)
     assert copy.done is not None
     return EncryptionChange(True, before, head, copy.done.etag, False)
 

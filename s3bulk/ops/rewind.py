@@ -54,9 +54,7 @@ def rewind_key(
     head = store.head_object(bucket, obj.key, version_id=obj.version_id)
     at = replace(settings, storage_class=head.storage_class)
     # That version's own encryption named again (the copy would otherwise take the bucket's default).
-    copy = copy_in_place(
-        store, parts, bucket, replace(obj, size=head.size), at, head, keep_acl=keep_acl, reencrypt=True, encryption=head.encryption
-    )
+    copy = copy_in_place(store, parts, bucket, replace(obj, size=head.size), at, head, keep_acl=keep_acl, always=True)
     assert copy.done is not None
     return Rewound(True, copy.done.etag, {"etag": copy.done.etag})
 
