@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import threading
@@ -219,6 +220,7 @@ class StackOnMoto:
         self.background: list[threading.Thread] = []  # asynchronous Invokes a function made, each run as Lambda's queue would
         self.closed = threading.Event()
         self.user_stops: dict[str, tuple[str, str]] = {}  # execution ARN -> StopExecution's (error, cause)
+        self.task_tokens: dict[str, list[str]] = {}  # execution ARN -> the task tokens its .waitForTaskToken tasks were given
         self.refused_after_stop: list[str] = []  # "ARN: function": a task moto's interpreter started after StopExecution
         self._stack = ExitStack()
 
@@ -372,12 +374,18 @@ class StackOnMoto:
         moto's interpreter (5.2) may still take a running task's error through a Catch to the next task (a lister's
         JobHalted to Finalize), or start a Map iteration's: such a task is refused here, not invoked, and recorded."""
         real, stops, refused = lambda_eval_utils.execute_lambda_function_integration, self.user_stops, self.refused_after_stop
+        tokens = self.task_tokens
 
         def execute(env: Any, parameters: dict[str, Any], region: str, state_credentials: Any) -> None:
             arn = str(env.states.context_object.context_object_data["Execution"]["Id"])
             if arn in stops:
                 refused.append(f"{arn}: {parameters.get('FunctionName')}")
                 raise RuntimeError("the execution was stopped (StopExecution): AWS starts no task after it")
+            raw = parameters.get("Payload")  # JSON bytes by now (moto casts it before the call)
+            with contextlib.suppress(ValueError, TypeError):
+                payload = json.loads(raw) if isinstance(raw, bytes | str) else raw
+                if isinstance(payload, dict) and isinstance(payload.get("token"), str):
+                    tokens.setdefault(arn, []).append(payload["token"])
             real(env=env, parameters=parameters, region=region, state_credentials=state_credentials)
 
         return execute
@@ -475,6 +483,12 @@ class StackOnMoto:
         if in_flight:  # stop it, and wait until moto has (its thread, and the invocations it runs, must not outlive moto)
             if not stopped:
                 self.sfn.stop_execution(executionArn=arn, error="Harness.Timeout", cause=f"not ended after {timeout:.0f}s")
+            # moto's interpreter leaves a .waitForTaskToken state only when its token is answered (AWS ends the execution
+            # at once): the harness answers them, so its thread ends now instead of at the 30 s bound below. No step of
+            # the execution runs after (the stop refuses every task), so nothing the test checks can see the answer.
+            for token in self.task_tokens.get(arn, []):
+                with contextlib.suppress(Exception):
+                    self.sfn.send_task_failure(taskToken=token, error="Harness.Stopped", cause="the execution was stopped")
             stopping = time.monotonic()
             while self.sfn.describe_execution(executionArn=arn)["status"] == "RUNNING" and time.monotonic() - stopping < 30:
                 time.sleep(0.1)
