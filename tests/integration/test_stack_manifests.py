@@ -1,0 +1,131 @@
+"""The manifests Batch Operations and Distributed Map read, through the synthesized stack (moto's interpreter, every
+function under its role): a Parquet and an ORC S3 Inventory whose data files are the listing's shards, and a JSONL
+object list naming versions, each copied exactly."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.orc as orc
+import pyarrow.parquet as pq
+import pytest
+
+from tests.integration.helpers import md5
+from tests.integration.stack_harness import StackOnMoto, synthesize
+from tests.integration.test_stack_on_moto import ENV, report
+
+pytestmark = pytest.mark.moto
+
+SRC, DST, MAN = "src-bucket", "dst-bucket", "man-bucket"
+CONTEXT: dict[str, object] = {"read_buckets": f"{SRC},{DST},{MAN}", "write_buckets": DST}
+N = 240
+
+
+@pytest.fixture(scope="module")
+def template() -> dict[str, Any]:
+    return synthesize(CONTEXT)
+
+
+@pytest.fixture
+def stack(template: dict[str, Any]) -> Iterator[StackOnMoto]:
+    with StackOnMoto(template, buckets=(SRC, DST, MAN), env=ENV) as s:
+        yield s
+
+
+def inventory_rows(keys: list[str], bodies: dict[str, bytes]) -> pa.Table:
+    n = len(keys)
+    return pa.table(
+        {
+            "bucket": [SRC] * n,
+            "key": keys,
+            "version_id": pa.array([None] * n, pa.string()),
+            "is_latest": [True] * n,
+            "is_delete_marker": [False] * n,
+            "size": pa.array([len(bodies[k]) for k in keys], pa.int64()),
+            "last_modified_date": pa.array([datetime(2026, 11, 20, tzinfo=UTC)] * n, pa.timestamp("ms", tz="UTC")),
+            "e_tag": [md5(bodies[k]) for k in keys],
+            "storage_class": ["STANDARD"] * n,
+        }
+    )
+
+
+def encode(data: pa.Table, fmt: str) -> bytes:
+    out = io.BytesIO()
+    if fmt == "ORC":
+        with orc.ORCWriter(out, stripe_size=1) as writer:
+            for batch in data.to_batches(max_chunksize=50):
+                writer.write(pa.Table.from_batches([batch]))
+    else:
+        pq.write_table(data, out, row_group_size=50)
+    return out.getvalue()
+
+
+def copied(stack: StackOnMoto, prefix: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for page in stack.s3.get_paginator("list_objects_v2").paginate(Bucket=DST, Prefix=prefix):
+        out.update({o["Key"]: o["ETag"].strip('"') for o in page.get("Contents", [])})
+    return out
+
+
+@pytest.mark.parametrize("fmt", ["Parquet", "ORC"])
+def test_an_inventory_in_parquet_or_orc_is_listed_a_data_file_a_shard_and_copies_exactly_what_it_lists(
+    stack: StackOnMoto, fmt: str
+) -> None:
+    keys = [f"in/{i % 6}/object {i:04d}+ü.bin" for i in range(N)]
+    bodies = {k: f"{i}:{k}".encode() * (1 + i % 3) for i, k in enumerate(keys)}
+    for k, b in bodies.items():
+        stack.s3.put_object(Bucket=SRC, Key=k, Body=b)
+    stack.s3.put_object(Bucket=SRC, Key="in/not-listed.bin", Body=b"left alone")
+    rows = inventory_rows(keys, bodies)
+    files = []
+    for n, part in enumerate((rows.slice(0, 100), rows.slice(100, 90), rows.slice(190))):
+        data = encode(part, fmt)
+        stack.s3.put_object(Bucket=MAN, Key=f"inv/data/part-{n}.{fmt.lower()}", Body=data)
+        files.append({"key": f"inv/data/part-{n}.{fmt.lower()}", "size": len(data), "MD5checksum": "unchecked"})
+    manifest = {"destinationBucket": f"arn:aws:s3:::{MAN}", "fileFormat": fmt, "fileSchema": "(the data files' own)", "files": files}
+    stack.s3.put_object(Bucket=MAN, Key="inv/manifest.json", Body=json.dumps(manifest).encode())
+    job = {
+        "operation": "copy",
+        "source": {"bucket": SRC, "prefix": "in/", "manifest": {"bucket": MAN, "key": "inv/manifest.json", "format": "inventory"}},
+        "destination": {"bucket": DST, "prefix": "c/"},
+        "options": {"batch_size": 40},
+    }
+    ex = stack.run(job, timeout=120)
+    assert ex.status == "SUCCEEDED", (ex.description.get("error"), str(ex.description.get("cause"))[:1500])
+    assert len(json.loads(ex.description["output"])["plan"]["shards"]) == 3  # one shard per data file
+    r = report(stack, ex.description.get("output"))
+    assert (r["listed"], r["succeeded"], r["failed"]) == (N, N, 0), r
+    assert copied(stack, "c/") == {"c/" + k[3:]: md5(b) for k, b in bodies.items()}
+
+
+def test_a_jsonl_object_list_naming_versions_copies_each_named_version(stack: StackOnMoto) -> None:
+    s3 = stack.s3
+    s3.put_bucket_versioning(Bucket=SRC, VersioningConfiguration={"Status": "Enabled"})
+    rows, want = [], {}
+    for i in range(60):
+        key = f"v/doc-{i:03d}.txt"
+        first = s3.put_object(Bucket=SRC, Key=key, Body=f"first {i}".encode())["VersionId"]
+        s3.put_object(Bucket=SRC, Key=key, Body=f"second {i}".encode())
+        if i % 2:  # the older version named; the others by key alone (the current one)
+            rows.append({"bucket": SRC, "key": key, "version_id": first})
+            want[f"j/doc-{i:03d}.txt"] = md5(f"first {i}".encode())
+        else:
+            rows.append({"bucket": SRC, "key": key})
+            want[f"j/doc-{i:03d}.txt"] = md5(f"second {i}".encode())
+    s3.put_object(Bucket=MAN, Key="lists/objects.jsonl", Body="".join(json.dumps(r) + "\n" for r in rows).encode())
+    job = {
+        "operation": "copy",
+        "source": {"bucket": SRC, "prefix": "v/", "manifest": {"bucket": MAN, "key": "lists/objects.jsonl", "format": "jsonl"}},
+        "destination": {"bucket": DST, "prefix": "j/"},
+        "options": {"batch_size": 16},
+    }
+    ex = stack.run(job, timeout=120)
+    assert ex.status == "SUCCEEDED", (ex.description.get("error"), str(ex.description.get("cause"))[:1500])
+    r = report(stack, ex.description.get("output"))
+    assert (r["listed"], r["succeeded"], r["failed"]) == (60, 60, 0), r
+    assert copied(stack, "j/") == want
