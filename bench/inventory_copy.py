@@ -17,6 +17,7 @@ import argparse
 import hashlib
 import io
 import json
+import secrets
 import shutil
 import sys
 import tempfile
@@ -156,16 +157,18 @@ class Copied:
 def inventory_copies(endpoint: str, tmp: Path, objects: int, row_counts: tuple[int, ...], groups: int = 10_000) -> Iterator[Copied]:
     """Seed `objects` objects, then for each format and row count, an inventory of that many and its copy, checked."""
     client = make_s3_client(ClientSettings(endpoint_url=endpoint, access_key=ACCESS_KEY, secret_key=SECRET_KEY), 16)
-    for b in ("inv-src", "inv-man"):
+    run = secrets.token_hex(3)  # bucket names of this run's own: the server may be shared (a test session's)
+    src, man = f"inv-src-{run}", f"inv-man-{run}"
+    for b in (src, man):
         client.create_bucket(Bucket=b)
-    seed(endpoint, "inv-src", objects, tmp)
+    seed(endpoint, src, objects, tmp)
     want = {"c/" + key(i).removeprefix("in/"): hashlib.md5(body(i)).hexdigest() for i in range(objects)}
     for fmt in ("Parquet", "ORC"):
         for rows in row_counts:
-            dest = f"inv-dst-{fmt.lower()}-{rows}"
+            dest = f"inv-dst-{run}-{fmt.lower()}-{rows}"
             client.create_bucket(Bucket=dest)
-            manifest = put_inventory(client, "inv-man", f"{fmt}-{rows}", fmt, rows, min(groups, rows), "inv-src")
-            seconds, peak, report = copy(endpoint, tmp, manifest, "inv-src", dest)
+            manifest = put_inventory(client, man, f"{fmt}-{rows}", fmt, rows, min(groups, rows), src)
+            seconds, peak, report = copy(endpoint, tmp, manifest, src, dest)
             expected = {k: v for k, v in want.items() if int(k[-11:-5]) < rows}
             exact = copied(client, dest) == expected and (report["succeeded"], report["failed"]) == (rows, 0)
             yield Copied(fmt, rows, seconds, peak, exact, report)

@@ -1009,9 +1009,13 @@ def parse_job(text: str | bytes, *, now: datetime | None = None) -> Job:
 
 
 def _branch(part: object) -> bool:
-    """A union's branch in an error's location (pydantic names it by type: str, list[str], literal[...], AsOf), not a field."""
-    text = str(part)
-    return isinstance(part, str) and ("[" in text or text in {"str", "int", "bool", "float", "dict", "list"} or text[:1].isupper())
+    """A union's branch in an error's location (pydantic names it by type: str, list[str], literal[...], or a model of
+    this module, AsOf), not a field or a map's key (a tag key such as "Env" is one)."""
+    if not isinstance(part, str):
+        return False
+    model = globals().get(part)
+    is_model = isinstance(model, type) and issubclass(model, BaseModel)
+    return "[" in part or part in {"str", "int", "bool", "float", "dict", "list"} or is_model
 
 
 def _first_problem(errors: list[dict[str, Any]]) -> tuple[str, int]:

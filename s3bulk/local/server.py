@@ -76,10 +76,26 @@ class SeaweedServer:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> SeaweedServer:
-        """Start a new server, or after halt() the same one again: same data, same ports."""
-        if self._dir is None:
+        """Start a new server, or after halt() the same one again: same data, same ports.
+
+        A new server whose process exits while starting is tried again on other ports, up to twice: a port the kernel
+        said was free can be taken by another process (a second test worker starting its own) before weed binds it."""
+        if self._dir is not None:
+            return self._start()
+        for attempt in range(3):
             self._dir = tempfile.mkdtemp(prefix="s3bulk-weed-")
             self._ports = free_ports(10)
+            try:
+                return self._start()
+            except LocalServerError:
+                shutil.rmtree(self._dir, ignore_errors=True)
+                self._dir = None
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _start(self) -> SeaweedServer:
+        assert self._dir is not None
         d = self._dir
         (s3, s3g, master, masterg, volume, volumeg, filer, filerg, admin, adming) = self._ports
         self.port = s3

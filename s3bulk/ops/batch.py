@@ -918,10 +918,11 @@ def delete_batch(
             if item.obj.key in revealed:
                 try:
                     undo = _undo(bucket, REWOUND, "", revealed[item.obj.key].result())
-                except StoreError as exc:  # the marker is gone (done); only its journal entry is missing, and said so
-                    _log(keylog, item, "succeeded", attempts=item.attempts or 1, message=f"not journaled: {exc.code}: {exc.message}")
+                except Exception as exc:  # noqa: BLE001 - the marker is gone (done); only its journal entry is missing, and said so
+                    note = f"not journaled: {error_code(exc)}: {error_message(exc)}"
+                    _log(keylog, item, "succeeded", Done(True, item.dst_etag), attempts=item.attempts or 1, message=note)
                     continue
-            _log(keylog, item, "succeeded", Done(True, undo=undo), attempts=item.attempts or 1)
+            _log(keylog, item, "succeeded", Done(True, item.dst_etag, undo=undo), attempts=item.attempts or 1)
         else:
             note = "copied, but the source could not be deleted: " if moved else ""
             tally.fail(item.obj.key, refused.code, _of(item.obj, note + refused.message))

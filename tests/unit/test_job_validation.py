@@ -384,6 +384,7 @@ def test_set_encryption_needs_its_encryption_and_acts_in_place() -> None:
         ({"versions": "al"}, "job.source.versions: should be 'current', 'all', 'noncurrent' or 'delete-markers', or an object"),
         ({"versions": {"asof": "2026-11-20T00:00:00Z"}}, "job.source.versions.asof: unknown field; remove it or fix its spelling"),
         ({"versions": {"as_of": "yesterday"}}, "job.source.versions.as_of: Input should be a valid datetime"),
+        ({"tags": {"Env": 5}}, "job.source.tags.Env: Input should be a valid string; got 5"),  # a map's key, not a branch
     ],
 )
 def test_a_field_of_several_forms_is_named_once_by_its_own_path_never_by_a_type_branch(source: dict[str, Any], said: str) -> None:
