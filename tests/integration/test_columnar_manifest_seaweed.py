@@ -8,7 +8,6 @@ a 10,000-row read), and the copy end to end covers 2,000 objects with special-ch
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import subprocess
 import sys
@@ -19,10 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.orc as orc
-import pyarrow.parquet as pq
 import pytest
 
+from bench.inventory_copy import encode
 from tests.integration.conftest import client_for, run_job_cli
 from tests.integration.helpers import md5
 
@@ -72,17 +70,6 @@ def table(bucket: str, keys: list[str], sizes: list[int], etags: list[str]) -> p
             "storage_class": ["STANDARD"] * n,
         }
     )
-
-
-def encode(data: pa.Table, fmt: str, group_rows: int) -> bytes:
-    out = io.BytesIO()
-    if fmt == "ORC":
-        with orc.ORCWriter(out, stripe_size=1) as writer:  # a stripe per write
-            for batch in data.to_batches(max_chunksize=group_rows):
-                writer.write(pa.Table.from_batches([batch]))
-    else:
-        pq.write_table(data, out, row_group_size=group_rows)
-    return out.getvalue()
 
 
 def put_inventory(client: Any, man: str, name: str, fmt: str, parts: list[pa.Table], group_rows: int) -> dict[str, Any]:

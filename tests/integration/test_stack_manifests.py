@@ -4,19 +4,17 @@ object list naming versions, each copied exactly."""
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.orc as orc
-import pyarrow.parquet as pq
 import pytest
 
+from bench.inventory_copy import encode
 from tests.integration.helpers import md5
-from tests.integration.stack_harness import StackOnMoto, synthesize
+from tests.integration.stack_harness import Execution, StackOnMoto, synthesize
 from tests.integration.test_stack_on_moto import ENV, report
 
 pytestmark = pytest.mark.moto
@@ -54,15 +52,17 @@ def inventory_rows(keys: list[str], bodies: dict[str, bytes]) -> pa.Table:
     )
 
 
-def encode(data: pa.Table, fmt: str) -> bytes:
-    out = io.BytesIO()
-    if fmt == "ORC":
-        with orc.ORCWriter(out, stripe_size=1) as writer:
-            for batch in data.to_batches(max_chunksize=50):
-                writer.write(pa.Table.from_batches([batch]))
-    else:
-        pq.write_table(data, out, row_group_size=50)
-    return out.getvalue()
+def copy_from(stack: StackOnMoto, prefix: str, manifest: dict[str, str], batch_size: int) -> tuple[Execution, dict[str, Any]]:
+    """A copy of what the manifest lists under `prefix` to DST's c/ or j/ (its first letter's), run to its end."""
+    job = {
+        "operation": "copy",
+        "source": {"bucket": SRC, "prefix": prefix, "manifest": manifest},
+        "destination": {"bucket": DST, "prefix": {"in/": "c/", "v/": "j/"}[prefix]},
+        "options": {"batch_size": batch_size},
+    }
+    ex = stack.run(job, timeout=120)
+    assert ex.status == "SUCCEEDED", (ex.description.get("error"), str(ex.description.get("cause"))[:1500])
+    return ex, report(stack, ex.description.get("output"))
 
 
 def copied(stack: StackOnMoto, prefix: str) -> dict[str, str]:
@@ -84,21 +84,13 @@ def test_an_inventory_in_parquet_or_orc_is_listed_a_data_file_a_shard_and_copies
     rows = inventory_rows(keys, bodies)
     files = []
     for n, part in enumerate((rows.slice(0, 100), rows.slice(100, 90), rows.slice(190))):
-        data = encode(part, fmt)
+        data = encode(part, fmt, 50)
         stack.s3.put_object(Bucket=MAN, Key=f"inv/data/part-{n}.{fmt.lower()}", Body=data)
         files.append({"key": f"inv/data/part-{n}.{fmt.lower()}", "size": len(data), "MD5checksum": "unchecked"})
     manifest = {"destinationBucket": f"arn:aws:s3:::{MAN}", "fileFormat": fmt, "fileSchema": "(the data files' own)", "files": files}
     stack.s3.put_object(Bucket=MAN, Key="inv/manifest.json", Body=json.dumps(manifest).encode())
-    job = {
-        "operation": "copy",
-        "source": {"bucket": SRC, "prefix": "in/", "manifest": {"bucket": MAN, "key": "inv/manifest.json", "format": "inventory"}},
-        "destination": {"bucket": DST, "prefix": "c/"},
-        "options": {"batch_size": 40},
-    }
-    ex = stack.run(job, timeout=120)
-    assert ex.status == "SUCCEEDED", (ex.description.get("error"), str(ex.description.get("cause"))[:1500])
+    ex, r = copy_from(stack, "in/", {"bucket": MAN, "key": "inv/manifest.json", "format": "inventory"}, 40)
     assert len(json.loads(ex.description["output"])["plan"]["shards"]) == 3  # one shard per data file
-    r = report(stack, ex.description.get("output"))
     assert (r["listed"], r["succeeded"], r["failed"]) == (N, N, 0), r
     assert copied(stack, "c/") == {"c/" + k[3:]: md5(b) for k, b in bodies.items()}
 
@@ -118,14 +110,6 @@ def test_a_jsonl_object_list_naming_versions_copies_each_named_version(stack: St
             rows.append({"bucket": SRC, "key": key})
             want[f"j/doc-{i:03d}.txt"] = md5(f"second {i}".encode())
     s3.put_object(Bucket=MAN, Key="lists/objects.jsonl", Body="".join(json.dumps(r) + "\n" for r in rows).encode())
-    job = {
-        "operation": "copy",
-        "source": {"bucket": SRC, "prefix": "v/", "manifest": {"bucket": MAN, "key": "lists/objects.jsonl", "format": "jsonl"}},
-        "destination": {"bucket": DST, "prefix": "j/"},
-        "options": {"batch_size": 16},
-    }
-    ex = stack.run(job, timeout=120)
-    assert ex.status == "SUCCEEDED", (ex.description.get("error"), str(ex.description.get("cause"))[:1500])
-    r = report(stack, ex.description.get("output"))
+    _, r = copy_from(stack, "v/", {"bucket": MAN, "key": "lists/objects.jsonl", "format": "jsonl"}, 16)
     assert (r["listed"], r["succeeded"], r["failed"]) == (60, 60, 0), r
     assert copied(stack, "j/") == want
