@@ -22,8 +22,10 @@ from s3bulk.breaker import THROTTLING, Trip, over, ranked
 from s3bulk.errors import error_code, error_message
 from s3bulk.job import Job, JobError, Process
 from s3bulk.keys import JsonlKeyLog
-from s3bulk.ops.batch import BatchRunner, Frozen, Item, part_pool
+from s3bulk.ops.batch import BatchRunner, part_pool
+from s3bulk.ops.batchrun import Frozen
 from s3bulk.ops.executor import BoundedExecutor
+from s3bulk.ops.items import Item
 from s3bulk.ops.process import ProcessCode, Processor, make_processor
 from s3bulk.outage import EndpointUnreachable
 from s3bulk.report import Tally

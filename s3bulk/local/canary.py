@@ -21,7 +21,7 @@ from s3bulk.errors import error_code, error_message
 from s3bulk.job import Job
 from s3bulk.listing import list_shard_page, lister, plan_ranges
 from s3bulk.manifest import ManifestReader
-from s3bulk.ops.batch import Item
+from s3bulk.ops.items import Item
 from s3bulk.ops.verify import verify_object
 from s3bulk.ops.versions import key_versions
 from s3bulk.selection import Selector, key_mapper

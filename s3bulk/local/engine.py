@@ -23,9 +23,11 @@ from s3bulk.listing import batched, iter_objects, iter_objects_parallel, lister
 from s3bulk.local.interrupt import Interrupt, Interrupted
 from s3bulk.local.ledger import BatchEntry, LocalLedger
 from s3bulk.manifest import ManifestError, ManifestReader
-from s3bulk.ops.batch import DEFAULT_CONCURRENCY, BatchRunner, Item, delete_batch, part_pool
+from s3bulk.ops.batch import DEFAULT_CONCURRENCY, BatchRunner, part_pool
+from s3bulk.ops.delete import delete_batch
 from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.ops.extraneous import Extraneous, empty_source_message
+from s3bulk.ops.items import Item
 from s3bulk.ops.process import ProcessCode, make_processor
 from s3bulk.ops.rewind import check_history
 from s3bulk.ops.versions import check_versioned

@@ -21,8 +21,8 @@ from s3bulk.bodies.writer import THRESHOLD as WRITE_THRESHOLD
 from s3bulk.job import ARCHIVED, Job, Restore, relays
 from s3bulk.local.engine import Engine
 from s3bulk.ops.acl import AclsEnabled
-from s3bulk.ops.batch import NEEDS_HEAD, heads_anyway, needs_nothing
 from s3bulk.ops.copies import part_ranges
+from s3bulk.ops.items import NEEDS_HEAD, heads_anyway, needs_nothing
 from s3bulk.store import UNKNOWN_SIZE, ListPage, ObjectInfo, ObjectStore, RequestOptions, StoreError
 
 KiB, MiB, GiB = 1024, 1024**2, 1024**3

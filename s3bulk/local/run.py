@@ -21,8 +21,8 @@ from s3bulk.local.ledger import LocalLedger
 from s3bulk.local.plan import make_plan
 from s3bulk.local.progress import EndpointWatch, ProgressDisplay, failures_table, summary_table
 from s3bulk.manifest import ManifestError
-from s3bulk.ops.batch import Item
 from s3bulk.ops.extraneous import empty_source_message, first_selected
+from s3bulk.ops.items import Item
 from s3bulk.ops.process import ProcessCode
 from s3bulk.report import Report
 from s3bulk.store import ObjectStore, StoreError

@@ -17,35 +17,35 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import replace
 
 from s3bulk.bodies.budget import MemoryBudget
 from s3bulk.errors import ErrorKind, classify, error_code, error_message
 from s3bulk.job import ACTS_ON_VERSIONS, MAX_KEY_BYTES, Job, Restore, relays
-from s3bulk.keys import KeyBlock, KeyLog, KeyRecord
+from s3bulk.keys import KeyLog
 from s3bulk.ops.acl import AclsEnabled, acl_doc, set_acl
+from s3bulk.ops.batchrun import FLUSH_EVERY_S, BatchRun
 from s3bulk.ops.checksum import add_checksum
 from s3bulk.ops.copies import CopyPaused, CopySettings, copy_in_place, copy_object
-from s3bulk.ops.delete import delete_keys
+from s3bulk.ops.delete import delete_batch
 from s3bulk.ops.encryption import encryption_doc, set_encryption, target_of
 from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.ops.filters import ObjectFilter, Verdict
+from s3bulk.ops.items import NEEDS_HEAD, Done, Item, heads_anyway, naming_version, needs_nothing, undo_entry, write_outcome
 from s3bulk.ops.lock import retention_doc, set_legal_hold, set_retention
 from s3bulk.ops.move import confirm_copy, destination_already_moved
 from s3bulk.ops.process import Processor, failure
 from s3bulk.ops.relay import relay_object
 from s3bulk.ops.restore import restore_object
 from s3bulk.ops.rewind import WHAT as REWOUND
-from s3bulk.ops.rewind import current_state, rewind_key
+from s3bulk.ops.rewind import rewind_key
 from s3bulk.ops.tagging import tag_object
 from s3bulk.ops.uploads import ALREADY_GONE, abort_upload
 from s3bulk.ops.verify import verify_object
 from s3bulk.ops.versions import copy_history
 from s3bulk.outage import EndpointUnreachable
 from s3bulk.report import Counted, Outcomes
-from s3bulk.store import UNKNOWN_SIZE, KeyFailure, ObjectHead, ObjectInfo, ObjectStore, StoreError
+from s3bulk.store import UNKNOWN_SIZE, ObjectHead, ObjectInfo, ObjectStore, StoreError
 from s3bulk.sync import Decision, checksums_match, decide
 
 # On the fast request path 64 threads give 95% of the best copies/s both direct and at
@@ -75,303 +75,8 @@ ROUND_PAUSE = 1.0
 ROUND_PAUSE_MAX = 20.0
 
 
-@dataclass(frozen=True, slots=True)
-class Item:
-    """One object of a batch and, for copy/move, where it goes."""
-
-    obj: ObjectInfo
-    dst_key: str = ""
-    exists: bool = False
-    dst_etag: str = ""  # set once copied, for the per-key log of a move
-    attempts: int = 0
-    pos: str = ""  # a manifest row's position (resume cursor); listings use the key
-    # skip-unchanged with a multipart ETag: the worker compares checksums; this is the answer when they cannot decide
-    recheck: bool | None = None
-    problem: tuple[str, str] | None = None  # (code, message): a manifest row that names no usable object
-    upload_id: str = ""  # a multipart copy an earlier invocation paused (ops/copies.CopyPaused): go on with it
-    strikes: int = 0  # invocations that had to end while this object was still in flight (the stack's worker)
-    head: ObjectHead | None = None  # the HEAD source.content_type read: the operation uses it instead of its own
-
-
-# Operations that need an object's size or storage class, which a CSV manifest row does not give.
-NEEDS_HEAD = frozenset({"copy", "move", "restore"})  # set-storage-class and add-checksum HEAD every object they copy
-
-
-def heads_anyway(job: Job, obj: ObjectInfo) -> bool:
-    """Whether the operation HEADs this object itself, so a content_type filter's HEAD costs nothing extra (it is
-    handed on) and is read before the tags. `plan` prices by the same rule."""
-    op, size = job.operation, obj.size
-    if size == UNKNOWN_SIZE and op in NEEDS_HEAD:
-        return True
-    if op in {"copy", "move"}:
-        return relays(job) or size > job.options.multipart_threshold
-    return op in {"add-checksum", "set-storage-class"}
-
-
-def needs_nothing(job: Job, obj: ObjectInfo) -> bool:
-    """An object its operation skips from the listing alone, with no request: no filter call is spent on it."""
-    return job.operation == "set-storage-class" and obj.size != UNKNOWN_SIZE and (obj.storage_class or "STANDARD") == job.storage_class
-
-
-@dataclass(frozen=True, slots=True)
-class Done:
-    """What one object's task achieved: `changed` False is a skip (nothing needed doing)."""
-
-    changed: bool
-    dst_etag: str = ""
-    src_checksum: str = ""
-    dst_checksum: str = ""
-    obj: ObjectInfo | None = None  # the object as a HEAD found it, when its manifest row gave no size
-    undo: dict[str, Any] | None = None  # the undo journal: the state it replaced, and the state it set (keys.py)
-    bytes: int | None = None  # bytes written, when not the object's size (a copy of a key's versions)
-    result: str = ""  # for the per-key log, when there is more to say than the outcome
-
-
-def _log(
-    keylog: KeyLog | None,
-    item: Item,
-    outcome: str,
-    done: Done | None = None,
-    attempts: int = 1,
-    error: str = "",
-    message: str = "",
-    result: str = "",
-) -> None:
-    if keylog is None:
-        return
-    d = done or Done(False, item.dst_etag)
-    keylog.write(
-        KeyRecord(
-            item.obj.key,
-            outcome,
-            item.obj.size,
-            item.obj.etag,
-            item.dst_key,
-            d.dst_etag,
-            d.src_checksum,
-            d.dst_checksum,
-            attempts,
-            error,
-            message,
-            version_id=item.obj.version_id,
-            upload_id=item.obj.upload_id,
-            result=result or d.result,
-            undo=d.undo if outcome == "succeeded" else None,
-        )
-    )
-
-
-def _undo(bucket: str, what: str, before: Any, after: Any, version_id: str = "") -> dict[str, Any]:
-    """One undo journal entry: `s3bulk undo` puts `before` back where the object (that version of it) still has `after`."""
-    entry = {"bucket": bucket, "what": what, "before": before, "after": after}
-    return {**entry, "version_id": version_id} if version_id else entry
-
-
-def _of(obj: ObjectInfo, message: str) -> str:
-    """A failure's message, naming the version or upload it was about (the report's failures carry key, code and message)."""
-    if obj.upload_id:
-        return f"upload {obj.upload_id}: {message}"
-    return f"version {obj.version_id}: {message}" if obj.version_id else message
-
-
 def _always() -> bool:
     return True
-
-
-@dataclass(frozen=True, slots=True)
-class Frozen:
-    """A run stopped mid-batch (BatchRun.freeze): how many items have their outcome in the tally, and the rest."""
-
-    counted: int
-    untaken: list[Item]  # no lane took them
-    paused: list[Item]  # multipart copies paused with their upload open
-    inflight: list[Item]  # a lane was still working them: their outcome is unknown, and they may or may not have acted
-    # Of those, the ones a lane had been working at least `strike_after` (BatchRun.freeze): an object taken a moment
-    # before the freeze is not to blame for it, and is handed on without a strike.
-    long: list[Item] = field(default_factory=list)
-
-    @property
-    def rest(self) -> list[Item]:
-        return self.paused + self.inflight + self.untaken
-
-
-# A lane adds what it finished to the batch's tally at least this often, so a run frozen mid-batch keeps it.
-FLUSH_EVERY_S = 1.0
-
-
-class BatchRun:
-    """Tracks one batch's tasks; the thread that finishes the last one runs the batch's closing step.
-
-    The batch is whole when every task was submitted (`seal`) and no task left items of it untaken (`cut`).
-    """
-
-    def __init__(
-        self,
-        closing: Callable[[list[Item]], None] | None,
-        on_complete: Callable[[], None] | None = None,
-        on_error: Callable[[Exception], None] | None = None,
-    ) -> None:
-        self._closing = closing
-        self._on_complete = on_complete
-        self._on_error = on_error
-        self._lock = threading.Lock()
-        self._open = 0
-        self._sealed = False
-        self._all_submitted = False
-        self._closed = False
-        self._abandoned = False
-        self._cut = False
-        self._confirmed: list[Item] = []
-        self._done = threading.Event()
-        # What a cut run never started, once it has ended (None: this kind of batch cannot be split, e.g. a delete,
-        # or a local move, whose closing deletes sources only for a whole batch).
-        self._untaken: Callable[[], list[Item]] | None = None
-        # A move handed on in part (the stack): its closing deletes the sources of the copies it confirmed even when
-        # the batch was cut, and the rest goes on in a child batch.
-        self._partial = False
-        self._paused: list[Item] = []  # objects whose multipart copy paused: each carries its open upload
-        # Lanes can be frozen mid-run (see freeze) where the rest can be handed on: they flush what they finished now
-        # and then, and these are the items whose outcomes are in the tally so far (and a move's confirmed copies).
-        self._freezable = False
-        self._frozen = False
-        self._flushed: list[Item] = []
-        self._published: list[Item] = []
-        self._began: dict[int, float] = {}  # id(item) -> when a lane took it
-        self._todo: Sequence[Item] = ()
-        self._queue: deque[Item] | None = None
-
-    def pause(self, item: Item) -> None:
-        """An object's copy paused with its upload open: not done, handed on (untaken) with the upload to go on with."""
-        with self._lock:
-            self._paused.append(item)
-            self._cut = True
-            self._all_submitted = False
-
-    @property
-    def paused(self) -> int:
-        """Objects this run advanced without finishing (multipart copies paused part way)."""
-        with self._lock:
-            return len(self._paused)
-
-    def add(self, n: int = 1) -> None:
-        with self._lock:
-            self._open += n
-
-    def seal(self, all_submitted: bool) -> None:
-        """No more tasks will be added; `all_submitted` says whether every item got one."""
-        with self._lock:
-            self._sealed = True
-            self._all_submitted = all_submitted and not self._cut
-            last = self._open == 0
-        if last:
-            self._close()
-
-    def cut(self) -> None:
-        """A task stopped (deadline, outage, halt) with items of the batch not taken: the batch will not complete."""
-        with self._lock:
-            self._cut = True
-            self._all_submitted = False
-
-    def abandon(self) -> None:
-        """A task left its objects not done (their endpoint is unreachable): the batch will not complete."""
-        with self._lock:
-            self._abandoned = True
-
-    def finish(self, confirmed: Sequence[Item] = ()) -> None:
-        with self._lock:
-            self._confirmed += confirmed
-            self._open -= 1
-            last = self._sealed and self._open == 0
-        if last:
-            self._close()
-
-    def _close(self) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            frozen = self._frozen  # the freeze ran the closing on what was confirmed by then; the rest is handed on
-        try:
-            whole = self._all_submitted or self._partial
-            if self._closing is not None and whole and self._confirmed and not self._abandoned and not frozen:
-                self._closing(self._confirmed)
-            if self._on_complete is not None and self._all_submitted and not self._abandoned:  # the closing may abandon it
-                self._on_complete()
-        except Exception as exc:
-            # Whichever thread closes the batch (a pool thread, or the caller's when its tasks all ended before the
-            # seal), a failed closing step (a commit, the sources' deletes) reaches the runner, never a lost future.
-            if self._on_error is None:
-                raise
-            self._on_error(exc)
-        finally:
-            self._done.set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        return self._done.wait(timeout)
-
-    def flush(
-        self, tally: Outcomes, counted: Counted, lines: KeyBlock | None, finished: list[Item], confirmed: Sequence[Item] = ()
-    ) -> bool:
-        """A lane's outcomes so far into the batch's tally and key log, with the items they are of (and a move's copies
-        confirmed since, whose sources a freeze deletes); False (and nothing written) once the run is frozen: those
-        items are handed on instead."""
-        with self._lock:
-            if self._frozen:
-                return False
-            if counted:
-                tally.merge(counted)
-            if lines is not None:
-                lines.close()
-            if self._freezable:
-                self._flushed += finished
-                self._published += confirmed
-            return True
-
-    def taking(self, item: Item) -> None:
-        """A lane starts on `item` (a freeze tells how long each object in flight has been worked)."""
-        if self._freezable:
-            with self._lock:
-                self._began[id(item)] = time.monotonic()
-
-    def freeze(self, strike_after: float = 0.0) -> Frozen | None:
-        """Stop the run where it stands, its slow objects still in flight: the tally keeps exactly the outcomes flushed
-        so far, nothing more is written to it, and the rest of the batch is told apart. A move's copies confirmed by
-        the last flush have their sources deleted and counted here, in the caller's thread. None when this batch
-        cannot be split (a delete, a process group, a local move): it can only be waited for."""
-        with self._lock:
-            if not self._freezable or self._done.is_set():
-                return None
-            self._frozen = True
-            queue = self._queue if self._queue is not None else deque()
-            untaken = list(queue)
-            queue.clear()  # no lane takes another
-            paused = list(self._paused)
-            confirmed = list(self._published) if self._closing is not None else []
-            gone = {id(i) for i in self._flushed} | {id(i) for i in untaken}
-            # Paused copies are handed on with their upload, confirmed copies are moved now (both are copies of the
-            # batch's items, so told by key); any other item a lane took and did not flush was in flight.
-            taken = {(i.obj.key, i.obj.version_id) for i in paused + confirmed}
-            inflight = [i for i in self._todo if id(i) not in gone and (i.obj.key, i.obj.version_id) not in taken]
-            counted = len(self._flushed)
-            now = time.monotonic()
-            long = [i for i in inflight if now - self._began.get(id(i), now) >= strike_after]
-        if confirmed and self._closing is not None:
-            self._closing(confirmed)  # deletes and counts into the tally directly: a flush would be refused now
-        return Frozen(counted + len(confirmed), untaken, paused, inflight, long)
-
-    def untaken(self) -> list[Item] | None:
-        """After wait(): the items no task took (a deadline or halt cut the batch), each of which has no outcome, while
-        every other item has its final one; None when the batch cannot be split that way."""
-        if self._untaken is None:
-            return None
-        with self._lock:
-            paused = list(self._paused)
-        return paused + self._untaken()
-
-    @property
-    def complete(self) -> bool:
-        """Every item of the batch has its final outcome in the tally."""
-        return self._done.is_set() and self._all_submitted and not self._abandoned
 
 
 class BatchRunner:
@@ -466,10 +171,10 @@ class BatchRunner:
             if item.problem is not None:
                 code, message = item.problem
                 settled.fail(item.obj.key, code, message)
-                _log(lines, item, "failed", attempts=0, error=code, message=message)
+                write_outcome(lines, item, "failed", attempts=0, error=code, message=message)
             elif item.exists:
                 settled.skip()
-                _log(lines, item, "skipped", attempts=0)
+                write_outcome(lines, item, "skipped", attempts=0)
             else:
                 todo.append(item)
         if lines is not None:
@@ -714,7 +419,7 @@ class BatchRunner:
             assert job.tagging is not None
             t = tag_object(self.store, bucket, obj.key, job.tagging, journal=journal, version_id=version)
             changed = t.changed and t.before is not None
-            return Done(t.changed, undo=_undo(bucket, "tags", t.before, t.after, version) if changed else None)
+            return Done(t.changed, undo=undo_entry(bucket, "tags", t.before, t.after, version) if changed else None)
         if job.operation == "restore":
             return Done(restore_object(self.store, bucket, obj, job.restore or Restore()), obj=found)
         if job.operation == "set-retention":
@@ -722,12 +427,12 @@ class BatchRunner:
             held = retention_doc(self.store.head_object(bucket, obj.key, version_id=version).retention) if journal else None
             set_retention(self.store, bucket, obj.key, job.retention, version_id=version)
             after = retention_doc((job.retention.mode, job.retention.until))
-            return Done(True, undo=_undo(bucket, "retention", held, after, version) if journal else None)
+            return Done(True, undo=undo_entry(bucket, "retention", held, after, version) if journal else None)
         if job.operation == "set-legal-hold":
             assert job.legal_hold is not None
             before = self.store.get_legal_hold(bucket, obj.key, version_id=version) if journal else None
             set_legal_hold(self.store, bucket, obj.key, job.legal_hold, version_id=version)
-            return Done(True, undo=_undo(bucket, "legal_hold", before, job.legal_hold, version) if before is not None else None)
+            return Done(True, undo=undo_entry(bucket, "legal_hold", before, job.legal_hold, version) if before is not None else None)
         if job.operation == "set-acl":
             assert job.acl is not None
             # The journal keeps the grants before and after: a canned ACL does not read back as its name.
@@ -736,7 +441,7 @@ class BatchRunner:
             if prior is None:
                 return Done(True)
             now = acl_doc(self.store.get_acl(bucket, obj.key, version_id=version))
-            return Done(True, undo=_undo(bucket, "acl", prior, now, version))
+            return Done(True, undo=undo_entry(bucket, "acl", prior, now, version))
         if job.operation == "add-checksum":
             algorithm = job.checksum_algorithm or "CRC64NVME"
             etag = add_checksum(self.store, self.parts, bucket, obj, algorithm, self._in_place, keep_acl=self._acls(bucket), head=item.head)
@@ -744,7 +449,7 @@ class BatchRunner:
         if job.operation == "rewind":
             r = rewind_key(self.store, self.parts, bucket, item.obj, self._in_place, keep_acl=self._acls(bucket))
             before = item.obj.replaces or ""
-            return Done(r.changed, r.etag, undo=_undo(bucket, REWOUND, before, r.after) if r.changed else None)
+            return Done(r.changed, r.etag, undo=undo_entry(bucket, REWOUND, before, r.after) if r.changed else None)
         if job.operation == "set-encryption":
             assert job.encryption is not None
             target = target_of(job.encryption)
@@ -752,7 +457,7 @@ class BatchRunner:
             found = replace(e.head.info(obj.key), version_id=version) if obj.size == UNKNOWN_SIZE else None
             if not e.changed:
                 return Done(False, obj=found)
-            return Done(True, e.etag, obj=found, undo=_undo(bucket, "encryption", encryption_doc(e.before), encryption_doc(target)))
+            return Done(True, e.etag, obj=found, undo=undo_entry(bucket, "encryption", encryption_doc(e.before), encryption_doc(target)))
         if job.operation == "set-storage-class":
             listed = item.obj.size != UNKNOWN_SIZE  # a manifest row without a size has no class either: the HEAD tells
             if listed and (obj.storage_class or "STANDARD") == job.storage_class:
@@ -762,7 +467,7 @@ class BatchRunner:
             if c.done is None:
                 return Done(False, obj=found)
             before = c.head.storage_class or "STANDARD"
-            return Done(True, c.done.etag, obj=found, undo=_undo(bucket, "storage_class", before, job.storage_class))
+            return Done(True, c.done.etag, obj=found, undo=undo_entry(bucket, "storage_class", before, job.storage_class))
         assert job.operation == "verify" and job.destination is not None
         v = verify_object(self.store, bucket, obj, job.destination.bucket, item.dst_key, self.dst)
         return Done(True, "", v.src_checksum, v.dst_checksum)
@@ -800,11 +505,11 @@ class BatchRunner:
             if done.changed:
                 tally.succeed(done.bytes if done.bytes is not None else max(item.obj.size, 0))
                 if keylog is not None:
-                    _log(keylog, item, "succeeded", done, attempts)
+                    write_outcome(keylog, item, "succeeded", done, attempts)
             else:
                 tally.skip()
                 if keylog is not None:
-                    _log(keylog, item, "skipped", done, attempts)
+                    write_outcome(keylog, item, "skipped", done, attempts)
         except EndpointUnreachable as exc:
             self._left(exc, run)  # not done, not failed: a resume or a redelivery does it
             return None, False
@@ -812,8 +517,8 @@ class BatchRunner:
             run.pause(replace(item, upload_id=exc.upload_id, attempts=attempts))  # not done: handed on with its upload
             return None, False
         except Exception as exc:  # noqa: BLE001 - every per-object error is reported, never raised
-            tally.fail(item.obj.key, error_code(exc), _of(item.obj, error_message(exc)))
-            _log(keylog, item, "failed", attempts=attempts, error=error_code(exc), message=error_message(exc))
+            tally.fail(item.obj.key, error_code(exc), naming_version(item.obj, error_message(exc)))
+            write_outcome(keylog, item, "failed", attempts=attempts, error=error_code(exc), message=error_message(exc))
         return None, True
 
     def _process_task(self, group: list[Item], tally: Outcomes, run: BatchRun) -> None:
@@ -842,12 +547,14 @@ class BatchRunner:
                 for item, res in zip(pending, results, strict=True):
                     if res.code == "Succeeded":
                         tally.succeed(max(item.obj.size, 0))
-                        _log(self.keylog, item, "succeeded", attempts=round_ + 1, result=res.result)
+                        write_outcome(self.keylog, item, "succeeded", attempts=round_ + 1, result=res.result)
                     elif res.code == "TemporaryFailure" and not last_round:
                         again.append(item)
                     else:
                         tally.fail(item.obj.key, res.error, res.message)
-                        _log(self.keylog, item, "failed", attempts=round_ + 1, error=res.error, message=res.message, result=res.result)
+                        write_outcome(
+                            self.keylog, item, "failed", attempts=round_ + 1, error=res.error, message=res.message, result=res.result
+                        )
                 if not again:
                     return
                 pending = again
@@ -871,8 +578,8 @@ class BatchRunner:
                         tally.retry()
                         self.sleep(min(ROUND_PAUSE_MAX, ROUND_PAUSE * 2**round_) * random.uniform(0.5, 1.0))
                         continue
-                    tally.fail(item.obj.key, error_code(exc), _of(item.obj, error_message(exc)))
-                    _log(self.keylog, item, "failed", attempts=round_ + 1, error=error_code(exc), message=error_message(exc))
+                    tally.fail(item.obj.key, error_code(exc), naming_version(item.obj, error_message(exc)))
+                    write_outcome(self.keylog, item, "failed", attempts=round_ + 1, error=error_code(exc), message=error_message(exc))
                     verdict = None
                     break
             if verdict is None:
@@ -881,49 +588,5 @@ class BatchRunner:
                 kept.append(item)
             else:
                 tally.skip()
-                _log(self.keylog, item, "skipped", result=verdict.reason)
+                write_outcome(self.keylog, item, "skipped", result=verdict.reason)
         return kept
-
-
-def delete_batch(
-    store: ObjectStore,
-    bucket: str,
-    items: Sequence[Item],
-    tally: Outcomes,
-    *,
-    moved: bool = False,
-    keylog: KeyLog | None = None,
-    submit: Callable[..., Future[Any]] | None = None,
-) -> None:
-    """Delete a batch's keys; for a move, a key counts as done only once its source is gone.
-
-    An undelete (delete markers removed, `submit` given) journals each key as a rewind's: it was absent, and is now
-    the version the marker hid (one HEAD each after the DeleteObjects, run on `submit`), so `s3bulk undo` puts a
-    delete marker back where that version is still current."""
-    failed: dict[tuple[str, str], KeyFailure] = {}
-    for start in range(0, len(items), 1000):
-        chunk = items[start : start + 1000]
-        keys, versions = [i.obj.key for i in chunk], [i.obj.version_id for i in chunk]
-        for key_failure in delete_keys(store, bucket, keys, version_ids=versions if any(versions) else ()):
-            failed[key_failure.key, key_failure.version_id] = key_failure
-    # A server that does not echo a failed version's id fails every version of that key sent: never a false success.
-    outcomes = [(item, failed.get((item.obj.key, item.obj.version_id)) or failed.get((item.obj.key, ""))) for item in items]
-    revealed: dict[str, Future[dict[str, object]]] = {}
-    if submit is not None and keylog is not None:
-        revealed = {i.obj.key: submit(current_state, store, bucket, i.obj.key) for i, f in outcomes if f is None}
-    for item, refused in outcomes:
-        if refused is None:
-            tally.succeed(max(item.obj.size, 0))
-            undo = None
-            if item.obj.key in revealed:
-                try:
-                    undo = _undo(bucket, REWOUND, "", revealed[item.obj.key].result())
-                except Exception as exc:  # noqa: BLE001 - the marker is gone (done); only its journal entry is missing, and said so
-                    note = f"not journaled: {error_code(exc)}: {error_message(exc)}"
-                    _log(keylog, item, "succeeded", Done(True, item.dst_etag), attempts=item.attempts or 1, message=note)
-                    continue
-            _log(keylog, item, "succeeded", Done(True, item.dst_etag, undo=undo), attempts=item.attempts or 1)
-        else:
-            note = "copied, but the source could not be deleted: " if moved else ""
-            tally.fail(item.obj.key, refused.code, _of(item.obj, note + refused.message))
-            _log(keylog, item, "failed", attempts=item.attempts or 1, error=refused.code, message=note + refused.message)

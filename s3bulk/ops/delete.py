@@ -1,12 +1,20 @@
-"""DeleteObjects in batches of at most 1,000 keys, reading per-key errors from the 200 response."""
+"""DeleteObjects in batches of at most 1,000 keys, reading per-key errors from the 200 response, and a batch's deletes
+with their outcomes (delete_batch: a delete, a move's sources, an undelete and its journal)."""
 
 from __future__ import annotations
 
 import random
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from typing import Any
 
-from s3bulk.errors import ErrorKind, classify
+from s3bulk.errors import ErrorKind, classify, error_code, error_message
+from s3bulk.keys import KeyLog
+from s3bulk.ops.items import Done, Item, naming_version, undo_entry, write_outcome
+from s3bulk.ops.rewind import WHAT as REWOUND
+from s3bulk.ops.rewind import current_state
+from s3bulk.report import Outcomes
 from s3bulk.store import KeyFailure, ObjectStore, StoreError, xml_safe
 
 MAX_KEYS = 1000
@@ -68,3 +76,47 @@ def _delete_once(store: ObjectStore, bucket: str, targets: list[tuple[str, str]]
             except StoreError as exc:
                 errors.append(KeyFailure(key, exc.code, exc.message, version))
     return errors
+
+
+def delete_batch(
+    store: ObjectStore,
+    bucket: str,
+    items: Sequence[Item],
+    tally: Outcomes,
+    *,
+    moved: bool = False,
+    keylog: KeyLog | None = None,
+    submit: Callable[..., Future[Any]] | None = None,
+) -> None:
+    """Delete a batch's keys; for a move, a key counts as done only once its source is gone.
+
+    An undelete (delete markers removed, `submit` given) journals each key as a rewind's: it was absent, and is now
+    the version the marker hid (one HEAD each after the DeleteObjects, run on `submit`), so `s3bulk undo` puts a
+    delete marker back where that version is still current."""
+    failed: dict[tuple[str, str], KeyFailure] = {}
+    for start in range(0, len(items), 1000):
+        chunk = items[start : start + 1000]
+        keys, versions = [i.obj.key for i in chunk], [i.obj.version_id for i in chunk]
+        for key_failure in delete_keys(store, bucket, keys, version_ids=versions if any(versions) else ()):
+            failed[key_failure.key, key_failure.version_id] = key_failure
+    # A server that does not echo a failed version's id fails every version of that key sent: never a false success.
+    outcomes = [(item, failed.get((item.obj.key, item.obj.version_id)) or failed.get((item.obj.key, ""))) for item in items]
+    revealed: dict[str, Future[dict[str, object]]] = {}
+    if submit is not None and keylog is not None:
+        revealed = {i.obj.key: submit(current_state, store, bucket, i.obj.key) for i, f in outcomes if f is None}
+    for item, refused in outcomes:
+        if refused is None:
+            tally.succeed(max(item.obj.size, 0))
+            undo = None
+            if item.obj.key in revealed:
+                try:
+                    undo = undo_entry(bucket, REWOUND, "", revealed[item.obj.key].result())
+                except Exception as exc:  # noqa: BLE001 - the marker is gone (done); only its journal entry is missing, and said so
+                    note = f"not journaled: {error_code(exc)}: {error_message(exc)}"
+                    write_outcome(keylog, item, "succeeded", Done(True, item.dst_etag), attempts=item.attempts or 1, message=note)
+                    continue
+            write_outcome(keylog, item, "succeeded", Done(True, item.dst_etag, undo=undo), attempts=item.attempts or 1)
+        else:
+            note = "copied, but the source could not be deleted: " if moved else ""
+            tally.fail(item.obj.key, refused.code, naming_version(item.obj, note + refused.message))
+            write_outcome(keylog, item, "failed", attempts=item.attempts or 1, error=refused.code, message=note + refused.message)

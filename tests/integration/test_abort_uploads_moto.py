@@ -14,7 +14,7 @@ import pytest
 
 from s3bulk.job import parse_job
 from s3bulk.local.engine import Engine
-from s3bulk.ops.batch import Item
+from s3bulk.ops.items import Item
 from s3bulk.s3.stores import S3Store
 from tests.integration.conftest import client_for, run_job_cli
 from tests.integration.moto_uploads import faithful_uploads

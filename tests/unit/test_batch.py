@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from s3bulk.job import parse_job
-from s3bulk.ops.batch import BatchRunner, Item
+from s3bulk.ops.batch import BatchRunner
 from s3bulk.ops.executor import BoundedExecutor
+from s3bulk.ops.items import Item
 from s3bulk.report import Tally
 from s3bulk.testing.memstore import MemoryStore
 

@@ -12,8 +12,9 @@ import pytest
 
 from s3bulk.job import parse_job
 from s3bulk.keys import JsonlKeyLog, KeyRecord
-from s3bulk.ops.batch import BatchRunner, Item
+from s3bulk.ops.batch import BatchRunner
 from s3bulk.ops.executor import BoundedExecutor
+from s3bulk.ops.items import Item
 from s3bulk.report import BatchTally, Counted, Tally
 from s3bulk.store import StoreError
 from s3bulk.testing.memstore import MemoryStore

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from s3bulk.ops.batch import BatchRun
+from s3bulk.ops.batchrun import BatchRun
 
 
 class CommitFailed(Exception):

@@ -14,9 +14,10 @@ from s3bulk.job import MiB, parse_job
 from s3bulk.local.engine import Engine
 from s3bulk.local.plan import make_plan
 from s3bulk.ops import batch
-from s3bulk.ops.batch import BatchRunner, Item
+from s3bulk.ops.batch import BatchRunner
 from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.ops.filters import tags_match, type_matches
+from s3bulk.ops.items import Item
 from s3bulk.report import Tally
 from s3bulk.store import ObjectInfo, StoreError
 from s3bulk.testing.memstore import MemoryStore

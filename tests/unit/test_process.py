@@ -15,8 +15,9 @@ from s3bulk.aws.invoke import FunctionFailed, invoke_with
 from s3bulk.cli import main
 from s3bulk.job import JobError, parse_job
 from s3bulk.keys import JsonlKeyLog
-from s3bulk.ops.batch import BatchRunner, Item
+from s3bulk.ops.batch import BatchRunner
 from s3bulk.ops.executor import BoundedExecutor
+from s3bulk.ops.items import Item
 from s3bulk.ops.process import (
     RESULT_LIMIT,
     BatchOpsProcessor,
