@@ -18,6 +18,7 @@ import hashlib
 import json
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ import pytest
 from s3bulk.job import parse_job
 from s3bulk.local.engine import Engine
 from s3bulk.s3.stores import FastS3Store, S3Store
-from tests.integration.conftest import client_for, run_job_cli
+from tests.integration.conftest import cli_env, client_for, run_cli, run_job_cli
 
 # Each key's history, oldest first: "p" a PUT (its body says which), "d" a delete without a version id (a delete marker).
 HISTORIES = {
@@ -169,6 +170,37 @@ def test_undelete_removes_exactly_the_delete_markers_that_are_current_and_their_
     assert client.get_object(Bucket=bucket, Key="v/gone")["Body"].read() == b"v/gone#2"
     again = run(store_for(client), {"operation": "delete", "source": {"bucket": bucket, "prefix": "v/", "versions": "delete-markers"}})
     assert again["listed"] == 0  # nothing is deleted any more
+
+
+def test_an_undelete_of_1000_deleted_keys_brings_each_back_at_its_previous_version_and_undo_hides_them_again(
+    client: Any, tmp_path: Path, seaweed: str
+) -> None:
+    bucket = versioned(client, "vk")
+    keys = [f"d/{i // 100:02d}/key {i:04d}+ü" for i in range(1000)]
+
+    def write(key: str) -> None:
+        for n in range(2):
+            client.put_object(Bucket=bucket, Key=key, Body=f"{key}#{n}".encode())
+        client.delete_object(Bucket=bucket, Key=key)
+
+    with ThreadPoolExecutor(32) as pool:
+        list(pool.map(write, keys))
+    client.put_object(Bucket=bucket, Key="d/alive", Body=b"never deleted")
+    doc = {"operation": "delete", "source": {"bucket": bucket, "prefix": "d/", "versions": "delete-markers"}}
+    code, report, lines, err = run_job_cli(seaweed, tmp_path, "undelete", doc)
+    assert code == 0, err
+    assert (report["listed"], report["succeeded"], report["failed"]) == (1000, 1000, 0)
+    live = {o["Key"] for p in client.get_paginator("list_objects_v2").paginate(Bucket=bucket) for o in p.get("Contents", [])}
+    assert live == {*keys, "d/alive"}
+    assert all(client.get_object(Bucket=bucket, Key=k)["Body"].read() == f"{k}#1".encode() for k in keys[::37])
+    assert sum(1 for line in lines if (line.get("undo") or {}).get("what") == "version") == 1000
+
+    done = run_cli("undo", str(tmp_path / "undelete-keys.jsonl"), "--endpoint-url", seaweed, env=cli_env(tmp_path))
+    assert done.returncode == 0, done.stderr
+    live = {o["Key"] for p in client.get_paginator("list_objects_v2").paginate(Bucket=bucket) for o in p.get("Contents", [])}
+    assert live == {"d/alive"}  # each key hidden again, under a new delete marker; every version kept
+    versions = client.list_object_versions(Bucket=bucket, Prefix=keys[0])
+    assert (len(versions.get("Versions", [])), len(versions.get("DeleteMarkers", []))) == (2, 1)
 
 
 def test_copy_all_versions_reproduces_each_keys_history_in_order_and_a_rerun_adds_nothing(
