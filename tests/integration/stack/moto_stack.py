@@ -14,6 +14,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, cast
 from unittest import mock
 
@@ -35,6 +36,7 @@ from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 from moto.stepfunctions.responses import StepFunctionResponse
 
 from tests.integration.aws_harness import REGION
+from tests.integration.stack.assets import Asset, assets_of, imports_from_assets
 from tests.integration.stack.event_source import SqsEventSource
 from tests.integration.stack.fastpath import through_moto as fast_path_through_moto
 from tests.integration.stack.faults import Faults, hook_dynamo_clients
@@ -222,6 +224,8 @@ class StackOnMoto:
         self.user_stops: dict[str, tuple[str, str]] = {}  # execution ARN -> StopExecution's (error, cause)
         self.task_tokens: dict[str, list[str]] = {}  # execution ARN -> the task tokens its .waitForTaskToken tasks were given
         self.refused_after_stop: list[str] = []  # "ARN: function": a task moto's interpreter started after StopExecution
+        self.assets: dict[str, Asset] = {}  # each function's staged deployment package (stack/assets.py)
+        self.refused_imports: list[str] = []  # "function: importer imports module" its package does not hold
         self._stack = ExitStack()
 
     # intrinsic functions
@@ -260,6 +264,11 @@ class StackOnMoto:
             self.ddb = boto3.client("dynamodb", region_name=REGION)
             self.sfn = boto3.client("stepfunctions", region_name=REGION)
             self._provision()
+            if outdir := os.environ.get("CDK_OUTDIR"):  # where synthesis staged each function's asset (tests/conftest.py)
+                self.assets = assets_of(self.template, Path(outdir))
+                if not self.assets:  # a rule that checks nothing would pass everything: say so instead
+                    raise RuntimeError(f"no function's asset is staged in CDK_OUTDIR ({outdir}); synthesize the template there")
+                self._stack.enter_context(imports_from_assets(self.assets, self.refused_imports))
             self.iam = IamGate.from_template(self.template, self.resolve, region=REGION, account=ACCOUNT)
             self.iam.state_machine = self.state_machine_arn
             self.limits = Limits(
@@ -295,6 +304,8 @@ class StackOnMoto:
         self._stack.close()
         if kind is None and self.check_iam and self.iam.denied:
             raise AssertionError("AWS would refuse these calls (each role as synthesized):\n" + "\n".join(self.iam.denied))
+        if kind is None and self.refused_imports:
+            raise AssertionError("Lambda could not import these (each function's own asset):\n" + "\n".join(self.refused_imports))
         if kind is None and self.check_limits and self.limits.refused:
             raise AssertionError("AWS would refuse these calls (its service limits):\n" + "\n".join(self.limits.refused))
 
