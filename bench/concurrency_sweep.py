@@ -26,7 +26,8 @@ from s3bulk.local.engine import Engine
 from s3bulk.local.server import ACCESS_KEY, SECRET_KEY, SeaweedServer
 from s3bulk.ops.batch import connections_needed
 from s3bulk.s3.clients import ClientSettings, make_s3_client
-from s3bulk.s3.stores import FastS3Store, S3Store
+from s3bulk.s3.faststore import FastS3Store
+from s3bulk.s3.stores import S3Store
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ from s3bulk.bodies.reader import PREFETCH, RANGE_SIZE, ObjectReader, open_object
 from s3bulk.bodies.writer import ObjectWriter
 from s3bulk.local.server import ACCESS_KEY, SECRET_KEY, SeaweedServer
 from s3bulk.s3.clients import ClientSettings, S3Clients, make_config, make_s3_client
-from s3bulk.s3.stores import open_store
+from s3bulk.s3.faststore import open_store
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs" / "benchmarks-reader.md"

@@ -30,7 +30,8 @@ from s3bulk.manifest import MIN_CSV_SHARD_BYTES
 from s3bulk.ops.batch import DEFAULT_CONCURRENCY, connections_needed
 from s3bulk.ops.process import ProcessCode, load_code
 from s3bulk.s3.clients import ClientSettings, S3Clients, for_side, make_client, make_s3_client
-from s3bulk.s3.stores import S3Store, open_store
+from s3bulk.s3.faststore import open_store
+from s3bulk.s3.stores import S3Store
 
 
 @dataclass(frozen=True, slots=True)

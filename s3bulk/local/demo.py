@@ -18,7 +18,7 @@ from s3bulk.local.run import execute
 from s3bulk.local.server import ACCESS_KEY, SECRET_KEY, SeaweedServer
 from s3bulk.ops.batch import connections_needed
 from s3bulk.s3.clients import ClientSettings, make_s3_client
-from s3bulk.s3.stores import FastS3Store
+from s3bulk.s3.faststore import FastS3Store
 
 DEMO_JOB = Path(__file__).resolve().parents[2] / "events" / "demo-copy.json"
 SEED_THREADS = 32

@@ -2,30 +2,25 @@
 
 from __future__ import annotations
 
-import base64
 import copy
-import hashlib
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 from urllib.parse import quote, unquote_plus, urlsplit
-from xml.etree import ElementTree
 
 from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, HTTPClientError, ReadTimeoutError, ResponseStreamingError
 from botocore.exceptions import ConnectionError as BotoConnectionError
-from botocore.utils import get_environ_proxies
 
 from s3bulk.outage import OutageBreaker
-from s3bulk.s3.clients import S3Clients
-from s3bulk.s3.fastpath import FastS3
+from s3bulk.s3.params import PARAMS, apply_carry, content_md5, encryption_of, grant_headers, request_headers, version_param
 from s3bulk.s3.ratecontrol import RateControl
 from s3bulk.s3.regions import BucketRegions
+from s3bulk.s3.versionorder import KINDS, keep_version_order, merge_versions
 from s3bulk.store import (
     Body,
     Carried,
     CopiedPart,
-    Encryption,
     KeyFailure,
     ListedPart,
     ListPage,
@@ -78,11 +73,6 @@ def watch_outages(client: Any, breaker: OutageBreaker) -> None:
     client.meta.events.register("needs-retry", answered, unique_id=f"s3bulk-outage-answer-{id(breaker)}")
 
 
-def content_md5(body: Body) -> str:
-    """The Content-MD5 header: the server refuses a body that does not match it (BadDigest)."""
-    return base64.b64encode(hashlib.md5(body, usedforsecurity=False).digest()).decode()
-
-
 class _Count:
     """Shared by a store and its scoped views, so the report sees every retry."""
 
@@ -93,60 +83,6 @@ class _Count:
     def add(self, n: int) -> None:
         with self._lock:
             self.value += n
-
-
-def request_headers(opts: RequestOptions, bucket: str, *, source: str | None = None, write: bool = False) -> dict[str, str]:
-    """The HTTP headers for a request on `bucket` (reading `source`, writing new objects if `write`)."""
-    h: dict[str, str] = {}
-    if owner := opts.owner(bucket):
-        h["x-amz-expected-bucket-owner"] = owner
-    if source is not None and (src_owner := opts.owner(source)):
-        h["x-amz-source-expected-bucket-owner"] = src_owner
-    if opts.requester_pays:
-        h["x-amz-request-payer"] = "requester"
-    if write and opts.sse:
-        h["x-amz-server-side-encryption"] = opts.sse
-        if opts.kms_key_id:
-            h["x-amz-server-side-encryption-aws-kms-key-id"] = opts.kms_key_id
-    if write and opts.acl:
-        h["x-amz-acl"] = opts.acl
-    return h
-
-
-def _encryption(r: Mapping[str, Any]) -> Encryption | None:
-    """A HEAD's encryption headers, as a copy onto itself must name them again."""
-    if not r.get("ServerSideEncryption"):
-        return None
-    return Encryption(str(r["ServerSideEncryption"]), str(r.get("SSEKMSKeyId") or ""), bool(r.get("BucketKeyEnabled")))
-
-
-def encryption_headers(encryption: Encryption | None) -> dict[str, str]:
-    """The headers that encrypt a copy as `encryption` says (an in-place copy keeps the object's own); they replace
-    the store's own encryption headers whole, on both request paths."""
-    if encryption is None:
-        return {}
-    h = {"x-amz-server-side-encryption": encryption.sse}
-    if encryption.kms_key_id:
-        h["x-amz-server-side-encryption-aws-kms-key-id"] = encryption.kms_key_id
-    if encryption.bucket_key:
-        h["x-amz-server-side-encryption-bucket-key-enabled"] = "true"
-    return h
-
-
-def _encryption_params(encryption: Encryption | None) -> dict[str, Any]:
-    """encryption_headers as botocore parameters (BucketKeyEnabled is a boolean there)."""
-    return {_PARAMS[k]: v == "true" if k.endswith("-bucket-key-enabled") else v for k, v in encryption_headers(encryption).items()}
-
-
-_PARAMS = {
-    "x-amz-expected-bucket-owner": "ExpectedBucketOwner",
-    "x-amz-source-expected-bucket-owner": "ExpectedSourceBucketOwner",
-    "x-amz-request-payer": "RequestPayer",
-    "x-amz-server-side-encryption": "ServerSideEncryption",
-    "x-amz-server-side-encryption-aws-kms-key-id": "SSEKMSKeyId",
-    "x-amz-server-side-encryption-bucket-key-enabled": "BucketKeyEnabled",  # only from encryption_headers
-    "x-amz-acl": "ACL",
-}
 
 
 # Elements every ListObjectsV2 / ListObjectVersions answer holds; an answer with none of them was cut short.
@@ -211,7 +147,7 @@ class S3Store:
 
     def _params(self, bucket: str, *, source: str | None = None, write: bool = False) -> dict[str, str]:
         """The job's request options as botocore parameters."""
-        return {_PARAMS[k]: v for k, v in request_headers(self.opts, bucket, source=source, write=write).items()}
+        return {PARAMS[k]: v for k, v in request_headers(self.opts, bucket, source=source, write=write).items()}
 
     def _call(self, fn: Callable[..., dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
         """One API call (a bound method of a client), kept going through an outage shorter than the breaker's window."""
@@ -315,7 +251,7 @@ class S3Store:
         prefixes = [p["Prefix"] for p in r.get("CommonPrefixes", ())]
         truncated = r.get("IsTruncated") and r.get("NextKeyMarker")
         nxt = version_token(r["NextKeyMarker"], r.get("NextVersionIdMarker") or "") if truncated else None
-        return ListPage(merge_versions(versions, markers, r.get(_KINDS, "")), nxt, prefixes)
+        return ListPage(merge_versions(versions, markers, r.get(KINDS, "")), nxt, prefixes)
 
     def list_uploads_page(
         self,
@@ -393,13 +329,18 @@ class S3Store:
             kwargs.update(MetadataDirective="REPLACE", Metadata=metadata.metadata, **metadata.headers)
             if metadata.content_type:
                 kwargs["ContentType"] = metadata.content_type
-        _apply_carry(kwargs, carry)
+        apply_carry(kwargs, carry)
         r = self._call(self._s3(dst_bucket).copy_object, **kwargs)
         return quoted_etag(r.get("CopyObjectResult", {}).get("ETag"))
 
     def head_object(self, bucket: str, key: str, *, version_id: str = "") -> ObjectHead:
         r = self._call(
-            self._s3(bucket).head_object, Bucket=bucket, Key=key, ChecksumMode="ENABLED", **_version(version_id), **self._params(bucket)
+            self._s3(bucket).head_object,
+            Bucket=bucket,
+            Key=key,
+            ChecksumMode="ENABLED",
+            **version_param(version_id),
+            **self._params(bucket),
         )
         headers = {h: r[h] for h in _HEAD_HEADERS if r.get(h) is not None}
         checksum = next((f"{alg}:{r[f'Checksum{alg}']}" for alg in _CHECKSUMS if r.get(f"Checksum{alg}")), "")
@@ -410,7 +351,7 @@ class S3Store:
             dict(r.get("Metadata", {})),
             headers,
             checksum,
-            _encryption(r),
+            encryption_of(r),
             r.get("StorageClass"),
             r.get("LastModified"),
             (str(r["ObjectLockMode"]), r["ObjectLockRetainUntilDate"]) if r.get("ObjectLockMode") else None,
@@ -418,11 +359,11 @@ class S3Store:
         )
 
     def get_tags(self, bucket: str, key: str, *, version_id: str = "") -> dict[str, str]:
-        r = self._call(self._s3(bucket).get_object_tagging, Bucket=bucket, Key=key, **_version(version_id), **self._params(bucket))
+        r = self._call(self._s3(bucket).get_object_tagging, Bucket=bucket, Key=key, **version_param(version_id), **self._params(bucket))
         return {t["Key"]: t["Value"] for t in r.get("TagSet", ())}
 
     def put_tags(self, bucket: str, key: str, tags: Mapping[str, str], *, version_id: str = "") -> None:
-        v = _version(version_id)
+        v = version_param(version_id)
         if not tags:  # no tags at all: DeleteObjectTagging, which every S3 implementation takes (an empty TagSet is not)
             self._call(self._s3(bucket).delete_object_tagging, Bucket=bucket, Key=key, **v, **self._params(bucket))
             return
@@ -440,7 +381,7 @@ class S3Store:
             Key=key,
             Retention=retention,
             **extra,
-            **_version(version_id),
+            **version_param(version_id),
             **self._params(bucket),
         )
 
@@ -450,13 +391,15 @@ class S3Store:
             Bucket=bucket,
             Key=key,
             LegalHold={"Status": status},
-            **_version(version_id),
+            **version_param(version_id),
             **self._params(bucket),
         )
 
     def get_legal_hold(self, bucket: str, key: str, *, version_id: str = "") -> str:
         try:
-            r = self._call(self._s3(bucket).get_object_legal_hold, Bucket=bucket, Key=key, **_version(version_id), **self._params(bucket))
+            r = self._call(
+                self._s3(bucket).get_object_legal_hold, Bucket=bucket, Key=key, **version_param(version_id), **self._params(bucket)
+            )
         except StoreError as exc:
             if exc.code == "NoSuchObjectLockConfiguration":  # no hold was ever set on it
                 return "OFF"
@@ -473,16 +416,16 @@ class S3Store:
             Bucket=bucket,
             Key=key,
             ObjectEncryption={"SSEKMS": {"KMSKeyArn": kms_key_arn, "BucketKeyEnabled": bucket_key}},
-            **_version(version_id),
+            **version_param(version_id),
             **self._params(bucket),
         )
 
     def put_acl(self, bucket: str, key: str, acl: str, *, version_id: str = "", policy: Mapping[str, Any] | None = None) -> None:
         what: dict[str, Any] = (grant_headers(policy) or {"AccessControlPolicy": dict(policy)}) if policy is not None else {"ACL": acl}
-        self._call(self._s3(bucket).put_object_acl, Bucket=bucket, Key=key, **what, **_version(version_id), **self._params(bucket))
+        self._call(self._s3(bucket).put_object_acl, Bucket=bucket, Key=key, **what, **version_param(version_id), **self._params(bucket))
 
     def get_acl(self, bucket: str, key: str, *, version_id: str = "") -> dict[str, Any]:
-        r = self._call(self._s3(bucket).get_object_acl, Bucket=bucket, Key=key, **_version(version_id), **self._params(bucket))
+        r = self._call(self._s3(bucket).get_object_acl, Bucket=bucket, Key=key, **version_param(version_id), **self._params(bucket))
         return {"Owner": r.get("Owner", {}), "Grants": r.get("Grants", [])}
 
     def restore_object(self, bucket: str, key: str, days: int, tier: str, *, version_id: str = "") -> bool:
@@ -493,7 +436,7 @@ class S3Store:
                 Bucket=bucket,
                 Key=key,
                 RestoreRequest=request,
-                **_version(version_id),
+                **version_param(version_id),
                 **self._params(bucket),
             )
         except StoreError as exc:
@@ -587,7 +530,7 @@ class S3Store:
         carry: Carried | None = None,
     ) -> str:
         kwargs = self._new_object(bucket, key, head, tags, storage_class)
-        _apply_carry(kwargs, carry)
+        apply_carry(kwargs, carry)
         if crc32:
             kwargs.update(ChecksumAlgorithm="CRC32", ChecksumType="FULL_OBJECT")
         elif checksum_algorithm:  # CRC64NVME exists only as a full-object checksum; the others combine per part
@@ -630,7 +573,7 @@ class S3Store:
             Key=dst_key,
             UploadId=upload_id,
             PartNumber=part_number,
-            CopySource={"Bucket": src_bucket, "Key": src_key, **_version(src_version)},
+            CopySource={"Bucket": src_bucket, "Key": src_key, **version_param(src_version)},
             CopySourceRange=f"bytes={first_byte}-{last_byte}",
             CopySourceIfMatch=if_match,
             **self._params(dst_bucket, source=src_bucket),
@@ -687,7 +630,7 @@ class S3Store:
             marker = {"PartNumberMarker": int(r["NextPartNumberMarker"])}
 
     def delete_objects(self, bucket: str, keys: Sequence[str], version_ids: Sequence[str] = ()) -> list[KeyFailure]:
-        objects = [{"Key": k, **_version(v)} for k, v in zip(keys, version_ids or [""] * len(keys), strict=True)]
+        objects = [{"Key": k, **version_param(v)} for k, v in zip(keys, version_ids or [""] * len(keys), strict=True)]
         r = self._call(self._s3(bucket).delete_objects, Bucket=bucket, Delete={"Objects": objects, "Quiet": True}, **self._params(bucket))
         return [
             KeyFailure(e.get("Key", ""), e.get("Code", "Unknown"), e.get("Message", ""), e.get("VersionId") or "")
@@ -695,216 +638,4 @@ class S3Store:
         ]
 
     def delete_object(self, bucket: str, key: str, *, version_id: str = "") -> None:
-        self._call(self._s3(bucket).delete_object, Bucket=bucket, Key=key, **_version(version_id), **self._params(bucket))
-
-
-class FastS3Store(S3Store):
-    """S3Store whose CopyObject and DeleteObjects take the lighter request path (fastpath.py)."""
-
-    def __init__(
-        self,
-        client: Any,
-        max_connections: int,
-        *,
-        max_keys: int = 1000,
-        rate: RateControl | None = None,
-        regions: BucketRegions | None = None,
-        breaker: OutageBreaker | None = None,
-    ) -> None:
-        super().__init__(client, max_keys=max_keys, rate=rate, regions=regions, breaker=breaker)
-        self.fast = FastS3(client, max_connections, rate=self.rate, regions=regions, breaker=self.breaker)
-
-    @property
-    def retries(self) -> int:
-        return self._count_retries.value + self.fast.retries
-
-    def list_page(
-        self,
-        bucket: str,
-        prefix: str,
-        token: str | None = None,
-        start_after: str | None = None,
-        delimiter: str | None = None,
-        max_keys: int | None = None,
-    ) -> ListPage:
-        return self.fast.list_page(
-            bucket, prefix, token, start_after, max_keys or self.max_keys, delimiter, request_headers(self.opts, bucket)
-        )
-
-    def list_versions_page(
-        self,
-        bucket: str,
-        prefix: str,
-        token: str | None = None,
-        key_marker: str | None = None,
-        delimiter: str | None = None,
-        max_keys: int | None = None,
-    ) -> ListPage:
-        """On the fast path: it keeps the response's own order of versions and delete markers, which botocore's two lists lose."""
-        markers = version_markers(token) if token else ({"KeyMarker": key_marker} if key_marker else {})
-        return self.fast.list_versions_page(
-            bucket, prefix, markers.get("KeyMarker"), markers.get("VersionIdMarker"), max_keys or self.max_keys, delimiter,
-            request_headers(self.opts, bucket),
-        )  # fmt: skip
-
-    def copy_object(
-        self,
-        src_bucket: str,
-        src_key: str,
-        dst_bucket: str,
-        dst_key: str,
-        *,
-        storage_class: str | None = None,
-        src_version: str = "",
-        checksum_algorithm: str = "",
-        metadata: ObjectHead | None = None,
-        if_match: str = "",
-        carry: Carried | None = None,
-    ) -> str:
-        # Rare enough to take botocore's path; an in-place copy that keeps only its encryption stays on the fast one.
-        if src_version or checksum_algorithm or metadata is not None or (carry is not None and carry.beyond_encryption):
-            return super().copy_object(
-                src_bucket,
-                src_key,
-                dst_bucket,
-                dst_key,
-                storage_class=storage_class,
-                src_version=src_version,
-                checksum_algorithm=checksum_algorithm,
-                metadata=metadata,
-                if_match=if_match,
-                carry=carry,
-            )
-        headers = request_headers(self.opts, dst_bucket, source=src_bucket, write=True)
-        if if_match:
-            headers["x-amz-copy-source-if-match"] = if_match
-        if carry is not None and carry.encryption is not None:  # it replaces the store's own
-            own = {k: v for k, v in headers.items() if not k.startswith("x-amz-server-side-encryption")}
-            headers = own | encryption_headers(carry.encryption)
-        return self.fast.copy_object(src_bucket, src_key, dst_bucket, dst_key, storage_class=storage_class, headers=headers)
-
-    def delete_objects(self, bucket: str, keys: Sequence[str], version_ids: Sequence[str] = ()) -> list[KeyFailure]:
-        return self.fast.delete_objects(bucket, keys, request_headers(self.opts, bucket), version_ids)
-
-    def delete_object(self, bucket: str, key: str, *, version_id: str = "") -> None:
-        if version_id:
-            super().delete_object(bucket, key, version_id=version_id)
-            return
-        self.fast.delete_object(bucket, key, request_headers(self.opts, bucket))
-
-
-_GRANT_PARAMS = {
-    "FULL_CONTROL": "GrantFullControl",
-    "READ": "GrantRead",
-    "WRITE": "GrantWrite",
-    "READ_ACP": "GrantReadACP",
-    "WRITE_ACP": "GrantWriteACP",
-}
-_GRANTEE_FIELDS = (("ID", "id"), ("URI", "uri"), ("EmailAddress", "emailAddress"))
-
-
-def grant_headers(policy: Mapping[str, Any]) -> dict[str, str]:
-    """An ACL's grants as PutObjectAcl's x-amz-grant-* parameters, which replace the whole ACL as an AccessControlPolicy
-    body does (and which every S3-compatible server reads; some ignore the body). {} when a grant has no form here."""
-    out: dict[str, list[str]] = {}
-    for grant in policy.get("Grants", []):
-        param = _GRANT_PARAMS.get(str(grant.get("Permission", "")))
-        grantee = dict(grant.get("Grantee", {}))
-        named = next((f'{name}="{grantee[field]}"' for field, name in _GRANTEE_FIELDS if grantee.get(field)), None)
-        if param is None or named is None:
-            return {}
-        out.setdefault(param, []).append(named)
-    return {param: ", ".join(names) for param, names in out.items()}
-
-
-def _apply_carry(kwargs: dict[str, Any], carry: Carried | None) -> None:
-    """Add CopyObject's (or CreateMultipartUpload's) parameters that name again what S3 does not copy; the carried
-    encryption replaces the store's own whole (a KMS key id of the job's must not stay beside AES256)."""
-    if carry is None:
-        return
-    if carry.encryption is not None:
-        kwargs.pop("SSEKMSKeyId", None)
-    kwargs.update(_carry_params(carry))
-
-
-def _carry_params(carry: Carried) -> dict[str, Any]:
-    params: dict[str, Any] = {**_encryption_params(carry.encryption), **_acl_params(carry.grants)}
-    if carry.retention is not None:
-        params.update(ObjectLockMode=carry.retention[0], ObjectLockRetainUntilDate=carry.retention[1])
-    if carry.legal_hold:
-        params["ObjectLockLegalHoldStatus"] = "ON"
-    return params
-
-
-def _acl_params(policy: Mapping[str, Any] | None) -> dict[str, str]:
-    """A copy's (or an upload's) grants as x-amz-grant-* parameters; a grant with no such form fails the object,
-    never dropped. WRITE means nothing on an object, and CopyObject and CreateMultipartUpload take no GrantWrite."""
-    if policy is None:
-        return {}
-    params = grant_headers({**policy, "Grants": [g for g in policy.get("Grants", []) if g.get("Permission") != "WRITE"]})
-    if not params:
-        raise StoreError("AclNotCarried", f"the object's ACL has a grant that x-amz-grant-* cannot name: {dict(policy)}", 400)
-    return params
-
-
-def _version(version_id: str) -> dict[str, str]:
-    return {"VersionId": version_id} if version_id else {}
-
-
-_KINDS = "S3bulkEntryKinds"
-
-
-def _entry_kinds(response_dict: dict[str, Any], customized_response_dict: dict[str, Any], **kwargs: Any) -> None:
-    """Record the order of a ListObjectVersions page's entries ("V" version, "D" delete marker), which botocore's parse loses."""
-    if int(response_dict.get("status_code", 200)) >= 300:
-        return
-    try:
-        root = ElementTree.fromstring(response_dict.get("body") or b"")
-    except ElementTree.ParseError:
-        return
-    tags = (c.tag.rsplit("}", 1)[-1] for c in root)
-    customized_response_dict[_KINDS] = "".join("V" if t == "Version" else "D" for t in tags if t in ("Version", "DeleteMarker"))
-
-
-def keep_version_order(client: Any) -> None:
-    """Have the client's ListObjectVersions responses carry their entries' order (merge_versions puts them back in it)."""
-    client.meta.events.register("before-parse.s3.ListObjectVersions", _entry_kinds, unique_id="s3bulk-version-order")
-
-
-def merge_versions(versions: list[ObjectInfo], markers: list[ObjectInfo], kinds: str = "") -> list[ObjectInfo]:
-    """botocore parses a page's versions and delete markers into two lists; put them back in S3's order.
-
-    Each list is in the page's order, so the page's sequence of entry kinds (keep_version_order)
-    interleaves them exactly. Without it, they are sorted by key and LastModified, which cannot
-    order a version and a marker of one key written in the same second (some servers send whole seconds).
-    """
-    if not markers or not versions:
-        return versions or markers
-    if len(kinds) == len(versions) + len(markers) and kinds.count("D") == len(markers):
-        v, m = iter(versions), iter(markers)
-        return [next(v) if kind == "V" else next(m) for kind in kinds]
-    rank = {id(o): (o.key.encode("utf-8", "surrogatepass"), -(o.last_modified.timestamp() if o.last_modified else 0.0), not o.latest)
-            for o in versions + markers}  # fmt: skip
-    return sorted(versions + markers, key=lambda o: rank[id(o)])
-
-
-def through_proxy(client: Any) -> bool:
-    """Whether botocore sends this client's requests through a proxy: its config's `proxies`, or HTTP(S)_PROXY for the
-    endpoint's scheme with NO_PROXY not naming its host (botocore's own rule). Corporate networks often allow nothing else."""
-    if client.meta.config.proxies:
-        return True
-    url = str(client.meta.endpoint_url)
-    return urlsplit(url).scheme in get_environ_proxies(url)
-
-
-def open_store(
-    clients: S3Clients, *, fast: bool = True, max_keys: int = 1000, rate: RateControl | None = None, breaker: OutageBreaker | None = None
-) -> S3Store:
-    """The store a job runs on: the home client, and each bucket's requests sent to its own Region."""
-    client = clients.client()
-    regions = BucketRegions(client, clients.client)
-    if fast and through_proxy(client):  # the fast path opens its own sockets: where botocore would use a proxy, botocore sends all
-        fast = False
-    if fast:
-        return FastS3Store(client, clients.max_pool_connections, max_keys=max_keys, rate=rate, regions=regions, breaker=breaker)
-    return S3Store(client, max_keys=max_keys, rate=rate, regions=regions, breaker=breaker)
+        self._call(self._s3(bucket).delete_object, Bucket=bucket, Key=key, **version_param(version_id), **self._params(bucket))

@@ -10,7 +10,8 @@ import pytest
 
 from s3bulk.job import parse_job
 from s3bulk.local.engine import Engine
-from s3bulk.s3.stores import FastS3Store, S3Store
+from s3bulk.s3.faststore import FastS3Store
+from s3bulk.s3.stores import S3Store
 from tests.corpus import MOTO_CASES, body_of
 from tests.integration.conftest import client_for
 from tests.integration.helpers import list_keys, md5

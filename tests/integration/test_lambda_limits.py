@@ -19,7 +19,7 @@ import pytest
 
 from infra.state_machine import LAMBDA_THROTTLED
 from s3bulk.aws.ledger import DynamoLedger
-from s3bulk.s3.stores import FastS3Store
+from s3bulk.s3.faststore import FastS3Store
 from tests.integration.aws_harness import REGION
 from tests.integration.stack_harness import StackOnMoto, synthesize
 

@@ -21,7 +21,8 @@ from s3bulk.local.engine import Engine
 from s3bulk.local.server import ACCESS_KEY, SECRET_KEY
 from s3bulk.report import Report
 from s3bulk.s3.clients import ClientSettings, make_s3_client
-from s3bulk.s3.stores import FastS3Store, S3Store
+from s3bulk.s3.faststore import FastS3Store
+from s3bulk.s3.stores import S3Store
 from tests.integration.conftest import client_for
 from tests.integration.helpers import assert_exact_copy, seed_small
 

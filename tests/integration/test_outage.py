@@ -18,7 +18,8 @@ import pytest
 from s3bulk.job import parse_job
 from s3bulk.local.engine import Engine
 from s3bulk.local.server import SeaweedServer
-from s3bulk.s3.stores import FastS3Store, S3Store
+from s3bulk.s3.faststore import FastS3Store
+from s3bulk.s3.stores import S3Store
 from s3bulk.testing.faultproxy import FaultPlan, FaultProxy
 from tests.integration.conftest import S3BULK, cli_env, client_for, run_cli
 from tests.integration.helpers import assert_exact_copy, seed_small, write_job

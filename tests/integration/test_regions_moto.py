@@ -22,7 +22,8 @@ from s3bulk.job import MiB, parse_job
 from s3bulk.local.engine import Engine
 from s3bulk.local.server import ACCESS_KEY, SECRET_KEY
 from s3bulk.s3.clients import ClientSettings, S3Clients, make_s3_client
-from s3bulk.s3.stores import FastS3Store, S3Store, open_store
+from s3bulk.s3.faststore import FastS3Store, open_store
+from s3bulk.s3.stores import S3Store
 from s3bulk.store import StoreError
 from s3bulk.testing.faultproxy import FaultPlan, FaultProxy
 from tests.integration.helpers import assert_exact_copy, list_keys, md5, seed_small

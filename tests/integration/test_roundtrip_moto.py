@@ -9,7 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from s3bulk.s3.stores import FastS3Store, S3Store
+from s3bulk.s3.faststore import FastS3Store
+from s3bulk.s3.stores import S3Store
 from tests.integration.conftest import client_for
 from tests.roundtrip import KEY_CHARS, copied, keys, roundtrip
 

@@ -18,7 +18,8 @@ from s3bulk.job import MiB, parse_job
 from s3bulk.local.engine import Engine
 from s3bulk.report import Report
 from s3bulk.s3.fastpath import FastS3
-from s3bulk.s3.stores import FastS3Store, S3Store
+from s3bulk.s3.faststore import FastS3Store
+from s3bulk.s3.stores import S3Store
 from tests.integration.conftest import cli_env, client_for, run_cli
 from tests.integration.helpers import list_keys, write_job
 

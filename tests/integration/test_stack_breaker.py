@@ -18,7 +18,7 @@ from s3bulk.aws.ledger import DynamoLedger
 from s3bulk.aws.remote import Deployment
 from s3bulk.job import parse_job
 from s3bulk.s3.clients import ClientSettings
-from s3bulk.s3.stores import FastS3Store
+from s3bulk.s3.faststore import FastS3Store
 from s3bulk.store import StoreError
 from tests.integration.aws_harness import REGION
 from tests.integration.stack_harness import StackOnMoto, cli_flags, synthesize

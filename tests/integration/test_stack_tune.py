@@ -20,7 +20,7 @@ from s3bulk.aws.remote import Deployment
 from s3bulk.aws.worker import WorkerService
 from s3bulk.job import parse_job
 from s3bulk.s3.clients import ClientSettings
-from s3bulk.s3.stores import FastS3Store
+from s3bulk.s3.faststore import FastS3Store
 from tests.integration.aws_harness import REGION
 from tests.integration.stack_harness import StackOnMoto, cli_flags, synthesize
 

@@ -27,7 +27,8 @@ import pytest
 
 from s3bulk.job import parse_job
 from s3bulk.local.engine import Engine
-from s3bulk.s3.stores import FastS3Store, S3Store
+from s3bulk.s3.faststore import FastS3Store
+from s3bulk.s3.stores import S3Store
 from tests.integration.conftest import cli_env, client_for, run_cli, run_job_cli
 
 # Each key's history, oldest first: "p" a PUT (its body says which), "d" a delete without a version id (a delete marker).

@@ -10,7 +10,7 @@ import pytest
 from s3bulk.job import MiB
 from s3bulk.ops.copies import MAX_PARTS, CopyPaused, CopySettings, copy_in_place, copy_object, part_ranges
 from s3bulk.ops.executor import BoundedExecutor
-from s3bulk.s3.stores import _apply_carry
+from s3bulk.s3.params import apply_carry
 from s3bulk.store import Carried, Encryption, ObjectInfo, StoreError
 from s3bulk.testing.memstore import MemoryStore
 
@@ -151,7 +151,7 @@ def test_carried_grants_and_encryption_become_the_parameters_s3_takes_on_a_copy(
         {"Grantee": {"Type": "Group", "URI": "http://acs.amazonaws.com/groups/global/AllUsers"}, "Permission": "READ"},
         {"Grantee": {"Type": "Group", "URI": "http://acs.amazonaws.com/groups/global/AllUsers"}, "Permission": "WRITE"},
     ]
-    _apply_carry(kwargs, Carried(Encryption("AES256"), {"Owner": owner, "Grants": grants}, None, True))
+    apply_carry(kwargs, Carried(Encryption("AES256"), {"Owner": owner, "Grants": grants}, None, True))
     assert kwargs == {
         "Bucket": "b",
         "ServerSideEncryption": "AES256",  # the job's KMS key id does not stay beside it

@@ -26,7 +26,8 @@ from s3bulk.outage import EndpointUnreachable, Outage, OutageBreaker, unreachabl
 from s3bulk.report import Tally
 from s3bulk.s3 import fastpath, stores
 from s3bulk.s3.clients import ClientSettings, make_s3_client
-from s3bulk.s3.stores import FastS3Store, S3Store
+from s3bulk.s3.faststore import FastS3Store
+from s3bulk.s3.stores import S3Store
 from s3bulk.store import ObjectInfo, StoreError
 from s3bulk.testing.memstore import MemoryStore
 

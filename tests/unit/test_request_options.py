@@ -9,7 +9,7 @@ import pytest
 
 from s3bulk.job import JobError, MiB, parse_job
 from s3bulk.local.engine import Engine
-from s3bulk.s3.stores import request_headers
+from s3bulk.s3.params import request_headers
 from s3bulk.store import RequestOptions
 from s3bulk.testing.memstore import MemoryStore
 

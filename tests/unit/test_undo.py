@@ -163,7 +163,7 @@ def test_an_acl_change_is_undone_back_to_the_grants_it_replaced_and_a_regranted_
 
 
 def test_an_acl_is_written_back_as_grant_headers_that_name_every_grantee() -> None:
-    from s3bulk.s3.stores import grant_headers
+    from s3bulk.s3.params import grant_headers
 
     owner = "a" * 64
     policy = {
