@@ -182,7 +182,7 @@ def _one_copy_hangs(monkeypatch: pytest.MonkeyPatch) -> None:
 
     def one_hangs(self: FastS3Store, src_bucket: str, src_key: str, *args: Any, **kwargs: Any) -> str:
         if src_key.endswith("obj-0007"):
-            time.sleep(10)  # past the worker's Timeout: whatever asks this later never reaches S3
+            time.sleep(STRIKES_WORKER_S + 2)  # past the worker's Timeout: whatever asks this later never reaches S3
         return str(real(self, src_bucket, src_key, *args, **kwargs))
 
     monkeypatch.setattr(FastS3Store, "copy_object", one_hangs)
@@ -193,18 +193,24 @@ def _one_copy_hangs(monkeypatch: pytest.MonkeyPatch) -> None:
 # first invocation's time, as on AWS, which on a loaded machine took over 4 s. The queue's visibility follows the
 # worker's Timeout (the stack sets 6x; just over 1x here, to keep the test short).
 DIES_ENV = {"S3BULK_POLL_SECONDS": "1", "S3BULK_WORK_MARGIN_S": "3", "S3BULK_HARD_MARGIN_S": "1.5", "S3BULK_CONCURRENCY": "2"}
+# The strike tests' worker: 12 s, so its window stays well over an ordinary copy's time on a loaded machine. At 8 s, with
+# the other test worker copying 100,000 objects beside it, a cold environment's first copy (its clients built inside
+# it) outlasted half the window at two freezes and an ordinary object beside the hung one failed WorkerTimedOut.
+STRIKES_WORKER_S = 12
 
 
 def test_an_object_that_outlasts_every_invocation_fails_alone_and_the_rest_of_its_batch_is_counted_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """One object's copy outlasts the worker's 8 s on every delivery. 1.5 s before its end the worker stops waiting
+    """One object's copy outlasts the worker's 12 s on every delivery. 1.5 s before its end the worker stops waiting
     for it: it counts what its batch finished and hands the hung object on with a strike; at the second strike the
     object fails WorkerTimedOut, saying what to change. No invocation need be ended by Lambda, nothing is dead-lettered,
     and every other object is counted once (before, the whole batch was redone five times and reported WorkerDied)."""
     _one_copy_hangs(monkeypatch)
     template = synthesize({**CONTEXT, "worker_batch_size": 1})
-    with StackOnMoto(template, buckets=(SRC, DST), env=DIES_ENV, timeouts={"Worker": 8}, visibility_scale=9 / 3600) as stack:
+    with StackOnMoto(
+        template, buckets=(SRC, DST), env=DIES_ENV, timeouts={"Worker": STRIKES_WORKER_S}, visibility_scale=(STRIKES_WORKER_S + 1) / 3600
+    ) as stack:
         keys = seed()
         began = time.monotonic()
         ex = stack.run({**copy_job(batch_size=5), "job_id": "object-outlasts"}, timeout=180)
@@ -231,7 +237,9 @@ def test_a_move_batch_with_an_object_that_outlasts_every_invocation_moves_the_re
     source kept. Nothing is dead-lettered (before, the whole batch was redone five times and reported WorkerDied)."""
     _one_copy_hangs(monkeypatch)
     template = synthesize({**CONTEXT, "worker_batch_size": 1, "delete_buckets": SRC})
-    with StackOnMoto(template, buckets=(SRC, DST), env=DIES_ENV, timeouts={"Worker": 8}, visibility_scale=9 / 3600) as stack:
+    with StackOnMoto(
+        template, buckets=(SRC, DST), env=DIES_ENV, timeouts={"Worker": STRIKES_WORKER_S}, visibility_scale=(STRIKES_WORKER_S + 1) / 3600
+    ) as stack:
         keys = seed()
         began = time.monotonic()
         ex = stack.run({**copy_job(batch_size=5), "operation": "move", "job_id": "move-outlasts"}, timeout=180)
