@@ -105,10 +105,19 @@ def key_mapper(job: Job) -> KeyMapper | None:
 GUARDED_OPS = frozenset({"delete", "move", "rewind"})
 
 
+def as_it_was(obj: ObjectInfo) -> bool:
+    """A rewind's entry for a key already as it was at as_of: that version current, or absent then and now."""
+    return obj.replaces is not None and obj.version_id == obj.replaces
+
+
+def hides(obj: ObjectInfo) -> bool:
+    """A rewind's entry for a key it hides under a delete marker: no version at as_of, and not absent now."""
+    return not obj.version_id and not as_it_was(obj)
+
+
 def deletes(operation: str, objects: Iterable[ObjectInfo]) -> int:
     """How many of these selected objects the operation deletes: every one for delete and move; for a rewind, the keys
-    it hides under a delete marker (no version at its as_of, one current now). A key a rewind gives back an older
-    version, or leaves as it is, is no delete."""
+    it hides under a delete marker. A key a rewind gives back an older version, or leaves as it is, is no delete."""
     if operation == "rewind":
-        return sum(1 for o in objects if not o.version_id and o.replaces != "")
+        return sum(1 for o in objects if hides(o))
     return sum(1 for _ in objects) if operation in GUARDED_OPS else 0

@@ -23,6 +23,7 @@ from s3bulk.local.engine import Engine
 from s3bulk.ops.acl import AclsEnabled
 from s3bulk.ops.copies import part_ranges
 from s3bulk.ops.items import NEEDS_HEAD, heads_anyway, needs_nothing
+from s3bulk.selection import as_it_was, hides
 from s3bulk.store import UNKNOWN_SIZE, ListPage, ObjectInfo, ObjectStore, RequestOptions, StoreError
 
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
@@ -126,9 +127,9 @@ def count_object(job: Job, plan: Plan, obj: ObjectInfo) -> None:
         plan.count("PutObjectTagging")  # a merge or remove that changes nothing skips it
         return
     if op == "rewind":
-        if obj.replaces is not None and obj.version_id == obj.replaces:
-            return  # already as it was: nothing to do
-        if not obj.version_id:
+        if as_it_was(obj):
+            return  # nothing to do
+        if hides(obj):
             plan.count("DeleteObject")  # absent then: a delete marker
             plan.markers += 1
             return

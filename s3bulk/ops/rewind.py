@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 from s3bulk.ops.copies import CopySettings, copy_in_place
 from s3bulk.ops.executor import BoundedExecutor
+from s3bulk.selection import as_it_was, hides
 from s3bulk.store import ObjectInfo, ObjectStore, StoreError
 
 # The undo journal's `what` for a rewound key: before is the version that was current ("" for none), after what
@@ -46,9 +47,9 @@ def rewind_key(
     store: ObjectStore, parts: BoundedExecutor, bucket: str, obj: ObjectInfo, settings: CopySettings, *, keep_acl: bool
 ) -> Rewound:
     """Make `obj.key` the version `obj.version_id` names ("" : absent), unless `obj.replaces` says it already is."""
-    if obj.replaces is not None and obj.version_id == obj.replaces:  # already as it was (or absent then and now)
+    if as_it_was(obj):
         return Rewound(False)
-    if not obj.version_id:  # it did not exist then: a delete marker, which keeps every version
+    if hides(obj):  # it did not exist then: a delete marker, which keeps every version
         store.delete_object(bucket, obj.key)
         return Rewound(True, after={"absent": True})
     head = store.head_object(bucket, obj.key, version_id=obj.version_id)
