@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Protocol, TypeVar, cast
 
 from s3bulk.job import Source
-from s3bulk.store import ListPage, ObjectInfo, ObjectStore, version_token
+from s3bulk.store import ListPage, ObjectInfo, ObjectStore, version_markers, version_token
 
 T = TypeVar("T")
 
@@ -77,7 +77,26 @@ class VersionsView:
     def _page(
         self, bucket: str, prefix: str, token: str | None, key_marker: str | None, delimiter: str | None, max_keys: int | None = None
     ) -> ListPage:
+        page = self._fetch(bucket, prefix, token, key_marker, delimiter, max_keys)
+        after = key_marker if token is None else after_whole_key(token)
+        if after is None:
+            return page
+        # A key marker alone asks for the keys after that key; a server that sends the marker key's entries again (moto
+        # does) would have them listed twice.
+        floor = after.encode("utf-8", "surrogatepass")
+        kept = [o for o in page.objects if o.key.encode("utf-8", "surrogatepass") > floor]
+        return page if len(kept) == len(page.objects) else ListPage(kept, page.next_token, page.prefixes)
+
+    def _fetch(
+        self, bucket: str, prefix: str, token: str | None, key_marker: str | None, delimiter: str | None, max_keys: int | None
+    ) -> ListPage:
         return self.store.list_versions_page(bucket, prefix, token, key_marker, delimiter, max_keys)
+
+
+def after_whole_key(token: str) -> str | None:
+    """The key a version_token with no version marker starts after (every entry of it listed), else None."""
+    markers = version_markers(token)
+    return None if "VersionIdMarker" in markers else markers["KeyMarker"]
 
 
 class UploadsView(VersionsView):
@@ -88,8 +107,8 @@ class UploadsView(VersionsView):
     resume points work on uploads unchanged.
     """
 
-    def _page(
-        self, bucket: str, prefix: str, token: str | None, key_marker: str | None, delimiter: str | None, max_keys: int | None = None
+    def _fetch(
+        self, bucket: str, prefix: str, token: str | None, key_marker: str | None, delimiter: str | None, max_keys: int | None
     ) -> ListPage:
         return self.store.list_uploads_page(bucket, prefix, token, key_marker, delimiter, max_keys)
 
@@ -127,7 +146,8 @@ class AsOfView(VersionsView):
         for o in page.objects:
             keys.setdefault(o.key, []).append(o)
         for entries in keys.values():
-            # The listing's order, not LastModified, says which is newer: a version and the marker that hid it may share a second.
+            # The store gives each key's entries newest first by LastModified (s3/versionorder.py), whatever order the
+            # server sent; its order only breaks ties within one timestamp.
             now = entries[0]
             then = next((e for e in entries if e.last_modified is not None and e.last_modified <= self.as_of), None)
             existed = then is not None and not then.delete_marker

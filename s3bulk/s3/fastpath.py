@@ -41,6 +41,7 @@ from s3bulk.errors import ErrorKind, classify
 from s3bulk.outage import OutageBreaker
 from s3bulk.s3.ratecontrol import THROTTLE_CODES, RateControl
 from s3bulk.s3.regions import BucketRegions, region_from_answer
+from s3bulk.s3.versionorder import in_s3s_order
 from s3bulk.store import KeyFailure, ListPage, ObjectInfo, StoreError, quoted_etag, version_token
 
 SAFE = "-._~/"
@@ -435,6 +436,12 @@ def _text(element: ElementTree.Element, name: str) -> str:
     return element.findtext(f"{S3NS}{name}") or element.findtext(name) or ""
 
 
+def _all(element: ElementTree.Element, name: str) -> list[ElementTree.Element]:
+    """Every `name` element under `element`, with or without the S3 namespace: a server that leaves it out must not
+    read as an empty listing."""
+    return list(element.iter(f"{S3NS}{name}")) + list(element.iter(name))
+
+
 def _error_of(body: bytes) -> tuple[str, str] | None:
     """Code and message of an S3 <Error> document (including CopyObject's 200-with-error)."""
     if b"<Error>" not in body:
@@ -643,7 +650,8 @@ class FastS3:
         delimiter: str | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> ListPage:
-        """ListObjectsV2 with encoding-type=url, decoded as botocore decodes it (so control characters survive XML)."""
+        """ListObjectsV2 with encoding-type=url (so control characters survive XML), decoded as botocore decodes it: only
+        when the response says it encoded (a server that ignores the parameter sends keys as they are, `+` and `%41` too)."""
         params = {"list-type": "2", "encoding-type": "url", "max-keys": str(max_keys), "prefix": prefix}
         if delimiter:
             params["delimiter"] = delimiter
@@ -654,21 +662,26 @@ class FastS3:
         query = _query(params)
         root = self._send("GET", bucket, None, query, dict(headers or {}), b"", EMPTY_SHA256)
         assert root is not None
+        decode = unquote_plus if _text(root, "EncodingType") == "url" else str
         objects = []
-        for c in root.iter(f"{S3NS}Contents"):
+        for c in _all(root, "Contents"):
             modified = _text(c, "LastModified")
             objects.append(
                 ObjectInfo(
-                    unquote_plus(_text(c, "Key")),
+                    decode(_text(c, "Key")),
                     int(_text(c, "Size") or 0),
                     quoted_etag(_text(c, "ETag")),
                     datetime.fromisoformat(modified) if modified else None,
                     _text(c, "StorageClass") or None,
                 )
             )
-        prefixes = [unquote_plus(_text(p, "Prefix")) for p in root.iter(f"{S3NS}CommonPrefixes")]
-        truncated = _text(root, "IsTruncated") == "true"
-        return ListPage(objects, _text(root, "NextContinuationToken") or None if truncated else None, prefixes)
+        prefixes = [decode(_text(p, "Prefix")) for p in _all(root, "CommonPrefixes")]
+        token = _text(root, "NextContinuationToken") or None
+        if _text(root, "IsTruncated") != "true":
+            return ListPage(objects, None, prefixes)
+        if token is None:  # read as the last page, it would silently drop every key after this one
+            raise StoreError("IncompleteListing", "a truncated ListObjectsV2 page carried no NextContinuationToken", 500)
+        return ListPage(objects, token, prefixes)
 
     def copy_object(
         self,
@@ -703,7 +716,7 @@ class FastS3:
         }
         root = self._send("POST", bucket, None, "delete=", sent, body, hashlib.sha256(body).hexdigest())
         assert root is not None
-        errors = list(root.iter(f"{S3NS}Error")) + list(root.iter("Error"))
+        errors = _all(root, "Error")
         return [KeyFailure(_text(e, "Key"), _text(e, "Code") or "Unknown", _text(e, "Message"), _text(e, "VersionId")) for e in errors]
 
     def list_versions_page(
@@ -716,7 +729,8 @@ class FastS3:
         delimiter: str | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> ListPage:
-        """ListObjectVersions, its versions and delete markers in the response's own order (newest first within a key)."""
+        """ListObjectVersions, its versions and delete markers in S3's order (versionorder.in_s3s_order), the response's own
+        order breaking ties within one timestamp."""
         params = {"versions": "", "encoding-type": "url", "max-keys": str(max_keys), "prefix": prefix}
         if delimiter:
             params["delimiter"] = delimiter
@@ -747,11 +761,13 @@ class FastS3:
                     marker,
                 )
             )
-        prefixes = [decode(_text(p, "Prefix")) for p in root.iter(f"{S3NS}CommonPrefixes")]
+        prefixes = [decode(_text(p, "Prefix")) for p in _all(root, "CommonPrefixes")]
         nxt = None
-        if _text(root, "IsTruncated") == "true" and _text(root, "NextKeyMarker"):
+        if _text(root, "IsTruncated") == "true":
+            if not _text(root, "NextKeyMarker"):  # read as the last page, it would silently drop every key after it
+                raise StoreError("IncompleteListing", "a truncated ListObjectVersions page carried no NextKeyMarker", 500)
             nxt = version_token(decode(_text(root, "NextKeyMarker")), _text(root, "NextVersionIdMarker"))
-        return ListPage(objects, nxt, prefixes)
+        return ListPage(in_s3s_order(objects), nxt, prefixes)
 
     def delete_object(self, bucket: str, key: str, headers: Mapping[str, str] | None = None) -> None:
         self._send("DELETE", bucket, key, "", dict(headers or {}), b"", EMPTY_SHA256)

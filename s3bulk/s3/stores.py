@@ -200,7 +200,11 @@ class S3Store:
             for o in r.get("Contents", ())
         ]
         prefixes = [p["Prefix"] for p in r.get("CommonPrefixes", ())]
-        return ListPage(objects, r.get("NextContinuationToken") if r.get("IsTruncated") else None, prefixes)
+        if not r.get("IsTruncated"):
+            return ListPage(objects, None, prefixes)
+        if not r.get("NextContinuationToken"):  # read as the last page, it would silently drop every key after this one
+            raise StoreError("IncompleteListing", "a truncated ListObjectsV2 page carried no NextContinuationToken", 500)
+        return ListPage(objects, r["NextContinuationToken"], prefixes)
 
     def _listing(self, call: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
         """A listing answer, asked again when it came back empty of every element S3 always sends (IsTruncated, Name,
@@ -249,7 +253,7 @@ class S3Store:
             for m in r.get("DeleteMarkers", ())
         ]
         prefixes = [p["Prefix"] for p in r.get("CommonPrefixes", ())]
-        truncated = r.get("IsTruncated") and r.get("NextKeyMarker")
+        truncated = _truncated(r, "ListObjectVersions")
         nxt = version_token(r["NextKeyMarker"], r.get("NextVersionIdMarker") or "") if truncated else None
         return ListPage(merge_versions(versions, markers, r.get(KINDS, "")), nxt, prefixes)
 
@@ -278,7 +282,7 @@ class S3Store:
             for u in r.get("Uploads", ())
         ]
         prefixes = [plain(p["Prefix"]) for p in r.get("CommonPrefixes", ())]
-        truncated = r.get("IsTruncated") and r.get("NextKeyMarker")
+        truncated = _truncated(r, "ListMultipartUploads")
         nxt = version_token(plain(r["NextKeyMarker"]), r.get("NextUploadIdMarker") or "") if truncated else None
         return ListPage(uploads, nxt, prefixes)
 
@@ -639,3 +643,13 @@ class S3Store:
 
     def delete_object(self, bucket: str, key: str, *, version_id: str = "") -> None:
         self._call(self._s3(bucket).delete_object, Bucket=bucket, Key=key, **version_param(version_id), **self._params(bucket))
+
+
+def _truncated(r: dict[str, Any], call: str) -> bool:
+    """Whether a marker-paged listing goes on; truncated without NextKeyMarker would read as its last page and silently
+    drop every key after it, so it is an error."""
+    if not r.get("IsTruncated"):
+        return False
+    if not r.get("NextKeyMarker"):
+        raise StoreError("IncompleteListing", f"a truncated {call} page carried no NextKeyMarker", 500)
+    return True

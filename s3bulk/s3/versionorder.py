@@ -1,5 +1,5 @@
 """ListObjectVersions in S3's own order: botocore parses a page's versions and delete markers into two lists, and
-a key's history must be read newest first, versions and markers interleaved, as S3 sent them."""
+a key's history must be read newest first, versions and markers interleaved; and not every server sends that order."""
 
 from __future__ import annotations
 
@@ -29,17 +29,26 @@ def keep_version_order(client: Any) -> None:
 
 
 def merge_versions(versions: list[ObjectInfo], markers: list[ObjectInfo], kinds: str = "") -> list[ObjectInfo]:
-    """botocore parses a page's versions and delete markers into two lists; put them back in S3's order.
-
-    Each list is in the page's order, so the page's sequence of entry kinds (keep_version_order)
-    interleaves them exactly. Without it, they are sorted by key and LastModified, which cannot
-    order a version and a marker of one key written in the same second (some servers send whole seconds).
-    """
-    if not markers or not versions:
-        return versions or markers
-    if len(kinds) == len(versions) + len(markers) and kinds.count("D") == len(markers):
+    """botocore parses a page's versions and delete markers into two lists; put them back in the page's order (the
+    page's sequence of entry kinds, keep_version_order, interleaves them exactly), then in S3's (in_s3s_order)."""
+    if markers and versions and len(kinds) == len(versions) + len(markers) and kinds.count("D") == len(markers):
         v, m = iter(versions), iter(markers)
-        return [next(v) if kind == "V" else next(m) for kind in kinds]
-    rank = {id(o): (o.key.encode("utf-8", "surrogatepass"), -(o.last_modified.timestamp() if o.last_modified else 0.0), not o.latest)
-            for o in versions + markers}  # fmt: skip
-    return sorted(versions + markers, key=lambda o: rank[id(o)])
+        return in_s3s_order([next(v) if kind == "V" else next(m) for kind in kinds])
+    return in_s3s_order(versions + markers)
+
+
+def in_s3s_order(entries: list[ObjectInfo]) -> list[ObjectInfo]:
+    """A ListObjectVersions page in S3's documented order, whatever order the server sent it in: by key (UTF-8 bytes),
+    each key's entries newest first by LastModified.
+
+    A point-in-time answer must not depend on a server following S3's order (moto sends all versions, then all delete
+    markers). Time decides; within one timestamp (S3 and moto send whole seconds) the entry marked latest comes first,
+    and the server's own order breaks the remaining ties (the sort is stable).
+    """
+    if len(entries) < 2:
+        return entries
+    return sorted(entries, key=lambda o: (o.key.encode("utf-8", "surrogatepass"), -_seconds(o), not o.latest))
+
+
+def _seconds(entry: ObjectInfo) -> float:
+    return entry.last_modified.timestamp() if entry.last_modified is not None else float("-inf")
