@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,9 @@ from s3bulk.job import Job, JobError, Manifest, parse_job
 EXTRANEOUS = "extraneous destination object not deleted"
 # A failure of one version names it at the head of its message (ops/batch.py `_of`).
 _VERSION = re.compile(r"^version (\S+): ")
+# Manifest rows the job refused before any request: not objects of its bucket (a row for another bucket, or a row with
+# no usable key, whose "key" is where the row is), so a retry must never make them keys of the job's bucket.
+NOT_OBJECTS = frozenset({"ManifestBucketMismatch", "InvalidManifestRow"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,17 +33,22 @@ class Failed:
     version_id: str = ""
 
 
-def failed_objects(lines: Iterable[Mapping[str, Any]]) -> list[Failed]:
+def failed_objects(lines: Iterable[Mapping[str, Any]], refused: Counter[str] | None = None) -> list[Failed]:
     """The objects to do again, each once, in the order they first failed.
 
     Takes failure entries (report.json's, failures.jsonl's: key, error, and a message that names a version as
     "version V: ...") or key-log lines (outcome, version_id; a key's latest line is the one that counts, so a key that
     failed and then succeeded on a resume is not retried). Holds only the failed keys, never every key of the log.
+    Manifest rows the job refused (NOT_OBJECTS) are no object of its bucket: left out, counted by code in `refused`.
     """
     state: dict[tuple[str, str], bool] = {}
     for line in lines:
         key = line.get("key")
         if not isinstance(key, str) or not key:
+            continue
+        if line.get("error") in NOT_OBJECTS:
+            if refused is not None:
+                refused[str(line["error"])] += 1
             continue
         if "outcome" in line:
             version, failed = str(line.get("version_id") or ""), line.get("outcome") == "failed"
@@ -90,3 +99,14 @@ def retry_job(job: Job, manifest: Manifest, job_id: str | None) -> Job:
     options = job.options.model_copy(update={"delete_extraneous": False, "allow_empty_source": False, "canary": None})
     doc = job.model_copy(update={"source": source, "options": options, "job_id": job_id}).model_dump(mode="json", exclude_none=True)
     return parse_job(json.dumps(doc))  # validated as a new job: every rule holds for the retry too
+
+
+def refused_rows(refused: Counter[str]) -> str:
+    """What a retry leaves out and why, for its user: "" when it leaves nothing out."""
+    if not refused:
+        return ""
+    codes = ", ".join(f"{code}: {n}" for code, n in sorted(refused.items()))
+    return (
+        f"{sum(refused.values())} failures are manifest rows the job refused before any request ({codes}), not objects "
+        "of its bucket; a retry cannot redo them: fix those rows (split a manifest by bucket) and run them as a job"
+    )

@@ -10,7 +10,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import tempfile
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,7 @@ from typing import Any
 from s3bulk.job import Job, JobError, Manifest
 from s3bulk.local.preflight import UsageError
 from s3bulk.report import failures_file
-from s3bulk.retry import failed_objects, manifest_rows, retry_job
+from s3bulk.retry import failed_objects, manifest_rows, refused_rows, retry_job
 
 
 def failure_lines(path: Path) -> Iterator[dict[str, Any]]:
@@ -52,9 +54,12 @@ def failure_lines(path: Path) -> Iterator[dict[str, Any]]:
 
 def retry_failed(job: Job, path: Path, state: Path) -> Job:
     """The job over a manifest of the objects the run behind `path` failed, kept in `state`/retries."""
-    failed = failed_objects(failure_lines(path))
+    refused: Counter[str] = Counter()
+    failed = failed_objects(failure_lines(path), refused)
     if not failed:
-        raise UsageError(f"--retry-failed {path}: it names no failed object; nothing to retry")
+        raise UsageError(f"--retry-failed {path}: {refused_rows(refused) or 'it names no failed object'}; nothing to retry")
+    if refused:
+        print(f"--retry-failed: {refused_rows(refused)}", file=sys.stderr)
     folder = state / "retries"
     folder.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()

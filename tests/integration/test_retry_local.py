@@ -86,3 +86,32 @@ def test_retry_failed_copies_exactly_what_the_run_failed_and_lists_nothing(
 
     nothing = run_cli("run", str(job), "--retry-failed", str(tmp_path / "r2.json"), "--endpoint-url", seaweed, *state, env=env)
     assert nothing.returncode == 2 and "names no failed object; nothing to retry" in nothing.stderr
+
+
+def test_a_retry_of_a_delete_whose_manifest_named_another_bucket_deletes_nothing_outside_the_jobs_selection(
+    seaweed: str, bucket_factory: Callable[[Any, str], str], tmp_path: Path
+) -> None:
+    direct = client_for(seaweed)
+    mine, other = bucket_factory(direct, "mine"), bucket_factory(direct, "other")
+    for bucket in (mine, other):
+        for key in ("doomed.bin", "precious.bin"):
+            direct.put_object(Bucket=bucket, Key=key, Body=key.encode())
+    (tmp_path / "list.csv").write_text(f"{mine},doomed.bin\n{other},precious.bin\n{mine},a,b,c,d\n")
+    job = write_job(
+        tmp_path / "job.json",
+        {"operation": "delete", "source": {"bucket": mine, "manifest": {"path": str(tmp_path / "list.csv")}}},
+    )
+    env, state = cli_env(tmp_path), ["--state-dir", str(tmp_path / "state"), "--yes"]
+    first = run_cli("run", str(job), "--endpoint-url", seaweed, "--report", str(tmp_path / "r1.json"), *state, env=env)
+    assert first.returncode == 1, first.stderr
+    r1 = json.loads((tmp_path / "r1.json").read_text())
+    assert (r1["succeeded"], r1["failed"]) == (1, 2)
+    assert r1["failures_by_code"] == {"ManifestBucketMismatch": 1, "InvalidManifestRow": 1}
+
+    again = run_cli("run", str(job), "--retry-failed", str(tmp_path / "r1.json"), "--endpoint-url", seaweed, *state, env=env)
+    # The retry refuses to turn either row into a key of the job's bucket, and says why, in one line.
+    assert again.returncode == 2, again.stderr
+    assert "2 failures are manifest rows the job refused" in again.stderr and "nothing to retry" in again.stderr
+    assert again.stderr.count("\n") == 1
+    kept = {(b, o["Key"]) for b in (mine, other) for o in direct.list_objects_v2(Bucket=b).get("Contents", [])}
+    assert kept == {(mine, "precious.bin"), (other, "doomed.bin"), (other, "precious.bin")}

@@ -4,6 +4,7 @@ operator's other safety nets on submit (the hold for confirmation)."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from s3bulk.aws.validation import validate
 from s3bulk.cli.remote import holds_for_confirmation
 from s3bulk.job import JobError, Manifest, parse_job
 from s3bulk.manifest import ManifestReader
-from s3bulk.retry import Failed, failed_objects, manifest_rows, retry_job
+from s3bulk.retry import Failed, failed_objects, manifest_rows, refused_rows, retry_job
 from s3bulk.testing.memstore import MemoryStore
 
 
@@ -26,6 +27,22 @@ def test_report_failures_give_each_failed_object_once_with_its_version_and_leave
         {"key": "z", "error": "AccessDenied", "message": "extraneous destination object not deleted: Access Denied"},
     ]
     assert failed_objects(lines) == [Failed("a"), Failed("b", "3HL4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY")]
+
+
+def test_manifest_rows_the_job_refused_are_never_made_keys_of_its_bucket() -> None:
+    # A row for another bucket names that bucket's key; an unreadable row's "key" is where the row is. Neither is an
+    # object of the job's bucket, so a retry that listed them would act on objects nobody selected.
+    lines = [
+        {"key": "precious", "error": "ManifestBucketMismatch", "message": "row is for bucket 'other', but source.bucket is 'b'"},
+        {"key": "list.csv#7", "error": "InvalidManifestRow", "message": "list.csv line 7: 4 fields"},
+        {"key": "precious", "outcome": "failed", "error": "ManifestBucketMismatch"},
+        {"key": "a", "error": "AccessDenied", "message": "Access Denied"},
+    ]
+    refused: Counter[str] = Counter()
+    assert failed_objects(lines, refused) == [Failed("a")]
+    assert refused == {"ManifestBucketMismatch": 2, "InvalidManifestRow": 1}
+    assert refused_rows(refused).startswith("3 failures are manifest rows the job refused")
+    assert refused_rows(Counter()) == ""
 
 
 def test_a_key_log_counts_each_keys_latest_line_so_what_a_resume_finished_is_not_retried() -> None:
