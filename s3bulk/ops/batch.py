@@ -45,6 +45,7 @@ from s3bulk.ops.verify import verify_object
 from s3bulk.ops.versions import copy_history
 from s3bulk.outage import EndpointUnreachable
 from s3bulk.report import Counted, Outcomes
+from s3bulk.selection import MAPS_KEYS, folder_key
 from s3bulk.store import UNKNOWN_SIZE, ObjectHead, ObjectInfo, ObjectStore, StoreError
 from s3bulk.sync import Decision, checksums_match, decide
 
@@ -132,6 +133,7 @@ class BatchRunner:
         # Ctrl-C must not leave uploads open that nothing would finish, and a local move's batch deletes its sources
         # whole, after its ledger journals them.
         self._hands_on = hands_on
+        self._maps_keys = job.destination is not None and job.operation in MAPS_KEYS
         self._pause_copies = hands_on and job.operation in {"copy", "move"}
 
     def _left(self, exc: EndpointUnreachable, run: BatchRun) -> None:
@@ -168,6 +170,8 @@ class BatchRunner:
                         "drop the version id",
                     ),
                 )
+            elif item.problem is None and self._maps_keys and (folder := folder_key(item.obj.key, item.dst_key)) is not None:
+                item = replace(item, problem=("InvalidDestinationKey", folder))  # before a sync's "exists": no bytes are there
             if item.problem is not None:
                 code, message = item.problem
                 settled.fail(item.obj.key, code, message)

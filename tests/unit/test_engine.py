@@ -258,3 +258,28 @@ def test_ctrl_c_while_the_last_tasks_finish_still_ends_in_a_report(store: Memory
     assert waits == [True]
     assert report.interrupted and report.exit_code == 130
     assert report.summary()["succeeded"] + report.summary()["failed"] <= 1234
+
+
+@pytest.mark.parametrize(("dst_prefix", "if_exists"), [("archive/", "overwrite"), ("archive/", "skip"), ("", "overwrite")])
+def test_a_move_of_a_prefix_that_is_one_whole_key_never_writes_its_bytes_to_a_folders_name(dst_prefix: str, if_exists: str) -> None:
+    store = MemoryStore()
+    store.create_bucket("src-b")
+    store.create_bucket("dst-b")
+    store.put_object("src-b", "single/precious.dat", b"precious")
+    store.put_object("src-b", "single/precious.dat.bak", b"backup")
+    store.put_object("dst-b", "archive/", b"")  # a folder marker: a sync must not take it for the copy
+    job = parse_job(json.dumps({
+        "operation": "move",
+        "source": {"bucket": "src-b", "prefix": "single/precious.dat"},
+        "destination": {"bucket": "dst-b", "prefix": dst_prefix},
+        "options": {"if_exists": if_exists},
+    }))  # fmt: skip
+    report = Engine(job, store, concurrency=2).run()
+    s = report.summary()
+    assert (s["succeeded"], s["failed"], report.exit_code) == (1, 1, 1)
+    [failure] = report.tally.failures()
+    assert failure["key"] == "single/precious.dat" and failure["error"] == "InvalidDestinationKey"
+    assert f"set destination.prefix to '{dst_prefix}precious.dat'" in failure["message"]
+    assert store.keys("src-b") == ["single/precious.dat"]  # the source stays: nothing was copied
+    assert store.get_body("dst-b", f"{dst_prefix}.bak") == b"backup"  # the key beside it mapped to a real name and moved
+    assert store.get_body("dst-b", "archive/") == b""
