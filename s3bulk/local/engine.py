@@ -127,6 +127,8 @@ class Engine:
         self._closing_error: Exception | None = None  # a batch's commit (or a move's deletes) raised: the run failed
         self.trip: Trip | None = None  # set once the failure breaker (breaker.py) tripped: the run takes no new work
         self._committed = (0, 0, 0)  # (scanned, listed, listed bytes) of the batches this run committed to the ledger
+        # The outcomes of batches started but not yet committed: a stop's report counts what they did (a resume redoes them).
+        self._uncommitted: dict[int, BatchTally] = {}
         self._tail = 0  # keys scanned after the last selected one, recorded with the listing's end
         self._stop = threading.Event()
         self._over_cap: str | None = None  # set when a delete or move would pass options.max_delete
@@ -307,6 +309,7 @@ class Engine:
         with self._committed_lock:
             scanned, listed, listed_bytes = self._committed
             self._committed = (scanned + rec.scanned, listed + rec.listed, listed_bytes + rec.listed_bytes)
+            self._uncommitted.pop(id(outcomes), None)
 
     # -- running -----------------------------------------------------------------------------
     def run(self) -> Report:
@@ -382,6 +385,8 @@ class Engine:
                         runner.start(batch, self.tally, keep_going)
                     else:
                         outcomes = BatchTally(self.tally)
+                        with self._committed_lock:
+                            self._uncommitted[id(outcomes)] = outcomes
                         journal = functools.partial(self._journal_deletes, rec, outcomes) if self._journals else None
                         on_complete = functools.partial(self._commit, rec, outcomes, batch)
                         runner.start(batch, outcomes, keep_going, on_complete=on_complete, before_deletes=journal)
@@ -513,14 +518,23 @@ class Engine:
         for key, code, message in self.ledger.failures():
             t.fail(key, code, message)
         totals = self.ledger.totals()
-        # Listed by this run but in no committed batch (an interrupted or stopped run): not done, and counted as listed.
+        # Listed by this run but in no committed batch (an interrupted or stopped run): counted as listed, and what their
+        # objects came to so far counted as done: the objects were copied (or failed) whether or not the ledger says so.
         now = self.tally.snapshot()
         with self._committed_lock:
             scanned, listed, listed_bytes = self._committed
+            open_batches = list(self._uncommitted.values())
+        for o in open_batches:
+            for key, code, message in list(o.failures):
+                t.fail(key, code, message)
         t.scanned = totals.scanned + max(0, now.scanned - scanned - self._tail)
         t.listed = totals.listed + max(0, now.listed - listed)
         t.listed_bytes = totals.listed_bytes + max(0, now.listed_bytes - listed_bytes)
-        t.succeeded, t.skipped, t.failed, t.bytes, t.retried = totals.succeeded, totals.skipped, totals.failed, totals.bytes, totals.retried
+        t.succeeded = totals.succeeded + sum(o.succeeded for o in open_batches)
+        t.skipped = totals.skipped + sum(o.skipped for o in open_batches)
+        t.failed = totals.failed + sum(o.failed for o in open_batches)
+        t.bytes = totals.bytes + sum(o.bytes for o in open_batches)
+        t.retried = totals.retried + sum(o.retried for o in open_batches)
         t.listing_done = self.tally.listing_done
         t.extraneous_deleted = self.tally.extraneous_deleted  # this run's deletes; the ledger records batches only
         return t

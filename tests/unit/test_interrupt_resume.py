@@ -188,7 +188,9 @@ def test_a_move_killed_between_its_deletes_and_its_commit_is_finished_by_the_res
         store.faults.append(killed_mid_delete)
     first = run_once(job, store, ledger, Interrupt(), tmp_path / "first.json")
     store.faults.clear()
-    assert first.summary()["succeeded"] == N - 20  # one batch moved (wholly or half) and not committed
+    # The batch killed at its commit moved all its objects, and the report counts them (what was done, recorded or not);
+    # the one killed mid-delete had counted none of its moves yet.
+    assert first.summary()["succeeded"] == (N if where == "after-the-deletes" else N - 20)
     # Whichever thread ran the batch's commit (a pool thread, or the one that started the batch when its tasks had all
     # ended first), the run says the batch was not recorded: never a report of success with the batch silently short.
     assert first.exit_code == 1 and "could not be recorded (Killed" in str(first.error), first.error
@@ -196,3 +198,23 @@ def test_a_move_killed_between_its_deletes_and_its_commit_is_finished_by_the_res
     s = final.summary()
     assert (s["status"], s["listed"], s["succeeded"], s["failed"], s["scanned"]) == ("succeeded", N, N, 0, N), s
     assert store.keys("src-b") == [] and len(store.keys("dst-b")) == N
+
+
+def test_an_interrupted_report_counts_the_objects_done_in_batches_the_ledger_had_not_yet_recorded(tmp_path: Path) -> None:
+    # One batch holds every object, so nothing is committed when the stop lands; the report said 0 done while half
+    # the objects had been copied.
+    job = parse_job(json.dumps({
+        "operation": "copy",
+        "source": {"bucket": "src-b", "prefix": "in/"},
+        "destination": {"bucket": "dst-b", "prefix": "out/"},
+        "options": {"batch_size": N},
+    }))  # fmt: skip
+    store = seeded()
+    report = interrupted_run(job, store, tmp_path / "state", "copy-uncommitted", True, "CopyObject", N // 2, tmp_path / "r.json")
+    written = json.loads((tmp_path / "r.json").read_text())
+    copied = len(store.keys("dst-b"))
+    assert report.interrupted and N // 2 <= copied < N
+    assert (written["succeeded"], written["bytes"]) == (copied, sum(len(store.get_body("dst-b", k)) for k in store.keys("dst-b")))
+    assert written["done"] + written["failed"] + written["not_done"] == written["listed"] == N
+    final = run_once(job, store, LocalLedger.open(tmp_path / "state", "copy-uncommitted"), Interrupt(), tmp_path / "final.json")
+    assert final.summary()["succeeded"] == N and store.keys("dst-b") == [f"out/{i:04d}" for i in range(N)]
