@@ -87,7 +87,7 @@ class Counted:
         self.failures += counted.failures
 
     def __bool__(self) -> bool:
-        return bool(self.succeeded or self.skipped or self.retried or self.failures)
+        return bool(self.succeeded or self.skipped or self.bytes or self.retried or self.failures)
 
 
 class Tally:
@@ -310,7 +310,7 @@ def summarize(
         "succeeded": counts.succeeded,
         "skipped": counts.skipped,
         "failed": counts.failed,
-        "bytes": counts.listed_bytes if dry else counts.bytes,
+        "bytes": counts.bytes,  # a dry run's: the bytes of the objects it would process (ops/batch.py), not of those it skips
         "seconds": round(seconds, 3),
         "scanned": counts.scanned,
         "retries": counts.retries,

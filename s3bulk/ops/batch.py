@@ -183,6 +183,8 @@ class BatchRunner:
                 todo.append(item)
         if lines is not None:
             lines.close()
+        if self.job.options.dry_run:  # what it would process: neither the objects it skips nor those it would fail
+            settled.bytes += sum(max(item.obj.size, 0) for item in todo)
         if settled:
             tally.merge(settled)
         op = self.job.operation

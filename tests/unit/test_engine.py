@@ -108,6 +108,15 @@ def test_dry_run_changes_nothing_and_reports_what_would_be_done(store: MemorySto
     assert "DeleteObjects" not in store.calls and "CopyObject" not in store.calls
 
 
+def test_a_dry_runs_bytes_are_those_of_the_objects_it_would_process_not_of_those_it_would_skip(store: MemoryStore) -> None:
+    for i in range(0, 1234, 10):
+        store.put_object("dst-b", f"out/{i:05d}", f"body-{i}".encode())  # already copied: a sync skips them
+    s = Engine(make_job(if_exists="skip", dry_run=True), store, concurrency=4).run().summary()
+    assert (s["status"], s["skipped"], s["would_process"]) == ("dry-run", 124, 1234 - 124)
+    assert s["bytes"] == sum(len(f"body-{i}") for i in range(1234) if i % 10)
+    assert store.keys("dst-b") == [f"out/{i:05d}" for i in range(0, 1234, 10)]
+
+
 def test_skip_leaves_existing_destination_objects_untouched(store: MemoryStore) -> None:
     for i in range(0, 1234, 10):
         store.put_object("dst-b", f"out/{i:05d}", b"already here")

@@ -37,10 +37,10 @@ def test_a_cancelled_job_says_cancelled_whatever_failed_and_what_was_done_and_no
     assert (s["done"], s["not_done"], "unfinished" in s) == (56, 40, False)
 
 
-def test_a_dry_run_summary_reports_listed_bytes_and_what_it_would_do() -> None:
-    counts = Counts(scanned=10, listed=8, listed_bytes=800, skipped=3, extraneous=2)
+def test_a_dry_run_summary_reports_the_bytes_it_would_process_and_what_it_would_do() -> None:
+    counts = Counts(scanned=10, listed=8, listed_bytes=800, skipped=3, bytes=500, extraneous=2)
     s = summarize("j", "copy", "dry-run", counts, 1.23456, tolerated_failures=0)
-    assert (s["bytes"], s["would_process"], s["would_delete_extraneous"], s["seconds"]) == (800, 5, 2, 1.235)
+    assert (s["bytes"], s["would_process"], s["would_delete_extraneous"], s["seconds"]) == (500, 5, 2, 1.235)
     assert "deleted_extraneous" not in s and "error" not in s
 
 
