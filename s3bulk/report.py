@@ -264,10 +264,18 @@ ENDED_EARLY = frozenset({"stopped", "interrupted", "cancelled"})
 
 
 def job_status(
-    *, dry_run: bool, failed: int, error: str | None = None, stopped: bool = False, interrupted: bool = False, cancelled: bool = False
+    *,
+    dry_run: bool,
+    failed: int,
+    error: str | None = None,
+    stopped: bool = False,
+    interrupted: bool = False,
+    cancelled: bool = False,
+    canary: bool = False,
 ) -> str:
     """The one status rule: its owner's cancel ends the job for good; Ctrl-C interrupts it and an endpoint that stopped
-    answering stops it (both resumable); a job error fails it; a dry run is a dry run; otherwise any failed object fails it."""
+    answering stops it (both resumable); a job error fails it; a dry run is a dry run; any failed object fails it; a
+    canary that did its sample is a canary (the rest of the job is still to run), never `succeeded`."""
     if cancelled:
         return "cancelled"
     if interrupted:
@@ -278,13 +286,15 @@ def job_status(
         return "failed"
     if dry_run:
         return "dry-run"
-    return "succeeded" if failed == 0 else "failed"
+    if failed:
+        return "failed"
+    return "canary" if canary else "succeeded"
 
 
 def over_tolerance(*, status: str, failed: int, tolerated: int, error: str | None) -> bool:
     """Whether a job counts as failed (a non-zero exit, a FAILED execution): a job error always; failed objects only
     beyond options.tolerated_failures. The report still names every failure and says `failed`."""
-    if error is not None or status not in {"succeeded", "dry-run", "failed"}:
+    if error is not None or status not in {"succeeded", "dry-run", "canary", "failed"}:
         return True
     return failed > tolerated
 
@@ -419,10 +429,11 @@ class Report:
     run_done: int | None = None
     run_bytes: int | None = None
     stop_reason: str | None = None  # "failure_breaker" when the failure breaker stopped the run
+    canary: dict[str, Any] | None = None  # a canary's: objects sampled and checked, and the command that runs the rest
 
     def summary(self) -> dict[str, Any]:
         counts = Counts.of_tally(self.tally, self.retries)
-        return summarize(
+        out = summarize(
             self.job_id,
             self.operation,
             self.status,
@@ -432,6 +443,9 @@ class Report:
             error=self.error,
             stop_reason=self.stop_reason,
         )
+        if self.canary is not None:
+            out["canary"] = self.canary
+        return out
 
     def write(self, path: str | Path) -> None:
         """Written beside the target and renamed over it, so a reader never sees half a report. Past REPORT_FAILURES

@@ -493,7 +493,14 @@ class Engine:
             ended = "finished" if error is None else "failed"
             self.ledger.finish("interrupted" if interrupted else "stopped" if stopped else "canary" if self._sample is not None else ended)
         opts = self.job.options
-        status = job_status(dry_run=opts.dry_run, failed=tally.snapshot().failed, error=error, stopped=stopped, interrupted=interrupted)
+        status = job_status(
+            dry_run=opts.dry_run,
+            failed=tally.snapshot().failed,
+            error=error,
+            stopped=stopped,
+            interrupted=interrupted,
+            canary=self._sample is not None,
+        )
         this_run = self.tally.snapshot()
         return Report(
             self.job_id,

@@ -208,8 +208,9 @@ def _checked(
         lines.append(f"fix what it found first; then {resume} runs the rest, or start over")
     if not quiet or not good:
         print("\n".join(lines), file=sys.stderr if not good else sys.stdout, flush=True)
+    said = {"sampled": len(picked), "checked": found.checked if found is not None else 0, "rest": resume}
     if found is not None and found.problems and report.error is None:
         first = found.problems[0]
         more = f" (and {len(found.problems) - 1} more)" if len(found.problems) > 1 else ""
-        return replace(report, error=f"canary: {first}{more}", status="failed")
-    return report
+        return replace(report, error=f"canary: {first}{more}", status="failed", canary=said)
+    return replace(report, canary=said)

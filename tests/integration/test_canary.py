@@ -44,7 +44,9 @@ def test_a_canary_copies_a_spread_sample_and_the_resume_does_every_other_object_
     groups = {key.split("/")[1] for key in copied}
     assert len(groups) >= SAMPLE // 2 and max(groups) >= "30"
     report = json.loads((tmp_path / "canary.json").read_text())
-    assert (report["listed"], report["succeeded"], report["failed"]) == (SAMPLE, SAMPLE, 0)
+    assert (report["status"], report["listed"], report["succeeded"], report["failed"]) == ("canary", SAMPLE, SAMPLE, 0)
+    assert (report["canary"]["sampled"], report["canary"]["checked"]) == (SAMPLE, SAMPLE)
+    assert report["canary"]["rest"].startswith(f"s3bulk run --resume {resume}")
 
     rest = run_cli("run", "--resume", resume, "--report", str(tmp_path / "rest.json"), *common, env=cli_env(tmp_path))
     assert rest.returncode == 0, rest.stderr
