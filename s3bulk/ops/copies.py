@@ -143,7 +143,10 @@ def copy_in_place(
         storage_class=settings.storage_class,
         src_version=obj.version_id,
         checksum_algorithm=settings.checksum_algorithm,
-        metadata=head if settings.checksum_algorithm else None,
+        # A server copies an object onto itself only when the copy changes something. S3 counts a new class, an
+        # encryption named or replaced metadata; SeaweedFS only the class or the metadata. So a copy that keeps the
+        # class replaces the metadata with the object's own (set-encryption, its undo back to none, rewind).
+        metadata=head if settings.checksum_algorithm or same_class else None,
         if_match=head.etag,  # an overwrite since the HEAD fails (412) instead of taking the old encryption or metadata
         carry=carry,
     )

@@ -400,7 +400,11 @@ class MemoryStore:
             if if_match and src.etag != if_match:
                 raise StoreError("PreconditionFailed", "At least one of the pre-conditions you specified did not hold", 412)
             same_class = (storage_class or "STANDARD") == src.storage_class
-            if (src_bucket, src_key) == (dst_bucket, dst_key) and metadata is None and carry is None and same_class:
+            # S3's rule for a copy onto itself: it must change the metadata (REPLACE), the class or name an encryption;
+            # grants and Object Lock headers do not count, nor does a copy of an older version (a restore of it).
+            current = self._bucket(src_bucket).get(src_key)
+            itself = (src_bucket, src_key) == (dst_bucket, dst_key) and (not src_version or src is current)
+            if itself and metadata is None and (carry is None or carry.encryption is None) and same_class:
                 raise StoreError(
                     "InvalidRequest",
                     "This copy request is illegal because it is trying to copy an object to itself without changing the object's "

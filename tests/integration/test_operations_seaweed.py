@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import client_for, run_job_cli
+from tests.integration.conftest import cli_env, client_for, run_cli, run_job_cli
 from tests.integration.helpers import seed_small, snapshot
 
 pytestmark = pytest.mark.seaweed
@@ -99,3 +99,34 @@ def test_add_checksum_of_a_large_object_is_a_multipart_copy_whose_composite_crc3
         assert direct.get_object(Bucket=bucket, Key=key)["Body"].read() == body
     code, again, _ = run_job(seaweed, tmp_path, "checksum-again", job)
     assert (code, again["succeeded"], again["skipped"]) == (0, 0, 2)
+
+
+def test_set_encryption_then_undo_on_a_server_without_default_encryption_puts_none_back_keeping_everything_else(
+    seaweed: str, bucket_factory: Callable[[Any, str], str], tmp_path: Path
+) -> None:
+    # SeaweedFS refuses a copy onto itself that only names an encryption, so both ways replace the metadata with the
+    # object's own; undo's copy back to none failed every object before.
+    direct = client_for(seaweed)
+    bucket = bucket_factory(direct, "enc")
+    for i in range(20):
+        direct.put_object(Bucket=bucket, Key=f"in/{i:02d}", Body=b"x" * i, Metadata={"n": str(i)}, ContentType="text/x-demo")
+    log = tmp_path / "keys.jsonl"
+    (tmp_path / "job.json").write_text(
+        f'{{"operation": "set-encryption", "source": {{"bucket": "{bucket}", "prefix": "in/"}}, "encryption": {{"sse": "AES256"}}}}'
+    )
+    env = cli_env(tmp_path)
+    done = run_cli("run", str(tmp_path / "job.json"), "--endpoint-url", seaweed, "--key-log", str(log), "-q", "--no-ledger", env=env)
+    assert done.returncode == 0, done.stderr
+    heads = [direct.head_object(Bucket=bucket, Key=f"in/{i:02d}") for i in range(20)]
+    assert {h.get("ServerSideEncryption") for h in heads} == {"AES256"}
+    undone = run_cli("undo", str(log), "--endpoint-url", seaweed, env=env)
+    assert undone.returncode == 0 and "restored 20;" in undone.stdout, undone.stdout + undone.stderr
+    for i in range(20):
+        h = direct.head_object(Bucket=bucket, Key=f"in/{i:02d}")
+        assert (h.get("ServerSideEncryption"), h["Metadata"], h["ContentType"], h["ContentLength"]) == (
+            None,
+            {"n": str(i)},
+            "text/x-demo",
+            i,
+        )
+        assert direct.get_object(Bucket=bucket, Key=f"in/{i:02d}")["Body"].read() == b"x" * i

@@ -114,6 +114,24 @@ def test_undo_puts_each_objects_previous_encryption_back_and_leaves_one_changed_
     assert {s.get("enc-b", f"in/{i:02d}").encryption for i in range(N) if i not in {5, 7}} == {Encryption("AES256")}
 
 
+def test_undo_puts_no_encryption_back_where_the_objects_had_none_keeping_everything_else() -> None:
+    # A server without default encryption (SeaweedFS, versitygw): the objects had none. Undo copies each onto itself
+    # naming no encryption, which S3 allows only with the metadata replaced (by its own): it failed every object.
+    s, log = store(aws=False), io.StringIO()
+    for i in range(N):
+        o = s.get("enc-b", f"in/{i:02d}")
+        s.put_object("enc-b", f"in/{i:02d}", o.body or b"", metadata=dict(o.metadata), tags=dict(o.tags), storage_class=o.storage_class,
+                     content_type=o.content_type)  # fmt: skip
+    before = snapshot(s)
+    assert {s.get("enc-b", f"in/{i:02d}").encryption for i in range(N)} == {None}
+    run(s, {"sse": "AES256"}, log)
+    assert {s.get("enc-b", f"in/{i:02d}").encryption for i in range(N)} == {Encryption("AES256")}
+    result = undo_log(io.BytesIO(log.getvalue().encode()), s)
+    assert (result.restored, result.changed_since, result.failed) == (N, 0, 0)
+    assert {s.get("enc-b", f"in/{i:02d}").encryption for i in range(N)} == {None}
+    assert snapshot(s) == before
+
+
 def test_a_key_named_by_id_matches_the_arn_s3_reports_and_no_key_named_matches_any_kms_key() -> None:
     assert already(Encryption("aws:kms", KEY), Encryption("aws:kms", KEY.rsplit("/", 1)[1]))
     assert not already(Encryption("aws:kms", OTHER), Encryption("aws:kms", KEY))
