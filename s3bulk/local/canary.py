@@ -14,8 +14,11 @@ the in-place operations by reading back what they set.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+
+from botocore.httpchecksum import BaseChecksum, Crc32Checksum, CrtCrc32cChecksum, CrtCrc64NvmeChecksum, Sha1Checksum, Sha256Checksum
 
 from s3bulk.errors import error_code, error_message
 from s3bulk.job import Job
@@ -123,7 +126,9 @@ def check_one(job: Job, store: ObjectStore, dst_store: ObjectStore, item: Item) 
     if op == "add-checksum":
         algorithm = job.checksum_algorithm or "CRC64NVME"
         checksum = store.head_object(bucket, obj.key).checksum
-        return None if checksum.split(":", 1)[0] == algorithm else f"it has no {algorithm} checksum (it has {checksum or 'none'})"
+        if checksum.split(":", 1)[0] != algorithm:
+            return f"it has no {algorithm} checksum (it has {checksum or 'none'})"
+        return _stored_checksum_wrong(store, bucket, obj.key, checksum)
     if op == "set-storage-class":
         now = store.head_object(bucket, obj.key).storage_class or "STANDARD"
         return None if now == job.storage_class else f"its storage class is {now}"
@@ -135,6 +140,31 @@ def check_one(job: Job, store: ObjectStore, dst_store: ObjectStore, item: Item) 
         want = (job.retention.mode, job.retention.until)
         return None if kept is not None and _same_retention(kept, want) else f"its retention is {kept}"
     return None  # restore (started), set-acl (a canned ACL is not read back as one), verify and process (their own outcome)
+
+
+# The checksums a canary computes from the bytes to compare with the one the server stored (botocore's, the CRCs of
+# CRC32C and CRC64NVME from awscrt).
+_COMPUTE: dict[str, Callable[[], BaseChecksum]] = {
+    "CRC32": Crc32Checksum,
+    "CRC32C": CrtCrc32cChecksum,
+    "CRC64NVME": CrtCrc64NvmeChecksum,
+    "SHA1": Sha1Checksum,
+    "SHA256": Sha256Checksum,
+}
+
+
+def _stored_checksum_wrong(store: ObjectStore, bucket: str, key: str, stored: str) -> str | None:
+    """Read the object and compute its checksum: a server may store a wrong one (versitygw kept all zeros), and a
+    later verify that trusts it would pass different bytes. A composite (multipart) checksum is a checksum of its
+    parts' checksums, which the whole body cannot give: only its algorithm is checked."""
+    algorithm, value = stored.split(":", 1)
+    if "-" in value:
+        return None
+    computing = _COMPUTE[algorithm]()
+    for chunk in store.read_object(bucket, key):
+        computing.update(chunk)
+    computed = computing.b64digest()
+    return None if computed == value else f"the server stored {algorithm} {value}, but its bytes give {computed}"
 
 
 def _same_retention(kept: tuple[str, datetime], want: tuple[str, datetime]) -> bool:

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from botocore.httpchecksum import BaseChecksum, Crc32Checksum, CrtCrc32cChecksum, CrtCrc64NvmeChecksum, Sha1Checksum, Sha256Checksum
+
 from s3bulk.job import MAX_KEY_BYTES
 from s3bulk.outage import OutageBreaker
 from s3bulk.store import (
@@ -93,14 +95,20 @@ class _Upload:
     initiated: datetime = field(default_factory=lambda: datetime.now(UTC))
 
 
+_CHECKSUMS: dict[str, type[BaseChecksum]] = {
+    "CRC32": Crc32Checksum,
+    "CRC32C": CrtCrc32cChecksum,
+    "CRC64NVME": CrtCrc64NvmeChecksum,
+    "SHA1": Sha1Checksum,
+    "SHA256": Sha256Checksum,
+}
+
+
 def _checksum(algorithm: str, body: bytes) -> str:
-    """The "ALGORITHM:value" S3 keeps. CRC32 and the SHAs are the real values; this fake has no CRC32C or CRC64NVME,
-    so those are stand-ins derived from the bytes (equal bytes, equal value), never compared with S3's."""
-    if algorithm == "CRC32":
-        return f"CRC32:{crc32_header(zlib.crc32(body))}"
-    if algorithm in {"SHA1", "SHA256"}:
-        return f"{algorithm}:{base64.b64encode(hashlib.new(algorithm.lower(), body).digest()).decode()}"
-    return f"{algorithm}:{base64.b64encode(hashlib.sha256(body).digest()[:8]).decode()}"
+    """The "ALGORITHM:value" S3 keeps, computed as S3 does (botocore's checksums, awscrt's CRC32C and CRC64NVME)."""
+    computing = _CHECKSUMS[algorithm]()
+    computing.update(body)
+    return f"{algorithm}:{computing.b64digest()}"
 
 
 def _composite(algorithm: str, part_checksums: Sequence[str]) -> str:

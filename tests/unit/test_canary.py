@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 from pathlib import Path
@@ -129,3 +130,31 @@ def test_what_failed_in_a_canary_is_done_again_by_the_resume(tmp_path: Path) -> 
     rest = run(job, s, LocalLedger.open(tmp_path, "canary-job"))
     assert (rest["status"], rest["listed"], rest["succeeded"], rest["failed"], rest["failures"]) == ("succeeded", 300, 300, 0, [])
     assert s.get("src-b", victim).tags == {"team": "data"}
+
+
+@pytest.mark.parametrize("algorithm", ["CRC64NVME", "CRC32C", "CRC32", "SHA256"])
+def test_an_add_checksum_canary_reads_each_sampled_object_and_fails_on_a_stored_checksum_its_bytes_do_not_give(
+    tmp_path: Path, algorithm: str
+) -> None:
+    s = store(60)
+    job = parse_job(json.dumps({
+        "operation": "add-checksum", "source": {"bucket": "src-b", "prefix": "in/"}, "checksum_algorithm": algorithm,
+        "options": {"canary": 6},
+    }))  # fmt: skip
+    picked = sorted(i.obj.key for i in canary.sample(job, s, 6))
+    victim = picked[2]
+    real = s.copy_object
+
+    def stores_zeros(*args: Any, **kwargs: Any) -> str:
+        etag = real(*args, **kwargs)
+        if args[1] == victim:  # a server that answers 200 and keeps an all-zero checksum (versitygw did)
+            kept = s._get("src-b", victim)
+            kept.checksum = f"{algorithm}:" + base64.b64encode(bytes(len(base64.b64decode(kept.checksum.split(":")[1])))).decode()
+        return etag
+
+    s.copy_object = stores_zeros  # type: ignore[method-assign]
+    out = run(job, s, LocalLedger.create(tmp_path, "ck", job))
+    assert (out["status"], out["exit"]) == ("failed", 1)
+    assert out["error"].startswith(f"canary: {victim}: the server stored {algorithm} ") and "but its bytes give" in out["error"]
+    good = run(job, store(60), LocalLedger.create(tmp_path / "good", "ck", job))
+    assert (good["status"], good["exit"], good["canary"]["checked"]) == ("canary", 0, 6)

@@ -20,7 +20,8 @@ NS = 'xmlns="http://s3.amazonaws.com/doc/2006-03-01/"'
 
 class _Answer:
     def __init__(self, data: bytes) -> None:
-        self.status, self.data, self.headers = 200, data, {}
+        self.status, self.data = 200, data
+        self.headers: dict[str, str] = {}
 
 
 class _Pool:
