@@ -12,6 +12,7 @@ from botocore.utils import get_environ_proxies
 from s3bulk.outage import OutageBreaker
 from s3bulk.s3.clients import S3Clients
 from s3bulk.s3.fastpath import FastS3
+from s3bulk.s3.keyorder import check_marked
 from s3bulk.s3.params import encryption_headers, request_headers
 from s3bulk.s3.ratecontrol import RateControl
 from s3bulk.s3.regions import BucketRegions
@@ -48,9 +49,10 @@ class FastS3Store(S3Store):
         delimiter: str | None = None,
         max_keys: int | None = None,
     ) -> ListPage:
-        return self.fast.list_page(
+        page = self.fast.list_page(
             bucket, prefix, token, start_after, max_keys or self.max_keys, delimiter, request_headers(self.opts, bucket)
         )
+        return self.key_order.checked(bucket, page, token=token, start_after=start_after)
 
     def list_versions_page(
         self,
@@ -63,10 +65,11 @@ class FastS3Store(S3Store):
     ) -> ListPage:
         """On the fast path: it keeps the response's own order of versions and delete markers, which botocore's two lists lose."""
         markers = version_markers(token) if token else ({"KeyMarker": key_marker} if key_marker else {})
-        return self.fast.list_versions_page(
+        page = self.fast.list_versions_page(
             bucket, prefix, markers.get("KeyMarker"), markers.get("VersionIdMarker"), max_keys or self.max_keys, delimiter,
             request_headers(self.opts, bucket),
         )  # fmt: skip
+        return check_marked(bucket, page, markers.get("KeyMarker"))
 
     def copy_object(
         self,

@@ -13,6 +13,7 @@ from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError,
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from s3bulk.outage import OutageBreaker
+from s3bulk.s3.keyorder import KeyOrder, check_marked
 from s3bulk.s3.params import PARAMS, apply_carry, content_md5, encryption_of, grant_headers, request_headers, version_param
 from s3bulk.s3.ratecontrol import RateControl
 from s3bulk.s3.regions import BucketRegions
@@ -129,6 +130,7 @@ class S3Store:
             regions.prepare_clients(keep_version_order)
         self.opts = RequestOptions()
         self._count_retries = _Count()
+        self.key_order = KeyOrder()
 
     def _s3(self, bucket: str) -> Any:
         """The client for the bucket's Region: a dict read once the Region is known."""
@@ -200,11 +202,10 @@ class S3Store:
             for o in r.get("Contents", ())
         ]
         prefixes = [p["Prefix"] for p in r.get("CommonPrefixes", ())]
-        if not r.get("IsTruncated"):
-            return ListPage(objects, None, prefixes)
-        if not r.get("NextContinuationToken"):  # read as the last page, it would silently drop every key after this one
+        if r.get("IsTruncated") and not r.get("NextContinuationToken"):  # read as the last page, it would drop every key after it
             raise StoreError("IncompleteListing", "a truncated ListObjectsV2 page carried no NextContinuationToken", 500)
-        return ListPage(objects, r["NextContinuationToken"], prefixes)
+        page = ListPage(objects, r["NextContinuationToken"] if r.get("IsTruncated") else None, prefixes)
+        return self.key_order.checked(bucket, page, token=token, start_after=start_after)
 
     def _listing(self, call: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
         """A listing answer, asked again when it came back empty of every element S3 always sends (IsTruncated, Name,
@@ -255,7 +256,8 @@ class S3Store:
         prefixes = [p["Prefix"] for p in r.get("CommonPrefixes", ())]
         truncated = _truncated(r, "ListObjectVersions")
         nxt = version_token(r["NextKeyMarker"], r.get("NextVersionIdMarker") or "") if truncated else None
-        return ListPage(merge_versions(versions, markers, r.get(KINDS, "")), nxt, prefixes)
+        page = ListPage(merge_versions(versions, markers, r.get(KINDS, "")), nxt, prefixes)
+        return check_marked(bucket, page, kwargs.get("KeyMarker"))
 
     def list_uploads_page(
         self,
@@ -284,7 +286,7 @@ class S3Store:
         prefixes = [plain(p["Prefix"]) for p in r.get("CommonPrefixes", ())]
         truncated = _truncated(r, "ListMultipartUploads")
         nxt = version_token(plain(r["NextKeyMarker"]), r.get("NextUploadIdMarker") or "") if truncated else None
-        return ListPage(uploads, nxt, prefixes)
+        return check_marked(bucket, ListPage(uploads, nxt, prefixes), kwargs.get("KeyMarker"))
 
     def object_ownership(self, bucket: str) -> str:
         owner = {k: v for k, v in self._params(bucket).items() if k == "ExpectedBucketOwner"}

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from s3bulk.local.ledger import LocalLedger
-from tests.integration.conftest import cli_env, client_for, run_cli
+from tests.integration.conftest import cli_env, client_for, run_cli, run_job_cli
 from tests.integration.helpers import assert_exact_copy, list_keys, md5, seed_small, snapshot, write_job
 
 pytestmark = pytest.mark.seaweed
@@ -66,3 +66,25 @@ def test_second_sync_copies_k_plus_m_skips_the_rest_and_deletes_d(
     assert (totals.succeeded, totals.skipped) == (K + M, N - K - D)
     expected = {"mirror/" + k[3:]: md5(direct.get_object(Bucket=src, Key=k)["Body"].read()) for k in list_keys(direct, src, "in/")}
     assert_exact_copy(direct, dst, "mirror/", expected)
+
+
+def test_a_sync_on_a_server_that_lists_folders_first_stops_before_deleting_what_the_source_holds(
+    seaweed: str, bucket_factory: Callable[[Any, str], str], tmp_path: Path
+) -> None:
+    # SeaweedFS lists d/a/b before d/a-b and d/a.c; the merge join, reading S3's order, took both for extraneous
+    # and deleted them (exit 0, deleted_extraneous 3). The listing now refuses an order that is not S3's.
+    direct = client_for(seaweed)
+    src, dst = bucket_factory(direct, "src"), bucket_factory(direct, "dst")
+    for key in ("d/a-b", "d/a.c", "d/z"):
+        direct.put_object(Bucket=src, Key=key, Body=b"same")
+    for key in ("d/a/b", "d/a-b", "d/a.c", "d/z"):
+        direct.put_object(Bucket=dst, Key=key, Body=b"same")
+    doc = {
+        "operation": "copy",
+        "source": {"bucket": src, "prefix": "d/"},
+        "destination": {"bucket": dst, "prefix": "d/"},
+        "options": {"if_exists": "skip", "delete_extraneous": True},
+    }
+    code, report, _, _ = run_job_cli(seaweed, tmp_path, "sync", doc)
+    assert code == 1 and "ListingOutOfOrder" in report["error"] and "deleted_extraneous" not in report
+    assert sorted(list_keys(direct, dst, "")) == ["d/a-b", "d/a.c", "d/a/b", "d/z"]

@@ -11,8 +11,10 @@ import pytest
 from s3bulk.listing import AsOfView, VersionsView
 from s3bulk.s3 import fastpath
 from s3bulk.s3.clients import ClientSettings, make_s3_client
+from s3bulk.s3.faststore import FastS3Store
+from s3bulk.s3.keyorder import KeyOrder, check_marked
 from s3bulk.s3.versionorder import in_s3s_order, merge_versions
-from s3bulk.store import ListPage, ObjectInfo, StoreError, version_token
+from s3bulk.store import ListPage, ObjectInfo, RequestOptions, StoreError, version_token
 
 EP = "http://127.0.0.1:9"
 NS = 'xmlns="http://s3.amazonaws.com/doc/2006-03-01/"'
@@ -149,3 +151,34 @@ def test_as_of_picks_each_keys_newest_entry_at_or_before_then_by_time_not_page_o
     view = AsOfView(store, T0 + timedelta(seconds=2, milliseconds=500), every_key=True)  # type: ignore[arg-type]
     rewound = {o.key: (o.version_id, o.replaces) for o in view.list_page("bk", "").objects}
     assert rewound == {"a": ("", ""), "b": ("b1", "")}  # a stays deleted; b gets b1 back over its marker
+
+
+def test_a_server_listing_out_of_s3s_key_order_stops_the_listing_within_a_page(monkeypatch: pytest.MonkeyPatch) -> None:
+    # SeaweedFS lists a folder's keys before its siblings': d/a/b before d/a-b ('-' sorts before '/').
+    body = f"<ListBucketResult {NS}><IsTruncated>false</IsTruncated>{_contents('d/a/b', 'd/a-b')}</ListBucketResult>"
+    fast, _ = _fast(monkeypatch, body)
+    store = FastS3Store.__new__(FastS3Store)
+    store.fast, store.opts, store.max_keys, store.key_order = fast, RequestOptions(), 1000, KeyOrder()
+    with pytest.raises(StoreError) as raised:
+        store.list_page("b", "d/")
+    assert raised.value.code == "ListingOutOfOrder" and "'d/a-b' after 'd/a/b'" in raised.value.message
+
+
+def test_a_server_listing_out_of_order_across_pages_is_caught_by_the_key_the_token_came_after() -> None:
+    order = KeyOrder()
+    first = ListPage([ObjectInfo("d/a/b", 1, "")], "opaque-1", [])
+    order.checked("b", first, token=None, start_after=None)
+    with pytest.raises(StoreError, match="'d/a-b' after 'd/a/b'"):
+        order.checked("b", ListPage([ObjectInfo("d/a-b", 1, "")], None, []), token="opaque-1", start_after=None)
+    # In order: after a page that ended with a common prefix, the next key sorts after everything under it.
+    order.checked("b", ListPage([ObjectInfo("d/a", 1, "")], "opaque-2", ["d/a/"]), token=None, start_after=None)
+    order.checked("b", ListPage([ObjectInfo("d/a0", 1, "")], None, []), token="opaque-2", start_after=None)
+    with pytest.raises(StoreError):
+        order.checked("b", ListPage([ObjectInfo("k", 1, "")], None, []), token=None, start_after="k")  # not after start_after
+
+
+def test_a_version_page_that_goes_back_before_its_key_marker_is_out_of_order() -> None:
+    page = ListPage([_v("a", 1, "a1")], None, [])
+    assert check_marked("b", page, "a") is page  # the key may go on from the page before
+    with pytest.raises(StoreError, match="'a' after 'b', out of S3's key order"):
+        check_marked("b", page, "b")
