@@ -7,7 +7,10 @@ report has the same fields wherever it ran.
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import sys
 import tempfile
 import threading
 from collections import Counter
@@ -389,6 +392,30 @@ def failures_file(report_path: str | Path) -> Path:
     return target.with_name(f"{target.stem}.failures.jsonl")
 
 
+def writes_stdout(path: str | Path) -> bool:
+    """`-`, or a path that is this process's standard output (/dev/stdout, /proc/self/fd/1, the terminal it prints to)."""
+    return _standard_stream(path) is sys.stdout
+
+
+def _standard_stream(path: str | Path) -> IO[str] | None:
+    """sys.stdout or sys.stderr when `path` is `-` or the file one of them writes to; None otherwise. Written to as
+    itself, not opened again: a second open of /dev/stdout, when it is a file, would truncate what was printed."""
+    if str(path) == "-":
+        return sys.stdout
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            own = os.fstat(stream.fileno())
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            continue
+        if (own.st_dev, own.st_ino) == (st.st_dev, st.st_ino):
+            return stream
+    return None
+
+
 def write_report(fh: IO[str], summary: Mapping[str, Any], digest: FailureDigest, every_failure: str | None = None) -> None:
     """report.json: the summary, the failures by error code, and the digest's failures (one per line); when it does
     not list them all, how many it leaves out and `failures_file`, the JSONL that lists every one."""
@@ -447,25 +474,60 @@ class Report:
             out["canary"] = self.canary
         return out
 
-    def write(self, path: str | Path) -> None:
-        """Written beside the target and renamed over it, so a reader never sees half a report. Past REPORT_FAILURES
-        failures, every one goes to failures_file(path) beside it as well (report.json lists the first ones)."""
+    def write(self, path: str | Path, *, spill_dir: Path | None = None) -> Path | None:
+        """The report at `path`; returns where every failure went, when report.json does not list them all (else None).
+
+        A regular file (or a new one) is written beside the target and renamed over it, so a reader never sees
+        half a report. A symlink, a device (/dev/stdout), a FIFO and `-` (standard output) are written through,
+        so the link or the device stays what it is. Past REPORT_FAILURES failures, every one goes to
+        failures_file(path) beside it as well (report.json lists the first ones); for `-`, a device or a FIFO,
+        which have no directory of their own, to spill_dir/JOB_ID.failures.jsonl (with no spill_dir, nowhere:
+        the report counts what it leaves out).
+        """
         target = Path(path)
-        everything = failures_file(target)
-        tmp, tmp_all = target.with_name(f".{target.name}.tmp"), everything.with_name(f".{everything.name}.tmp")
+        stream = str(path) == "-" or (target.exists() and not target.is_file())
+        through = stream or target.is_symlink()
+        everything: Path | None = None  # a stream's report lists every failure, or (no spill_dir) counts those it leaves out
+        if not stream:
+            everything = failures_file(target)
+        elif spill_dir is not None and self.tally.snapshot().failed > REPORT_FAILURES:
+            everything = spill_dir / f"{self.job_id}.failures.jsonl"
+            everything.parent.mkdir(parents=True, exist_ok=True)
+        digest = self._digest(everything)
+        named = None if digest.complete or everything is None else str(everything) if stream else everything.name
+        if not through:
+            tmp = target.with_name(f".{target.name}.tmp")
+            try:
+                with open(tmp, "w", encoding="utf-8") as fh:
+                    write_report(fh, self.summary(), digest, named)
+                tmp.replace(target)
+            finally:
+                tmp.unlink(missing_ok=True)
+        elif (out := _standard_stream(path)) is not None:
+            write_report(out, self.summary(), digest, named)
+            out.flush()
+        else:
+            with open(target, "w", encoding="utf-8") as fh:
+                write_report(fh, self.summary(), digest, named)
+        return None if digest.complete else everything
+
+    def _digest(self, everything: Path | None) -> FailureDigest:
+        """Every failure through a digest, into `everything` (written beside and renamed) when report.json would not
+        list them all; nothing is written when it does, or when there is nowhere to write them."""
         digest = FailureDigest()
+        if everything is None:
+            for _ in digest.through(self.tally.failures()):
+                pass
+            return digest
+        tmp_all = everything.with_name(f".{everything.name}.tmp")
         try:
             with open(tmp_all, "w", encoding="utf-8") as fh:
                 write_failures(fh, digest.through(self.tally.failures()))
-            if digest.complete:
-                tmp_all.unlink()
-            else:
+            if not digest.complete:
                 tmp_all.replace(everything)
         finally:
             tmp_all.unlink(missing_ok=True)
-        with open(tmp, "w", encoding="utf-8") as fh:
-            write_report(fh, self.summary(), digest, None if digest.complete else everything.name)
-        tmp.replace(target)
+        return digest
 
     @property
     def exit_code(self) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,8 +16,11 @@ from s3bulk.aws.finish import finalize
 from s3bulk.aws.ledger import CANCELLED, CANCELLING, DynamoLedger, JobRecord
 from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.job import Job, JobError, Manifest, new_job_id
-from s3bulk.retry import failed_objects, manifest_rows, retry_job
-from s3bulk.s3.clients import ClientSettings, make_client, make_s3_client
+from s3bulk.retry import failed_objects, manifest_rows, refused_rows, retry_job
+from s3bulk.s3.clients import ClientSettings, make_client, make_s3_client, region_of
+
+# What a stack command says when it has no Region to find the stack in (botocore's NoRegionError).
+NO_REGION = "no AWS Region is set; pass --region REGION (the stack's) or set AWS_REGION"
 
 
 def deploy_file_defaults(path: Path = Path("deploy.json")) -> dict[str, str]:
@@ -54,6 +58,8 @@ class Deployment:
         """Explicit values win; anything missing comes from the CloudFormation stack's outputs."""
         if state_machine_arn and table and report_bucket:
             return cls(state_machine_arn, table, report_bucket)
+        if region_of(settings) is None:  # "could not read the stack ... deploy it" would send its owner the wrong way
+            raise DeploymentError(f"--stack {stack}: {NO_REGION}")
         try:
             stacks = make_client("cloudformation", settings).describe_stacks(StackName=stack)["Stacks"]
         except Exception as exc:  # noqa: BLE001 - any failure here has the same remedy
@@ -145,9 +151,11 @@ def retry(deployment: Deployment, job_id: str, settings: ClientSettings, new_id:
     if rec.status in {"RUNNING", "STOPPING", CANCELLING}:
         raise JobError(f"job_id: {job_id!r} is still running ({rec.status}); retry it once its report is written (s3bulk watch {job_id})")
     reports = ReportBucket(make_s3_client(settings, 4), deployment.report_bucket)
-    failed = failed_objects(reports.failures(job_id))
+    refused: Counter[str] = Counter()
+    failed = failed_objects(reports.failures(job_id), refused)
     if not failed:
-        raise JobError(f"job_id: {job_id!r} has no failed object to retry (s3bulk report {job_id})")
+        why = refused_rows(refused) or "it has no failed object to retry"
+        raise JobError(f"job_id: {job_id!r}: {why} (s3bulk report {job_id})")
     ledger = DynamoLedger(make_client("dynamodb", settings), deployment.table)
     new_id = new_id or _next_retry_id(ledger, job_id)
     key = f"jobs/{new_id}/{RETRY_MANIFEST}"
@@ -189,6 +197,8 @@ def tune(settings: ClientSettings, stack: str, max_concurrency: int) -> tuple[in
     Returns (before, after)."""
     if not MIN_WORKERS <= max_concurrency <= MAX_WORKERS:
         raise JobError(f"--max-concurrency: {max_concurrency} is outside {MIN_WORKERS}-{MAX_WORKERS}, the range SQS event sources take")
+    if region_of(settings) is None:
+        raise DeploymentError(f"--stack {stack}: {NO_REGION}")
     try:
         stacks = make_client("cloudformation", settings).describe_stacks(StackName=stack)["Stacks"]
         outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}

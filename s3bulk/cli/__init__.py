@@ -14,7 +14,8 @@ import gc
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
 
 from rich.console import Console
 
@@ -26,14 +27,50 @@ from s3bulk.job import JobError, json_schema, load_job
 from s3bulk.local.interrupt import Interrupt, handling_signals
 from s3bulk.local.preflight import UsageError
 from s3bulk.outage import EndpointUnreachable
+from s3bulk.report import writes_stdout
 
 REMOTE_COMMANDS = frozenset(
     {"submit", "resume", "retry", "stop", "cancel", "confirm", "tune", "jobs", "status", "watch", "report", "doctor"}
 )
 
 
+# Worker threads at once: the job file's options.concurrency takes 1-1,024, and so does every flag that overrides it.
+MAX_THREADS = 1024
+# SQS event sources take MaximumConcurrency from 2 to 1,000 (s3bulk/aws/remote.py checks the same, for its callers).
+MAX_STACK_WORKERS = 1000
+REQUEST_PATHS = ("fast", "botocore")
+REQUEST_PATH: dict[str, Any] = {
+    "choices": REQUEST_PATHS,
+    "default": None,  # $S3BULK_REQUEST_PATH (as the stack's functions read it), else fast: cli/local.request_path
+    "help": "fast: CopyObject/DeleteObjects signed and sent directly (3x less CPU); botocore: every call through botocore "
+    "(default $S3BULK_REQUEST_PATH, else fast)",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's refusals in one line (exit 2), like every other refusal: the flag, what is wrong, and where to look."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+
+
+def bounded(low: int, high: int, what: str) -> Callable[[str], int]:
+    """An argparse type: a whole number from low to high, else the flag's one line naming the range and `what` counts."""
+
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; give {what}, {low}-{high}") from None
+        if not low <= n <= high:
+            raise argparse.ArgumentTypeError(f"{n:,} is outside {low}-{high}; give {what} in that range")
+        return n
+
+    return parse
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="s3bulk", description="Copy, move and delete any number of S3 objects.")
+    p = _Parser(prog="s3bulk", description="Copy, move and delete any number of S3 objects.")
     p.add_argument("--version", action="version", version=f"s3bulk {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -46,12 +83,23 @@ def _parser() -> argparse.ArgumentParser:
         metavar="JOB_ID",
         help="continue an interrupted run: by id, or (no id) the newest unfinished run of the same job file",
     )
-    run.add_argument("--state-dir", metavar="DIR", help="where job ledgers live (default $S3BULK_STATE_DIR or ~/.local/state/s3bulk)")
+    run.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="where job ledgers live (default $S3BULK_STATE_DIR or ~/.local/state/s3bulk); a report that cannot be written "
+        "where --report says once the job is done is written here instead",
+    )
     run.add_argument("--no-ledger", action="store_true", help="keep no job ledger (the run cannot be resumed)")
     run.add_argument("--endpoint-url", help="an S3-compatible endpoint instead of AWS")
     run.add_argument("--region", help="AWS region (default: the standard chain; us-east-1 with --endpoint-url)")
     run.add_argument("--profile", help="AWS profile name")
-    run.add_argument("--report", metavar="PATH", help="write the JSON report (every failure with key and code) here")
+    run.add_argument(
+        "--report",
+        metavar="PATH",
+        help="write the JSON report (every failure with key and code) here; - prints it on standard output (the summary then "
+        "goes to stderr). Past 1,000 failures the report lists the first ones and NAME.failures.jsonl beside it every one; "
+        "for -, /dev/stdout or a FIFO that file goes to the state dir (--state-dir) as JOB_ID.failures.jsonl",
+    )
     run.add_argument(
         "--key-log",
         metavar="PATH.jsonl",
@@ -60,7 +108,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     # The old name of --key-log, kept for one release: "ledger" now means only the job ledger (--no-ledger, --resume).
     run.add_argument("--ledger", metavar="PATH.jsonl", dest="key_log_deprecated", help="deprecated alias of --key-log")
-    run.add_argument("--concurrency", type=int, metavar="N", help="worker threads, overriding options.concurrency")
+    run.add_argument(
+        "--concurrency",
+        type=bounded(1, MAX_THREADS, "worker threads"),
+        metavar="N",
+        help=f"worker threads, 1-{MAX_THREADS}, overriding options.concurrency",
+    )
     run.add_argument("--dry-run", action="store_true", help="list and count only; change nothing")
     run.add_argument(
         "--canary",
@@ -75,13 +128,13 @@ def _parser() -> argparse.ArgumentParser:
         help="run the job again over exactly the objects a run of it failed, from its report or key log (nothing listed again)",
     )
     run.add_argument("--progress", choices=("auto", "on", "off"), default="auto", help="live progress (auto: on a terminal)")
-    run.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
     run.add_argument(
-        "--request-path",
-        choices=("fast", "botocore"),
-        default="fast",
-        help="fast: CopyObject/DeleteObjects signed and sent directly (3x less CPU); botocore: every call through botocore",
+        "--quiet",
+        "-q",
+        action="store_true",
+        help="print nothing but errors, and one line on stderr when objects failed (how many, where listed)",
     )
+    run.add_argument("--request-path", **REQUEST_PATH)
 
     plan = sub.add_parser("plan", help="list what a job would do, its S3 requests, cost and ETA; change nothing")
     plan.add_argument("job")
@@ -90,6 +143,7 @@ def _parser() -> argparse.ArgumentParser:
     plan.add_argument("--profile", help="AWS profile name")
     plan.add_argument("--prices", metavar="PATH", help="a prices JSON like s3bulk/data/prices.json (default: that file)")
     plan.add_argument("--json", action="store_true", help="print the plan as JSON")
+    plan.add_argument("--request-path", **REQUEST_PATH)
 
     val = sub.add_parser("validate", help="check a job file without running it")
     val.add_argument("job")
@@ -122,8 +176,18 @@ def _parser() -> argparse.ArgumentParser:
     deployed("confirm", "let a deployed job held by options.confirm go on").add_argument("job_id")
     tune_cmd = deployed("tune", "while jobs run: cap one job's batches at once (JOB_ID --concurrency N), or the stack's workers")
     tune_cmd.add_argument("job_id", nargs="?", help="the job to cap (with --concurrency)")
-    tune_cmd.add_argument("--concurrency", type=int, metavar="N", help="the job's batches at once, 1-1000; 0 lifts its cap")
-    tune_cmd.add_argument("--max-concurrency", type=int, metavar="N", help="the stack's workers at once, for every job, 2-1000")
+    tune_cmd.add_argument(
+        "--concurrency",
+        type=bounded(0, MAX_STACK_WORKERS, "the job's batches at once (0 lifts its cap)"),
+        metavar="N",
+        help=f"the job's batches at once, 1-{MAX_STACK_WORKERS}; 0 lifts its cap",
+    )
+    tune_cmd.add_argument(
+        "--max-concurrency",
+        type=bounded(2, MAX_STACK_WORKERS, "the stack's workers at once"),
+        metavar="N",
+        help=f"the stack's workers at once, for every job, 2-{MAX_STACK_WORKERS}",
+    )
     jobs_cmd = deployed("jobs", "list the deployed stack's recent jobs, newest first")
     jobs_cmd.add_argument("--limit", type=int, default=20, help="how many (default 20)")
     jobs_cmd.add_argument("--json", action="store_true", help="one JSON document instead of a table")
@@ -144,7 +208,13 @@ def _parser() -> argparse.ArgumentParser:
     undo.add_argument("--endpoint-url", help="an S3-compatible endpoint instead of AWS")
     undo.add_argument("--region", help="AWS region")
     undo.add_argument("--profile", help="AWS profile name")
-    undo.add_argument("--concurrency", type=int, default=16, metavar="N", help="objects undone at once (default 16)")
+    undo.add_argument(
+        "--concurrency",
+        type=bounded(1, MAX_THREADS, "objects undone at once"),
+        default=16,
+        metavar="N",
+        help=f"objects undone at once, 1-{MAX_THREADS} (default 16)",
+    )
 
     demo = sub.add_parser("demo", help="run a copy job end to end on an embedded local S3 server")
     demo.add_argument("--objects", type=int, default=3000, metavar="N", help="objects to seed (default 3000)")
@@ -175,10 +245,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None, interrupt: Interrupt) -> int:
     args = _parser().parse_args(argv)
-    args = _parser().parse_args(argv)
     pin_mmap_threshold()  # relayed and processed bodies go back to the OS when freed (bodies/malloc.py)
-    console = Console(stderr=False, highlight=False)
     errors = Console(stderr=True, highlight=False)
+    # A report on standard output (--report -, /dev/stdout) has it to itself: the summary and progress go to stderr.
+    to_stdout = args.command in {"run", "demo"} and bool(args.report) and writes_stdout(args.report)
+    console = errors if to_stdout else Console(stderr=False, highlight=False)
     try:
         if args.command == "validate":
             job = load_job(args.job)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
+import sqlite3
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +22,7 @@ from s3bulk.local.engine import JobAbort, resolve_concurrency
 from s3bulk.local.interrupt import Interrupt
 from s3bulk.local.ledger import LedgerError, LocalLedger, spec_hash, state_dir
 from s3bulk.local.plan import STACK_THREADS, STACK_WORKERS, cost, eta_seconds, load_prices, make_plan, storage_saved
-from s3bulk.local.preflight import UsageError, check_report_path, origin_of, profile_problem
+from s3bulk.local.preflight import UsageError, check_report_path, check_state_dir, origin_of, profile_problem
 from s3bulk.local.progress import human_bytes
 from s3bulk.local.retry import retry_failed
 from s3bulk.local.run import execute
@@ -95,8 +97,6 @@ def _job_file(args: argparse.Namespace) -> Job:
 
 
 def _with_overrides(job: Job, args: argparse.Namespace) -> Job:
-    if args.concurrency is not None and args.concurrency < 1:
-        raise UsageError("--concurrency: must be at least 1; pass a positive number of threads")
     canary = getattr(args, "canary", None)
     if canary is not None:
         doc = job.model_dump(mode="json", exclude_none=True)
@@ -108,9 +108,28 @@ def _with_overrides(job: Job, args: argparse.Namespace) -> Job:
     return job
 
 
+def request_path(args: argparse.Namespace) -> str:
+    """--request-path, else $S3BULK_REQUEST_PATH (as the stack's functions read it), else fast."""
+    if args.request_path is not None:
+        return str(args.request_path)
+    env = os.environ.get("S3BULK_REQUEST_PATH", "").strip()
+    if not env:
+        return "fast"
+    if env not in {"fast", "botocore"}:
+        raise UsageError(f"$S3BULK_REQUEST_PATH: {env!r} is neither fast nor botocore; set one of them, or unset it (fast)")
+    return env
+
+
+def state_of(args: argparse.Namespace) -> tuple[Path, str]:
+    """The run's state directory, and what named it (for its errors): --state-dir, $S3BULK_STATE_DIR, or the default."""
+    if args.state_dir:
+        return Path(args.state_dir), "--state-dir"
+    return state_dir(), "$S3BULK_STATE_DIR" if os.environ.get("S3BULK_STATE_DIR") else "the state directory"
+
+
 def _open_ledger(args: argparse.Namespace, here: ClientSettings) -> tuple[Job, LocalLedger | None]:
     """The job to run and its ledger: a new one (remembering where the run points), or the interrupted run --resume names."""
-    state = Path(args.state_dir) if args.state_dir else state_dir()
+    state, named = state_of(args)
     try:
         if args.resume is None:
             if not args.job:
@@ -138,6 +157,10 @@ def _open_ledger(args: argparse.Namespace, here: ClientSettings) -> tuple[Job, L
         return job, LocalLedger.open(state, found)
     except LedgerError as exc:
         raise UsageError(str(exc)) from None
+    except (OSError, sqlite3.Error) as exc:  # passed check_state_dir, and still cannot hold a ledger (a full disk, a race)
+        raise UsageError(
+            f"{named} {state}: cannot keep the job ledger there ({exc}); give a writable directory, or pass --no-ledger"
+        ) from None
 
 
 def _open_key_log(path: str | None, flag: str = "--key-log") -> IO[str] | None:
@@ -193,10 +216,15 @@ def _require_credentials(here: ClientSettings, job: Job) -> None:
 
 def run(args: argparse.Namespace, console: Console, interrupt: Interrupt) -> int:
     # Everything that can be wrong with the job or the arguments fails here, in one line, before any object is touched.
+    if args.resume is not None or args.retry_failed:  # a ledger is read, or the retry's manifest written, in the state dir
+        check_state_dir(*state_of(args))
     early = _job_file(args) if args.job else None
     if early is not None and args.resume is None and _no_one_to_ask(early, console, yes=args.yes):
         raise UsageError(NO_TERMINAL)
     check_report_path(args.report)
+    fast = request_path(args) == "fast"
+    if args.resume is None and not args.retry_failed and not (args.no_ledger or args.dry_run or (early and early.options.dry_run)):
+        check_state_dir(*state_of(args))  # a new ledger is kept there
     if args.key_log_deprecated is not None and args.key_log is not None:
         raise UsageError("--ledger is the old name of --key-log; pass only --key-log PATH.jsonl")
     # Where this run points; a resume goes where its run pointed, from the ledger (and refuses anywhere else).
@@ -219,7 +247,7 @@ def run(args: argparse.Namespace, console: Console, interrupt: Interrupt) -> int
             code = _process_code(job, args.job, here, concurrency)
             _require_credentials(here, job)
         rate = RateControl(enabled=job.options.adaptive_rate)
-        store, dst_store = _stores(job, here, connections_needed(concurrency), fast=args.request_path == "fast", rate=rate)
+        store, dst_store = _stores(job, here, connections_needed(concurrency), fast=fast, rate=rate)
         if args.resume is None:
             confirm_on_terminal(job, store, dst_store, console, yes=args.yes)
     except Declined:
@@ -252,6 +280,7 @@ def run(args: argparse.Namespace, console: Console, interrupt: Interrupt) -> int
             dst_store=dst_store,
             interrupt=interrupt,
             resume_args=extra,
+            state=ledger.path.parent if ledger is not None else state_of(args)[0],
         )
     except (JobError, UsageError):  # refused before any object was touched (the delete guard, an empty sync source)
         if ledger is not None:
@@ -273,9 +302,10 @@ def plan(args: argparse.Namespace, console: Console) -> int:
         prices = load_prices(args.prices)
     except (OSError, ValueError) as exc:
         raise UsageError(f"--prices {args.prices}: {exc}; pass a JSON file like s3bulk/data/prices.json") from None
+    fast = request_path(args) == "fast"
     settings = preflight.settings(args)
     concurrency = resolve_concurrency(job)
-    store, dst_store = _stores(job, settings, connections_needed(concurrency))
+    store, dst_store = _stores(job, settings, connections_needed(concurrency), fast=fast)
     try:
         if job.options.delete_extraneous and not job.options.allow_empty_source and first_selected(job, store) is None:
             raise UsageError(empty_source_message(job))  # as `run` refuses it
@@ -370,8 +400,6 @@ def plan(args: argparse.Namespace, console: Console) -> int:
 
 
 def undo(args: argparse.Namespace, console: Console) -> int:
-    if args.concurrency < 1:
-        raise UsageError("--concurrency: must be at least 1")
     settings = preflight.settings(args)
     if not has_credentials(settings):
         raise UsageError("no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or pass --profile")

@@ -16,6 +16,7 @@ from s3bulk.aws import DEFAULT_STACK
 from s3bulk.aws.doctor import check_concurrency
 from s3bulk.aws.ledger import JobRecord
 from s3bulk.aws.remote import (
+    NO_REGION,
     Deployment,
     DeploymentError,
     cancel,
@@ -39,7 +40,7 @@ from s3bulk.local.preflight import UsageError
 from s3bulk.local.progress import human_seconds
 from s3bulk.local.watch import watch
 from s3bulk.report import Snapshot
-from s3bulk.s3.clients import ClientSettings, has_credentials
+from s3bulk.s3.clients import ClientSettings, has_credentials, region_of
 
 
 def holds_for_confirmation(job: Job, *, yes: bool) -> bool:
@@ -72,6 +73,8 @@ def remote(args: argparse.Namespace, console: Console) -> int:
         job = load_job(args.job)  # refuse a bad job before touching AWS
     if not has_credentials(settings):
         raise UsageError("no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or pass --profile")
+    if region_of(settings) is None:  # every stack command reads its DynamoDB, Step Functions or CloudFormation
+        raise UsageError(f"--region: {NO_REGION}")
     try:
         dep = Deployment.resolve(
             settings, args.stack, state_machine_arn=args.state_machine_arn, table=args.table, report_bucket=args.report_bucket

@@ -30,7 +30,9 @@ class _Where:
     env: tuple[str, ...]  # what boto3 reads when the flag is not given, in its order
 
 
-# The settings boto3 would otherwise take from the environment: a resume must see the same ones.
+# The settings boto3 would otherwise take from the environment: a resume must see the same ones. The endpoint is S3's
+# only (--endpoint-url, $AWS_ENDPOINT_URL_S3, then $AWS_ENDPOINT_URL as botocore takes it for S3): every other client
+# (DynamoDB, Step Functions, CloudFormation, Lambda, Secrets Manager) leaves its endpoint to botocore (clients.make_client).
 WHERE = (
     _Where("endpoint_url", "--endpoint-url", ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")),
     _Where("region", "--region", ("AWS_REGION", "AWS_DEFAULT_REGION")),
@@ -65,6 +67,12 @@ def profile_problem(profile: str) -> str | None:
     return None
 
 
+def ignores_configured_endpoints() -> bool:
+    """$AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true: botocore takes no endpoint from the environment or the config files,
+    and neither does the CLI's reading of S3's (an --endpoint-url still counts)."""
+    return os.environ.get("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "").strip().lower() == "true"
+
+
 def given(args: object) -> dict[str, tuple[str | None, str]]:
     """Each setting's value for this invocation, and where it came from (the flag, or the environment variable)."""
     out: dict[str, tuple[str | None, str]] = {}
@@ -72,6 +80,9 @@ def given(args: object) -> dict[str, tuple[str | None, str]]:
         flag = getattr(args, w.field, None)
         if flag:
             out[w.field] = (flag, w.flag)
+            continue
+        if w.field == "endpoint_url" and ignores_configured_endpoints():
+            out[w.field] = (None, w.flag)
             continue
         env = next((name for name in w.env if os.environ.get(name)), None)
         out[w.field] = (os.environ[env], f"${env}") if env else (None, w.flag)
@@ -115,14 +126,41 @@ def origin_of(s: ClientSettings) -> dict[str, str | None]:
 
 
 def check_report_path(path: str | None, flag: str = "--report") -> None:
-    """The report is written at the end of a run: a path it cannot be written to fails now, not after the job."""
-    if not path:
+    """The report is written at the end of a run: a path it cannot be written to fails now, not after the job.
+
+    `-` is standard output. A device (/dev/stdout), a FIFO or a symlink is written through, so only it
+    must take writes; a regular file is written beside itself and renamed over, so its directory must.
+    """
+    if not path or path == "-":
         return
     target = Path(path)
     if target.is_dir():
         raise UsageError(f"{flag} {path}: is a directory; give a file path, like {target / 'report.json'}")
+    if target.exists() and (target.is_symlink() or not target.is_file()):
+        if not os.access(target, os.W_OK):
+            raise UsageError(f"{flag} {path}: not writable; give a path you can write")
+        return
+    if target.is_symlink():  # a link to a file not there yet: it is made where the link points
+        target = Path(os.path.realpath(target))
     parent = target.parent if str(target.parent) else Path(".")
     if not parent.is_dir():
         raise UsageError(f"{flag} {path}: the directory {parent} does not exist; create it or give another path")
     if not os.access(parent, os.W_OK | os.X_OK) or (target.exists() and not os.access(target, os.W_OK)):
         raise UsageError(f"{flag} {path}: not writable; give a path you can write")
+
+
+def check_state_dir(path: Path, name: str) -> None:
+    """The directory that keeps job ledgers (created when missing) must be one, and writable: one line naming where
+    it came from (`name`: --state-dir, $S3BULK_STATE_DIR, or the default) and the fix, before anything runs."""
+    fix = "give a directory you can write (--state-dir DIR), or pass --no-ledger"
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{name} {path}: is a file, not a directory; {fix}")
+    existing = path
+    while not existing.exists():  # the nearest ancestor that exists: the directories below it are made there
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if existing.exists() and not existing.is_dir():
+        raise UsageError(f"{name} {path}: {existing} is a file, not a directory; {fix}")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"{name} {path}: {existing} is not writable; {fix}")

@@ -7,6 +7,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
+from pathlib import Path
 from types import TracebackType
 
 from rich.console import Console
@@ -14,7 +15,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
 from rich.table import Table
 
 from s3bulk.outage import OutageBreaker
-from s3bulk.report import REPORT_FAILURES, Report, Snapshot, Tally, failures_file
+from s3bulk.report import REPORT_FAILURES, Report, Snapshot, Tally, failures_file, writes_stdout
 
 _UNITS = ("B", "KB", "MB", "GB", "TB", "PB")
 
@@ -183,7 +184,19 @@ def summary_table(report: Report, *, deletes: bool = False) -> Table:
     return table
 
 
-def failures_table(report: Report, report_path: str | None = None) -> Table | None:
+def listed_where(report_path: str | None, every: Path | None = None) -> str:
+    """Where a run's failures are listed, each with its key and error: the report (every failure past the first
+    REPORT_FAILURES in `every`, the JSONL written with it), or the flag that writes one."""
+    if every is not None:
+        return f"{every} lists every one"
+    if not report_path:
+        return "pass --report PATH to list every one"
+    return f"the report {'on standard output' if writes_stdout(report_path) else f'at {report_path}'} lists every one"
+
+
+def failures_table(report: Report, report_path: str | None = None, every: Path | None = None) -> Table | None:
+    """The first failures; past them, where the rest are listed (`every`: the JSONL of every failure written with
+    the report, when the report does not list them all; Report.write returns it)."""
     shown = report.tally.first_failures
     if not shown:
         return None
@@ -194,11 +207,7 @@ def failures_table(report: Report, report_path: str | None = None) -> Table | No
         table.add_row(repr(f["key"])[1:-1], f["error"], f["message"])
     rest = report.tally.failed - len(shown)
     if rest > 0:
-        if not report_path:
-            where = "--report PATH"
-        elif report.tally.failed > REPORT_FAILURES:  # report.json lists the first ones and counts each error code
-            where = str(failures_file(report_path))
-        else:
-            where = f"the report at {report_path}"
-        table.caption = f"... and {rest:,} more; {where} lists every one"
+        if every is None and report_path and report.tally.failed > REPORT_FAILURES and not writes_stdout(report_path):
+            every = failures_file(report_path)  # report.json lists the first ones; the JSONL beside it every one
+        table.caption = f"... and {rest:,} more; {listed_where(report_path, every)}"
     return table

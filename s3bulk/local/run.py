@@ -5,9 +5,11 @@ The CLI and the demo both call `execute`, so the demo runs exactly what `s3bulk 
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import IO
 
 from rich.console import Console
@@ -19,12 +21,12 @@ from s3bulk.local.engine import Engine, JobAbort, finish_journaled_deletes
 from s3bulk.local.interrupt import Interrupt, Interrupted, interruptible
 from s3bulk.local.ledger import LocalLedger
 from s3bulk.local.plan import make_plan
-from s3bulk.local.progress import EndpointWatch, ProgressDisplay, failures_table, summary_table
+from s3bulk.local.progress import EndpointWatch, ProgressDisplay, failures_table, listed_where, summary_table
 from s3bulk.manifest import ManifestError
 from s3bulk.ops.extraneous import empty_source_message, first_selected
 from s3bulk.ops.items import Item
 from s3bulk.ops.process import ProcessCode
-from s3bulk.report import Report
+from s3bulk.report import Report, writes_stdout
 from s3bulk.store import ObjectStore, StoreError
 
 
@@ -87,12 +89,16 @@ def execute(
     dst_store: ObjectStore | None = None,
     interrupt: Interrupt | None = None,
     resume_args: str = "",
+    state: Path | None = None,
 ) -> Report:
     """Run the engine with a progress display, then print the summary and write the report.
 
     Ctrl-C anywhere in here (`interrupt`, routed by the CLI) ends in the summary, the report file and a
     ledger that --resume finishes: steps that only read are left at once, and a running job stops
     taking objects and lets the ones in flight finish and commit.
+
+    `state` (the run's state directory) takes what the report path cannot: every failure of a report sent to
+    `-` or a device, and the report itself when its path cannot be written once the job is done.
     """
     interrupt = interrupt or Interrupt()
     started = time.monotonic()
@@ -132,7 +138,7 @@ def execute(
                 report = _checked(
                     job, report, picked, store, dst_store or store, resume_command(engine.job_id, resume_args), console, quiet
                 )
-        _finish(job, report, engine, console, quiet=quiet, report_path=report_path, resume_args=resume_args)
+        _finish(job, report, engine, console, quiet=quiet, report_path=report_path, resume_args=resume_args, state=state)
     return report
 
 
@@ -159,11 +165,50 @@ def _before(job: Job, store: ObjectStore, dst_store: ObjectStore | None, *, firs
     return None
 
 
-def _finish(job: Job, report: Report, engine: Engine, console: Console, *, quiet: bool, report_path: str | None, resume_args: str) -> None:
+def write_report_file(report: Report, path: str, state: Path | None) -> tuple[str, Path | None]:
+    """The report at `path`, or (that failing, once the work is done) in the state directory, said in one line on
+    stderr: a report path that went away during the run must not cost the run's report. Returns where it went, and
+    where every failure went when it does not list them all."""
+    try:
+        return path, report.write(path, spill_dir=state)
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+        if isinstance(exc, BrokenPipeError) and writes_stdout(path):  # the reader left: print nothing more to it
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if state is None:
+        print(f"error: --report {path}: {why}; the report was not written", file=sys.stderr, flush=True)
+        return path, None
+    instead = state / f"{report.job_id}.report.json"
+    try:
+        state.mkdir(parents=True, exist_ok=True)
+        every = report.write(instead, spill_dir=state)
+    except OSError as again:
+        print(
+            f"error: --report {path}: {why}, and {instead}: {again.strerror or again}; the report was not written",
+            file=sys.stderr,
+            flush=True,
+        )
+        return path, None
+    print(f"warning: --report {path}: {why}; the report is at {instead} instead", file=sys.stderr, flush=True)
+    return str(instead), every
+
+
+def _finish(
+    job: Job,
+    report: Report,
+    engine: Engine,
+    console: Console,
+    *,
+    quiet: bool,
+    report_path: str | None,
+    resume_args: str,
+    state: Path | None = None,
+) -> None:
     """The report file, the lines that say why a run ended early and how to go on, and the summary."""
     resumable = engine.ledger is not None
+    every: Path | None = None
     if report_path:
-        report.write(report_path)
+        report_path, every = write_report_file(report, report_path, state)
     if report.outage is not None:  # on stderr even with --quiet: it says why the run stopped and how to finish it
         print(stop_message(report, resume_command(engine.job_id, resume_args) if resumable else None), file=sys.stderr, flush=True)
     if engine.trip is not None and report.stop_reason == STOP_REASON:  # on stderr even with --quiet, as an outage's
@@ -178,9 +223,11 @@ def _finish(job: Job, report: Report, engine: Engine, console: Console, *, quiet
             file=sys.stderr,
             flush=True,
         )
-    if not quiet:
+    if quiet:  # on stderr even with --quiet: a run that failed says so, and where its failures are
+        _quiet_failures(report, report_path, every)
+    else:
         console.print(summary_table(report, deletes=job.options.delete_extraneous))
-        failures = failures_table(report, report_path)
+        failures = failures_table(report, report_path, every)
         if failures is not None:
             console.print(failures)
         if report.error and report.outage is None and not report.interrupted and report.stop_reason is None:
@@ -189,6 +236,16 @@ def _finish(job: Job, report: Report, engine: Engine, console: Console, *, quiet
             where = f"s3://{job.source.bucket}/{job.source.prefix}"
             console.print(f"[yellow]note:[/] {where} holds no object the job selects; check source.prefix and the filters")
     engine.tally.close()
+
+
+def _quiet_failures(report: Report, report_path: str | None, every: Path | None) -> None:
+    """--quiet's one line when objects failed, or the job did: how many, and where they are listed."""
+    failed = report.tally.snapshot().failed
+    ended = report.outage is not None or report.interrupted or report.stop_reason is not None  # said on stderr above
+    if report.error and not ended:
+        print(f"error: {report.error}", file=sys.stderr, flush=True)
+    if failed:
+        print(f"failed: {failed:,} object(s); {listed_where(report_path, every)}", file=sys.stderr, flush=True)
 
 
 def _checked(
@@ -207,7 +264,7 @@ def _checked(
     elif report.error is None and report.outage is None:
         lines.append(f"fix what it found first; then {resume} runs the rest, or start over")
     if not quiet or not good:
-        print("\n".join(lines), file=sys.stderr if not good else sys.stdout, flush=True)
+        print("\n".join(lines), file=sys.stderr if not good or console.stderr else sys.stdout, flush=True)
     said = {"sampled": len(picked), "checked": found.checked if found is not None else 0, "rest": resume}
     if found is not None and found.problems and report.error is None:
         first = found.problems[0]

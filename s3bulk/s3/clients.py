@@ -19,6 +19,7 @@ from s3bulk.s3.credentials import SecretCredentials, secret_region
 
 @dataclass(frozen=True, slots=True)
 class ClientSettings:
+    # S3's endpoint only (--endpoint-url, $AWS_ENDPOINT_URL_S3): never another service's (make_client).
     endpoint_url: str | None = None
     region: str | None = None
     profile: str | None = None
@@ -130,16 +131,29 @@ class S3Clients:
 
 
 def make_client(service: str, settings: ClientSettings, max_pool_connections: int = 10) -> Any:
-    """Any other AWS client (DynamoDB, SQS, Step Functions) with the same explicit retries and timeouts."""
+    """Any other AWS client (DynamoDB, SQS, Step Functions, CloudFormation, Lambda, Secrets Manager) with the same
+    explicit retries and timeouts.
+
+    Its endpoint is botocore's to find, as the SDK finds it by itself: $AWS_ENDPOINT_URL_<SERVICE> (DYNAMODB, SFN,
+    CLOUDFORMATION, ...), then $AWS_ENDPOINT_URL, then a profile's endpoint_url, else AWS's own. settings.endpoint_url
+    is S3's (--endpoint-url, $AWS_ENDPOINT_URL_S3) and never sent here: with an S3 server named, the stack's
+    DynamoDB and Step Functions calls went to it. Its Region is the settings', else the profile's or the
+    environment's; with none, botocore raises NoRegionError (region_of says so first).
+    """
     session = _session(settings)
-    region = settings.region or session.region_name or ("us-east-1" if settings.endpoint_url else None)
     config = Config(
         retries={"mode": settings.retry_mode, "max_attempts": settings.max_attempts},
         max_pool_connections=max_pool_connections,
         connect_timeout=settings.connect_timeout,
         read_timeout=settings.read_timeout,
     )
-    return session.client(service, endpoint_url=settings.endpoint_url, region_name=region, config=config)  # type: ignore[call-overload]
+    return session.client(service, region_name=settings.region or session.region_name, config=config)  # type: ignore[call-overload]
+
+
+def region_of(settings: ClientSettings) -> str | None:
+    """The Region a non-S3 client of these settings would use (the settings', else the profile's or the
+    environment's), or None when none is set."""
+    return settings.region or _session(settings).region_name
 
 
 def has_credentials(settings: ClientSettings) -> bool:

@@ -258,7 +258,8 @@ def test_tune_changes_the_workers_event_source_concurrency_while_jobs_run_and_re
     assert main(["tune", "--stack", "Tuned", "--max-concurrency", "200"]) == 0
     assert "at most 200 at once (was 50)" in capsys.readouterr().out
     assert lam.get_event_source_mapping(UUID=mapping)["ScalingConfig"] == {"MaximumConcurrency": 200}
-    assert main(["tune", "--stack", "Tuned", "--max-concurrency", "1"]) == 2
-    assert "--max-concurrency: 1 is outside 2-1000" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:  # while parsing, before the stack is read
+        main(["tune", "--stack", "Tuned", "--max-concurrency", "1"])
+    assert refused.value.code == 2 and "--max-concurrency: 1 is outside 2-1000" in capsys.readouterr().err
     assert main(["tune", "--max-concurrency", "20"]) == 2  # the default stack predates the output: says to redeploy
     assert "no WorkerEventSourceMapping output; redeploy" in capsys.readouterr().err

@@ -1,0 +1,65 @@
+"""Where `s3bulk run` puts its report and what it says of failures, run as a user runs it: `--report -` and
+/proc/self/fd/1 give stdout to the report alone, a symlinked path stays a link, and -q still says when objects failed."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.conftest import cli_env, client_for, run_cli
+from tests.integration.helpers import seed_small, write_job
+
+pytestmark = pytest.mark.seaweed
+
+
+@pytest.fixture
+def failing_job(seaweed: str, bucket_factory: Callable[[Any, str], str], tmp_path: Path) -> Path:
+    """A copy of 5 objects listed in a manifest, 2 of which are not there."""
+    c = client_for(seaweed)
+    src, dst = bucket_factory(c, "src"), bucket_factory(c, "dst")
+    keys = [*sorted(seed_small(c, src, "in/", 3)), "in/gone-1", "in/gone-2"]
+    manifest = tmp_path / "manifest.csv"
+    manifest.write_text("".join(f"{src},{k}\n" for k in keys))
+    doc = {"operation": "copy", "source": {"bucket": src, "manifest": {"path": str(manifest)}}, "destination": {"bucket": dst}}
+    return write_job(tmp_path / "job.json", doc)
+
+
+@pytest.mark.parametrize("target", ["-", "/proc/self/fd/1"])
+def test_a_report_to_standard_output_has_stdout_to_itself_and_the_summary_goes_to_stderr(
+    target: str, seaweed: str, failing_job: Path, tmp_path: Path
+) -> None:
+    env = cli_env(tmp_path) | {"S3BULK_STATE_DIR": str(tmp_path / "state")}
+    r = run_cli("run", str(failing_job), "--endpoint-url", seaweed, "--report", target, "--progress", "off", env=env)
+    assert r.returncode == 1, r.stdout + r.stderr
+    report = json.loads(r.stdout)  # the whole of stdout is the report
+    assert (report["succeeded"], report["failed"]) == (3, 2)
+    assert sorted(f["key"] for f in report["failures"]) == ["in/gone-1", "in/gone-2"]
+    assert "succeeded" in r.stderr and "in/gone-1" in r.stderr and "Traceback" not in r.stderr  # the summary, on stderr
+    assert not (tmp_path / "-").exists()
+
+
+def test_a_symlinked_report_path_stays_a_link_to_the_report(seaweed: str, failing_job: Path, tmp_path: Path) -> None:
+    (tmp_path / "reports").mkdir()
+    link = tmp_path / "latest.json"
+    link.symlink_to(tmp_path / "reports" / "run-1.json")
+    r = run_cli("run", str(failing_job), "--endpoint-url", seaweed, "--no-ledger", "-q", "--report", str(link), env=cli_env(tmp_path))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert link.is_symlink() and os.readlink(link) == str(tmp_path / "reports" / "run-1.json")
+    assert json.loads((tmp_path / "reports" / "run-1.json").read_text())["failed"] == 2
+
+
+def test_quiet_says_in_one_line_on_stderr_how_many_objects_failed_and_where_they_are_listed(
+    seaweed: str, failing_job: Path, tmp_path: Path
+) -> None:
+    report = tmp_path / "r.json"
+    env = cli_env(tmp_path)
+    r = run_cli("run", str(failing_job), "--endpoint-url", seaweed, "--no-ledger", "-q", "--report", str(report), env=env)
+    assert (r.returncode, r.stdout) == (1, ""), r.stdout + r.stderr
+    assert r.stderr == f"failed: 2 object(s); the report at {report} lists every one\n"
+    bare = run_cli("run", str(failing_job), "--endpoint-url", seaweed, "--no-ledger", "-q", env=env)
+    assert (bare.returncode, bare.stdout, bare.stderr) == (1, "", "failed: 2 object(s); pass --report PATH to list every one\n")
