@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench bench-relay-memory bench-quick bench-concurrency bench-cold-start bench-listing-shards bench-reader schema synth
+.PHONY: demo test lint versitygw bench bench-relay-memory bench-quick bench-concurrency bench-cold-start bench-listing-shards bench-reader schema synth
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,7 +33,12 @@ lint: $(VENV)/.dev
 # suite took 29 min in one process and 18 in two on a 2-core machine, most of its time being servers' and Lambdas' waits.
 TEST_WORKERS ?= 2
 
-test: lint
+# versitygw (tests/integration: a second S3 implementation) is built once with Go into ~/.cache/s3bulk, ~2 min on a
+# cold Go cache: here, visibly, rather than inside the first test that needs it.
+versitygw: $(VENV)/.dev
+	$(BIN)/python -c 'from tests.integration.versitygw import ensure_versitygw; ensure_versitygw()'
+
+test: lint versitygw
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
 
 bench-cold-start: $(VENV)/.runtime

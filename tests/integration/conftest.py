@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -13,8 +14,10 @@ from typing import Any
 
 import pytest
 
-from s3bulk.local.server import ACCESS_KEY, SECRET_KEY, SeaweedServer
+from s3bulk.local.server import ACCESS_KEY, SECRET_KEY, LocalServerError, SeaweedServer
 from s3bulk.s3.clients import ClientSettings, make_s3_client
+from tests.integration.motoserver import PlainMotoServer
+from tests.integration.versitygw import VersityServer, ensure_versitygw
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -41,6 +44,32 @@ def moto_endpoint() -> Iterator[str]:
     host, port = server.get_host_and_port()
     yield f"http://{host}:{port}"
     server.stop()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Build versitygw (once per machine, ~2 min on a cold Go cache) before the first test that needs it, outside any
+    test's pytest-timeout: a fixture's setup counts against its test's `timeout`. `make test` builds it before pytest;
+    this covers a bare `pytest`. A failed build is left to the `versitygw` fixture, which raises it in the tests."""
+    if session.config.option.collectonly:
+        return
+    if any("versitygw" in getattr(item, "fixturenames", ()) for item in session.items):
+        capture = session.config.pluginmanager.getplugin("capturemanager")
+        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext(), contextlib.suppress(LocalServerError):
+            ensure_versitygw()  # says on stderr that it builds, and how long it took
+
+
+@pytest.fixture(scope="session")
+def versitygw() -> Iterator[str]:
+    """versitygw 1.8.0 (POSIX backend): an S3 implementation nobody here wrote, for differential tests."""
+    with VersityServer() as server:
+        yield server.endpoint_url
+
+
+@pytest.fixture(scope="session")
+def moto_plain() -> Iterator[str]:
+    """moto as shipped, in its own process: moto_keeps_s3s_rules patches only this process's moto."""
+    with PlainMotoServer() as server:
+        yield server.endpoint_url
 
 
 def client_for(endpoint: str, pool: int = 64) -> Any:
@@ -78,8 +107,11 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300)
     return subprocess.run([*S3BULK, *args], env=env, capture_output=True, text=True, timeout=timeout, check=False)
 
 
-def run_job_cli(endpoint: str, tmp_path: Path, name: str, doc: dict[str, Any]) -> tuple[int, dict[str, Any], list[dict[str, Any]], str]:
-    """`s3bulk run` on a job document: exit code, report, per-key log lines and stderr ({} and [] when not written)."""
+def run_job_cli(
+    endpoint: str, tmp_path: Path, name: str, doc: dict[str, Any], *extra: str
+) -> tuple[int, dict[str, Any], list[dict[str, Any]], str]:
+    """`s3bulk run` on a job document (`extra`: more flags): exit code, report, per-key log lines and stderr ({} and [] when
+    not written)."""
     job = tmp_path / f"{name}.json"
     job.write_text(json.dumps(doc))
     report, keys = tmp_path / f"{name}-report.json", tmp_path / f"{name}-keys.jsonl"
@@ -94,6 +126,7 @@ def run_job_cli(endpoint: str, tmp_path: Path, name: str, doc: dict[str, Any]) -
         str(report),
         "--key-log",
         str(keys),
+        *extra,
         env=cli_env(tmp_path),
     )
     lines = [json.loads(line) for line in keys.read_text().splitlines()] if keys.exists() else []
