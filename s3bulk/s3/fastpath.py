@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import quote, unquote_plus, urlsplit
+from urllib.parse import quote, urlsplit
 from xml.etree import ElementTree
 from xml.sax.saxutils import escape
 
@@ -39,6 +39,7 @@ from botocore.httpsession import get_cert_path
 
 from s3bulk.errors import ErrorKind, classify
 from s3bulk.outage import OutageBreaker
+from s3bulk.s3.keytext import key_reader
 from s3bulk.s3.ratecontrol import THROTTLE_CODES, RateControl
 from s3bulk.s3.regions import BucketRegions, region_from_answer
 from s3bulk.s3.versionorder import in_s3s_order
@@ -662,7 +663,7 @@ class FastS3:
         query = _query(params)
         root = self._send("GET", bucket, None, query, dict(headers or {}), b"", EMPTY_SHA256)
         assert root is not None
-        decode = unquote_plus if _text(root, "EncodingType") == "url" else str
+        decode = key_reader(_text(root, "EncodingType"), bucket)
         objects = []
         for c in _all(root, "Contents"):
             modified = _text(c, "LastModified")
@@ -741,8 +742,8 @@ class FastS3:
         query = _query(params)
         root = self._send("GET", bucket, None, query, dict(headers or {}), b"", EMPTY_SHA256)
         assert root is not None
-        # Keys come url-encoded only when the server says so (botocore decodes on the same condition).
-        decode = unquote_plus if _text(root, "EncodingType") == "url" else str
+        # Keys come url-encoded only when the server says so (botocore decodes on the same condition): s3/keytext.py.
+        decode = key_reader(_text(root, "EncodingType"), bucket)
         objects = []
         for c in root:
             marker = c.tag in (f"{S3NS}DeleteMarker", "DeleteMarker")

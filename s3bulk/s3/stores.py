@@ -7,13 +7,14 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
-from urllib.parse import quote, unquote_plus, urlsplit
+from urllib.parse import quote, urlsplit
 
 from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, HTTPClientError, ReadTimeoutError, ResponseStreamingError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from s3bulk.outage import OutageBreaker
 from s3bulk.s3.keyorder import KeyOrder, check_marked
+from s3bulk.s3.keytext import check_sent, key_reader
 from s3bulk.s3.params import PARAMS, apply_carry, content_md5, encryption_of, grant_headers, request_headers, version_param
 from s3bulk.s3.ratecontrol import RateControl
 from s3bulk.s3.regions import BucketRegions
@@ -195,8 +196,11 @@ class S3Store:
             kwargs["ContinuationToken"] = token
         elif start_after:
             kwargs["StartAfter"] = start_after
-        # botocore asks for EncodingType=url and decodes keys, so control characters survive the XML.
+        # botocore asks for EncodingType=url and decodes keys, so control characters survive the XML (s3/keytext.py).
         r = self._listing(self._s3(bucket).list_objects_v2, kwargs)
+        check_sent(
+            r.get("EncodingType"), bucket, [o["Key"] for o in r.get("Contents", ())] + [p["Prefix"] for p in r.get("CommonPrefixes", ())]
+        )
         objects = [
             ObjectInfo(o["Key"], int(o.get("Size", 0)), quoted_etag(o.get("ETag")), o.get("LastModified"), o.get("StorageClass"))
             for o in r.get("Contents", ())
@@ -235,6 +239,10 @@ class S3Store:
         elif key_marker:
             kwargs["KeyMarker"] = key_marker
         r = self._listing(self._s3(bucket).list_object_versions, kwargs)
+        sent = [v["Key"] for v in (*r.get("Versions", ()), *r.get("DeleteMarkers", ()))] + [
+            p["Prefix"] for p in r.get("CommonPrefixes", ())
+        ]
+        check_sent(r.get("EncodingType"), bucket, sent)
         versions = [
             ObjectInfo(
                 v["Key"],
@@ -278,7 +286,7 @@ class S3Store:
         # botocore does not ask ListMultipartUploads for url-encoded keys as it does listings; asked here, and decoded
         # only when the answer says it encoded them (a server that ignores the parameter sends keys as they are).
         r = self._listing(self._s3(bucket).list_multipart_uploads, {**kwargs, "EncodingType": "url"})
-        plain: Callable[[str], str] = unquote_plus if r.get("EncodingType") == "url" else str
+        plain = key_reader(r.get("EncodingType"), bucket)
         uploads = [
             ObjectInfo(plain(u["Key"]), 0, "", u.get("Initiated"), u.get("StorageClass"), upload_id=str(u["UploadId"]))
             for u in r.get("Uploads", ())

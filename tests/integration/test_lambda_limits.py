@@ -145,17 +145,18 @@ def test_an_account_with_little_concurrency_throttles_and_the_job_still_ends_exa
 def test_a_batch_that_needs_three_invocations_counts_what_each_finished_and_copies_every_object_once(
     template: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A 4 s worker with two threads, 30 objects of 0.5 s each in one batch: each invocation counts what it finished
-    and hands the rest on as a batch of its own (a child), so nothing is redone and every object is copied once."""
+    """A 9 s worker with two threads, 30 objects of 1 s each in one batch (15 s of work, 5.5 s a window): each invocation
+    counts what it finished and hands the rest on as a batch of its own (a child), so nothing is redone and every object
+    is copied once. The margins (3.5 s, and 1.75 s to count and hand on) leave room for a loaded CI machine."""
     real = FastS3Store.copy_object
 
     def slow_copy(self: FastS3Store, *args: Any, **kwargs: Any) -> str:
-        time.sleep(0.5)
+        time.sleep(1.0)
         return str(real(self, *args, **kwargs))
 
     monkeypatch.setattr(FastS3Store, "copy_object", slow_copy)
-    env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_WORK_MARGIN_S": "1", "S3BULK_CONCURRENCY": "2"}
-    with StackOnMoto(template, buckets=(SRC, DST), env=env, timeouts={"Worker": 4}, pollers=1) as stack:
+    env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_WORK_MARGIN_S": "3.5", "S3BULK_CONCURRENCY": "2"}
+    with StackOnMoto(template, buckets=(SRC, DST), env=env, timeouts={"Worker": 9}, pollers=1) as stack:
         keys = seed()[:30]
         for key in seed()[30:]:
             stack.s3.delete_object(Bucket=SRC, Key=key)

@@ -44,6 +44,11 @@ def holdable(key: str) -> bool:
     (versitygw: ::test_versitygw_cannot_hold_a_body_at_a_key_ending_in_slash), segments under 255 bytes
     (::test_versitygw_refuses_a_key_segment_over_255_bytes) and no long keys (SeaweedFS)."""
     parts = key.split("/")
+    if any(ord(ch) < 0x20 for ch in key) or "\ufffd" in key:
+        # `%0b` decodes to a control character: neither server holds `\x00`, and versitygw lists the rest as U+FFFD, which
+        # s3bulk refuses (UnreadableKey: test_cli_on_foreign_servers.py::test_keys_with_control_characters...), as it
+        # refuses a real U+FFFD (`%aa` decodes to one) in a listing that was not url-encoded: it cannot tell the two apart.
+        return False
     return all(p not in {"", ".", ".."} and len(p.encode()) <= 120 for p in parts) and len(key.encode()) <= 240
 
 
@@ -115,7 +120,14 @@ def test_a_filtered_delete_deletes_exactly_what_the_filter_selects(server: str, 
     endpoint = str(request.getfixturevalue(server))
     client = plain_client(endpoint)
 
-    @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+    # The same examples every run (derandomize): a CI run is reproducible, and a failure is a bug, never a bad draw.
+    @settings(
+        max_examples=20,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    )
     @given(data=st.data())
     def check(data: st.DataObject) -> None:
         sizes = data.draw(key_sets(server), label="sizes")

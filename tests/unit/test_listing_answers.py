@@ -13,6 +13,7 @@ from s3bulk.s3 import fastpath
 from s3bulk.s3.clients import ClientSettings, make_s3_client
 from s3bulk.s3.faststore import FastS3Store
 from s3bulk.s3.keyorder import KeyOrder, check_marked
+from s3bulk.s3.keytext import check_sent
 from s3bulk.s3.versionorder import in_s3s_order, merge_versions
 from s3bulk.store import ListPage, ObjectInfo, RequestOptions, StoreError, version_token
 
@@ -182,3 +183,23 @@ def test_a_version_page_that_goes_back_before_its_key_marker_is_out_of_order() -
     assert check_marked("b", page, "a") is page  # the key may go on from the page before
     with pytest.raises(StoreError, match="'a' after 'b', out of S3's key order"):
         check_marked("b", page, "b")
+
+
+def test_a_key_a_server_could_not_carry_in_xml_is_an_error_not_a_name_that_does_not_exist(monkeypatch: pytest.MonkeyPatch) -> None:
+    # versitygw lists `p/\x0b` as `p/\ufffd` and ignores encoding-type=url: deleting that name would delete nothing, count one.
+    lost = "p/\ufffd"
+    body = f"<ListBucketResult {NS}><IsTruncated>false</IsTruncated>{_contents('p/a', lost)}</ListBucketResult>"
+    fast, _ = _fast(monkeypatch, body)
+    with pytest.raises(StoreError) as raised:
+        fast.list_page("b", "p/", None, None, 1000)
+    assert raised.value.code == "UnreadableKey" and "p/\\ufffd" in str(raised.value)
+    with pytest.raises(StoreError):
+        check_sent(None, "b", ["p/a", "p/\ufffd"])
+
+
+def test_a_replacement_character_the_server_url_encoded_is_a_real_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    body = f"<ListBucketResult {NS}><EncodingType>url</EncodingType><IsTruncated>false</IsTruncated>"
+    body += f"{_contents('p/%EF%BF%BD', 'p/%0B')}</ListBucketResult>"
+    fast, _ = _fast(monkeypatch, body)
+    assert [o.key for o in fast.list_page("b", "p/", None, None, 1000).objects] == ["p/\ufffd", "p/\x0b"]
+    check_sent("url", "b", ["p/\ufffd"])  # botocore decoded these already; an encoded answer lost nothing
