@@ -205,7 +205,9 @@ class S3BulkStack(cdk.Stack):
             "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
         }
 
-        def function(name: str, handler: str, memory: int, timeout: cdk.Duration, asset: lambda_.Code = code) -> lambda_.Function:
+        def function(
+            name: str, handler: str, memory: int, timeout: cdk.Duration, asset: lambda_.Code = code, *, loops: bool = False
+        ) -> lambda_.Function:
             fn = lambda_.Function(
                 self,
                 name,
@@ -217,6 +219,10 @@ class S3BulkStack(cdk.Stack):
                 timeout=timeout,
                 environment=env,
                 tracing=lambda_.Tracing.ACTIVE,
+                # Lambda stops a chain of events that invokes a function a 17th time, unless it allows loops: the Worker
+                # sends a waiting batch, and each batch's rest, back to its own queue (each loop bounded: strikes,
+                # STOPPED_KEEP_S), and the DeadLetterCounter sends children on, so those two allow them.
+                recursive_loop=lambda_.RecursiveLoop.ALLOW if loops else lambda_.RecursiveLoop.TERMINATE,
                 log_group=logs.LogGroup(
                     self, f"{name}Logs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=cdk.RemovalPolicy.DESTROY
                 ),
@@ -225,14 +231,14 @@ class S3BulkStack(cdk.Stack):
 
         self.validate_fn = function("Validate", "functions.validate.handler.handler", 256, cdk.Duration.seconds(30))
         self.lister_fn = function("Lister", "functions.lister.handler.handler", 512, cdk.Duration.seconds(LISTER_TIMEOUT_S), manifest_code)
-        self.worker_fn = function("Worker", "functions.worker.handler.handler", config.worker_memory_mb, worker_timeout)
+        self.worker_fn = function("Worker", "functions.worker.handler.handler", config.worker_memory_mb, worker_timeout, loops=True)
         self.progress_fn = function("Progress", "functions.progress.handler.handler", 256, cdk.Duration.seconds(60))
         self.finalize_fn = function("Finalize", "functions.finalize.handler.handler", 1024, cdk.Duration.minutes(14))
         self.ended_fn = function("ExecutionEnded", "functions.ended.handler.handler", 1024, cdk.Duration.minutes(14))
         # A batch whose worker Lambda never finished it (ended at its timeout or memory on every delivery) is counted
         # failed here, so its job ends with a report instead of waiting for it.
         self.dead_letters_fn = function(
-            "DeadLetterCounter", "functions.deadletters.handler.handler", 256, cdk.Duration.seconds(COUNTER_TIMEOUT_S)
+            "DeadLetterCounter", "functions.deadletters.handler.handler", 256, cdk.Duration.seconds(COUNTER_TIMEOUT_S), loops=True
         )
         self.dead_letters_fn.add_event_source(
             sources.SqsEventSource(self.dlq, batch_size=10, report_batch_item_failures=True, max_concurrency=2)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -10,6 +11,7 @@ from tests.integration.aws_harness import sqs_event
 from tests.integration.stack.faults import Faults, draw
 from tests.integration.stack.iam import acting_as
 from tests.integration.stack.lambdas import Function, Throttled, TimedOut
+from tests.integration.stack.recursion import lineage_of, merged, stopped
 
 
 @dataclass
@@ -23,6 +25,8 @@ class SourceStats:
     timed_out: int = 0
     killed: int = 0
     duplicated: int = 0
+    loop_stopped: int = 0  # records Lambda would not deliver: a recursive loop past 16 hops (stack/recursion.py)
+    max_hops: int = 0  # the most times one function had been invoked along a delivered record's chain
 
 
 class SqsEventSource:
@@ -83,7 +87,12 @@ class SqsEventSource:
             self._deliver(messages)
 
     def _deliver(self, messages: list[dict[str, Any]]) -> None:
+        messages = self._past_loop_detection(messages)
+        if not messages:
+            return
+        lineage = merged([lineage_of(m) for m in messages])
         with self._lock:
+            self.stats.max_hops = max(self.stats.max_hops, max(lineage.values(), default=0))
             self.stats.invocations += 1
             ordinal = self.stats.invocations
             self.stats.records += len(messages)
@@ -92,7 +101,9 @@ class SqsEventSource:
         killed = ordinal in self.faults.kill_invocations
         dies_after = self.faults.kill_after if killed or self.faults.kill_first else None
         try:
-            response = self.fn.invoke(sqs_event(messages, self.queue_arn), dies_after, may_die=None if killed else self._take_kill)
+            response = self.fn.invoke(
+                sqs_event(messages, self.queue_arn), dies_after, may_die=None if killed else self._take_kill, lineage=lineage
+            )
         except Exception as exc:  # noqa: BLE001 - as Lambda: a failed invocation returns every record, after its visibility timeout
             with self._lock:
                 self.stats.crashed += 1
@@ -110,6 +121,24 @@ class SqsEventSource:
             self.stats.killed += killed
             self.stats.deleted += len(done)
             self.stats.returned += len(messages) - len(done)
+
+    def _past_loop_detection(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The records Lambda delivers; one whose chain has invoked this function 16 times already, unless the function
+        allows recursive loops, is not delivered but sent to the queue's dead-letter queue, as Lambda does."""
+        stop = [m for m in messages if stopped(self.fn.name, lineage_of(m), self.fn.recursive_loop)]
+        if not stop:
+            return messages
+        with self._lock, acting_as(None):  # SQS and Lambda move it, not the function's role
+            policy = self.sqs.get_queue_attributes(QueueUrl=self.queue_url, AttributeNames=["RedrivePolicy"])["Attributes"].get(
+                "RedrivePolicy"
+            )
+            for m in stop:
+                if policy:
+                    dlq = self.sqs.get_queue_url(QueueName=json.loads(policy)["deadLetterTargetArn"].rsplit(":", 1)[1])["QueueUrl"]
+                    self.sqs.send_message(QueueUrl=dlq, MessageBody=m["Body"])
+                self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=m["ReceiptHandle"])
+            self.stats.loop_stopped += len(stop)
+        return [m for m in messages if m not in stop]
 
     def _take_kill(self) -> bool:
         """One of the `kill_first` deaths, if any is left (counted as the invocation's kill)."""

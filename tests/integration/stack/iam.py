@@ -33,6 +33,8 @@ from urllib.parse import unquote, urlsplit
 from botocore.client import BaseClient
 from botocore.exceptions import ClientError
 
+from tests.integration.stack.recursion import stamp
+
 STATE_MACHINE = "StateMachine"  # the principal name of the state machine's own service integrations
 _MOTO_SFN_KEY = "ak"  # moto's ASL interpreter builds its clients with this access key
 # IAM's service prefix where it differs from botocore's service name.
@@ -70,9 +72,10 @@ class Killed(BaseException):
 class Invocation:
     """One invocation of a function: ended by Lambda with `kill(reason)`, after which its threads' calls raise Killed."""
 
-    def __init__(self, function: str) -> None:
+    def __init__(self, function: str, lineage: dict[str, int] | None = None) -> None:
         self.function = function
         self.killed: str | None = None
+        self.lineage = lineage or {}  # hops per function along the chain of events (stack/recursion.py)
 
     def kill(self, reason: str) -> None:
         self.killed = reason
@@ -87,8 +90,8 @@ def invocation_of_thread() -> Invocation | None:
 
 
 @contextmanager
-def acting_as(name: str, invocation: Invocation | None = None) -> Iterator[None]:
-    """The current thread runs `name` (a function's invocation) until the block ends."""
+def acting_as(name: str | None, invocation: Invocation | None = None) -> Iterator[None]:
+    """The current thread runs `name` (a function's invocation) until the block ends; None: AWS itself (unchecked)."""
     me = threading.current_thread()
     before = getattr(me, _ATTR, None), getattr(me, _INVOCATION, None)
     setattr(me, _ATTR, name)
@@ -464,6 +467,8 @@ class IamGate:
             if invocation is not None and invocation.killed:
                 gate.after_kill.append(f"{invocation.function}: {operation_name} after the invocation was {invocation.killed}")
                 raise Killed(f"{invocation.function}'s invocation was {invocation.killed}; {operation_name} never reached AWS")
+            if invocation is not None:  # the SDK inside Lambda sends the invocation's trace header (stack/recursion.py)
+                api_params = stamp(operation_name, api_params, invocation.lineage)
             principal = principal_of_thread()
             creds = client._request_signer._credentials
             if creds is not None and creds.access_key == _MOTO_SFN_KEY:

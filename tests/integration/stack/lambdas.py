@@ -20,6 +20,7 @@ from moto.core.models import DEFAULT_ACCOUNT_ID
 
 from tests.integration.aws_harness import REGION
 from tests.integration.stack.iam import Invocation, Killed, acting_as
+from tests.integration.stack.recursion import invoked
 
 
 class LambdaContext:
@@ -104,8 +105,17 @@ class Function:
     the caller gets `Sandbox.Timedout` at once, the environment is thrown away, and whatever the abandoned
     thread (or a thread it started) still asks of AWS raises Killed instead of reaching it (stack/iam.py)."""
 
-    def __init__(self, name: str, handler: str, timeout_s: float, memory_mb: int, concurrency: Concurrency | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        handler: str,
+        timeout_s: float,
+        memory_mb: int,
+        concurrency: Concurrency | None = None,
+        recursive_loop: str = "Terminate",
+    ) -> None:
         self.name, self.timeout_s, self.memory_mb = name, timeout_s, memory_mb
+        self.recursive_loop = recursive_loop  # the function's RecursiveLoop: Lambda stops a loop past 16 hops unless Allow
         self.module_name, _, self.attr = handler.rpartition(".")
         importlib.import_module(self.module_name)  # the shared imports, and a namespace for pydantic's annotations
         self.concurrency = concurrency or Concurrency(None)
@@ -136,7 +146,13 @@ class Function:
         return module
 
     def invoke(
-        self, event: Any, dies_after: int | None = None, *, asynchronous: bool = False, may_die: Callable[[], bool] | None = None
+        self,
+        event: Any,
+        dies_after: int | None = None,
+        *,
+        asynchronous: bool = False,
+        may_die: Callable[[], bool] | None = None,
+        lineage: dict[str, int] | None = None,
     ) -> Any:
         self.concurrency.acquire(self.name, wait=asynchronous)
         try:
@@ -144,7 +160,7 @@ class Function:
         except BaseException:
             self.concurrency.release()
             raise
-        invocation = Invocation(self.name)
+        invocation = Invocation(self.name, invoked(self.name, lineage or {}))
         with self._lock:
             self.running.add(invocation)
         ctx = LambdaContext(self.name, self.timeout_s, self.memory_mb, dies_after, may_die)

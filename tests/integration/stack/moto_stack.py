@@ -351,7 +351,8 @@ class StackOnMoto:
             )["FunctionArn"]
             self.names |= {logical: logical, f"{logical}.Arn": arn}
             timeout = next((t for prefix, t in self.timeouts.items() if logical.startswith(prefix)), float(p.get("Timeout", 3)))
-            self.functions[logical] = Function(logical, p["Handler"], timeout, int(p.get("MemorySize", 128)), self.concurrency)
+            memory, loop = int(p.get("MemorySize", 128)), str(p.get("RecursiveLoop", "Terminate"))
+            self.functions[logical] = Function(logical, p["Handler"], timeout, memory, self.concurrency, recursive_loop=loop)
         os.environ.update(env | self.extra_env)
         [(logical, sm)] = resources_of(self.template, "AWS::StepFunctions::StateMachine").items()
         definition = self.resolve(sm["DefinitionString"])
