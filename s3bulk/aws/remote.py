@@ -269,6 +269,24 @@ def status(deployment: Deployment, job_id: str, settings: ClientSettings) -> Job
         raise JobError(f"job_id: {job_id!r} is not in the ledger {deployment.table}; check the id (s3bulk submit prints it)") from None
 
 
+def starting(deployment: Deployment, job_id: str, settings: ClientSettings) -> bool:
+    """Whether a job not yet in the ledger has an execution running (submitted moments ago: Validate records it first),
+    so `watch` waits for it; an execution of it that ended before recording the job says why, as a JobError."""
+    sfn = make_client("stepfunctions", settings)
+    page = sfn.list_executions(stateMachineArn=deployment.state_machine_arn, maxResults=100)  # newest first
+    prefix = f"{job_id[:71]}-"
+    for ex in page.get("executions", ()):
+        name = str(ex.get("name", ""))
+        if not (name.startswith(prefix) and len(name) == len(prefix) + 8):
+            continue
+        if ex.get("status") == "RUNNING":
+            return True
+        described = sfn.describe_execution(executionArn=ex["executionArn"])
+        why = described.get("cause") or described.get("error") or ex.get("status")
+        raise JobError(f"job_id: {job_id!r} ended ({ex.get('status')}) before its ledger entry was made: {why}")
+    return False
+
+
 def recent_jobs(deployment: Deployment, settings: ClientSettings, limit: int = 20) -> list[JobRecord]:
     """The deployment's most recent jobs, newest first, each with its counters (one Query of the Jobs index, then a
     GetItem and a Query per job)."""

@@ -26,6 +26,7 @@ from s3bulk.aws.remote import (
     recent_jobs,
     resume,
     retry,
+    starting,
     status,
     stop,
     submit,
@@ -38,7 +39,7 @@ from s3bulk.job import Job, JobError, load_job
 from s3bulk.local import preflight
 from s3bulk.local.preflight import UsageError
 from s3bulk.local.progress import human_seconds
-from s3bulk.local.watch import watch
+from s3bulk.local.watch import STARTING, watch
 from s3bulk.report import Snapshot
 from s3bulk.s3.clients import ClientSettings, has_credentials, region_of
 
@@ -156,7 +157,12 @@ def remote(args: argparse.Namespace, console: Console) -> int:
             raise UsageError("--every: poll at most once a second (each poll reads the job's ledger items)")
 
         def poll() -> tuple[str, Snapshot]:
-            rec = status(dep, args.job_id, settings)
+            try:
+                rec = status(dep, args.job_id, settings)
+            except JobError:
+                if not starting(dep, args.job_id, settings):  # submitted moments ago: Validate has not recorded it yet
+                    raise
+                return STARTING, Snapshot(0, 0, 0, False, 0, 0, 0, 0)
             return rec.status, rec.snapshot()
 
         ended = watch(args.job_id, poll, console, every=args.every)

@@ -21,8 +21,10 @@ from s3bulk.report import Snapshot
 # One poll of a job: its ledger status and its counts.
 Poll = tuple[str, Snapshot]
 
+# A job submitted moments ago: its execution runs, and Validate has not yet made its ledger entry.
+STARTING = "STARTING"
 # Ledger statuses of a job that is still going (workers may still count batches while it stops).
-GOING = frozenset({"RUNNING", "STOPPING", "CANCELLING"})
+GOING = frozenset({STARTING, "RUNNING", "STOPPING", "CANCELLING"})
 
 
 def watch_line(job_id: str, status: str, snap: Snapshot, objects_per_s: float, bytes_per_s: float) -> str:

@@ -263,3 +263,38 @@ def test_tune_changes_the_workers_event_source_concurrency_while_jobs_run_and_re
     assert refused.value.code == 2 and "--max-concurrency: 1 is outside 2-1000" in capsys.readouterr().err
     assert main(["tune", "--max-concurrency", "20"]) == 2  # the default stack predates the output: says to redeploy
     assert "no WorkerEventSourceMapping output; redeploy" in capsys.readouterr().err
+
+
+def test_watch_right_after_submit_waits_for_the_job_to_be_recorded_then_follows_it(
+    deployed: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Validate makes the ledger entry a moment after the execution starts: watch says the job is starting, not exit 2."""
+    deployed["sfn"].start_execution(stateMachineArn=deployed["arn"], name="job-s-0123abcd", input=json.dumps({"job_id": "job-s"}))
+    item = initial_item("job-s", parse_job(Path("events/copy-prefix.json").read_text()))
+    item["listed"], item["succeeded"] = {"N": "10"}, {"N": "10"}
+    doc = {"job_id": "job-s", "status": "succeeded", "listed": 10, "succeeded": 10, "failed": 0}
+
+    def recorded() -> None:
+        deployed["ddb"].put_item(TableName=TABLE, Item=item)
+
+    def finished() -> None:
+        deployed["s3"].put_object(Bucket=REPORTS, Key="jobs/job-s/report.json", Body=json.dumps(doc).encode())
+        deployed["ddb"].update_item(
+            TableName=TABLE,
+            Key={"pk": {"S": "job#job-s"}, "sk": {"S": "job"}},
+            UpdateExpression="SET #s = :s",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues={":s": {"S": "SUCCEEDED"}},
+        )
+
+    timers = [threading.Timer(1.5, recorded), threading.Timer(2.5, finished)]
+    for t in timers:
+        t.start()
+    assert main(["watch", "job-s", "--every", "1"]) == 0
+    for t in timers:
+        t.join()
+    out = capsys.readouterr().out
+    assert out.startswith("job-s starting"), out
+    assert "job-s running  10/10" in out or "job-s succeeded" in out, out
+    assert main(["watch", "no-such-job", "--every", "1"]) == 2  # no execution of it either: the one-line error
+    assert "'no-such-job' is not in the ledger" in capsys.readouterr().err
