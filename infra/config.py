@@ -76,6 +76,7 @@ class DeployConfig:
             worker_max_concurrency=int(get("worker_max_concurrency") or 50),
             worker_memory_mb=int(get("worker_memory_mb") or 1024),
             worker_batch_size=int(get("worker_batch_size") or 5),
+            worker_timeout_s=int(get("worker_timeout_s") or 600),
             worker_threads=int(get("worker_threads") or 32),
             list_shards=int(get("list_shards") or DEFAULT_LIST_SHARDS),
             poll_seconds=int(get("poll_seconds") or 600),
@@ -113,6 +114,11 @@ class DeployConfig:
             raise ValueError(
                 "context poll_seconds: the completion check's period must be 60-3600 s "
                 "(shorter fills the execution's 25,000-event history sooner); pass e.g. -c poll_seconds=600"
+            )
+        if not 300 <= self.worker_timeout_s <= 900:
+            raise ValueError(
+                "context worker_timeout_s: a Worker runs 300-900 s (Lambda's limit is 900; it starts no object in its last "
+                "150 s); pass e.g. -c worker_timeout_s=900"
             )
         if not 2 <= self.worker_max_concurrency <= 1000:
             raise ValueError("context worker_max_concurrency: SQS event sources allow 2-1000; pick a value in that range")

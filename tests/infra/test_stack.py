@@ -82,6 +82,21 @@ def test_work_queue_dead_letters_after_five_receives_and_outlasts_the_worker(tem
     assert all(q["Properties"].get("SqsManagedSseEnabled") for q in queues.values())
 
 
+def test_worker_timeout_s_sets_the_workers_timeout_and_six_times_it_as_the_queues_visibility() -> None:
+    app = build_app({**CONTEXT, "worker_timeout_s": "900"})
+    found = app.node.find_child("S3Bulk")
+    assert isinstance(found, S3BulkStack)
+    t = Template.from_stack(found)
+    [worker] = [
+        r for r in resources(t, "AWS::Lambda::Function").values() if r["Properties"]["Handler"] == "functions.worker.handler.handler"
+    ]
+    [work] = [q for q in resources(t, "AWS::SQS::Queue").values() if "RedrivePolicy" in q["Properties"]]
+    assert (worker["Properties"]["Timeout"], work["Properties"]["VisibilityTimeout"]) == (900, 5400)
+    for bad in ("120", "901"):
+        with pytest.raises(ValueError, match=r"^context worker_timeout_s: .* pass e\.g\. -c worker_timeout_s=900$"):
+            build_app({**CONTEXT, "worker_timeout_s": bad})
+
+
 def test_queues_and_buckets_refuse_plain_http(template: Template) -> None:
     deny_insecure = Match.object_like(
         {
