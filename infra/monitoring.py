@@ -50,12 +50,14 @@ class Monitoring(Construct):
         alarm_topic: sns.ITopic | None = None,
         functions: Sequence[lambda_.IFunction] = (),
         ended_dlq: sqs.IQueue | None = None,
+        schedule_dlq: sqs.IQueue | None = None,
     ) -> None:
         """With `alarm_topic`, every alarm notifies it when it fires and when it clears. `functions` are the other
-        functions whose errors alarm together; `ended_dlq` holds execution-ended events that could not be delivered."""
+        functions whose errors alarm together; `ended_dlq` holds execution-ended events that could not be delivered;
+        `schedule_dlq` scheduled runs that could not be started."""
         super().__init__(scope, construct_id)
         self.worker, self.queue, self.dlq, self.state_machine = worker, queue, dlq, state_machine
-        self.functions, self.ended_dlq = list(functions), ended_dlq
+        self.functions, self.ended_dlq, self.schedule_dlq = list(functions), ended_dlq, schedule_dlq
         self.dashboard = self._dashboard()
         self.alarms = self._alarms()
         if alarm_topic is not None:
@@ -144,6 +146,17 @@ class Monitoring(Construct):
                     self.ended_dlq.metric_approximate_number_of_messages_visible(period=five, statistic="Maximum"),
                     "An ended execution's event could not reach ExecutionEnded: its job may lack a report; "
                     "run s3bulk status on it and redrive the event.",
+                    0,
+                    above,
+                )
+            )
+        if self.schedule_dlq is not None:
+            out.append(
+                alarm(
+                    "ScheduleDeadLettersAlarm",
+                    self.schedule_dlq.metric_approximate_number_of_messages_visible(period=five, statistic="Maximum"),
+                    "A scheduled job could not be started within its retries: the message holds its input; start it with "
+                    "s3bulk submit, and check the state machine's throttles.",
                     0,
                     above,
                 )

@@ -110,7 +110,7 @@ def test_queues_and_buckets_refuse_plain_http(template: Template) -> None:
         }
     )
     # The work queue, its dead-letter queue, and the ended-execution events' dead-letter queue.
-    assert len(template.find_resources("AWS::SQS::QueuePolicy", {"Properties": deny_insecure})) == 3
+    assert len(template.find_resources("AWS::SQS::QueuePolicy", {"Properties": deny_insecure})) == 4  # one is the schedules' DLQ
     assert len(template.find_resources("AWS::S3::BucketPolicy", {"Properties": deny_insecure})) == 2
 
 
@@ -134,6 +134,28 @@ def test_each_configured_schedule_starts_the_state_machine_with_its_job(template
     assert json.loads(props["Target"]["Input"]) == json.loads(Path("tests/infra/nightly-job.json").read_text())
     [sm_id] = resources(template, "AWS::StepFunctions::StateMachine")
     assert props["Target"]["Arn"] == {"Ref": sm_id}
+
+
+def test_a_scheduled_run_that_could_not_start_is_kept_in_a_dead_letter_queue_the_scheduler_may_write_and_alarmed(
+    template: Template,
+) -> None:
+    [schedule] = resources(template, "AWS::Scheduler::Schedule").values()
+    dlq = schedule["Properties"]["Target"]["DeadLetterConfig"]["Arn"]["Fn::GetAtt"][0]
+    assert dlq.startswith("ScheduleDeadLetters") and dlq in resources(template, "AWS::SQS::Queue")
+    role = schedule["Properties"]["Target"]["RoleArn"]["Fn::GetAtt"][0]
+    granted = [
+        st
+        for p in resources(template, "AWS::IAM::Policy").values()
+        if {"Ref": role} in p["Properties"]["Roles"]
+        for st in p["Properties"]["PolicyDocument"]["Statement"]
+        if "sqs:SendMessage" in as_list(st["Action"])
+    ]
+    assert [st["Resource"] for st in granted] == [{"Fn::GetAtt": [dlq, "Arn"]}]
+    alarms = resources(template, "AWS::CloudWatch::Alarm").values()
+    watched = [
+        a for a in alarms if any(d.get("Value") == {"Fn::GetAtt": [dlq, "QueueName"]} for d in a["Properties"].get("Dimensions", []))
+    ]
+    assert len(watched) == 1
 
 
 def test_dashboard_has_throughput_failure_queue_worker_and_execution_widgets(template: Template) -> None:
@@ -166,6 +188,7 @@ def test_alarms_cover_dead_letters_failed_and_early_ended_executions_every_funct
     assert set(alarms) == {
         "DeadLetters",  # a dead-lettered batch the counter could not count
         "DeadLetteredBatches",  # counted by the dead-letter counter, so the queue's own depth rarely shows them
+        "ScheduleDeadLetters",  # a scheduled run the scheduler could not start (the fixture deploys a schedule)
         "FailedExecutions",
         "ExecutionsEndedEarly",  # timed out or aborted
         "WorkerErrors",
@@ -442,7 +465,7 @@ def test_every_alarm_notifies_a_topic_cloudwatch_may_publish_to_and_an_email_sub
         [topic_id] = resources(t, "AWS::SNS::Topic")
         assert bool(resources(t, "AWS::SNS::Subscription")) is subscribed
         alarms = resources(t, "AWS::CloudWatch::Alarm").values()
-        assert len(alarms) == 8
+        assert len(alarms) == 9
         for a in alarms:
             assert a["Properties"]["AlarmActions"] == [{"Ref": topic_id}] == a["Properties"]["OKActions"]
         [policy] = resources(t, "AWS::SNS::TopicPolicy").values()
