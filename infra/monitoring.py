@@ -139,28 +139,25 @@ class Monitoring(Construct):
                     at_least,
                 )
             )
-        if self.ended_dlq is not None:
-            out.append(
-                alarm(
-                    "ExecutionEndedDeadLettersAlarm",
-                    self.ended_dlq.metric_approximate_number_of_messages_visible(period=five, statistic="Maximum"),
-                    "An ended execution's event could not reach ExecutionEnded: its job may lack a report; "
-                    "run s3bulk status on it and redrive the event.",
-                    0,
-                    above,
+        held = (
+            (
+                "ExecutionEndedDeadLettersAlarm",
+                self.ended_dlq,
+                "An ended execution's event could not reach ExecutionEnded: its job may lack a report; "
+                "run s3bulk status on it and redrive the event.",
+            ),
+            (
+                "ScheduleDeadLettersAlarm",
+                self.schedule_dlq,
+                "A scheduled job could not be started within its retries: the message holds its input; start it with "
+                "s3bulk submit, and check the state machine's throttles.",
+            ),
+        )
+        for name, queue, text in held:  # a dead-letter queue of an EventBridge target: any message in it is news
+            if queue is not None:
+                out.append(
+                    alarm(name, queue.metric_approximate_number_of_messages_visible(period=five, statistic="Maximum"), text, 0, above)
                 )
-            )
-        if self.schedule_dlq is not None:
-            out.append(
-                alarm(
-                    "ScheduleDeadLettersAlarm",
-                    self.schedule_dlq.metric_approximate_number_of_messages_visible(period=five, statistic="Maximum"),
-                    "A scheduled job could not be started within its retries: the message holds its input; start it with "
-                    "s3bulk submit, and check the state machine's throttles.",
-                    0,
-                    above,
-                )
-            )
         return out
 
     def _alarms(self) -> list[cw.Alarm]:
