@@ -280,6 +280,7 @@ class BatchRunner:
                     break
                 run.taking(item)
                 done, settled = self._object(item, counted, lines, run, keep_going)
+                run.left(item)
                 if done is not None:
                     confirmed.append(done)
                     fresh.append(done)

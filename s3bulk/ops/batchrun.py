@@ -76,7 +76,7 @@ class BatchRun:
         self._frozen = False
         self._flushed: list[Item] = []
         self._published: list[Item] = []
-        self._began: dict[int, float] = {}  # id(item) -> when a lane took it
+        self._began: dict[int, float] = {}  # id(item) -> when a lane took it, while the lane works it
         self._todo: Sequence[Item] = ()
         self._queue: deque[Item] | None = None
 
@@ -173,6 +173,12 @@ class BatchRun:
             with self._lock:
                 self._began[id(item)] = time.monotonic()
 
+    def left(self, item: Item) -> None:
+        """A lane is done working `item` (its outcome may wait for the lane's next flush): a freeze gives it no strike."""
+        if self._freezable:
+            with self._lock:
+                self._began.pop(id(item), None)
+
     def freeze(self, strike_after: float = 0.0) -> Frozen | None:
         """Stop the run where it stands, its slow objects still in flight: the tally keeps exactly the outcomes flushed
         so far, nothing more is written to it, and the rest of the batch is told apart. A move's copies confirmed by
@@ -194,7 +200,9 @@ class BatchRun:
             inflight = [i for i in self._todo if id(i) not in gone and (i.obj.key, i.obj.version_id) not in taken]
             counted = len(self._flushed)
             now = time.monotonic()
-            long = [i for i in inflight if now - self._began.get(id(i), now) >= strike_after]
+            # Only an object a lane is working now can be to blame: one it finished and has not flushed yet is handed
+            # on (its outcome is not in the tally) without a strike.
+            long = [i for i in inflight if id(i) in self._began and now - self._began[id(i)] >= strike_after]
         if confirmed and self._closing is not None:
             self._closing(confirmed)  # deletes and counts into the tally directly: a flush would be refused now
         return Frozen(counted + len(confirmed), untaken, paused, inflight, long)

@@ -170,6 +170,28 @@ def test_a_run_frozen_while_one_object_hangs_keeps_what_finished_and_hands_on_ex
         assert run.freeze() is None  # a run that ended has nothing to freeze
 
 
+def test_a_freeze_strikes_only_the_object_a_lane_is_working_not_the_ones_it_finished_and_has_not_flushed(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One lane finishes in/00..in/06 in a moment and hangs on in/07; its outcomes wait for its next flush (a second
+    later). A freeze then hands all eight on, but only in/07 was being worked: the others get no strike, so on a loaded
+    machine an ordinary object beside a hung one never fails WorkerTimedOut."""
+    release = _hangs_on_07(monkeypatch)
+    monkeypatch.setattr("s3bulk.ops.batch.FLUSH_EVERY_S", 60.0)
+    batch = items(store)
+    tally = Tally()
+    with BoundedExecutor(1) as parts, BoundedExecutor(1) as pool:
+        run = BatchRunner(job(), store, pool, parts).start(batch, tally)
+        assert not run.wait(1.0)  # the one lane is stuck on in/07, having finished the seven before it
+        frozen = run.freeze(strike_after=0.5)
+        assert frozen is not None
+        assert [i.obj.key for i in frozen.inflight] == [f"in/{i:02d}" for i in range(8)]  # no outcome in the tally yet
+        assert [i.obj.key for i in frozen.long] == ["in/07"]
+        assert frozen.counted == tally.succeeded == 0
+        release.set()
+        assert run.wait(5)
+
+
 def _hangs_on_07(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
     release = threading.Event()
     real = MemoryStore.copy_object
