@@ -457,6 +457,7 @@ class Report:
     run_bytes: int | None = None
     stop_reason: str | None = None  # "failure_breaker" when the failure breaker stopped the run
     canary: dict[str, Any] | None = None  # a canary's: objects sampled and checked, and the command that runs the rest
+    redone: int = 0  # objects a run before the failure breaker's stop failed, done again by this resumed run
 
     def summary(self) -> dict[str, Any]:
         counts = Counts.of_tally(self.tally, self.retries)
@@ -472,6 +473,8 @@ class Report:
         )
         if self.canary is not None:
             out["canary"] = self.canary
+        if self.redone:
+            out["redone_after_breaker"] = self.redone  # their earlier failures are replaced by this run's outcomes
         return out
 
     def write(self, path: str | Path, *, spill_dir: Path | None = None) -> Path | None:

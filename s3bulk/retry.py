@@ -53,16 +53,24 @@ def failed_objects(lines: Iterable[Mapping[str, Any]], refused: Counter[str] | N
         if "outcome" in line:
             version, failed = str(line.get("version_id") or ""), line.get("outcome") == "failed"
         else:
-            message = str(line.get("message") or "")
-            if message.startswith(EXTRANEOUS):
+            named = version_failed(str(line.get("error") or ""), str(line.get("message") or ""))
+            if named is None:
                 continue
-            found = _VERSION.match(message)
-            version, failed = (found.group(1) if found else ""), True
+            version, failed = named, True
         if failed:
             state[(key, version)] = True
         elif (key, version) in state:
             state[(key, version)] = False
     return [Failed(key, version) for (key, version), failed in state.items() if failed]
+
+
+def version_failed(error: str, message: str) -> str | None:
+    """The version a failure entry is of ("" the current one), or None when it names no object to do again (a sync's
+    extraneous delete, a manifest row the job refused)."""
+    if error in NOT_OBJECTS or message.startswith(EXTRANEOUS):
+        return None
+    found = _VERSION.match(message)
+    return found.group(1) if found else ""
 
 
 def manifest_rows(bucket: str, objects: Iterable[Failed]) -> Iterator[str]:

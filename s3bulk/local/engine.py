@@ -21,7 +21,7 @@ from s3bulk.job import Job, new_job_id, request_options
 from s3bulk.keys import JsonlKeyLog
 from s3bulk.listing import batched, iter_objects, iter_objects_parallel, lister
 from s3bulk.local.interrupt import Interrupt, Interrupted
-from s3bulk.local.ledger import BatchEntry, LocalLedger
+from s3bulk.local.ledger import REDO_BATCH, BatchEntry, LocalLedger
 from s3bulk.manifest import ManifestError, ManifestReader
 from s3bulk.ops.batch import DEFAULT_CONCURRENCY, BatchRunner, part_pool
 from s3bulk.ops.delete import delete_batch
@@ -33,6 +33,7 @@ from s3bulk.ops.rewind import check_history
 from s3bulk.ops.versions import check_versioned
 from s3bulk.outage import EndpointUnreachable
 from s3bulk.report import BatchTally, Counted, Report, Tally, job_status
+from s3bulk.retry import version_failed
 from s3bulk.selection import GUARDED_OPS, Selector, deletes, key_mapper
 from s3bulk.store import UNKNOWN_SIZE, ObjectInfo, ObjectStore, StoreError
 from s3bulk.sync import Joined, decide, join
@@ -114,6 +115,13 @@ class Engine:
             self._start_after = None
         if self.ledger is not None and sample is None:
             self.ledger.drop_canary_failures()  # what failed in a canary is done again, like any object
+        # After the failure breaker stopped the job (and its cause was fixed), a resume does its failed objects again
+        # before the rest: `redo` of them, in the ledger until committed.
+        self.redo = 0
+        if self.ledger is not None and sample is None and not job.options.dry_run:
+            if self.ledger.stopped_by() == STOP_REASON and job.source.versions == "current":
+                self.ledger.take_for_redo(version_failed)
+            self.redo = self.ledger.redo_left()  # with what an interrupted resume left of an earlier redo
         self._canary_done = self.ledger.canary_objects() if self.ledger is not None and sample is None else set()
         self.concurrency = resolve_concurrency(job, concurrency)
         # One outage breaker per store (the same one when both sides share it), with the job's window.
@@ -253,10 +261,22 @@ class Engine:
         except StoreError as exc:
             raise JobAbort(f"destination s3://{dst.bucket}/{dst.prefix} is not usable: {error_code(exc)}: {error_message(exc)}") from exc
 
+    def _redone(self) -> Iterator[Item]:
+        """The objects to redo (take_for_redo), each named by key and version only, as a manifest row without a size."""
+        assert self.ledger is not None
+        for key, version in self.ledger.to_redo():
+            self.tally.seen(0, True)
+            yield Item(ObjectInfo(key, UNKNOWN_SIZE, version_id=version), self._map(key) if self._map else "", alone=True)
+
     def _produce(self, out: queue.Queue[tuple[list[Item], BatchEntry] | None]) -> None:
         try:
             self.check_destination()
-            after, scanned = self._start_after, 0
+            if self.redo:  # ahead of the listing, each batch committed apart from its ranges (finish_redo)
+                for batch in batched(self._redone(), self.job.options.batch_size):
+                    rec = BatchEntry(REDO_BATCH, REDO_BATCH, len(batch), len(batch), 0, 0, 0, 0, 0, 0)
+                    if not self._put(out, (batch, rec)):
+                        return
+            after, scanned = self._start_after, self.tally.snapshot().scanned
             # A batch ends between keys, never inside one key's versions (or uploads): the ledger resumes after a whole key.
             whole_keys = self.job.source.versions != "current" or self.job.operation == "abort-uploads"
             group = _item_key if whole_keys else None
@@ -266,13 +286,7 @@ class Engine:
                 last = batch[-1].pos or batch[-1].obj.key
                 rec = BatchEntry(after, last, now - scanned, len(batch), sum(max(i.obj.size, 0) for i in batch), 0, 0, 0, 0, 0)
                 after, scanned = rec.last, now
-                while not self._stop.is_set():
-                    try:
-                        out.put((batch, rec), timeout=0.2)
-                        break
-                    except queue.Full:
-                        continue
-                if self._stop.is_set():
+                if not self._put(out, (batch, rec)):
                     return
             if self._stop.is_set():
                 return
@@ -285,9 +299,19 @@ class Engine:
         finally:
             out.put(None)
 
+    def _put(self, out: queue.Queue[tuple[list[Item], BatchEntry] | None], entry: tuple[list[Item], BatchEntry]) -> bool:
+        """Hand a batch to the run; False once the run stopped (the batch was not taken)."""
+        while not self._stop.is_set():
+            try:
+                out.put(entry, timeout=0.2)
+                return True
+            except queue.Full:
+                continue
+        return False
+
     @property
     def _journals(self) -> bool:
-        """A move's listed batches journal their deletes first (a canary's sample is committed apart)."""
+        """A move's listed batches journal their deletes first (a canary's sample and redone objects are committed apart)."""
         return self.job.operation == "move" and self.ledger is not None and self._sample is None
 
     def _journal_deletes(self, rec: BatchEntry, outcomes: BatchTally, confirmed: list[Item]) -> None:
@@ -300,7 +324,9 @@ class Engine:
         assert self.ledger is not None
         o = outcomes
         done = replace(rec, succeeded=o.succeeded, skipped=o.skipped, failed=o.failed, bytes=o.bytes, retried=o.retried)
-        if self._sample is not None:  # scanned again by the listing that does the rest, unless the canary removed them
+        if rec.last == REDO_BATCH:  # listed again, as take_for_redo uncounted them (scanned by no listing: the ledger keeps none)
+            self.ledger.finish_redo([(i.obj.key, i.obj.version_id) for i in batch], done, o.failures)
+        elif self._sample is not None:  # scanned again by the listing that does the rest, unless the canary removed them
             objects = [(i.obj.key, i.obj.version_id, i.obj.size) for i in batch]
             removes = self.job.operation in {"delete", "move"}
             rec = replace(rec, scanned=self.ledger.finish_canary(objects, done, o.failures, removes_source=removes))
@@ -387,7 +413,8 @@ class Engine:
                         outcomes = BatchTally(self.tally)
                         with self._committed_lock:
                             self._uncommitted[id(outcomes)] = outcomes
-                        journal = functools.partial(self._journal_deletes, rec, outcomes) if self._journals else None
+                        journals = self._journals and rec.last != REDO_BATCH
+                        journal = functools.partial(self._journal_deletes, rec, outcomes) if journals else None
                         on_complete = functools.partial(self._commit, rec, outcomes, batch)
                         runner.start(batch, outcomes, keep_going, on_complete=on_complete, before_deletes=journal)
                     if runner.outage is not None:
@@ -491,7 +518,10 @@ class Engine:
         if self.ledger is not None:
             tally = self._ledger_tally()
             ended = "finished" if error is None else "failed"
-            self.ledger.finish("interrupted" if interrupted else "stopped" if stopped else "canary" if self._sample is not None else ended)
+            why = STOP_REASON if self.trip is not None and stopped and outage is None else None
+            self.ledger.finish(
+                "interrupted" if interrupted else "stopped" if stopped else "canary" if self._sample is not None else ended, why
+            )
         opts = self.job.options
         status = job_status(
             dry_run=opts.dry_run,
@@ -516,6 +546,7 @@ class Engine:
             run_done=this_run.done,
             run_bytes=this_run.bytes,
             stop_reason=STOP_REASON if self.trip is not None and stopped and outage is None else None,
+            redone=self.redo,
         )
 
     def _ledger_tally(self) -> Tally:

@@ -8,6 +8,9 @@ covers in listing order, (after, last]; a resume lists again from the end of the
 unbroken run of finished ranges (the watermark) and skips keys inside the few
 finished ranges beyond it, so finished work is neither redone nor recounted, and
 memory stays bounded by the batches that were in flight.
+
+A run the failure breaker stopped says so (`finish`'s reason), and its resume redoes the objects that failed:
+they leave their batches' counts for the `redo` table, and are counted again, apart from the ranges, as they finish.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
@@ -40,9 +43,15 @@ CREATE TABLE IF NOT EXISTS origin (id INTEGER PRIMARY KEY CHECK (id = 1), settin
 CREATE TABLE IF NOT EXISTS canary_totals (id INTEGER PRIMARY KEY CHECK (id = 1), scanned INTEGER NOT NULL, listed INTEGER NOT NULL,
     listed_bytes INTEGER NOT NULL, succeeded INTEGER NOT NULL, skipped INTEGER NOT NULL, failed INTEGER NOT NULL, bytes INTEGER NOT NULL,
     retried INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS stop (id INTEGER PRIMARY KEY CHECK (id = 1), reason TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS redo (key TEXT NOT NULL, version TEXT NOT NULL, PRIMARY KEY (key, version));
+CREATE TABLE IF NOT EXISTS redo_totals (id INTEGER PRIMARY KEY CHECK (id = 1), listed INTEGER NOT NULL, succeeded INTEGER NOT NULL,
+    skipped INTEGER NOT NULL, failed INTEGER NOT NULL, bytes INTEGER NOT NULL, retried INTEGER NOT NULL);
 """
 # The failures of the canary's objects (options.canary) are kept under this batch name: no listing range is called that.
 CANARY_BATCH = ""  # no S3 key (nor a manifest position) is empty
+# The failures of objects redone after the failure breaker (take_for_redo) are kept under this one: no S3 key holds U+0000.
+REDO_BATCH = "\x00redo"
 
 
 class LedgerError(Exception):
@@ -272,11 +281,92 @@ class LocalLedger:
         with self._lock:
             self._run("INSERT OR REPLACE INTO tail VALUES (1, ?)", (scanned,))
 
-    def finish(self, status: str) -> None:
-        """interrupted and stopped (an endpoint unreachable) stay resumable; anything else is finished."""
+    def finish(self, status: str, reason: str | None = None) -> None:
+        """interrupted and stopped (an endpoint unreachable, the failure breaker: `reason`) stay resumable; anything else
+        is finished."""
         kept = status if status in {"interrupted", "stopped", "canary"} else "finished"
         with self._lock:
-            self._run("UPDATE job SET status = ?, updated = ?", (kept, time.time()))
+            self._run("BEGIN IMMEDIATE")
+            try:
+                self._run("UPDATE job SET status = ?, updated = ?", (kept, time.time()))
+                self._run("DELETE FROM stop")
+                if reason is not None:
+                    self._run("INSERT INTO stop VALUES (1, ?)", (reason,))
+                self._run("COMMIT")
+            except BaseException:
+                self._run("ROLLBACK")
+                raise
+
+    def stopped_by(self) -> str | None:
+        """Why the last run stopped (finish's `reason`), if it gave one."""
+        row = self._one("SELECT reason FROM stop")
+        return None if row is None else str(row[0])
+
+    # -- redoing what the failure breaker's run failed -------------------------------------------------
+    def take_for_redo(self, version_of: Callable[[str, str], str | None]) -> int:
+        """The failed objects of every batch (and of earlier redos) become objects to redo: their failure rows go, their
+        batches count them neither listed nor failed, and `redo` holds them until a run commits them (finish_redo).
+        `version_of(error, message)` names the version a failure is of ("" the current one), or None for a failure that
+        names no object to redo (a manifest row the job refused): those stay failed. The canary's failures are done
+        again anyway (drop_canary_failures). Clears the stop reason. Returns the objects to redo."""
+        with self._lock:
+            self._run("BEGIN IMMEDIATE")
+            try:
+                taken: dict[str, int] = {}
+                after = -1
+                while rows := self._all(
+                    "SELECT rowid, batch_last, key, error, message FROM failure WHERE rowid > ? AND batch_last != ? ORDER BY rowid LIMIT 1000",
+                    (after, CANARY_BATCH),
+                ):
+                    after = rows[-1][0]
+                    chosen = [(rowid, last, key, version_of(error, message)) for rowid, last, key, error, message in rows]
+                    chosen = [c for c in chosen if c[3] is not None]
+                    self._many("INSERT OR IGNORE INTO redo VALUES (?, ?)", [(key, version) for _, _, key, version in chosen])
+                    self._many("DELETE FROM failure WHERE rowid = ?", [(rowid,) for rowid, _, _, _ in chosen])
+                    for _, last, _, _ in chosen:
+                        taken[last] = taken.get(last, 0) + 1
+                for last, n in taken.items():
+                    if last == REDO_BATCH:
+                        self._run("UPDATE redo_totals SET failed = failed - ?, listed = listed - ?", (n, n))
+                    else:
+                        self._run("UPDATE batch SET failed = failed - ?, listed = listed - ? WHERE last = ?", (n, n, last))
+                self._run("DELETE FROM stop")
+                self._run("COMMIT")
+            except BaseException:
+                self._run("ROLLBACK")
+                raise
+        return self.redo_left()
+
+    def redo_left(self) -> int:
+        """Objects still to redo (take_for_redo), none once every one was committed."""
+        return int(self._one("SELECT COUNT(*) FROM redo")[0])
+
+    def to_redo(self) -> Iterator[tuple[str, str]]:
+        """(key, version id) of every object still to redo, in key order, streamed from disk."""
+        after = ("", "")
+        while rows := self._all("SELECT key, version FROM redo WHERE (key, version) > (?, ?) ORDER BY key, version LIMIT 1000", after):
+            yield from ((str(k), str(v)) for k, v in rows)
+            after = (rows[-1][0], rows[-1][1])
+
+    def finish_redo(self, objects: list[tuple[str, str]], rec: BatchEntry, failures: list[tuple[str, str, str]]) -> None:
+        """One transaction: a batch of redone objects, counted (listed again, as take_for_redo uncounted them) and no
+        longer to redo; what failed again is kept under REDO_BATCH."""
+        with self._lock:
+            self._run("BEGIN IMMEDIATE")
+            try:
+                self._many("DELETE FROM redo WHERE key = ? AND version = ?", objects)
+                self._run("INSERT OR IGNORE INTO redo_totals VALUES (1, 0, 0, 0, 0, 0, 0)")
+                self._run(
+                    "UPDATE redo_totals SET listed = listed + ?, succeeded = succeeded + ?, skipped = skipped + ?, failed = failed + ?,"
+                    " bytes = bytes + ?, retried = retried + ?",
+                    (len(objects), rec.succeeded, rec.skipped, rec.failed, rec.bytes, rec.retried),
+                )
+                self._many("INSERT INTO failure VALUES (?, ?, ?, ?)", [(REDO_BATCH, *f) for f in failures])
+                self._run("UPDATE job SET updated = ?", (time.time(),))
+                self._run("COMMIT")
+            except BaseException:
+                self._run("ROLLBACK")
+                raise
 
     # -- reading -----------------------------------------------------------------------------
     def resume_point(self) -> tuple[str | None, list[tuple[str, str]]]:
@@ -308,8 +398,11 @@ class LocalLedger:
             )
             tail = self._one("SELECT scanned FROM tail")
             canary = self._one("SELECT scanned, listed, listed_bytes, succeeded, skipped, failed, bytes, retried FROM canary_totals")
+            redo = self._one("SELECT 0, listed, 0, succeeded, skipped, failed, bytes, retried FROM redo_totals")
         extra = (*canary, 0) if canary else (0,) * 9
-        return Totals(*(a + b for a, b in zip((row[0] + (tail[0] if tail else 0), *row[1:]), extra, strict=True)))
+        again = (*redo, 0) if redo else (0,) * 9
+        ours = (row[0] + (tail[0] if tail else 0), *row[1:])
+        return Totals(*(a + b + c for a, b, c in zip(ours, extra, again, strict=True)))
 
     def failures(self) -> Iterator[tuple[str, str, str]]:
         """Streamed from disk, in key order."""

@@ -127,6 +127,8 @@ def execute(
                 verb = "resuming" if ledger.run_number > 1 else "job"
                 hint = resume_command(engine.job_id, resume_args)
                 console.print(f"{verb} {engine.job_id} (if interrupted: {hint})", markup=False, highlight=False, soft_wrap=True)
+                if engine.redo:
+                    console.print(f"redoing first the {engine.redo:,} objects that failed before the failure breaker stopped the job")
             show = not quiet and (progress == "on" or (progress == "auto" and console.is_terminal))
             if show:
                 with ProgressDisplay(engine.tally, f"{job.operation}", console, breakers=engine.breakers):

@@ -324,7 +324,7 @@ class BatchRunner:
             return Done(h.copied > 0, bytes=h.bytes, result=f"{h.copied} of {h.versions} versions copied")
         try:
             obj = self._resolve(obj, item.head)
-            if self._head_destination:
+            if self._head_destination or (item.alone and self.job.options.if_exists != "overwrite"):
                 existing = self._destination_head(dst.bucket, item.dst_key)
                 decision = decide(self.job.options.if_exists, obj, existing.info(item.dst_key) if existing else None)
                 if self._skips(obj, decision, existing):

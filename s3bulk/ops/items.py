@@ -27,6 +27,7 @@ class Item:
     upload_id: str = ""  # a multipart copy an earlier invocation paused (ops/copies.CopyPaused): go on with it
     strikes: int = 0  # invocations that had to end while this object was still in flight (the stack's worker)
     head: ObjectHead | None = None  # the HEAD source.content_type read: the operation uses it instead of its own
+    alone: bool = False  # named by key only (an object redone after the breaker): no destination listing was joined with it
 
 
 # Operations that need an object's size or storage class, which a CSV manifest row does not give.

@@ -115,3 +115,48 @@ def test_a_retry_of_a_delete_whose_manifest_named_another_bucket_deletes_nothing
     assert again.stderr.count("\n") == 1
     kept = {(b, o["Key"]) for b in (mine, other) for o in direct.list_objects_v2(Bucket=b).get("Contents", [])}
     assert kept == {(mine, "precious.bin"), (other, "doomed.bin"), (other, "precious.bin")}
+
+
+def test_a_copy_stopped_by_the_failure_breaker_is_finished_by_the_resume_it_printed_once_the_cause_is_fixed(
+    seaweed: str, bucket_factory: Callable[[Any, str], str], tmp_path: Path
+) -> None:
+    """A destination that refuses every write (a bucket policy) trips the breaker after about 1,000 objects: exit 4 and
+    a line ending in the resume command. With the policy fixed, that command redoes the objects the breaker's run
+    failed and then the rest: exit 0, every object copied once, nothing left failed."""
+    n = 2_500
+    direct = client_for(seaweed)
+    src, dst = bucket_factory(direct, "src"), bucket_factory(direct, "dst")
+    expected = seed_small(direct, src, "in/", n)
+    job = write_job(
+        tmp_path / "job.json",
+        {
+            "job_id": "refused",
+            "operation": "copy",
+            "source": {"bucket": src, "prefix": "in/"},
+            "destination": {"bucket": dst, "prefix": "out/"},
+            "options": {"batch_size": 100, "object_retries": 0},  # the default failure_breaker: more than half of 1,000
+        },
+    )
+    env, state = cli_env(tmp_path), ["--state-dir", str(tmp_path / "state"), "--progress", "off"]
+    every = frozenset("out/" + k[3:] for k in expected)
+    with FaultProxy(port_of(seaweed), FaultPlan(denied_keys=every, seed=5)) as proxy:
+        first = run_cli("run", str(job), "--endpoint-url", proxy.endpoint_url, "--report", str(tmp_path / "r1.json"), *state, env=env)
+        assert first.returncode == 4, first.stderr
+        r1 = json.loads((tmp_path / "r1.json").read_text())
+        assert (r1["status"], r1["stop_reason"], r1["succeeded"]) == ("stopped", "failure_breaker", 0)
+        assert 1_000 <= r1["failed"] < n and r1["failures_by_code"] == {"AccessDenied": r1["failed"]}
+        [line] = [x for x in first.stderr.splitlines() if x.startswith("failure breaker:")]
+        command = line.split("Fix the cause, then: ")[1].split()
+        assert command[:3] == ["s3bulk", "run", "--resume"]
+
+        proxy.plan = FaultPlan()  # the bucket policy fixed; the run goes to the endpoint its ledger remembers
+        before = proxy.stats.requests["CopyObject"]
+        final = run_cli(*command[1:], "--report", str(tmp_path / "r2.json"), *state, env=env)
+        copies = proxy.stats.requests["CopyObject"] - before
+    assert final.returncode == 0, final.stderr
+    assert "redoing first the" in final.stdout + final.stderr
+    r2 = json.loads((tmp_path / "r2.json").read_text())
+    assert (r2["status"], r2["listed"], r2["succeeded"], r2["failed"]) == ("succeeded", n, n, 0)
+    assert 0 < r2["redone_after_breaker"] <= r1["failed"]
+    assert copies == n  # each object copied once by the resume: the redone ones and the rest, none twice
+    assert_exact_copy(direct, dst, "out/", {"out/" + k[3:]: v for k, v in expected.items()})
