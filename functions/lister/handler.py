@@ -11,7 +11,7 @@ from aws_lambda_powertools.utilities.parser import BaseModel, event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from s3bulk.aws import env
-from s3bulk.aws.guard import check_step, count_step, guarded
+from s3bulk.aws.guard import check_step, count_step, counts_first
 from s3bulk.aws.lister import list_step, plan_step
 from s3bulk.metrics import LISTED_PAGES, NAMESPACE, SERVICE
 
@@ -76,7 +76,7 @@ def handler(event: ListEvent, context: LambdaContext) -> dict[str, Any]:
         )
         spec = d["ledger"].spec(event.job_id)
         confirm = spec.options.confirm and not spec.options.dry_run  # held until s3bulk confirm JOB_ID
-        return {"job_id": event.job_id, "shards": shards, "guard": guarded(spec), "confirm": confirm}
+        return {"job_id": event.job_id, "shards": shards, "guard": counts_first(spec), "confirm": confirm}
     out = list_step(
         event.job_id,
         event.shard,

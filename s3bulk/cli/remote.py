@@ -38,7 +38,7 @@ from s3bulk.cli.contract import DESTRUCTIVE, EXIT_CANCELLED, EXIT_FAILED, EXIT_O
 from s3bulk.job import Job, JobError, load_job
 from s3bulk.local import preflight
 from s3bulk.local.preflight import UsageError
-from s3bulk.local.progress import human_seconds
+from s3bulk.local.progress import human_bytes, human_seconds
 from s3bulk.local.watch import STARTING, watch
 from s3bulk.report import Snapshot
 from s3bulk.s3.clients import ClientSettings, has_credentials, region_of
@@ -114,8 +114,10 @@ def remote(args: argparse.Namespace, console: Console) -> int:
     if args.command == "tune":
         return _tune(args, dep, settings, console)
     if args.command == "confirm":
+        would = would_do(status(dep, args.job_id, settings))
         confirm(dep, args.job_id, settings)
-        console.print(f"confirmed {args.job_id}; follow it with: s3bulk watch {args.job_id}", markup=False, soft_wrap=True)
+        what = f" ({would})" if would else ""
+        console.print(f"confirmed {args.job_id}{what}; follow it with: s3bulk watch {args.job_id}", markup=False, soft_wrap=True)
         return EXIT_OK
     if args.command == "stop":
         execution = stop(dep, args.job_id, settings)
@@ -184,6 +186,8 @@ def remote(args: argparse.Namespace, console: Console) -> int:
         table = Table(title=f"{rec.job.operation}: {rec.status}", show_header=False)
         for name, value in rec.summary().items():
             table.add_row(name, f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value))
+        if rec.awaiting_confirmation:
+            table.add_row("would do", confirming(rec))
         console.print(table)
         return EXIT_OK
     doc = fetch_report(dep, args.job_id, settings)
@@ -221,6 +225,25 @@ def _tune(args: argparse.Namespace, dep: Deployment, settings: ClientSettings, c
     return EXIT_OK
 
 
+def confirming(rec: JobRecord) -> str:
+    """A job held for `s3bulk confirm`: what it would do, and the command that lets it."""
+    would = would_do(rec)
+    return f"{would}; s3bulk confirm {rec.job_id} to go on" if would else "its selection is being counted"
+
+
+def would_do(rec: JobRecord) -> str | None:
+    """What a job would do by the count made before its listing: objects, bytes and the stack's cost by `s3bulk plan`'s
+    model (prices.json), each object at the count's average size; None until every shard is counted."""
+    if rec.selection is None:
+        return None
+    from s3bulk.local.plan import cost, from_count, load_prices  # the cost model: only for a job that awaits confirmation
+
+    objects, size = rec.selection
+    dollars = cost(from_count(rec.job, objects, size), load_prices())["stack_total"]
+    extra = " before retrieval fees" if rec.job.operation == "restore" else ""
+    return f"{objects:,} objects, {human_bytes(size)}, about ${dollars:,.2f}{extra}"
+
+
 def job_row(rec: JobRecord, now: float) -> dict[str, str | int]:
     """One line of `s3bulk jobs`: the job, its outcome so far, when it started, and how long it ran (or has run)."""
     c = rec.counters
@@ -228,7 +251,7 @@ def job_row(rec: JobRecord, now: float) -> dict[str, str | int]:
     return {
         "job_id": rec.job_id,
         "operation": rec.job.operation,
-        "status": rec.status,
+        "status": f"AWAITING CONFIRMATION: {confirming(rec)}" if rec.awaiting_confirmation else rec.status,
         "listed": c.get("listed", 0),
         "done": c.get("succeeded", 0) + c.get("skipped", 0),
         "failed": c.get("failed", 0),

@@ -377,6 +377,23 @@ class _CountingLists:
         return getattr(self._store, name)
 
 
+def from_count(job: Job, objects: int, size: int) -> Plan:
+    """The plan of a selection known by its count alone (objects, bytes: the stack's count before a confirmation), each
+    object taken at the average size: exact for the per-object requests, an estimate where parts depend on sizes."""
+    plan = Plan(job.operation)
+    if objects <= 0:
+        return plan
+    one = Plan(job.operation)
+    count_object(job, one, ObjectInfo("", size // objects))
+    plan.objects, plan.bytes = objects, size
+    plan.requests = {k: n * objects for k, n in one.requests.items()}
+    plan.journal = {k: n * objects for k, n in one.journal.items()}
+    plan.count("ListObjectsV2", math.ceil(objects / LIST_PAGE))  # at least: the count saw the selected objects only
+    if job.operation in {"delete", "move"}:
+        plan.count("DeleteObjects", math.ceil(objects / DELETE_BATCH))
+    return plan
+
+
 def make_plan(job: Job, store: ObjectStore, dst_store: ObjectStore | None = None) -> Plan:
     """List exactly as the run would (the engine's own item stream, in a dry run) and add up what it would do.
 

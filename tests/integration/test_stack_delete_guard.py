@@ -14,7 +14,7 @@ from moto.s3.models import s3_backends
 
 from s3bulk import cli
 from s3bulk.aws import remote
-from s3bulk.aws.guard import guarded
+from s3bulk.aws.guard import counts_first, guarded
 from s3bulk.aws.ledger import DynamoLedger
 from s3bulk.aws.remote import Deployment
 from s3bulk.job import parse_job
@@ -85,6 +85,8 @@ def test_only_a_delete_move_or_rewind_with_max_delete_waits_for_the_count() -> N
     assert not guarded(parse_job(json.dumps(copy)))
     assert not guarded(parse_job(json.dumps({**doc, "options": {}})))
     assert not guarded(parse_job(json.dumps({**doc, "options": {"max_delete": 5, "dry_run": True}})))
+    # A job held for confirmation is counted first too (what it would do is shown), but held to no limit.
+    assert counts_first(parse_job(json.dumps({**copy, "options": {"confirm": True}}))) and not guarded(parse_job(json.dumps(copy)))
 
 
 def test_a_delete_with_confirm_is_counted_then_held_until_s3bulk_confirm_then_deletes_exactly_the_selection(
@@ -108,8 +110,18 @@ def test_a_delete_with_confirm_is_counted_then_held_until_s3bulk_confirm_then_de
     assert rec.awaiting_confirmation and rec.summary()["awaiting_confirmation"] == "s3bulk confirm confirm-me"
     time.sleep(1)
     assert keys(stack) == N and rec.counters.get("listed", 0) == 0  # counted, held: nothing listed, nothing deleted
+    # What the owner confirms is shown: the count (each object is 1 byte) and the cost by the plan's model.
+    assert rec.selection == (SELECTED, SELECTED)
+    assert cli.main(["status", "confirm-me", *flags]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert f"would do │ {SELECTED:,} objects, 900 B, about $0.0" in shown or f"would do {SELECTED:,} objects, 900 B, about $0.0" in shown, (
+        shown
+    )
+    assert cli.main(["jobs", "--json", *flags]) == 0
+    [row] = [r for r in json.loads(capsys.readouterr().out) if r["job_id"] == "confirm-me"]
+    assert row["status"].startswith(f"AWAITING CONFIRMATION: {SELECTED:,} objects, 900 B, about $")
     assert cli.main(["confirm", "confirm-me", *flags]) == 0
-    assert "confirmed confirm-me" in capsys.readouterr().out
+    assert f"confirmed confirm-me ({SELECTED:,} objects, 900 B, about $" in capsys.readouterr().out
     ex = stack.follow(arn, timeout=120)
     assert ex.status == "SUCCEEDED", (ex.description.get("error"), str(ex.description.get("cause"))[:1500])
     assert "AwaitConfirmation" in ex.entered() and ex.entered().index("CheckCount") < ex.entered().index("AwaitConfirmation")
@@ -121,8 +133,7 @@ def test_a_delete_with_confirm_is_counted_then_held_until_s3bulk_confirm_then_de
 def test_a_delete_held_for_confirmation_and_cancelled_deletes_nothing_and_reports_cancelled(
     stack: StackOnMoto, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    spec = {**job(SELECTED), "job_id": "cancel-me"}
-    spec["options"] = {**spec["options"], "confirm": True}
+    spec = {**job(SELECTED), "job_id": "cancel-me", "options": {"confirm": True}}  # held, no max_delete: counted all the same
     deployment = Deployment(stack.state_machine_arn, stack.bucket_of("Ledger"), stack.bucket_of("Reports"))
     flags = cli_flags(deployment)
     _, arn = remote.submit(deployment, parse_job(json.dumps(spec)), ClientSettings(region=REGION))
@@ -133,6 +144,7 @@ def test_a_delete_held_for_confirmation_and_cancelled_deletes_nothing_and_report
             if ledger.load("cancel-me").awaiting_confirmation:
                 break
         time.sleep(0.2)
+    assert ledger.load("cancel-me").selection == (SELECTED, SELECTED)  # the count a confirmation shows
     assert cli.main(["cancel", "cancel-me", *flags]) == 0
     ex = stack.follow(arn, timeout=60)
     assert ex.status == "ABORTED" and "ListShards" not in ex.entered()

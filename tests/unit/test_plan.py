@@ -9,7 +9,7 @@ import pytest
 
 from s3bulk.job import MiB, parse_job
 from s3bulk.local.engine import Engine
-from s3bulk.local.plan import Plan, cost, load_prices, make_plan, size_bucket
+from s3bulk.local.plan import Plan, cost, from_count, load_prices, make_plan, size_bucket
 from s3bulk.testing.memstore import MemoryStore
 
 PRICES = load_prices()
@@ -228,3 +228,26 @@ def test_the_undo_journals_reads_are_planned_apart_and_priced_for_the_stack_alon
         - PRICES["batch_operations_job"]
         - 9 / 1e6 * PRICES["batch_operations_per_million_objects"]
     )
+
+
+@pytest.mark.parametrize("operation", ["copy", "delete", "tag"])
+def test_a_plan_from_a_count_prices_objects_of_one_size_as_the_plan_of_their_listing(operation: str) -> None:
+    """What a job held for confirmation shows (the stack's count: objects and bytes) costs what `s3bulk plan` says of
+    the same selection when its objects are of one size."""
+    store = MemoryStore(page_size=1000)
+    for b in ("src-b", "dst-b"):
+        store.create_bucket(b)
+    for i in range(2500):
+        store.put_object("src-b", f"in/{i:05d}", b"x" * 100)
+    doc: dict[str, object] = {"operation": operation, "source": {"bucket": "src-b", "prefix": "in/"}}
+    if operation == "copy":
+        doc["destination"] = {"bucket": "dst-b", "prefix": "out/"}
+    if operation == "tag":
+        doc["tagging"] = {"tags": {"team": "data"}}
+    job = parse_job(json.dumps(doc))
+    listed, counted = make_plan(job, store), from_count(job, 2500, 2500 * 100)
+    lists = "ListObjectsV2"  # the listing's own pages and probes, a few requests either way
+    assert {k: n for k, n in counted.requests.items() if k != lists} == {k: n for k, n in listed.requests.items() if k != lists}
+    assert counted.journal == listed.journal and abs(counted.requests[lists] - listed.requests[lists]) <= 3
+    prices = load_prices()
+    assert cost(counted, prices)["stack_total"] == pytest.approx(cost(listed, prices)["stack_total"], rel=0.01)

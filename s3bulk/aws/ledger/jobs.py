@@ -25,6 +25,7 @@ from s3bulk.aws.ledger.keys import (
     job_key,
 )
 from s3bulk.aws.ledger.leases import LeasesMixin
+from s3bulk.aws.ledger.listing import counted_selection
 from s3bulk.job import Job, parse_job
 from s3bulk.report import Snapshot
 
@@ -44,6 +45,7 @@ class JobRecord:
     updated_at: float | None = None  # when its status last changed (a finished job's end)
     awaiting_confirmation: bool = False  # options.confirm: planned, and held until s3bulk confirm
     max_workers: int | None = None  # its owner's cap on its batches at once (s3bulk tune JOB_ID --concurrency N)
+    selection: tuple[int, int] | None = None  # (objects, bytes) counted before the listing (confirm, max_delete), once counted
 
     def snapshot(self) -> Snapshot:
         """The counts as the CLI's live line shows a local run's (report.Snapshot)."""
@@ -68,6 +70,7 @@ class JobRecord:
             "listing_done": self.listing_done,
             **{k: c.get(k, 0) for k in ("listed", "succeeded", "skipped", "failed", "bytes", "scanned", "pending", "batches")},
             **({"awaiting_confirmation": f"s3bulk confirm {self.job_id}"} if self.awaiting_confirmation else {}),
+            **({"selected_objects": self.selection[0], "selected_bytes": self.selection[1]} if self.selection is not None else {}),
             **({"max_workers": self.max_workers} if self.max_workers is not None else {}),
         }
 
@@ -112,7 +115,8 @@ class JobsMixin(CountingMixin, LeasesMixin):
 
     def load(self, job_id: str) -> JobRecord:
         item = self._job_item(job_id)
-        counters, listing_done = self._sum(item, self._shard_items(job_id))
+        shards = self._list_shards(job_id)
+        counters, listing_done = self._sum(item, shards + self._counter_shards(job_id))
         return JobRecord(
             job_id,
             parse_job(item["spec"]["S"]),
@@ -127,6 +131,7 @@ class JobsMixin(CountingMixin, LeasesMixin):
             float(item["updated_at"]["N"]) if "updated_at" in item else None,
             "confirm_token" in item,
             int(item["max_workers"]["N"]) if "max_workers" in item else None,
+            counted_selection(item, shards),
         )
 
     def recent(self, limit: int = 20) -> list[str]:

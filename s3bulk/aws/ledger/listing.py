@@ -127,13 +127,18 @@ class ListingMixin(LedgerBase):
             int(item.get("would_delete", {}).get("N", "0")),
         )
 
-    def guard_checkpoint(self, job_id: str, shard: int, page: int, cursor: str | None, done: bool, counted: int) -> bool:
-        """Record one counted page of a shard; False if another invocation already did."""
+    def guard_checkpoint(
+        self, job_id: str, shard: int, page: int, cursor: str | None, done: bool, counted: int | None, *, objects: int = 0, size: int = 0
+    ) -> bool:
+        """Record one counted page of a shard: the objects it selects and their bytes (what a confirmation shows) and,
+        under the delete guard, its deletes (`counted`; None for a count that holds no limit). False if another
+        invocation already did."""
         values: dict[str, Any] = {
             ":page": {"N": str(page)},
             ":next": {"N": str(page + 1)},
             ":done": {"BOOL": done},
-            ":n": {"N": str(counted)},
+            ":o": {"N": str(objects)},
+            ":b": {"N": str(size)},
         }
         update = "SET guard_page = :next, guard_done = :done"
         if cursor is None:
@@ -141,13 +146,21 @@ class ListingMixin(LedgerBase):
         else:
             update = "SET guard_page = :next, guard_done = :done, guard_cursor = :cursor"
             values[":cursor"] = {"S": cursor}
-        update += " ADD would_delete :n"
+        update += " ADD would_act :o, would_bytes :b"
+        if counted is not None:  # the listing holds each shard to it (ListShard.counted): only under max_delete
+            update += ", would_delete :n"
+            values[":n"] = {"N": str(counted)}
         return self._update_if(
             _key(job_id, list_shard_key(shard)),
             UpdateExpression=update,
             ConditionExpression="attribute_not_exists(guard_page) OR guard_page = :page",
             ExpressionAttributeValues=values,
         )
+
+    def selection_count(self, job_id: str) -> tuple[int, int] | None:
+        """(objects, bytes) the count before the listing found selected, once every planned shard is counted; else None."""
+        item = self._job_item(job_id, "shards")
+        return counted_selection(item, self._list_shards(job_id))
 
     def guard_total(self, job_id: str) -> tuple[int, bool]:
         """The deletes every shard counted, and whether every planned shard is counted."""
@@ -258,3 +271,11 @@ class ListingMixin(LedgerBase):
             if reasons and reasons[0].get("Code") == "ConditionalCheckFailed":
                 return False
             raise
+
+
+def counted_selection(job: dict[str, Any], shards: list[dict[str, Any]]) -> tuple[int, int] | None:
+    """(objects, bytes) the listing shards' count found selected, once every planned shard of the job item was counted."""
+    done = sum(1 for s in shards if s.get("guard_done", {}).get("BOOL"))
+    if "shards" not in job or done < int(job["shards"]["N"]):
+        return None
+    return sum(int(s.get("would_act", {}).get("N", "0")) for s in shards), sum(int(s.get("would_bytes", {}).get("N", "0")) for s in shards)
