@@ -34,6 +34,26 @@ THROTTLED_MAX_DELAY = cdk.Duration.seconds(60)
 LAMBDA_CRASHED = ["Lambda.Unknown", "Sandbox.Timedout"]
 
 
+# A step's own verdicts: the job's spec or manifest refused, the job stopped under it, an endpoint's outage past its
+# window. Deterministic, or a decision already made: never retried (ReportFailure fails or stops the job).
+VERDICTS = ["JobError", "JobHalted", "EndpointUnreachable", "ManifestError", "ColumnarError"]
+# Any other error of a step (an S3, SQS or DynamoDB call refused after the SDK's own retries): retried with backoff,
+# as AWS advises for States.TaskFailed, for about 75 s before the job stops (resumable), not at the first one.
+FAULT_ATTEMPTS = 4
+
+
+def _retry_faults(task: sfn.TaskStateBase) -> None:
+    """After a step's specific retriers: its verdicts end it at once, and any other error is tried again."""
+    task.add_retry(errors=VERDICTS, max_attempts=0)
+    task.add_retry(
+        errors=["States.ALL"],
+        interval=cdk.Duration.seconds(5),
+        max_attempts=FAULT_ATTEMPTS,
+        backoff_rate=2.0,
+        jitter_strategy=sfn.JitterType.FULL,
+    )
+
+
 def _retry(task: sfn.TaskStateBase, errors: list[str]) -> None:
     if isinstance(task, tasks.LambdaInvoke):  # first: Step Functions takes the first retrier whose errors match
         task.add_retry(
@@ -279,6 +299,7 @@ def build_state_machine(
             retry_on_service_exceptions=False,
         )
         _retry(task, [*LAMBDA_TRANSIENT, *LAMBDA_CRASHED, "States.Timeout"])
+        _retry_faults(task)
         task.add_catch(report_failure, errors=["States.ALL"], result_path="$.error")
         return task
 
@@ -298,6 +319,7 @@ def build_state_machine(
             retry_on_service_exceptions=False,
         )
         _retry(task, [*LAMBDA_TRANSIENT, *LAMBDA_CRASHED, "States.Timeout"])
+        _retry_faults(task)
         task.next(
             sfn.Choice(scope, choice_name)
             .when(sfn.Condition.boolean_equals(f"{result_path}.done", True), sfn.Succeed(scope, done_name))
@@ -329,6 +351,7 @@ def build_state_machine(
         retry_on_service_exceptions=False,
     )
     _retry(check_count, [*LAMBDA_TRANSIENT, *LAMBDA_CRASHED, "States.Timeout"])
+    _retry_faults(check_count)
     check_count.add_catch(report_failure, errors=["States.ALL"], result_path="$.error")
     # A missing field would be a runtime error in a Choice: a plan without "guard" lists at once.
     wants_guard = sfn.Condition.and_(sfn.Condition.is_present("$.plan.guard"), sfn.Condition.boolean_equals("$.plan.guard", True))

@@ -451,9 +451,25 @@ def test_lambda_tasks_wait_out_throttling_before_their_one_retrier_for_other_err
     [sm] = resources(template, "AWS::StepFunctions::StateMachine").values()
     definition = json.loads("".join(p if isinstance(p, str) else "0" for p in sm["Properties"]["DefinitionString"]["Fn::Join"][1]))
     for name in ("Validate", "PlanListing", "AwaitCompletion", "CheckProgress", "Finalize", "ReportFailure"):
-        throttled, other = definition["States"][name]["Retry"]
+        throttled, other, *_ = definition["States"][name]["Retry"]
         assert throttled["ErrorEquals"] == ["Lambda.TooManyRequestsException"] and throttled["MaxAttempts"] >= 20, name
         assert throttled["MaxDelaySeconds"] <= 60 and "Lambda.TooManyRequestsException" not in other["ErrorEquals"], name
+
+
+def test_job_steps_retry_any_error_but_their_verdicts_and_waits_never_retry_their_timeout(template: Template) -> None:
+    """A step's S3, SQS or DynamoDB error is tried again with backoff before the job stops; its own verdicts (a bad
+    spec, a stopped job) never are; and the waits keep their States.Timeout for their catch (a poll, not an error)."""
+    [sm] = resources(template, "AWS::StepFunctions::StateMachine").values()
+    definition = json.loads("".join(p if isinstance(p, str) else "0" for p in sm["Properties"]["DefinitionString"]["Fn::Join"][1]))
+    states = dict(definition["States"])
+    for m in ("ListShards", "CountShards"):
+        states.update(states[m]["ItemProcessor"]["States"])
+    for name in ("PlanListing", "ListShard", "CountShard", "CheckCount", "CheckProgress", "Finalize"):
+        *_, verdicts, anything = states[name]["Retry"]
+        assert "JobError" in verdicts["ErrorEquals"] and "JobHalted" in verdicts["ErrorEquals"] and verdicts["MaxAttempts"] == 0, name
+        assert anything["ErrorEquals"] == ["States.ALL"] and 3 <= anything["MaxAttempts"] <= 6 and anything["BackoffRate"] == 2, name
+    for name in ("AwaitCompletion", "AwaitConfirmation", "ReportFailure", "Validate"):
+        assert all("States.ALL" not in r["ErrorEquals"] for r in states[name]["Retry"]), name
 
 
 def test_every_alarm_notifies_a_topic_cloudwatch_may_publish_to_and_an_email_subscribes_when_given(template: Template) -> None:
@@ -677,6 +693,17 @@ def test_the_stack_may_make_every_call_a_job_on_versions_makes() -> None:
 def test_a_credentials_secret_that_is_not_a_secret_arn_is_refused_naming_the_flag() -> None:
     with pytest.raises(ValueError, match=r"^context credentials_secrets: 'legacy-keys' is not a Secrets Manager secret ARN; pass -c"):
         DeployConfig.from_context({**CONTEXT, "credentials_secrets": "legacy-keys"}.get)
+
+
+def test_a_secret_paired_with_its_endpoint_reaches_the_functions_and_a_value_that_is_no_endpoint_url_is_refused() -> None:
+    arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:legacy-keys"
+    other = arn.replace("legacy-keys", "other-keys")
+    env = _worker_env(_template({**CONTEXT, "credentials_secrets": f"{arn}=https://s3.legacy.example:9000,{other}"}))
+    assert env["S3BULK_CREDENTIALS_SECRETS"] == f"{arn},{other}"  # the ARNs alone, as IAM grants them
+    assert env["S3BULK_SECRET_ENDPOINTS"] == f"{arn}=https://s3.legacy.example:9000"  # the other: AWS's own endpoint only
+    for bad in ("s3.legacy.example", "ftp://s3.legacy.example", "https://s3.legacy.example/?x=1"):
+        with pytest.raises(ValueError, match=r"^context credentials_secrets: .* is not an endpoint URL; pass -c credentials_secrets=arn:"):
+            DeployConfig.from_context({**CONTEXT, "credentials_secrets": f"{arn}={bad}"}.get)
 
 
 def test_the_worker_may_bypass_governance_retention_only_when_the_deployer_allows_it() -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 
 from infra.state_machine import LAMBDA_THROTTLED
 from s3bulk.aws.ledger import DynamoLedger
@@ -100,6 +101,33 @@ def test_a_lister_ended_at_its_timeout_is_retried_and_nothing_it_did_afterwards_
         assert late.startswith(f"{lister.name}: ") and late.endswith("after the invocation was ended at its timeout")
         job_id = json.loads(ex.description["output"])["job_id"]
         r = report(stack, job_id)
+        assert (r["listed"], r["succeeded"], r["failed"]) == (N, N, 0)
+        assert copied(stack) == sorted("out/" + k[3:] for k in keys)
+
+
+def test_a_lister_call_refused_once_by_dynamodb_is_retried_by_step_functions_and_the_job_ends_exact(
+    template: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ListShard call whose checkpoint DynamoDB refuses (500, past the SDK's retries) fails its task with ClientError:
+    the state machine retries the task with backoff, as AWS advises for a task's errors, instead of stopping the job at
+    the first one; the shard goes on from its checkpoint and every key is copied once."""
+    real = DynamoLedger.checkpoint
+    refused = threading.Event()
+
+    def refused_once(self: DynamoLedger, job_id: str, *args: Any, **kwargs: Any) -> bool:
+        if job_id == "lister-refused" and not refused.is_set():
+            refused.set()
+            raise ClientError({"Error": {"Code": "InternalServerError", "Message": "Internal server error"}}, "UpdateItem")
+        return real(self, job_id, *args, **kwargs)
+
+    monkeypatch.setattr(DynamoLedger, "checkpoint", refused_once)
+    env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_LIST_PAGE_SIZE": "20", "S3BULK_LIST_SHARDS": "1"}
+    with StackOnMoto(template, buckets=(SRC, DST), env=env) as stack:
+        keys = seed()
+        ex = stack.run({**copy_job(), "job_id": "lister-refused"}, timeout=120)
+        assert ex.status == "SUCCEEDED", (ex.description, stack.describe())
+        assert refused.is_set() and "ClientError" in failed_tasks(ex.events), failed_tasks(ex.events)
+        r = report(stack, "lister-refused")
         assert (r["listed"], r["succeeded"], r["failed"]) == (N, N, 0)
         assert copied(stack) == sorted("out/" + k[3:] for k in keys)
 
