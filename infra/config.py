@@ -7,8 +7,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-from s3bulk.aws.allowlist import AllowList
+from s3bulk.aws.allowlist import AllowList, paired
 from s3bulk.aws.ledger import MAX_LIST_SHARDS
 from s3bulk.aws.lister import DEFAULT_LIST_SHARDS
 from s3bulk.bodies.memory import WorkerSize, check_worker_memory
@@ -48,6 +49,8 @@ class DeployConfig:
     process_code: Path | None = None  # a directory of the deployer's process functions, bundled with the worker
     process_lambdas: tuple[str, ...] = ()  # S3 Batch Operations functions process jobs may invoke
     credentials_secrets: tuple[str, ...] = ()  # Secrets Manager secrets a relay job's foreign side takes its keys from
+    # (secret ARN, endpoint URL): the endpoint a secret's keys are for, the only one a side naming that secret may name
+    secret_endpoints: tuple[tuple[str, str], ...] = ()
     allow_bypass_governance: bool = False  # set-retention jobs may shorten or lift GOVERNANCE retention
     # Least privilege by default: grants no copy, move, sync or tag job needs, and that cannot all be taken back.
     allow_object_lock: bool = False  # PutObjectRetention/PutObjectLegalHold on write buckets (COMPLIANCE binds even root)
@@ -84,7 +87,8 @@ class DeployConfig:
             schedules=load_schedules(ROOT / schedules_file) if schedules_file else (),
             process_code=(ROOT / str(get("process_code"))).resolve() if get("process_code") else None,
             process_lambdas=cls._buckets(get("process_lambdas")),
-            credentials_secrets=cls._buckets(get("credentials_secrets")),
+            credentials_secrets=tuple(sorted({item.partition("=")[0] for item in cls._buckets(get("credentials_secrets"))})),
+            secret_endpoints=tuple((s, u) for s, _, u in (i.partition("=") for i in cls._buckets(get("credentials_secrets"))) if u),
             allow_bypass_governance=_flag(get("allow_bypass_governance")),
             allow_object_lock=_flag(get("allow_object_lock")),
             allow_acl=_flag(get("allow_acl")),
@@ -135,6 +139,13 @@ class DeployConfig:
                     f"context credentials_secrets: {arn!r} is not a Secrets Manager secret ARN; "
                     "pass -c credentials_secrets=arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME"
                 )
+        for arn, url in self.secret_endpoints:
+            parts = urlsplit(url)
+            if parts.scheme not in {"http", "https"} or not parts.netloc or parts.query or parts.fragment:
+                raise ValueError(
+                    f"context credentials_secrets: {url!r} is not an endpoint URL; pass -c credentials_secrets={arn}=https://HOST[:PORT] "
+                    "(the endpoint that secret's keys are for)"
+                )
         allow = AllowList(
             frozenset(self.read_buckets),
             frozenset(self.write_buckets),
@@ -145,6 +156,7 @@ class DeployConfig:
             object_lock=self.allow_object_lock,
             acl=self.allow_acl,
             version_delete=self.allow_version_delete,
+            endpoints=paired(f"{s}={u}" for s, u in self.secret_endpoints),
         )
         worker = WorkerSize(self.worker_memory_mb, self.worker_threads)
         for s in self.schedules:

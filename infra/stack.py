@@ -196,6 +196,7 @@ class S3BulkStack(cdk.Stack):
             "S3BULK_PROCESS_CODE": f"{TASK_ROOT}/{PROCESS_DIR}" if config.process_code is not None else "",
             "S3BULK_PROCESS_LAMBDAS": ",".join(config.process_lambdas),
             "S3BULK_CREDENTIALS_SECRETS": ",".join(config.credentials_secrets),
+            "S3BULK_SECRET_ENDPOINTS": ",".join(f"{s}={u}" for s, u in config.secret_endpoints),
             "S3BULK_KMS_KEYS": ",".join(config.kms_keys),
             "S3BULK_ALLOW_BYPASS_GOVERNANCE": "true" if config.allow_bypass_governance else "false",
             "S3BULK_ALLOW_OBJECT_LOCK": "true" if config.allow_object_lock else "false",

@@ -2,14 +2,34 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from s3bulk.job import WRITES_SOURCE, Job, JobError
 
 
 def _split(value: str | None) -> frozenset[str]:
     return frozenset(b.strip() for b in (value or "").split(",") if b.strip())
+
+
+def endpoint_key(url: str) -> str:
+    """An endpoint as the allow-list compares it: scheme and host (with any port) in lower case, path without a
+    trailing slash; a URL without both a scheme and a host is returned as given (and matches nothing listed)."""
+    parts = urlsplit(url.strip())
+    if not parts.scheme or not parts.netloc:
+        return url
+    return f"{parts.scheme.lower()}://{parts.netloc.lower()}{parts.path.rstrip('/')}"
+
+
+def paired(items: Iterable[str]) -> frozenset[tuple[str, str]]:
+    """(secret, endpoint) pairs from SECRET=URL items (S3BULK_SECRET_ENDPOINTS; deploy: -c credentials_secrets=ARN=URL)."""
+    out = set()
+    for item in items:
+        secret, _, url = item.partition("=")
+        if url:
+            out.add((secret.strip(), endpoint_key(url)))
+    return frozenset(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +45,10 @@ class AllowList:
     version_delete: bool = False  # the deployment granted DeleteObjectVersion (-c allow_version_delete=true)
     reports: str = ""  # the deployment's report bucket: a retry's manifest is kept there (s3bulk retry)
     kms_keys: frozenset[str] = frozenset()  # KMS key ARNs the workers were granted (-c kms_keys)
+    # (secret, endpoint) pairs: the endpoint each secret's keys are for (-c credentials_secrets=ARN=URL), the only one
+    # a side naming that secret may name; so a job cannot send a bucket's objects to, or fetch them from, a host the
+    # deployer did not pair with those keys.
+    endpoints: frozenset[tuple[str, str]] = frozenset()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> AllowList:
@@ -40,6 +64,7 @@ class AllowList:
             version_delete=env.get("S3BULK_ALLOW_VERSION_DELETE", "").lower() == "true",
             reports=env.get("S3BULK_REPORT_BUCKET", ""),
             kms_keys=_split(env.get("S3BULK_KMS_KEYS")),
+            endpoints=paired(_split(env.get("S3BULK_SECRET_ENDPOINTS"))),
         )
 
     def check(self, job: Job) -> None:
@@ -78,6 +103,13 @@ class AllowList:
                 raise JobError(
                     f"job.{name}.credentials_secret: {secret!r} is not in this deployment's allow-list ({shown}); "
                     f"redeploy with -c credentials_secrets={','.join(sorted(self.secrets | {secret}))}"
+                )
+            url = side.endpoint_url if side is not None else None
+            if url is not None and (secret or "", endpoint_key(url)) not in self.endpoints:
+                shown = ", ".join(sorted(e for s, e in self.endpoints if s == secret)) or "none"
+                raise JobError(
+                    f"job.{name}.endpoint_url: {url!r} is not the endpoint this deployment pairs with {secret!r} ({shown}); "
+                    f"redeploy with -c credentials_secrets={secret}={endpoint_key(url)} if those keys are for it"
                 )
         key = job.encryption.kms_key_id if job.encryption is not None else None
         if key is not None and not any(k == key or k.endswith("/" + key) for k in self.kms_keys):

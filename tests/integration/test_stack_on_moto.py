@@ -328,6 +328,7 @@ def test_a_relay_job_streams_objects_from_another_endpoint_with_keys_from_an_all
             Name="legacy-keys",
             SecretString=json.dumps({"aws_access_key_id": "legacy-access", "aws_secret_access_key": "legacy-secret-key"}),
         )
+        clean.pair_endpoint(LEGACY_SECRET, legacy.endpoint_url)  # -c credentials_secrets=ARN=URL, as its deployer would
         job = {
             "operation": "copy",
             "source": {"bucket": LEGACY, "prefix": "data/", "endpoint_url": legacy.endpoint_url, "credentials_secret": LEGACY_SECRET},
@@ -360,6 +361,8 @@ def test_a_relay_job_streams_objects_from_another_endpoint_with_keys_from_an_all
     ("source", "field", "fix"),
     [
         ({"endpoint_url": "http://127.0.0.1:9"}, "job.source.endpoint_url", "credentials_secret"),
+        # An allow-listed secret pointed at a host its deployer never named: refused before anything is fetched.
+        ({"endpoint_url": "http://127.0.0.1:9", "credentials_secret": LEGACY_SECRET}, "job.source.endpoint_url", "-c credentials_secrets="),
         ({"profile": "legacy"}, "job.source.profile", "credentials_secret"),
         (
             {"credentials_secret": f"arn:aws:secretsmanager:{REGION}:{DEFAULT_ACCOUNT_ID}:secret:other"},
@@ -400,6 +403,7 @@ def test_an_endpoint_outage_returns_batches_uncounted_and_the_job_completes_exac
         Name="legacy-keys", SecretString=json.dumps({"aws_access_key_id": ACCESS_KEY, "aws_secret_access_key": SECRET_KEY})
     )
     with FaultProxy(port_of(seaweed)) as proxy:
+        clean.pair_endpoint(LEGACY_SECRET, proxy.endpoint_url)  # -c credentials_secrets=ARN=URL, as its deployer would
         job = {
             "operation": "copy",
             "source": {"bucket": LEGACY, "prefix": prefix, "endpoint_url": proxy.endpoint_url, "credentials_secret": LEGACY_SECRET},
@@ -458,6 +462,7 @@ def test_an_outage_past_the_stacks_bound_stops_the_job_with_a_report_and_submitt
         boto3.client("secretsmanager", region_name=REGION).create_secret(
             Name="legacy-keys", SecretString=json.dumps({"aws_access_key_id": ACCESS_KEY, "aws_secret_access_key": SECRET_KEY})
         )
+        clean.pair_endpoint(LEGACY_SECRET, proxy.endpoint_url)  # -c credentials_secrets=ARN=URL, as its deployer would
         job = {
             "job_id": "legacy-migration",
             "operation": "copy",
@@ -503,6 +508,7 @@ def test_a_listing_whose_endpoint_gives_no_answer_stops_the_job_instead_of_faili
         boto3.client("secretsmanager", region_name=REGION).create_secret(
             Name="legacy-keys", SecretString=json.dumps({"aws_access_key_id": ACCESS_KEY, "aws_secret_access_key": SECRET_KEY})
         )
+        clean.pair_endpoint(LEGACY_SECRET, proxy.endpoint_url)  # -c credentials_secrets=ARN=URL, as its deployer would
         job = {
             "job_id": "listing-down",
             "operation": "copy",

@@ -117,10 +117,12 @@ SECRET = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:legacy-keys"
 
 
 def test_the_stack_refuses_another_endpoint_without_a_secret_and_a_secret_it_has_not_allow_listed() -> None:
-    from s3bulk.aws.allowlist import AllowList
+    from s3bulk.aws.allowlist import AllowList, paired
     from s3bulk.aws.validation import validate
 
-    allow = AllowList(frozenset({"a-b"}), frozenset({"c-d"}), frozenset(), secrets=frozenset({SECRET}))
+    allow = AllowList(
+        frozenset({"a-b"}), frozenset({"c-d"}), frozenset(), secrets=frozenset({SECRET}), endpoints=paired([f"{SECRET}={OTHER}"])
+    )
     doc: dict[str, Any] = {"operation": "copy", "source": {"bucket": "a-b", "endpoint_url": OTHER}, "destination": {"bucket": "c-d"}}
     with pytest.raises(JobError, match=r"^job\.source\.endpoint_url: another endpoint needs its own keys.*credentials_secret$"):
         validate(doc, allow)
@@ -144,3 +146,38 @@ def test_a_side_with_a_secret_relays_and_a_secret_with_a_profile_is_refused() ->
         parse_job(json.dumps({**same, "source": {"bucket": "a-b", "credentials_secret": SECRET, "profile": "x"}}))
     with pytest.raises(JobError, match=r"^job\.destination\.credentials_secret"):
         parse_job(json.dumps({**same, "destination": {"bucket": "c-d", "credentials_secret": "legacy-keys"}}))
+
+
+def test_the_stack_lets_a_side_name_only_the_endpoint_its_deployer_paired_with_the_secret() -> None:
+    """A job may not point an allow-listed bucket and secret at a host of its own choosing: not to fetch from it, and
+    not to stream a read bucket's objects to it (a write bucket's name there). The deployer pairs each secret with the
+    endpoint its keys are for (-c credentials_secrets=ARN=URL)."""
+    from s3bulk.aws.allowlist import AllowList, paired
+    from s3bulk.aws.validation import validate
+
+    mine = SECRET.replace("legacy-keys", "minio-keys")
+    allow = AllowList(
+        frozenset({"a-b"}),
+        frozenset({"c-d"}),
+        frozenset(),
+        secrets=frozenset({SECRET, mine}),
+        endpoints=paired([f"{SECRET}=https://S3.Legacy.example:9000/", f"{mine}=https://minio.example"]),
+    )
+    listed = {"bucket": "a-b", "endpoint_url": "https://s3.legacy.example:9000", "credentials_secret": SECRET}
+    assert validate({"operation": "copy", "source": listed, "destination": {"bucket": "c-d"}}, allow)["job_id"]
+    theirs = {"bucket": "c-d", "endpoint_url": "http://attacker.example", "credentials_secret": SECRET}
+    with pytest.raises(
+        JobError,
+        match=r"^job\.destination\.endpoint_url: 'http://attacker\.example' is not the endpoint this deployment pairs with "
+        r".*legacy-keys' \(https://s3\.legacy\.example:9000\); redeploy with -c credentials_secrets=.*legacy-keys=http://attacker",
+    ):
+        validate({"operation": "copy", "source": {"bucket": "a-b"}, "destination": theirs}, allow)
+    plain = {**listed, "endpoint_url": "http://s3.legacy.example:9000"}  # the same host over plain HTTP is another endpoint
+    with pytest.raises(JobError, match=r"^job\.source\.endpoint_url: 'http://s3\.legacy\.example:9000' is not the endpoint"):
+        validate({"operation": "copy", "source": plain, "destination": {"bucket": "c-d"}}, allow)
+    crossed = {**listed, "endpoint_url": "https://minio.example"}  # another listed endpoint, but not these keys'
+    with pytest.raises(JobError, match=r"^job\.source\.endpoint_url: 'https://minio\.example' is not the endpoint"):
+        validate({"operation": "copy", "source": crossed, "destination": {"bucket": "c-d"}}, allow)
+    bare = AllowList(frozenset({"a-b"}), frozenset({"c-d"}), frozenset(), secrets=frozenset({SECRET}))
+    with pytest.raises(JobError, match=r"^job\.source\.endpoint_url: .*legacy-keys' \(none\)"):
+        validate({"operation": "copy", "source": listed, "destination": {"bucket": "c-d"}}, bare)

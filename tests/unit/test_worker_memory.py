@@ -28,7 +28,13 @@ from s3bulk.bodies.memory import (
 from s3bulk.job import JobError, parse_job
 
 SECRET = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:other-keys"
-ALLOW = AllowList(frozenset({"src-b", "dst-b"}), frozenset({"dst-b"}), frozenset(), secrets=frozenset({SECRET}))
+ALLOW = AllowList(
+    frozenset({"src-b", "dst-b"}),
+    frozenset({"dst-b"}),
+    frozenset(),
+    secrets=frozenset({SECRET}),
+    endpoints=frozenset({(SECRET, "https://s3.other.example")}),
+)
 COPY: dict[str, Any] = {"operation": "copy", "source": {"bucket": "src-b"}, "destination": {"bucket": "dst-b"}}
 RELAY: dict[str, Any] = {**COPY, "options": {"transfer": "relay"}}
 ACROSS: dict[str, Any] = {**COPY, "source": {"bucket": "src-b", "endpoint_url": "https://s3.other.example", "credentials_secret": SECRET}}

@@ -433,6 +433,11 @@ class StackOnMoto:
 
         return invoke
 
+    def pair_endpoint(self, secret: str, url: str) -> None:
+        """The endpoint a secret's keys are for, as `-c credentials_secrets=ARN=URL` deploys it (a server a test starts
+        has its port only then): before the first job, since a function environment reads its allow-list once."""
+        os.environ["S3BULK_SECRET_ENDPOINTS"] = f"{secret}={url}"  # one process holds every function; restored on exit
+
     def template_env(self, logical_prefix: str) -> dict[str, str]:
         """A function's environment as the template declares it (before any test override)."""
         [props] = [p for logical, p in resources_of(self.template, "AWS::Lambda::Function").items() if logical.startswith(logical_prefix)]
