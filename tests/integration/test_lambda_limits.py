@@ -147,15 +147,20 @@ def test_an_account_with_little_concurrency_throttles_and_the_job_still_ends_exa
     env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_LIST_PAGE_SIZE": "10", "S3BULK_LIST_SHARDS": "6"}
     with StackOnMoto(template, buckets=(SRC, DST), env=env, account_concurrency=2, pollers=4, visibility_scale=1 / 1000) as stack:
         keys = seed()
-        # Another workload of the account's holds both for the job's first seconds: Validate's Invoke meets 429s.
+        # Another workload of the account's holds both until Validate's Invoke has met a 429 (not for a fixed time: on a
+        # loaded machine the execution's first Invoke came after a 3 s hold had ended, and nothing was throttled).
         for _ in range(2):
             stack.concurrency.acquire("another-workload", wait=True)
 
         def give_back() -> None:
+            until = time.monotonic() + 60
+            while not any(name.startswith("Validate") for name in stack.concurrency.throttled) and time.monotonic() < until:
+                time.sleep(0.05)
+            time.sleep(0.5)  # a retry or two more meets the limit too
             for _ in range(2):
                 stack.concurrency.release()
 
-        threading.Timer(3.0, give_back).start()
+        threading.Thread(target=give_back, daemon=True).start()
         ex = stack.run(copy_job(), timeout=180)
         assert ex.status == "SUCCEEDED", (failed_tasks(ex.events), ex.description.get("cause"), ex.entered()[-5:], stack.describe())
         assert stack.concurrency.peak <= 2

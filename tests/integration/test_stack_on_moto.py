@@ -462,7 +462,7 @@ def test_an_outage_past_the_stacks_bound_stops_the_job_with_a_report_and_submitt
         boto3.client("secretsmanager", region_name=REGION).create_secret(
             Name="legacy-keys", SecretString=json.dumps({"aws_access_key_id": ACCESS_KEY, "aws_secret_access_key": SECRET_KEY})
         )
-        clean.pair_endpoint(LEGACY_SECRET, proxy.endpoint_url)  # -c credentials_secrets=ARN=URL, as its deployer would
+        stack.pair_endpoint(LEGACY_SECRET, proxy.endpoint_url)  # -c credentials_secrets=ARN=URL, as its deployer would
         job = {
             "job_id": "legacy-migration",
             "operation": "copy",
