@@ -151,7 +151,7 @@ def code_loader(cfg: AwsConfig) -> Callable[[Process], ProcessCode]:
     """Loads a process job's code: from the bundled directory, or a connection to its allow-listed Lambda."""
     search = [Path(cfg.process_code)] if cfg.process_code else []
     connect = lambda_invoker(SETTINGS, connections_needed(cfg.concurrency))
-    return lambda process: load_code(process, search, connect)
+    return lambda process: load_code(process, search, connect, confined=True)  # the deployer's code, nothing else
 
 
 def worker_size(cfg: AwsConfig) -> WorkerSize:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Literal, Protocol
 from urllib.parse import quote_plus
 
@@ -328,11 +329,13 @@ def _is_missing(module_name: str, missing: str | None) -> bool:
     return missing is not None and (module_name == missing or module_name.startswith(missing + "."))
 
 
-def load_callable(spec: str, search: Sequence[Path], field_name: str) -> Callable[..., Any]:
+def load_callable(spec: str, search: Sequence[Path], field_name: str, *, confined: bool = False) -> Callable[..., Any]:
     """Import "module:callable" with `search` first on sys.path; a bad spec is a JobError naming the field.
 
     Each way an import fails gets its own fix: a module not found is a path problem, while a
     module found but broken (a missing dependency, a syntax error, an exception) is a code problem.
+    `confined` (the stack): the callable must be defined in a module under `search`, the deployer's own code, never
+    the standard library's, a dependency's or s3bulk's, which would run under the worker's role as the job asks.
     """
     module_name, _, attr = spec.partition(":")
     label = f"job.process.{field_name}"
@@ -366,7 +369,22 @@ def load_callable(spec: str, search: Sequence[Path], field_name: str) -> Callabl
             f"{label}: {module_name}.{attr} is not callable (it is {type(fn).__name__} {_one_line(repr(fn), 40)}); "
             "name a function after the colon"
         )
+    if confined and not (_within(module, search) and _within(sys.modules.get(getattr(fn, "__module__", None) or ""), search)):
+        where = ", ".join(str(p) for p in search) or "none: this deployment bundled no process code"
+        raise JobError(
+            f"{label}: {spec!r} is not a function of this deployment's process code ({where}); name one defined in your "
+            "own modules, deployed with -c process_code=DIR"
+        )
     return fn  # type: ignore[no-any-return]
+
+
+def _within(module: ModuleType | None, roots: Sequence[Path]) -> bool:
+    """Whether a module's file lies under one of `roots` (a built-in or a namespace package has none: no)."""
+    file = getattr(module, "__file__", None)
+    if not file:
+        return False
+    where = Path(file).resolve()
+    return any(where.is_relative_to(root.resolve()) for root in roots)
 
 
 @dataclass(frozen=True)
@@ -377,12 +395,15 @@ class ProcessCode:
     invoke: Invoke | None = None
 
 
-def load_code(process: Process, search: Sequence[Path], lambda_invoker: Callable[[str], Invoke] | None = None) -> ProcessCode:
-    """Import or connect what the job names, before any object is touched."""
+def load_code(
+    process: Process, search: Sequence[Path], lambda_invoker: Callable[[str], Invoke] | None = None, *, confined: bool = False
+) -> ProcessCode:
+    """Import or connect what the job names, before any object is touched (`confined`: only the code in `search`)."""
     if process.function is not None:
-        return ProcessCode(function=load_callable(process.function, search, "function"))
+        return ProcessCode(function=load_callable(process.function, search, "function", confined=confined))
     if process.batchops_handler is not None:
-        return ProcessCode(invoke=handler_invoker(load_callable(process.batchops_handler, search, "batchops_handler")))
+        handler = load_callable(process.batchops_handler, search, "batchops_handler", confined=confined)
+        return ProcessCode(invoke=handler_invoker(handler))
     assert process.batchops_lambda is not None
     if lambda_invoker is None:
         raise JobError(

@@ -290,3 +290,17 @@ def test_write_uses_the_key_as_given_and_relative_key_gives_the_same_key_copy_wo
     copy = parse_job(json.dumps({**job.model_dump(mode="json", include={"source", "destination"}), "operation": "copy"}))
     mapper = key_mapper(copy)
     assert mapper is not None and mapper("in/2024/a.log") + ".gz" == "out/2024/a.log.gz"
+
+
+def test_on_the_stack_only_a_function_defined_in_the_deployers_process_code_may_be_named(tmp_path: Path) -> None:
+    """The stack imports the named callable and calls it under the worker's role: a job must not name the standard
+    library's, a dependency's or s3bulk's own (os:system, boto3:client), nor one the deployer's module re-exports."""
+    own = _module(tmp_path, "def run(obj):\n    return obj\n")
+    assert load_callable(f"{own}:run", [tmp_path], "function", confined=True)(7) == 7
+    reexport = _module(tmp_path, "from os import getcwd\n")
+    for spec in ("os:getcwd", "json:dumps", "s3bulk.job:parse_job", f"{reexport}:getcwd"):
+        with pytest.raises(JobError, match=r"^job\.process\.function: .* is not a function of this deployment's process code"):
+            load_callable(spec, [tmp_path], "function", confined=True)
+    with pytest.raises(JobError, match=r"^job\.process\.batchops_handler: 'os:getcwd' .*\(none: this deployment bundled no process code\)"):
+        load_callable("os:getcwd", [], "batchops_handler", confined=True)
+    assert load_callable("os:getcwd", [tmp_path], "function")() == __import__("os").getcwd()  # locally: the user's own machine
