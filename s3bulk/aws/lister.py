@@ -77,6 +77,11 @@ def plan_step(
         raise JobError(empty_source_message(job))
     target = min(target, MAX_LIST_SHARDS)
     if src.manifest is not None:
+        # A manifest of versions for a job that would delete them, on a deployment not granted it: refused here, before
+        # anything is sent, from its first page (a later row is refused by its shard's lister, before its page is sent).
+        if job.operation in {"delete", "move"} and not allow.version_delete:
+            first = islice(ManifestReader(store, src).rows(), MANIFEST_PAGE)
+            refuse_version_deletes(job, selected_rows(first, Selector(src, job.operation), src.prefix), allow)
         ranges = ManifestReader(store, src).plan_ranges(target, csv_shard_bytes)
     else:
         ranges = [(sh.after, sh.upto) for sh in plan_ranges(lister(store, src, job.operation), src.bucket, src.prefix, target)]
@@ -118,7 +123,7 @@ def list_step(
     lease = ledger.hold(job_id, holder)  # held while this call may send: a stopped job's report waits for it (before the check)
     try:
         halted(ledger, job_id)  # a stopped job's shard loop ends here, not in a call that lists nothing, again and again
-        return _list_shard(job_id, shard, job, ledger, store, dst_store, sender, reports, time_left, margin)
+        return _list_shard(job_id, shard, job, ledger, store, dst_store, sender, reports, time_left, margin, allow)
     finally:
         ledger.release(job_id, lease)
 
@@ -134,12 +139,13 @@ def _list_shard(
     reports: ReportBucket,
     time_left: TimeLeft,
     margin: float,
+    allow: AllowList,
 ) -> ListOutcome:
     state = ledger.list_shard(job_id, shard)
     src = job.source
     if src.manifest is not None:
         return _list_manifest(
-            job_id, job, state, ledger=ledger, store=store, sender=sender, reports=reports, time_left=time_left, margin=margin
+            job_id, job, state, ledger=ledger, store=store, sender=sender, reports=reports, time_left=time_left, margin=margin, allow=allow
         )
     selector = Selector(src, job.operation)
     mapper = key_mapper(job)
@@ -254,6 +260,20 @@ def _redo_intent(
     return _record(job_id, state, intent, len(batches), ledger=ledger)
 
 
+def refuse_version_deletes(job: Job, objects: Iterable[ObjectInfo], allow: AllowList) -> None:
+    """A delete or move of a manifest row naming a version removes that version for good (DeleteObjectVersion), which a
+    deployment grants only with -c allow_version_delete: such a row fails the job (one line), not each object late."""
+    if job.operation not in {"delete", "move"} or allow.version_delete:
+        return
+    row = next((o for o in objects if o.version_id), None)
+    if row is not None:
+        raise JobError(
+            f"job.source.manifest: a row names version {row.version_id!r} of {row.key!r}, and a {job.operation} of a version "
+            "removes it for good, which this deployment was not granted; redeploy with -c allow_version_delete=true, or list "
+            "the keys without version ids (their current versions)"
+        )
+
+
 def selected_rows(rows: Iterable[Row], selector: Selector, prefix: str) -> list[ObjectInfo]:
     """A manifest page's objects the job acts on: good rows under source.prefix that the filters select."""
     return [r.obj for r in rows if r.obj is not None and not r.failed and r.obj.key.startswith(prefix) and selector.matches(r.obj)]
@@ -361,6 +381,7 @@ def _list_manifest(
     reports: ReportBucket,
     time_left: TimeLeft,
     margin: float,
+    allow: AllowList,
 ) -> ListOutcome:
     """list_step for a manifest shard (whole data files): pages of rows instead of ListObjectsV2 pages, the row position as the cursor.
 
@@ -380,6 +401,7 @@ def _list_manifest(
         last = len(page) < MANIFEST_PAGE
         bad = [r for r in page if r.failed]
         objects = selected_rows(page, selector, prefix)
+        refuse_version_deletes(job, objects, allow)
         part = f"{state.index:04d}-{page_no:09d}"
         if bad:
             reports.put_failures(job_id, f"{part}-rows", ({"key": r.ref, "error": r.code, "message": r.problem} for r in bad))

@@ -113,3 +113,30 @@ def test_a_jsonl_object_list_naming_versions_copies_each_named_version(stack: St
     _, r = copy_from(stack, "v/", {"bucket": MAN, "key": "lists/objects.jsonl", "format": "jsonl"}, 16)
     assert (r["listed"], r["succeeded"], r["failed"]) == (60, 60, 0), r
     assert copied(stack, "j/") == want
+
+
+def test_a_delete_by_a_manifest_naming_versions_is_refused_before_anything_is_sent_on_a_deployment_not_granted_it() -> None:
+    """A row's version id makes its delete DeleteObjectVersion, which only -c allow_version_delete grants: the job fails
+    at PlanListing in one line naming the row and the flag, instead of each object failing AccessDenied late; every
+    version is still there."""
+    template = synthesize({**CONTEXT, "delete_buckets": SRC})
+    with StackOnMoto(template, buckets=(SRC, DST, MAN), env=ENV) as stack:
+        s3 = stack.s3
+        s3.put_bucket_versioning(Bucket=SRC, VersioningConfiguration={"Status": "Enabled"})
+        rows = []
+        for i in range(30):
+            key = f"v/old-{i:03d}.txt"
+            first = s3.put_object(Bucket=SRC, Key=key, Body=b"first")["VersionId"]
+            s3.put_object(Bucket=SRC, Key=key, Body=b"second")
+            rows.append(f"{SRC},{key},{first}\n" if i == 20 else f"{SRC},{key}\n")  # one row, deep in the page, names a version
+        s3.put_object(Bucket=MAN, Key="lists/doomed.csv", Body="".join(rows).encode())
+        job = {"operation": "delete", "source": {"bucket": SRC, "prefix": "v/", "manifest": {"bucket": MAN, "key": "lists/doomed.csv"}}}
+        ex = stack.run(job, timeout=60)
+        assert (ex.status, ex.description.get("error")) == ("FAILED", "JobFailed"), (ex.description, ex.entered()[-5:])
+        cause = str(ex.description.get("cause"))
+        assert (
+            "job.source.manifest: a row names version" in cause and "'v/old-020.txt'" in cause and "-c allow_version_delete=true" in cause
+        )
+        assert "ListShards" not in ex.entered() and sum(stack.queue_depths().values()) == 0  # nothing listed, nothing sent
+        versions = s3.list_object_versions(Bucket=SRC, Prefix="v/")
+        assert len(versions.get("Versions", [])) == 60 and not versions.get("DeleteMarkers")
