@@ -111,13 +111,17 @@ class AllowList:
                     f"job.{name}.endpoint_url: {url!r} is not the endpoint this deployment pairs with {secret!r} ({shown}); "
                     f"redeploy with -c credentials_secrets={secret}={endpoint_key(url)} if those keys are for it"
                 )
-        key = job.encryption.kms_key_id if job.encryption is not None else None
-        if key is not None and not any(k == key or k.endswith("/" + key) for k in self.kms_keys):
-            shown = ", ".join(sorted(self.kms_keys)) or "none"
-            raise JobError(
-                f"job.encryption.kms_key_id: {key!r} is not among the keys this deployment's workers may use ({shown}); "
-                "redeploy with the key's ARN in -c kms_keys"
-            )
+        for label, key in (
+            ("job.encryption.kms_key_id", job.encryption.kms_key_id if job.encryption is not None else None),
+            ("job.destination.kms_key_id", job.destination.kms_key_id if job.destination is not None else None),
+        ):
+            # An alias names no key ARN that could be compared with the grant (KMS resolves it, and refuses if ungranted).
+            if key is not None and "alias/" not in key and not any(k == key or k.endswith("/" + key) for k in self.kms_keys):
+                shown = ", ".join(sorted(self.kms_keys)) or "none"
+                raise JobError(
+                    f"{label}: {key!r} is not among the keys this deployment's workers may use ({shown}); "
+                    "redeploy with the key's ARN in -c kms_keys (and let the key's policy allow the WorkerRoleArn output)"
+                )
         dst = job.destination
         if dst is not None:
             needed, allowed = ("read", self.read | self.write) if job.operation == "verify" else ("write", self.write)

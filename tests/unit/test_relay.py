@@ -181,3 +181,20 @@ def test_the_stack_lets_a_side_name_only_the_endpoint_its_deployer_paired_with_t
     bare = AllowList(frozenset({"a-b"}), frozenset({"c-d"}), frozenset(), secrets=frozenset({SECRET}))
     with pytest.raises(JobError, match=r"^job\.source\.endpoint_url: .*legacy-keys' \(none\)"):
         validate({"operation": "copy", "source": listed, "destination": {"bucket": "c-d"}}, bare)
+
+
+def test_a_copy_to_a_kms_key_the_workers_were_not_granted_is_refused_at_validate_naming_the_field() -> None:
+    """Every object would fail AccessDenied (caught only by the breaker after 1,000): one line at Validate instead."""
+    from s3bulk.aws.allowlist import AllowList
+    from s3bulk.aws.validation import validate
+
+    key = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    allow = AllowList(frozenset({"a-b"}), frozenset({"c-d"}), frozenset(), kms_keys=frozenset({key}))
+    dst: dict[str, Any] = {"bucket": "c-d", "sse": "aws:kms", "kms_key_id": key}
+    assert validate({"operation": "copy", "source": {"bucket": "a-b"}, "destination": dst}, allow)["job_id"]
+    assert validate({"operation": "copy", "source": {"bucket": "a-b"}, "destination": {**dst, "kms_key_id": key.split("/")[-1]}}, allow)
+    other = {**dst, "kms_key_id": key.replace("1234abcd", "99999999")}
+    with pytest.raises(JobError, match=r"^job\.destination\.kms_key_id: 'arn:aws:kms:.*99999999.*' is not among the keys .* -c kms_keys"):
+        validate({"operation": "copy", "source": {"bucket": "a-b"}, "destination": other}, allow)
+    aliased = {**dst, "kms_key_id": "alias/copies"}  # KMS resolves an alias; nothing to compare it with here
+    assert validate({"operation": "copy", "source": {"bucket": "a-b"}, "destination": aliased}, allow)["job_id"]
