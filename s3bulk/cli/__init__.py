@@ -15,6 +15,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 from rich.console import Console
@@ -220,6 +221,10 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--objects", type=int, default=3000, metavar="N", help="objects to seed (default 3000)")
     demo.add_argument("--report", metavar="PATH", help="write the JSON report here")
     demo.add_argument("--progress", choices=("auto", "on", "off"), default="auto")
+
+    serve = sub.add_parser("serve", help="run the embedded S3 server on 127.0.0.1 until Ctrl-C, and say how to use it")
+    serve.add_argument("--port", type=bounded(1, 65535, "the S3 port"), default=0, metavar="PORT", help="S3 port (default: a free one)")
+    serve.add_argument("--dir", type=Path, default=None, metavar="DIR", help="where its data lives, kept (default: a temporary directory)")
     return p
 
 
@@ -259,6 +264,12 @@ def _main(argv: Sequence[str] | None, interrupt: Interrupt) -> int:
         if args.command == "schema":
             print(json.dumps(json_schema(), indent=2))
             return EXIT_OK
+        if args.command == "serve":
+            from s3bulk.local.serve import serve
+
+            loaded()
+            with interrupt.defer():  # Ctrl-C only sets the event: the server is stopped in order, then "stopped"
+                return serve(port=args.port, data_dir=args.dir, console=console, interrupt=interrupt)
         if args.command == "demo":
             from s3bulk.local.demo import run_demo
 

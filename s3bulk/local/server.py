@@ -59,10 +59,21 @@ class SeaweedServer:
     """Use as a context manager; `endpoint_url` is ready once __enter__ returns."""
 
     def __init__(
-        self, *, start_timeout: float = 60.0, volume_size_mb: int = 64, log: Path | None = None, keys: dict[str, str] | None = None
+        self,
+        *,
+        start_timeout: float = 60.0,
+        volume_size_mb: int = 64,
+        log: Path | None = None,
+        keys: dict[str, str] | None = None,
+        port: int = 0,
+        data_dir: Path | None = None,
     ) -> None:
-        """`keys` (access key -> secret key): only these may sign requests; without it, any signature is accepted."""
+        """`keys` (access key -> secret key): only these may sign requests; without it, any signature is accepted.
+        `port`: the S3 port (0: a free one); `data_dir`: where the data lives, kept on stop (default: a temporary
+        directory, removed on stop)."""
         self.keys = dict(keys or {})
+        self.fixed_port = port
+        self.data_dir = data_dir
         self.start_timeout = start_timeout
         self.volume_size_mb = volume_size_mb
         self._log_path = log
@@ -83,16 +94,25 @@ class SeaweedServer:
         if self._dir is not None:
             return self._start()
         for attempt in range(3):
-            self._dir = tempfile.mkdtemp(prefix="s3bulk-weed-")
+            if self.data_dir is not None:
+                self.data_dir.mkdir(parents=True, exist_ok=True)
+                self._dir = str(self.data_dir.resolve())
+            else:
+                self._dir = tempfile.mkdtemp(prefix="s3bulk-weed-")
             self._ports = free_ports(10)
+            if self.fixed_port:
+                if self.fixed_port in self._ports[1:]:
+                    continue  # the kernel offered the asked port for another of the server's: ask again
+                self._ports[0] = self.fixed_port
             try:
                 return self._start()
             except LocalServerError:
-                shutil.rmtree(self._dir, ignore_errors=True)
+                if self.data_dir is None:
+                    shutil.rmtree(self._dir, ignore_errors=True)
                 self._dir = None
-                if attempt == 2:
+                if attempt == 2 or self.fixed_port:  # the asked port is taken: another port would not be what was asked
                     raise
-        raise AssertionError("unreachable")
+        raise LocalServerError("could not pick the server's ports; try again")
 
     def _start(self) -> SeaweedServer:
         assert self._dir is not None
@@ -181,7 +201,8 @@ class SeaweedServer:
     def stop(self) -> None:
         self.halt(signal.SIGTERM)
         if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
+            if self.data_dir is None:  # a directory the caller named keeps its data for the next start
+                shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
 
     def __enter__(self) -> SeaweedServer:

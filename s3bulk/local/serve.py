@@ -1,0 +1,49 @@
+"""`s3bulk serve`: the embedded SeaweedFS as a local S3 server of your own, until Ctrl-C.
+
+The same server `s3bulk demo` runs, on 127.0.0.1 only: a free port unless `--port` names one, its data in a
+temporary directory unless `--dir` names one (kept, so a later `serve --dir` has it again). It prints the endpoint
+and the exports that point `s3bulk` (and the AWS CLI, boto3, s5cmd) at it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from s3bulk.local.interrupt import Interrupt
+from s3bulk.local.server import ACCESS_KEY, SECRET_KEY, LocalServerError, SeaweedServer
+
+REGION = "us-east-1"  # the server takes any Region; SDKs need one to sign
+
+
+def exports(endpoint: str) -> list[str]:
+    """The shell lines that point S3 clients at the server: its endpoint, and the keys to sign with (it takes any)."""
+    return [
+        f"export AWS_ENDPOINT_URL_S3={endpoint} AWS_REGION={REGION}",
+        f"export AWS_ACCESS_KEY_ID={ACCESS_KEY} AWS_SECRET_ACCESS_KEY={SECRET_KEY}",
+    ]
+
+
+def serve(*, port: int, data_dir: Path | None, console: Console, interrupt: Interrupt) -> int:
+    """Start the server, say where it is, wait for Ctrl-C (or SIGTERM), stop it; 0 once stopped."""
+    server = SeaweedServer(port=port, data_dir=data_dir)
+    try:
+        server.start()
+    except LocalServerError as exc:
+        first = str(exc).splitlines()[0]
+        taken = f"; is port {port} in use? pick another with --port, or leave it out for a free one" if port else ""
+        console.print(f"error: the local S3 server did not start: {first}{taken}", markup=False, soft_wrap=True)
+        return 2
+    try:
+        where = f"data in {data_dir} (kept)" if data_dir is not None else "data in a temporary directory, removed on stop"
+        console.print(f"S3 server on {server.endpoint_url}; {where}; Ctrl-C stops it", markup=False, soft_wrap=True)
+        console.print("To use it from another shell:", markup=False)
+        for line in exports(server.endpoint_url):
+            console.print(f"  {line}", markup=False, soft_wrap=True)
+        console.print(f"  s3bulk run JOB.json    (or: s3bulk run JOB.json --endpoint-url {server.endpoint_url})", markup=False)
+        interrupt.event.wait()
+    finally:
+        server.stop()
+    console.print("stopped", markup=False)
+    return 0
