@@ -68,7 +68,9 @@ class Monitoring(Construct):
 
     def _dashboard(self) -> cw.Dashboard:
         worker, sm, queue = self.worker, self.state_machine, self.queue
-        dash = cw.Dashboard(self, "Dashboard", dashboard_name=f"{cdk.Aws.STACK_NAME}-s3bulk", default_interval=cdk.Duration.hours(3))
+        # Dashboards are global to the account: the Region in the name lets the same stack deploy in two Regions.
+        name = f"{cdk.Aws.STACK_NAME}-{cdk.Aws.REGION}-s3bulk"
+        dash = cw.Dashboard(self, "Dashboard", dashboard_name=name, default_interval=cdk.Duration.hours(3))
         dash.add_widgets(
             cw.GraphWidget(
                 title="Objects/s",

@@ -158,6 +158,12 @@ def test_a_scheduled_run_that_could_not_start_is_kept_in_a_dead_letter_queue_the
     assert len(watched) == 1
 
 
+def test_the_dashboards_name_holds_the_stack_and_its_region_since_dashboards_are_global_to_the_account(template: Template) -> None:
+    [dash] = resources(template, "AWS::CloudWatch::Dashboard").values()
+    parts = dash["Properties"]["DashboardName"]["Fn::Join"][1]
+    assert {"Ref": "AWS::StackName"} in parts and {"Ref": "AWS::Region"} in parts
+
+
 def test_dashboard_has_throughput_failure_queue_worker_and_execution_widgets(template: Template) -> None:
     [dash] = resources(template, "AWS::CloudWatch::Dashboard").values()
     body = json.dumps(dash["Properties"]["DashboardBody"])
