@@ -234,16 +234,9 @@ class Monitoring(Construct):
             ),
             alarm(
                 "ExecutionsEndedEarlyAlarm",
-                cw.MathExpression(
-                    expression="timedOut + aborted",
-                    using_metrics={
-                        "timedOut": self.state_machine.metric_timed_out(period=five),
-                        "aborted": self.state_machine.metric_aborted(period=five),
-                    },
-                    period=five,
-                    label="executions timed out or aborted",
-                ),
-                "A job execution timed out or was stopped: ExecutionEnded writes its report; check it.",
+                _metric(m.UNASKED_ENDS),  # ExecutionEnded's count: a stop or cancel its owner asked for is left out
+                "A job execution timed out, or was stopped by something other than its owner's s3bulk stop or cancel: "
+                "ExecutionEnded wrote its report (stopped, resumable); check it.",
                 1,
                 at_least,
             ),

@@ -15,3 +15,6 @@ BATCHES_RETURNED = "BatchesReturned"  # SQS gets the batch back (time ran out, o
 DEAD_LETTERED_BATCHES = "DeadLetteredBatches"
 DUPLICATE_BATCHES = "DuplicateBatches"  # a redelivered batch the ledger had already counted
 LISTED_PAGES = "ListedPages"
+# An execution that timed out, or was stopped by anything but its owner's s3bulk stop or cancel: the alarm's, since an
+# end its owner asked for is no trouble.
+UNASKED_ENDS = "ExecutionsEndedUnasked"

@@ -124,6 +124,15 @@ def drained(
 # -- an execution that ended on its own terms ----------------------------------------------------
 # The execution statuses whose event reaches execution_ended (the stack's EventBridge rule).
 ENDED = ("FAILED", "TIMED_OUT", "ABORTED")
+# The errors s3bulk stop and s3bulk cancel stop an execution with (aws/remote.py): an end its owner asked for.
+OWNER_STOPPED, OWNER_CANCELLED = "User.Stopped", "User.Cancelled"
+
+
+def ended_unasked(detail: dict[str, Any]) -> bool:
+    """An execution that timed out, or was aborted by anything but its owner's stop or cancel (the console, a script
+    without s3bulk): what the ExecutionsEndedEarly alarm counts. A failure has an alarm of its own."""
+    status = str(detail.get("status", ""))
+    return status == "TIMED_OUT" or (status == "ABORTED" and detail.get("error") not in {OWNER_STOPPED, OWNER_CANCELLED})
 
 
 def job_id_of(detail: dict[str, Any]) -> str | None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from s3bulk.aws import DEFAULT_STACK
 from s3bulk.aws.allowlist import RETRY_MANIFEST
-from s3bulk.aws.finish import finalize
+from s3bulk.aws.finish import OWNER_CANCELLED, OWNER_STOPPED, finalize
 from s3bulk.aws.ledger import CANCELLED, CANCELLING, DynamoLedger, JobRecord
 from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.job import Job, JobError, Manifest, new_job_id
@@ -108,7 +108,7 @@ def stop(deployment: Deployment, job_id: str, settings: ClientSettings) -> str:
         raise JobError(f"job_id: {job_id!r} is not running ({rec.status}); nothing to stop (s3bulk status {job_id})")
     arn = f"{deployment.state_machine_arn.replace(':stateMachine:', ':execution:', 1)}:{rec.execution}"
     sfn = make_client("stepfunctions", settings)
-    sfn.stop_execution(executionArn=arn, error="User.Stopped", cause="stopped with s3bulk stop")
+    sfn.stop_execution(executionArn=arn, error=OWNER_STOPPED, cause="stopped with s3bulk stop")
     return arn
 
 
@@ -136,7 +136,7 @@ def cancel(deployment: Deployment, job_id: str, settings: ClientSettings) -> str
         with contextlib.suppress(Exception):  # an execution that is gone (90 days) or never started runs nothing
             running = sfn.describe_execution(executionArn=arn)["status"] == "RUNNING"
     if running:
-        sfn.stop_execution(executionArn=arn, error="User.Cancelled", cause="cancelled with s3bulk cancel")
+        sfn.stop_execution(executionArn=arn, error=OWNER_CANCELLED, cause="cancelled with s3bulk cancel")
         return f"execution {arn} stopped; its report will say cancelled"
     reports = ReportBucket(make_s3_client(settings, 12), deployment.report_bucket)
     while not finalize(job_id, ledger=ledger, reports=reports, writer="cancel", drain_s=CANCEL_DRAIN_S)["report_done"]:

@@ -216,6 +216,10 @@ def test_a_timed_out_execution_gets_its_report(stack: StackOnMoto) -> None:
     }
     [ended] = stack.publish_status(desc)
     assert ended["finalized"] is True and ended["job_id"] == "timed-out-job"
+    assert ended["unasked"] is True  # counted for the early-end alarm (ExecutionsEndedUnasked): nobody asked for this
+    asked = {**desc, "name": "y", "status": "ABORTED", "error": "User.Stopped", "executionArn": desc["executionArn"][:-1] + "y"}
+    [stopped] = stack.publish_status(asked)
+    assert stopped["unasked"] is False  # s3bulk stop: its owner's, no alarm
     assert_nothing_left_running(stack)
     assert report_of(stack, "timed-out-job")["error"] == "execution TIMED_OUT: TIMED_OUT: "
     other = {**desc, "stateMachineArn": desc["stateMachineArn"] + "-other"}

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
-from s3bulk.aws.finish import DRAIN_POLL_S, drained
+import pytest
+
+from s3bulk.aws.finish import DRAIN_POLL_S, drained, ended_unasked
 from s3bulk.aws.ledger import DynamoLedger
 
 
@@ -50,3 +52,17 @@ def test_a_hold_lambda_ended_is_waited_for_only_until_the_bound() -> None:
 def test_a_call_short_of_time_says_so_and_the_next_call_goes_on_waiting() -> None:
     leases = Leases([2])
     assert not drained("j", cast(DynamoLedger, leases), drain_s=630, now=lambda: 200.0, time_left=lambda: 61.0, sleep=lambda s: None)
+
+
+@pytest.mark.parametrize(
+    ("detail", "unasked"),
+    [
+        ({"status": "ABORTED", "error": "User.Stopped"}, False),  # s3bulk stop
+        ({"status": "ABORTED", "error": "User.Cancelled"}, False),  # s3bulk cancel
+        ({"status": "ABORTED"}, True),  # the console, or a script without s3bulk
+        ({"status": "TIMED_OUT"}, True),
+        ({"status": "FAILED", "error": "States.Runtime"}, False),  # FailedExecutions' alarm
+    ],
+)
+def test_only_an_end_its_owner_did_not_ask_for_counts_for_the_early_end_alarm(detail: dict[str, Any], unasked: bool) -> None:
+    assert ended_unasked(detail) is unasked
