@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 import pytest
 import urllib3
 
-from s3bulk.s3.fastpath import NO_ANSWER, LeanPool, no_answer_code
+from s3bulk.s3.leanhttp import NO_ANSWER, LeanPool, no_answer_code
 
 Script = Callable[[socket.socket, int], None]  # (accepted connection, its number from 0)
 

@@ -12,7 +12,7 @@ from botocore.auth import S3SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials as BotoCredentials
 
-from s3bulk.s3.fastpath import SAFE, Credentials, SigV4Signer
+from s3bulk.s3.sigv4 import SAFE, Credentials, SigV4Signer
 
 NOW = datetime(2026, 11, 21, 9, 30, 5, tzinfo=UTC)
 KEYS = [

@@ -24,7 +24,7 @@ from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.ops.items import Item
 from s3bulk.outage import EndpointUnreachable, Outage, OutageBreaker, unreachable
 from s3bulk.report import Tally
-from s3bulk.s3 import fastpath, stores
+from s3bulk.s3 import fastpath, leanhttp, stores
 from s3bulk.s3.clients import ClientSettings, make_s3_client
 from s3bulk.s3.faststore import FastS3Store
 from s3bulk.s3.stores import S3Store
@@ -101,8 +101,8 @@ def test_botocore_and_urllib3_errors_without_an_answer_are_what_the_transports_r
     read_timeout = urllib3.exceptions.ReadTimeoutError(None, "/", "Read timed out.")  # type: ignore[arg-type]
     reset = urllib3.exceptions.ProtocolError("Connection aborted.", ConnectionResetError(104, "reset"))
     tls = urllib3.exceptions.SSLError("certificate verify failed")
-    codes = {type(e).__name__: fastpath.no_answer_code(e) for e in (refused, dns, connect_timeout, read_timeout, reset, tls)}
-    assert all(isinstance(e, fastpath.NO_ANSWER) for e in (refused, dns, connect_timeout, read_timeout, reset, tls))
+    codes = {type(e).__name__: leanhttp.no_answer_code(e) for e in (refused, dns, connect_timeout, read_timeout, reset, tls)}
+    assert all(isinstance(e, leanhttp.NO_ANSWER) for e in (refused, dns, connect_timeout, read_timeout, reset, tls))
     # A refused connection is a connection error, not a timeout (urllib3 makes NewConnectionError a ConnectTimeoutError).
     assert codes == {
         "NewConnectionError": "ConnectionError",

@@ -22,7 +22,7 @@ from botocore.awsrequest import AWSPreparedRequest, HTTPHeaders
 from botocore.exceptions import ClientError
 from moto.core.models import botocore_stubber
 
-from s3bulk.s3 import fastpath
+from s3bulk.s3 import leanhttp
 from tests.integration.stack.iam import MISSING_NEEDS_LIST, IamGate, Killed, invocation_of_thread, principal_of_thread
 
 
@@ -85,9 +85,9 @@ def s3_operation(method: str, host: str, target: str, headers: Mapping[str, str]
     raise UnknownRequest(f"{method} {target} on {host}")
 
 
-def _denied(message: str) -> fastpath._Answer:
+def _denied(message: str) -> leanhttp._Answer:
     body = f"<?xml version='1.0' encoding='UTF-8'?><Error><Code>AccessDenied</Code><Message>{message}</Message></Error>"
-    return fastpath._Answer(403, {"content-type": "application/xml"}, body.encode())
+    return leanhttp._Answer(403, {"content-type": "application/xml"}, body.encode())
 
 
 @contextmanager
@@ -95,11 +95,11 @@ def through_moto(gate: IamGate, limits: Any = None) -> Iterator[list[str]]:
     """While inside, every fast-path request is checked against its caller's role and answered by moto. Yields
     the operations seen (`ListObjectsV2 bucket`, ...), so a test can show the fast path was taken at all."""
     seen: list[str] = []
-    real = fastpath.LeanPool.urlopen
+    real = leanhttp.LeanPool.urlopen
 
     def urlopen(
-        pool: fastpath.LeanPool, method: str, target: str, *, body: bytes, headers: Mapping[str, str], **kw: Any
-    ) -> fastpath._Answer:
+        pool: leanhttp.LeanPool, method: str, target: str, *, body: bytes, headers: Mapping[str, str], **kw: Any
+    ) -> leanhttp._Answer:
         if not pool.host.endswith(".amazonaws.com"):  # another provider's endpoint (a relay's far side, a test's server)
             return real(pool, method, target, body=body, headers=headers, **kw)
         invocation = invocation_of_thread()
@@ -132,7 +132,7 @@ def through_moto(gate: IamGate, limits: Any = None) -> Iterator[list[str]]:
             except ClientError as exc:
                 return _denied(str(exc))
         raw = data if isinstance(data, bytes) else str(data or "").encode()
-        return fastpath._Answer(int(status), {k.lower(): str(v) for k, v in answered.items()}, raw)
+        return leanhttp._Answer(int(status), {k.lower(): str(v) for k, v in answered.items()}, raw)
 
-    with mock.patch.object(fastpath.LeanPool, "urlopen", urlopen):
+    with mock.patch.object(leanhttp.LeanPool, "urlopen", urlopen):
         yield seen
