@@ -38,7 +38,8 @@ LAMBDA_CRASHED = ["Lambda.Unknown", "Sandbox.Timedout"]
 # window. Deterministic, or a decision already made: never retried (ReportFailure fails or stops the job).
 VERDICTS = ["JobError", "JobHalted", "EndpointUnreachable", "ManifestError", "ColumnarError"]
 # Any other error of a step (an S3, SQS or DynamoDB call refused after the SDK's own retries): retried with backoff,
-# as AWS advises for States.TaskFailed, for about 75 s before the job stops (resumable), not at the first one.
+# as AWS advises for States.TaskFailed, for up to 30 s (2, 4, 8, 16 s, full jitter) before the job stops (resumable),
+# not at the first one; as the retries of a crashed or timed-out call are paced.
 FAULT_ATTEMPTS = 4
 
 
@@ -47,7 +48,7 @@ def _retry_faults(task: sfn.TaskStateBase) -> None:
     task.add_retry(errors=VERDICTS, max_attempts=0)
     task.add_retry(
         errors=["States.ALL"],
-        interval=cdk.Duration.seconds(5),
+        interval=cdk.Duration.seconds(2),
         max_attempts=FAULT_ATTEMPTS,
         backoff_rate=2.0,
         jitter_strategy=sfn.JitterType.FULL,
