@@ -230,7 +230,12 @@ ALARMS = 5 * 1 + 2 * 2 + 6
 # Custom metrics, each with the one dimension service=s3bulk: one billed metric per name, for the hours it is sent.
 BATCH_METRICS = (metrics.OBJECTS_SUCCEEDED, metrics.OBJECTS_FAILED, metrics.OBJECTS_SKIPPED, metrics.BYTES, metrics.RETRIES)
 LISTER_METRICS = (metrics.LISTED_PAGES,)
-EVENT_METRICS = (metrics.BATCHES_RETURNED, metrics.DEAD_LETTERED_BATCHES, metrics.DUPLICATE_BATCHES, metrics.UNASKED_ENDS)  # only when it happens
+EVENT_METRICS = (
+    metrics.BATCHES_RETURNED,
+    metrics.DEAD_LETTERED_BATCHES,
+    metrics.DUPLICATE_BATCHES,
+    metrics.UNASKED_ENDS,
+)  # only when it happens
 LOG_BYTES_PER_INVOCATION = 1500  # START, END and REPORT lines and the metrics' EMF record, assumed
 LOG_BYTES_PER_TRANSITION = 1000  # the state machine's log group at level ALL, without execution data, assumed
 XRAY_RESERVOIR_PER_S, XRAY_RATE = 1.0, 0.05  # Lambda's default sampling: 1 request a second and 5% of the rest
