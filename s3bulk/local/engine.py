@@ -120,8 +120,9 @@ class Engine:
         self.redo = 0
         if self.ledger is not None and sample is None and not job.options.dry_run:
             if self.ledger.stopped_by() == STOP_REASON and job.source.versions == "current":
-                self.ledger.take_for_redo(version_failed)
-            self.redo = self.ledger.redo_left()  # with what an interrupted resume left of an earlier redo
+                self.redo = self.ledger.take_for_redo(version_failed)
+            else:
+                self.redo = self.ledger.redo_left()  # what an interrupted resume left of an earlier redo
         self._canary_done = self.ledger.canary_objects() if self.ledger is not None and sample is None else set()
         self.concurrency = resolve_concurrency(job, concurrency)
         # One outage breaker per store (the same one when both sides share it), with the job's window.

@@ -157,18 +157,12 @@ class ListingMixin(LedgerBase):
             ExpressionAttributeValues=values,
         )
 
-    def selection_count(self, job_id: str) -> tuple[int, int] | None:
-        """(objects, bytes) the count before the listing found selected, once every planned shard is counted; else None."""
-        item = self._job_item(job_id, "shards")
-        return counted_selection(item, self._list_shards(job_id))
-
     def guard_total(self, job_id: str) -> tuple[int, bool]:
         """The deletes every shard counted, and whether every planned shard is counted."""
         item = self._job_item(job_id, "shards")
         shards = self._list_shards(job_id)
         total = sum(int(s.get("would_delete", {}).get("N", "0")) for s in shards)
-        done = sum(1 for s in shards if s.get("guard_done", {}).get("BOOL"))
-        return total, "shards" in item and done >= int(item["shards"]["N"])
+        return total, _all_counted(item, shards)
 
     def checkpoint(
         self,
@@ -273,9 +267,14 @@ class ListingMixin(LedgerBase):
             raise
 
 
+def _all_counted(job: dict[str, Any], shards: list[dict[str, Any]]) -> bool:
+    """Every planned listing shard of the job item has been counted (aws/guard.py)."""
+    done = sum(1 for s in shards if s.get("guard_done", {}).get("BOOL"))
+    return "shards" in job and done >= int(job["shards"]["N"])
+
+
 def counted_selection(job: dict[str, Any], shards: list[dict[str, Any]]) -> tuple[int, int] | None:
     """(objects, bytes) the listing shards' count found selected, once every planned shard of the job item was counted."""
-    done = sum(1 for s in shards if s.get("guard_done", {}).get("BOOL"))
-    if "shards" not in job or done < int(job["shards"]["N"]):
+    if not _all_counted(job, shards):
         return None
     return sum(int(s.get("would_act", {}).get("N", "0")) for s in shards), sum(int(s.get("would_bytes", {}).get("N", "0")) for s in shards)
