@@ -358,6 +358,10 @@ class S3BulkStack(cdk.Stack):
         # intent (s3bulk/aws/intents.py) to redo a page it sent but did not record.
         reports_rw = ["s3:GetObject", "s3:PutObject", "s3:PutObjectTagging"]
         self.lister_fn.add_to_role_policy(iam.PolicyStatement(actions=reports_rw, resources=[self.reports.arn_for_objects("jobs/*")]))
+        # A resumed job's parked batches (s3bulk/aws/held.py) are deleted once sent again.
+        self.lister_fn.add_to_role_policy(
+            iam.PolicyStatement(actions=["s3:DeleteObject"], resources=[self.reports.arn_for_objects("jobs/*/parked/*")])
+        )
         # No s3:prefix condition: a GET carries no prefix, so S3's is-it-missing check would not match one.
         self.lister_fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[self.reports.bucket_arn]))
         if config.delete_buckets:
@@ -601,6 +605,9 @@ class S3BulkStack(cdk.Stack):
             f"{iam5}[Resource::<{self.get_logical_id(self.reports.node.default_child)}.Arn>/jobs/*]": (  # type: ignore[arg-type]
                 "Workers, Finalize and (for bad manifest rows) the lister write one object per batch, page or job "
                 "under jobs/ of this stack's own report bucket."
+            ),
+            f"{iam5}[Resource::<{self.get_logical_id(self.reports.node.default_child)}.Arn>/jobs/*/parked/*]": (  # type: ignore[arg-type]
+                "The lister deletes a resumed job's parked batches (one object per batch) once it has sent them again."
             ),
         }
         reasons["AwsSolutions::AwsSolutions-L1"] = (

@@ -235,7 +235,23 @@ def build_state_machine(
     )
     reopen.add_catch(why_refused, errors=["DynamoDB.ConditionalCheckFailedException"], result_path=sfn.JsonPath.DISCARD)
     reopen.add_catch(failed, errors=["States.ALL"], result_path="$.error")
-    reopen.next(slim)
+    # A reopened job's parked batches go back on the queue at once, and after a failure breaker's stop its failed objects
+    # are taken back to be done again (s3bulk/aws/held.py), over as many calls as it takes, before the listing goes on.
+    start_resume = sfn.Pass(scope, "StartResume", parameters={"after": ""}, result_path="$.resumed")
+    resume_held = tasks.LambdaInvoke(
+        scope,
+        "ResumeHeld",
+        lambda_function=lister,
+        payload=sfn.TaskInput.from_object({"job_id.$": "$.job_id", "phase": "resume", "after": sfn.JsonPath.string_at("$.resumed.after")}),
+        payload_response_only=True,
+        result_path="$.resumed",
+        retry_on_service_exceptions=False,
+    )
+    _retry(resume_held, [*LAMBDA_TRANSIENT, *LAMBDA_CRASHED, "States.Timeout"])
+    _retry_faults(resume_held)
+    reopen.next(start_resume)
+    start_resume.next(resume_held)
+    resume_held.next(sfn.Choice(scope, "HeldSent?").when(sfn.Condition.boolean_equals("$.resumed.done", True), slim).otherwise(resume_held))
     create.add_catch(reopen, errors=["DynamoDb.ConditionalCheckFailedException"], result_path=sfn.JsonPath.DISCARD)
     create.add_catch(failed, errors=["States.ALL"], result_path="$.error")
 
@@ -256,6 +272,7 @@ def build_state_machine(
     )
     _retry(report_failure, [*LAMBDA_TRANSIENT, "States.Timeout"])
     report_failure.add_catch(mark_failed, errors=["States.ALL"], result_path="$.report_error")
+    resume_held.add_catch(report_failure, errors=["States.ALL"], result_path="$.error")
     # The failure breaker (s3bulk/breaker.py) stopped the job: as resumable as any stop, under an error of its own.
     breaker_tripped = sfn.Fail(
         scope,

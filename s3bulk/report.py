@@ -312,8 +312,10 @@ def summarize(
     tolerated_failures: int,
     error: str | None = None,
     stop_reason: str | None = None,
+    redone: int = 0,
 ) -> dict[str, Any]:
-    """The report's summary fields, the same on the CLI and on the stack (docs/architecture.md, "Exit codes and the report")."""
+    """The report's summary fields, the same on the CLI and on the stack (docs/architecture.md, "Exit codes and the report").
+    `redone`: objects a run before the failure breaker's stop failed, done again by this resumed run."""
     dry = status == "dry-run"
     out: dict[str, Any] = {
         "job_id": job_id,
@@ -340,6 +342,8 @@ def summarize(
         # not done (listed objects only: a listing cut short names no more), which a resume still has to do.
         out["done"] = counts.succeeded + counts.skipped
         out["not_done"] = max(0, unfinished)
+    if redone:
+        out["redone_after_breaker"] = redone  # their earlier failures are replaced by this run's outcomes
     if stop_reason:
         out["stop_reason"] = stop_reason  # what stopped it: "failure_breaker" (breaker.py); absent for an outage or a user
     if error:
@@ -470,11 +474,10 @@ class Report:
             tolerated_failures=self.tolerated_failures,
             error=self.error,
             stop_reason=self.stop_reason,
+            redone=self.redone,
         )
         if self.canary is not None:
             out["canary"] = self.canary
-        if self.redone:
-            out["redone_after_breaker"] = self.redone  # their earlier failures are replaced by this run's outcomes
         return out
 
     def write(self, path: str | Path, *, spill_dir: Path | None = None) -> Path | None:

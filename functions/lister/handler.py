@@ -1,4 +1,4 @@
-"""Step Functions tasks: plan a job's listing shards; list one shard from its cursor, send batches, return before time runs out;
+"""Step Functions tasks: send a resumed job's held batches again (and redo a breaker's failures); plan a job's listing shards; list one shard from its cursor, send batches, return before time runs out;
 for the delete guard, count one shard's deletes, then check the total."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from s3bulk.aws import env
 from s3bulk.aws.guard import check_step, count_step, counts_first
+from s3bulk.aws.held import resume_step
 from s3bulk.aws.lister import list_step, plan_step
 from s3bulk.metrics import LISTED_PAGES, NAMESPACE, SERVICE
 
@@ -23,7 +24,8 @@ tracer = Tracer(service=SERVICE)
 class ListEvent(BaseModel):
     job_id: str
     shard: int | None = None  # absent: plan the shards
-    phase: Literal["list", "count", "check"] = "list"  # count and check: the delete guard (s3bulk/aws/guard.py)
+    phase: Literal["list", "count", "check", "resume"] = "list"  # count and check: the delete guard (s3bulk/aws/guard.py)
+    after: str = ""  # resume: where the step's last call stopped (s3bulk/aws/held.py)
 
 
 @cache
@@ -50,6 +52,11 @@ def deps() -> dict[str, Any]:
 def handler(event: ListEvent, context: LambdaContext) -> dict[str, Any]:
     logger.append_keys(job_id=event.job_id, shard=event.shard)
     d = deps()
+    if event.phase == "resume":
+        time_left = lambda: context.get_remaining_time_in_millis() / 1000  # noqa: E731
+        return resume_step(
+            event.job_id, ledger=d["ledger"], reports=d["reports"], sender=d["sender"], time_left=time_left, after=event.after
+        )
     if event.phase == "check":
         return {"job_id": event.job_id, "would_delete": check_step(event.job_id, ledger=d["ledger"])}
     if event.phase == "count" and event.shard is not None:

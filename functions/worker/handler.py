@@ -54,7 +54,7 @@ def record_handler(record: SqsBatchRecord, lambda_context: LambdaContext) -> Non
             metrics.add_metric(name=DEAD_LETTERED_BATCHES, unit="Count", value=1)
             logger.error("batch dead-lettered", extra={"attempts": attempts})
         raise
-    if outcome.requeued:
+    if outcome.requeued or outcome.parked:
         metrics.add_metric(name=BATCHES_RETURNED, unit="Count", value=1)
     elif not outcome.counted:
         metrics.add_metric(name=DUPLICATE_BATCHES, unit="Count", value=1)

@@ -82,6 +82,7 @@ def finalize(
         tolerated_failures=opts.tolerated_failures,
         error=reason,
         stop_reason=breaker,
+        redone=rec.counters.get("redone", 0),
     )
     uri = reports.put_report(job_id, summary, digest)
     over = (

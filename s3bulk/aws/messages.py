@@ -47,6 +47,9 @@ class BatchMessage(BaseModel):
     # items that are delete markers (a job on versions): the listing said so, and a filter must not ask S3 about one
     # (GetObjectTagging or HEAD of a marker's version is 405 on S3, 404 on some servers, which reads as "gone")
     markers: list[int] = Field(default_factory=list)
+    # objects named by key only, redone after the failure breaker (aws/held.py): no listing was joined with them, so a
+    # skip mode asks the destination itself
+    alone: bool = False
 
     def objects(self) -> list[ObjectInfo]:
         markers = set(self.markers)
@@ -92,6 +95,7 @@ class BatchMessage(BaseModel):
             resume=sorted((uploads or {}).items()),
             hung=sorted((hung or {}).items()),
             markers=[n for n, o in enumerate(objects) if o.delete_marker],
+            alone=self.alone,
         )
 
     def encode(self) -> str:
@@ -124,6 +128,7 @@ def pack(
     max_bytes: int = MAX_MESSAGE_BYTES,
     rechecks: Mapping[str, bool] | None = None,
     max_object_bytes: int = MAX_BATCH_OBJECT_BYTES,
+    alone: bool = False,
 ) -> Iterator[BatchMessage]:
     """Split one listing page into messages of at most `max_items` objects, `max_bytes` of message and `max_object_bytes`
     of the objects themselves; ids derive from the page (a number, or a shard-and-page id) so a re-sent page dedupes."""
@@ -138,7 +143,7 @@ def pack(
     for obj in objects:
         cost = _item_bytes(obj) + (12 if rechecks and obj.key in rechecks else 0) + (6 if obj.delete_marker else 0)
         if batch and (len(batch) >= max_items or size + cost > max_bytes or held + max(obj.size, 0) > max_object_bytes):
-            yield BatchMessage(job_id=job_id, batch_id=f"{page_id}-{n:03d}", items=batch, check=check, markers=markers)
+            yield BatchMessage(job_id=job_id, batch_id=f"{page_id}-{n:03d}", items=batch, check=check, markers=markers, alone=alone)
             batch, check, markers, size, held, n = [], [], [], overhead, 0, n + 1
         held += max(obj.size, 0)
         if rechecks and obj.key in rechecks:
@@ -148,4 +153,4 @@ def pack(
         batch.append(_item(obj))
         size += cost
     if batch:
-        yield BatchMessage(job_id=job_id, batch_id=f"{page_id}-{n:03d}", items=batch, check=check, markers=markers)
+        yield BatchMessage(job_id=job_id, batch_id=f"{page_id}-{n:03d}", items=batch, check=check, markers=markers, alone=alone)

@@ -83,6 +83,44 @@ class ReportBucket:
             for kind in ("failures", "keys"):
                 self.client.put_object(Bucket=self.bucket, Key=f"jobs/{job_id}/{kind}/{self._name(part, attempt)}", Body=b"")
 
+    # -- a stopped job's batches, parked here until its resume (aws/held.py) ------------------------
+    def park(self, job_id: str, batch_id: str, body: str) -> None:
+        self.client.put_object(Bucket=self.bucket, Key=f"jobs/{job_id}/parked/{batch_id}.json", Body=body.encode("utf-8"))
+
+    def empty_parked(self, job_id: str, batch_id: str) -> None:
+        """A parked batch its worker sent again itself (the job resumed meanwhile): emptied, as a worker deletes nothing."""
+        self.client.put_object(Bucket=self.bucket, Key=f"jobs/{job_id}/parked/{batch_id}.json", Body=b"")
+
+    def parked(self, job_id: str, limit: int = 100) -> tuple[list[tuple[str, str]], list[str]]:
+        """The first `limit` parked batches (key, body), and the emptied ones listed beside them (to delete)."""
+        r = self.client.list_objects_v2(Bucket=self.bucket, Prefix=f"jobs/{job_id}/parked/", MaxKeys=limit)
+        found = r.get("Contents", [])
+        emptied = [str(o["Key"]) for o in found if not o.get("Size")]
+        full = [str(o["Key"]) for o in found if o.get("Size")]
+        with ThreadPoolExecutor(self.readers, thread_name_prefix="parked") as pool:
+            bodies = list(pool.map(self._read, full))
+        return [(k, b.decode("utf-8")) for k, b in zip(full, bodies, strict=True)], emptied
+
+    def drop(self, keys: Sequence[str]) -> None:
+        """Delete these objects of the bucket (parked batches sent again), 1,000 per call."""
+        for start in range(0, len(keys), 1000):
+            chunk = keys[start : start + 1000]
+            self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": [{"Key": k} for k in chunk], "Quiet": True})
+
+    def failure_part_keys(self, job_id: str, after: str = "") -> Iterator[list[str]]:
+        """The keys of the job's failures parts that hold any, a listing page at a time, in key order after `after`."""
+        paginator = self.client.get_paginator("list_objects_v2")
+        pages = paginator.paginate(Bucket=self.bucket, Prefix=f"jobs/{job_id}/failures/", **({"StartAfter": after} if after else {}))
+        for page in pages:
+            yield [str(o["Key"]) for o in page.get("Contents", ()) if o.get("Size", 1)]
+
+    def read(self, key: str) -> bytes:
+        return self._read(key)
+
+    def keys_part(self, job_id: str, part: str, attempt: str) -> bytes:
+        """A try's key-log part, empty when it wrote none."""
+        return self._get(f"jobs/{job_id}/keys/{self._name(part, attempt)}") or b""
+
     def iter_parts(
         self, job_id: str, counted: CountedAttempts | None = None, after: str | None = None
     ) -> Generator[tuple[str, bytes], None, None]:

@@ -149,6 +149,7 @@ class WorkOutcome:
     counted: bool  # False: a duplicate delivery, already counted
     requeued: bool = False  # not started on its last delivery: sent again as a new message instead of dead-lettered
     cancelled: bool = False  # its job had stopped: its objects were reported failed (JobStopped), not worked
+    parked: bool = False  # its job is stopped: the batch waits in the report bucket for the resume (aws/held.py)
 
 
 class WorkerService:
@@ -289,6 +290,9 @@ class WorkerService:
                 self._abort_uploads(msg)
             return WorkOutcome(BatchCounts(), counted=False, cancelled=True)
         if status in PAUSED:
+            if not msg.resume and self.returns is not None:
+                return self._park(msg)
+            # A batch with a paused multipart copy is handed back instead: the cancel of a job never resumed aborts its upload.
             since = self.ledger.stopped_at(msg.job_id)
             if since is None or self.wall() - since < STOPPED_KEEP_S:
                 raise EndpointDown(f"job {msg.job_id} is stopped; its batches wait for s3bulk resume {msg.job_id}", stopped=True)
@@ -306,6 +310,7 @@ class WorkerService:
                 upload_id=uploads.get(i, ""),
                 strikes=strikes.get(i, 0),
                 problem=_outlasted(strikes.get(i, 0)),
+                alone=msg.alone,
             )
             for i, o in enumerate(msg.objects())
         ]
@@ -418,7 +423,7 @@ class WorkerService:
             return
         top = ranked(codes)
         trip = Trip(finished, weighed, top, examples.get(top[0][0]) if top else None)
-        if self.ledger.stop(job_id, trip.line(f"s3bulk resume {job_id}")):
+        if self.ledger.stop(job_id, trip.line(f"s3bulk resume {job_id}"), tripped=True):
             self._status.pop(job_id, None)
             if progress.token is not None and self.completion is not None:
                 self.completion.send(progress.token, job_id)
@@ -455,6 +460,16 @@ class WorkerService:
         adaptive = job.options.adaptive_rate
         self.rate.configure(adaptive, self.ledger.shared_rate(job_id) if adaptive else None)
         return self.rate.cuts
+
+    def _park(self, msg: BatchMessage) -> WorkOutcome:
+        """A stopped job's batch leaves the queue for the report bucket until its resume sends it again (aws/held.py).
+        Read again after parking: a job resumed in between may have sent its parked batches before this one landed,
+        so this worker sends it again itself (and empties what it parked; the batch id dedupes a second copy)."""
+        self.reports.park(msg.job_id, msg.batch_id, msg.encode())
+        if self.ledger.status(msg.job_id, consistent=True) not in PAUSED and self.returns is not None:
+            self.returns.requeue(msg.encode())
+            self.reports.empty_parked(msg.job_id, msg.batch_id)
+        return WorkOutcome(BatchCounts(), counted=False, parked=True)
 
     def _cancel(self, msg: BatchMessage, status: str) -> WorkOutcome:
         """The job stopped (aborted, timed out, failed) while this batch was queued: report its objects, work none of them."""

@@ -27,7 +27,8 @@ marker or the page number), so a retry never counts twice.
 
 The ledger is a package of modules by concern: `keys` (item keys, limits, the conflict retry), `base` (the client and
 the reads and writes every part shares), `jobs` (the job item), `counting` (batches counted, counters read),
-`listing` (listing shards and the delete guard's count) and `leases` (who is working the job now). DynamoLedger
+`listing` (listing shards and the delete guard's count), `leases` (who is working the job now) and `redo` (a
+resume after the failure breaker taking failed objects back). DynamoLedger
 is their mixins put together, and every public name is importable from here.
 """
 
@@ -61,6 +62,7 @@ from s3bulk.aws.ledger.keys import (
 )
 from s3bulk.aws.ledger.leases import AtCapacity, Lease, LeasesMixin
 from s3bulk.aws.ledger.listing import GuardShard, ListingMixin, ListShard
+from s3bulk.aws.ledger.redo import RedoMixin
 
 __all__ = [
     "CANCELLED",
@@ -97,5 +99,6 @@ __all__ = [
 ]
 
 
-class DynamoLedger(JobsMixin, CountingMixin, ListingMixin, LeasesMixin):
-    """The job ledger in DynamoDB (see the package's docstring): the job item, its counters, its listing shards and its leases."""
+class DynamoLedger(JobsMixin, CountingMixin, ListingMixin, LeasesMixin, RedoMixin):
+    """The job ledger in DynamoDB (see the package's docstring): the job item, its counters, its listing shards, its leases
+    and the redo of a breaker's failures."""

@@ -240,9 +240,9 @@ class JobsMixin(CountingMixin, LeasesMixin):
             ExpressionAttributeValues=values,
         )
 
-    def stop(self, job_id: str, reason: str) -> bool:
+    def stop(self, job_id: str, reason: str, *, tripped: bool = False) -> bool:
         """Mark a RUNNING job STOPPING (its endpoint is gone for good, or its owner stopped its execution); True for the
-        one call that did.
+        one call that did. `tripped`: the failure breaker stopped it, so its resume redoes the failed objects (ledger/redo.py).
 
         Workers then hand its batches back uncounted (kept for the resume, not cancelled), listers send no more
         pages, and its report says stopped. Submitting the job again (ReopenJob) makes it RUNNING and removes the reason.
@@ -253,7 +253,7 @@ class JobsMixin(CountingMixin, LeasesMixin):
                 lambda: self.client.update_item(
                     TableName=self.table,
                     Key=job_key(job_id),
-                    UpdateExpression="SET #s = :stopping, stop_reason = :r, stopped_at = :t",
+                    UpdateExpression="SET #s = :stopping, stop_reason = :r, stopped_at = :t" + (", tripped = :yes" if tripped else ""),
                     ConditionExpression="#s = :running",
                     ExpressionAttributeNames={"#s": "status"},
                     ExpressionAttributeValues={
@@ -261,6 +261,7 @@ class JobsMixin(CountingMixin, LeasesMixin):
                         ":running": {"S": "RUNNING"},
                         ":r": {"S": reason[:1000]},
                         ":t": {"N": f"{now:.3f}"},
+                        **({":yes": {"BOOL": True}} if tripped else {}),
                     },
                 )
             )

@@ -29,6 +29,7 @@ COUNTERS = (
     "retries",
     "object_retries",
     "throttled",
+    "redone",
 )
 # Counters the lister adds on the job item; the rest are only ever added on shards.
 LISTER_COUNTERS = ("scanned", "listed", "listed_bytes", "skipped", "failed", "batches", "pending", "extraneous")
