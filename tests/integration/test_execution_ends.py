@@ -279,9 +279,10 @@ def test_an_execution_its_owner_stops_is_a_resumable_stop_its_batches_held_and_t
 
     monkeypatch.setattr(DynamoLedger, "checkpoint", slow_pages)
     monkeypatch.setattr(lister, "STATUS_EVERY_S", 0.0)  # a lister asks before every page (30 s on AWS)
-    # One listing shard of 12 pages; a stopped job's batches come back every S3BULK_OUTAGE_STOP_S (15 minutes on AWS).
+    # One listing shard of 12 pages. SQS's in-flight limit (120,000 on AWS) scaled to 3: a stopped job's batches handed
+    # back to the queue would hold it, and every other job's receives would be refused.
     env = {**ENV, "S3BULK_LIST_PAGE_SIZE": "10", "S3BULK_LIST_SHARDS": "1", "S3BULK_OUTAGE_STOP_S": "2"}
-    with StackOnMoto(template, buckets=(SRC, DST), env=env) as stack:
+    with StackOnMoto(template, buckets=(SRC, DST), env=env, in_flight_limit=3) as stack:
         keys = seed()
         source = stack.worker_source
         source.pause()  # the batches wait in the queue, as a big job's would when its owner stops it
@@ -330,6 +331,9 @@ def test_an_execution_its_owner_stops_is_a_resumable_stop_its_batches_held_and_t
         parked = _parked(stack, job_id)
         assert counters["pending"] == parked >= 3 and source.stats.returned == 0, stack.describe()
         assert sum(stack.queue_depths().values()) == 0  # nothing cycles through the queue while the job is stopped
+        refused = source.stats.over_limit  # while the 4 batches were in a worker's hands
+        time.sleep(1)
+        assert source.stats.over_limit == refused  # parked, they no longer hold the queue's in-flight limit
         assert "Contents" not in stack.s3.list_objects_v2(Bucket=DST)
         assert _failure_parts(stack, job_id) == {}
 

@@ -27,13 +27,30 @@ class SourceStats:
     duplicated: int = 0
     loop_stopped: int = 0  # records Lambda would not deliver: a recursive loop past 16 hops (stack/recursion.py)
     max_hops: int = 0  # the most times one function had been invoked along a delivered record's chain
+    over_limit: int = 0  # receives SQS refused with OverLimit: the queue held its in-flight limit of messages
+
+
+# A standard queue holds at most about 120,000 messages in flight (received, not yet deleted nor visible again); past it
+# ReceiveMessage answers OverLimit, for every consumer of the queue (SQS quotas, "Messages in flight").
+IN_FLIGHT_LIMIT = 120_000
 
 
 class SqsEventSource:
     """An event source mapping on an SQS queue, as Lambda runs it: pollers, batches, partial batch responses."""
 
-    def __init__(self, sqs: Any, queue_url: str, queue_arn: str, fn: Function, props: dict[str, Any], faults: Faults, pollers: int) -> None:
+    def __init__(
+        self,
+        sqs: Any,
+        queue_url: str,
+        queue_arn: str,
+        fn: Function,
+        props: dict[str, Any],
+        faults: Faults,
+        pollers: int,
+        in_flight_limit: int = IN_FLIGHT_LIMIT,
+    ) -> None:
         self.sqs, self.queue_url, self.queue_arn, self.fn, self.faults = sqs, queue_url, queue_arn, fn, faults
+        self.in_flight_limit = in_flight_limit  # a test scales it down to reach it
         self.batch_size = int(props.get("BatchSize", 10))
         self.partial = "ReportBatchItemFailures" in props.get("FunctionResponseTypes", [])
         limit = int(props.get("ScalingConfig", {}).get("MaximumConcurrency", pollers))
@@ -77,14 +94,26 @@ class SqsEventSource:
                 self._stop.wait(0.05)
                 continue
             with self._lock:
-                got = self.sqs.receive_message(
-                    QueueUrl=self.queue_url, MaxNumberOfMessages=min(self.batch_size, 10), AttributeNames=["All"], WaitTimeSeconds=0
-                )
+                if self._over_limit():
+                    self.stats.over_limit += 1
+                    got = {}
+                else:
+                    got = self.sqs.receive_message(
+                        QueueUrl=self.queue_url, MaxNumberOfMessages=min(self.batch_size, 10), AttributeNames=["All"], WaitTimeSeconds=0
+                    )
             messages: list[dict[str, Any]] = got.get("Messages", [])
             if not messages:
                 self._stop.wait(0.05)
                 continue
             self._deliver(messages)
+
+    def _over_limit(self) -> bool:
+        """SQS's in-flight limit reached: it answers ReceiveMessage with OverLimit (the caller holds the lock)."""
+        if self.in_flight_limit >= IN_FLIGHT_LIMIT and self.stats.records - self.stats.deleted < self.in_flight_limit:
+            return False  # cannot be reached: fewer records were ever received and not deleted (one less call per receive)
+        with acting_as(None):
+            attrs = self.sqs.get_queue_attributes(QueueUrl=self.queue_url, AttributeNames=["ApproximateNumberOfMessagesNotVisible"])
+        return int(attrs["Attributes"]["ApproximateNumberOfMessagesNotVisible"]) >= self.in_flight_limit
 
     def _deliver(self, messages: list[dict[str, Any]]) -> None:
         messages = self._past_loop_detection(messages)

@@ -37,7 +37,7 @@ from moto.stepfunctions.responses import StepFunctionResponse
 
 from tests.integration.aws_harness import REGION
 from tests.integration.stack.assets import Asset, assets_of, imports_from_assets
-from tests.integration.stack.event_source import SqsEventSource
+from tests.integration.stack.event_source import IN_FLIGHT_LIMIT, SqsEventSource
 from tests.integration.stack.fastpath import through_moto as fast_path_through_moto
 from tests.integration.stack.faults import Faults, hook_dynamo_clients
 from tests.integration.stack.iam import IamGate
@@ -202,8 +202,10 @@ class StackOnMoto:
         check_limits: bool = True,
         account_concurrency: int | None = None,
         timeouts: dict[str, float] | None = None,
+        in_flight_limit: int = IN_FLIGHT_LIMIT,
     ) -> None:
         self.template = template
+        self.in_flight_limit = in_flight_limit  # SQS's, per queue (stack/event_source.py); a test scales it down
         self.check_iam = check_iam  # False: a test that means to be refused asserts on `iam.denied` itself
         self.check_limits = check_limits  # False: a test that means to reach a limit asserts on `limits.refused` itself
         self.buckets = buckets
@@ -368,7 +370,7 @@ class StackOnMoto:
         for p in resources_of(self.template, "AWS::Lambda::EventSourceMapping").values():
             source_arn, fn = self.resolve(p["EventSourceArn"]), self.resolve(p["FunctionName"])
             [url] = [self.names[q] for q in queues if self.names[f"{q}.Arn"] == source_arn]
-            self.sources.append(SqsEventSource(self.sqs, url, source_arn, self.functions[fn], p, self.faults, self.pollers))
+            self.sources.append(SqsEventSource(self.sqs, url, source_arn, self.functions[fn], p, self.faults, self.pollers, self.in_flight_limit))
 
     def _recording_stops(self) -> Callable[..., Any]:
         """StopExecution by anyone (a test, the CLI's s3bulk stop): its error and cause, for the ABORTED event AWS sends."""
