@@ -370,7 +370,9 @@ class StackOnMoto:
         for p in resources_of(self.template, "AWS::Lambda::EventSourceMapping").values():
             source_arn, fn = self.resolve(p["EventSourceArn"]), self.resolve(p["FunctionName"])
             [url] = [self.names[q] for q in queues if self.names[f"{q}.Arn"] == source_arn]
-            self.sources.append(SqsEventSource(self.sqs, url, source_arn, self.functions[fn], p, self.faults, self.pollers, self.in_flight_limit))
+            self.sources.append(
+                SqsEventSource(self.sqs, url, source_arn, self.functions[fn], p, self.faults, self.pollers, self.in_flight_limit)
+            )
 
     def _recording_stops(self) -> Callable[..., Any]:
         """StopExecution by anyone (a test, the CLI's s3bulk stop): its error and cause, for the ABORTED event AWS sends."""
