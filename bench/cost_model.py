@@ -126,6 +126,21 @@ def key_log_line_bytes() -> int:
 
 
 MESSAGE_BYTES = message_bytes()
+
+
+def held_once(batches: int) -> float:
+    """A stopped job's batches parked and sent again once (aws/held.py): a receive, a PUT and a delete per batch while
+    stopped; a LIST page per 100, a GET and a send on the resume."""
+    sqs = batches * (2 * math.ceil(MESSAGE_BYTES / SQS_CHUNK) + 1) * SQS_REQUEST
+    s3 = batches * S3_COPY + batches / 100 * S3_COPY + batches * S3_GET
+    return sqs + s3
+
+
+def held_per_day(batches: int) -> float:
+    """The parked batches' storage, per day they wait."""
+    return batches * MESSAGE_BYTES / GB * S3_GB_MONTH / DAYS_PER_MONTH
+
+
 KEY_LOG_LINE_BYTES = key_log_line_bytes()
 
 # -- DynamoDB items (s3bulk/aws/ledger/), sized by DynamoDB's rules --------------------------------------------
@@ -762,6 +777,14 @@ def render_at_scale(cpu_ms: float) -> list[str]:
         f"  ({KEEP_KEY_LOGS_DAYS} by default), but the bucket is versioned: expiry leaves a delete marker, and the part is",
         f"  deleted {NONCURRENT_DAYS} days later by the noncurrent-version rule, so it is billed for {KEEP_KEY_LOGS_DAYS + NONCURRENT_DAYS} days,",
         "  and its tag with it ($0.01 per 10,000 tags a month).",
+        "- **A stopped job** (an outage, `s3bulk stop`, the failure breaker) holds its queued batches off the queue: each is",
+        "  received once, PUT to `jobs/ID/parked/` in the report bucket and deleted from the queue (`aws/held.py`), and the",
+        "  resume's ResumeHeld step LISTs, GETs and sends each again once. For 100 M objects in 1,000-key batches",
+        f"  ({100_000:,} batches of {MESSAGE_BYTES / 1000:,.0f} KB) that is ${held_once(100_000):.2f} once, and"
+        f" ${held_per_day(100_000):.4f} a day of storage while it waits,",
+        "  where handing them back to the queue every 15 minutes cost 96 receives a batch a day and held SQS's in-flight",
+        "  limit (about 120,000 messages) against every other job on the stack. A batch with a paused multipart upload",
+        "  is still handed back (15 minutes), so a cancel can abort its upload.",
         f"- **CloudWatch and X-Ray**: the workers send {len(BATCH_METRICS)} custom metrics with every counted batch and the listers",
         "  1 (`s3bulk/metrics.py`, one dimension: service), billed for the hours they are sent; logs and traces as assumed in",
         "  the worked example (`LOG_BYTES_PER_INVOCATION`, Lambda's default sampling).",
