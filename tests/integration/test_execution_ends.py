@@ -331,9 +331,9 @@ def test_an_execution_its_owner_stops_is_a_resumable_stop_its_batches_held_and_t
         parked = _parked(stack, job_id)
         assert counters["pending"] == parked >= 3 and source.stats.returned == 0, stack.describe()
         assert sum(stack.queue_depths().values()) == 0  # nothing cycles through the queue while the job is stopped
-        refused = source.stats.over_limit  # while the 4 batches were in a worker's hands
+        over_before = source.stats.over_limit  # while the 4 batches were in a worker's hands
         time.sleep(1)
-        assert source.stats.over_limit == refused  # parked, they no longer hold the queue's in-flight limit
+        assert source.stats.over_limit == over_before  # parked, they no longer hold the queue's in-flight limit
         assert "Contents" not in stack.s3.list_objects_v2(Bucket=DST)
         assert _failure_parts(stack, job_id) == {}
 
