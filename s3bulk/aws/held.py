@@ -133,7 +133,7 @@ def _redo(
     ]
     reports.put_keys(job_id, batch, io.StringIO("".join(f"{line}\n" for line in lines)), new)
     taken = ledger.redo_batch(
-        job_id, batch, counted=attempt, new=new, failed=redo.failed, throttled=redo.throttled, batches=len(redo.messages)
+        job_id, batch, counted=attempt, new=new, failed=redo.failed, throttled=redo.throttled, batch_ids=[m.batch_id for m in redo.messages]
     )
     if taken:
         sender.send(redo.messages)

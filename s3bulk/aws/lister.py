@@ -195,7 +195,7 @@ def _list_shard(
         if messages:  # a page that sends nothing can be listed again safely: no id of it is on the queue
             reports.put_intent(job_id, intent)
         sender.send(messages)
-        state, recorded = _record(job_id, state, intent, len(messages), ledger=ledger)
+        state, recorded = _record(job_id, state, intent, [m.batch_id for m in messages], ledger=ledger)
         pages += recorded
     return ListOutcome(job_id, shard, state.done, pages)
 
@@ -212,7 +212,7 @@ def halted(ledger: DynamoLedger, job_id: str) -> None:
         raise JobHalted(f"job {job_id} is {status}; its listing goes on when it is resumed (s3bulk resume {job_id})")
 
 
-def _record(job_id: str, state: ListShard, intent: PageIntent, batches: int, *, ledger: DynamoLedger) -> tuple[ListShard, int]:
+def _record(job_id: str, state: ListShard, intent: PageIntent, batch_ids: list[str], *, ledger: DynamoLedger) -> tuple[ListShard, int]:
     """Checkpoint a sent page; the shard's state after it, and 1 if this call recorded it (0 if another invocation had:
     then carry on from that invocation's checkpoint)."""
     recorded = ledger.checkpoint(
@@ -225,7 +225,8 @@ def _record(job_id: str, state: ListShard, intent: PageIntent, batches: int, *, 
         listed=intent.listed,
         listed_bytes=intent.listed_bytes,
         skipped=intent.skipped,
-        batches=batches,
+        batches=len(batch_ids),
+        batch_ids=batch_ids,
         failed=intent.failed,
         extraneous=intent.extraneous,
         last_key=intent.last_key,
@@ -257,7 +258,7 @@ def _redo_intent(
         return state, 0
     batches = intent.batches()
     sender.send(batches)
-    return _record(job_id, state, intent, len(batches), ledger=ledger)
+    return _record(job_id, state, intent, [b.batch_id for b in batches], ledger=ledger)
 
 
 def refuse_version_deletes(job: Job, objects: Iterable[ObjectInfo], allow: AllowList) -> None:
@@ -423,6 +424,7 @@ def _list_manifest(
             listed_bytes=sum(max(o.size, 0) for o in objects),
             skipped=0,
             batches=len(messages),
+            batch_ids=[m.batch_id for m in messages],
             failed=len(bad),
             sent=sending,
             borrowed=borrowed,

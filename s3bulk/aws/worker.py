@@ -371,7 +371,11 @@ class WorkerService:
             self._failing.discard(msg.job_id)
         if counted:
             failing = counts.failed > counts.throttled  # the breaker weighs the job's counts: read them all, listing done or not
-            progress = self.ledger.progress(msg.job_id, counters=failing) if failing or self.completion is not None else None
+            progress = (
+                self.ledger.progress(msg.job_id, counters=failing, batch_id=msg.batch_id)
+                if failing or self.completion is not None
+                else None
+            )
             if progress is not None and failing:
                 self._break_if_failing(msg.job_id, job, progress, codes, examples)
             notify_if_complete(msg.job_id, self.ledger, self.completion, progress)

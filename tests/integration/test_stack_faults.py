@@ -26,6 +26,7 @@ from functions.lister import handler as lister_handler
 from functions.worker import handler as worker_handler
 from s3bulk.aws.completion import Completion, notify_if_complete
 from s3bulk.aws.ledger import BatchCounts, DynamoLedger
+from s3bulk.aws.messages import BatchMessage
 from s3bulk.aws.reportbucket import ReportBucket
 from tests.integration.aws_harness import Context, receive, sqs_event
 from tests.integration.test_handlers import MAX_RECEIVES, REPORTS, TABLE, Aws, aws, dest_bodies, list_all, seed, start, work_all
@@ -309,3 +310,78 @@ def test_until_listing_is_done_a_completion_check_reads_the_job_item_alone_and_t
     assert calls == ["GetItem", "Query", "BatchGetItem"]
     assert (p.listing_done, p.pending, p.complete, p.counters["succeeded"]) == (True, 0, True, 20)
     assert aws.ledger.load(job_id).listing_done  # a shard's last page recorded twice counts it done once
+
+
+class _Reads:
+    """The DynamoDB items a client's reads touch: GetItem 1, Query what it returns, BatchGetItem the keys it asks."""
+
+    def __init__(self, client: Any) -> None:
+        self.client, self.items = client, 0
+
+    def __getattr__(self, name: str) -> Any:
+        call = getattr(self.client, name)
+        if name not in ("get_item", "query", "batch_get_item"):
+            return call
+
+        def counted(**kwargs: Any) -> Any:
+            answer = call(**kwargs)
+            if name == "get_item":
+                self.items += 1
+            elif name == "query":
+                self.items += len(answer.get("Items", []))
+            else:
+                self.items += sum(len(v["Keys"]) for v in kwargs["RequestItems"].values())
+            return answer
+
+        return counted
+
+
+def test_with_40_listing_shards_a_batchs_completion_check_reads_two_items_until_its_counter_shard_drains(aws: Aws) -> None:
+    """Each counter shard's `pending` counts exactly its own batches (a page's checkpoint adds each on the shard that
+    will count it; a child moves it to its own), so after each counted batch the worker reads the job item and its own
+    counter shard, and every counter only when its shard drained: at most once per shard, whatever the listing shards.
+    And the job is seen complete at its last batch, never before."""
+    job_id = start(aws)
+    reads = _Reads(aws.ddb)
+    ledger = DynamoLedger(reads, TABLE)
+    ranges: list[tuple[str, str | None]] = [(f"k{i:02d}" if i else "", f"k{i + 1:02d}" if i < 39 else None) for i in range(40)]
+    assert ledger.plan(job_id, ranges) == 40
+    batches = []
+    for shard in range(40):
+        for page in range(2):
+            ids = [f"{shard:04d}-{page:09d}-{n:03d}" for n in range(3)]
+            assert ledger.checkpoint(
+                job_id,
+                shard,
+                page,
+                None if page else "c",
+                page == 1,
+                scanned=30,
+                listed=30,
+                listed_bytes=0,
+                skipped=0,
+                batches=3,
+                batch_ids=ids,
+            )
+            batches += ids
+    rng = random.Random(5)
+    rng.shuffle(batches)
+    children = {b: f"{b}~{rng.getrandbits(32):08x}" for b in batches[::4]}  # a quarter hand their rest on
+    work = [(b, children.get(b, "")) for b in batches] + [(c, "") for c in children.values()]
+    rng.shuffle(work)
+    work.sort(key=lambda w: w[0] in children.values())  # a child after its parent (any order among the rest)
+    full, complete_at = 0, []
+    for n, (batch_id, child) in enumerate(work):
+        body = BatchMessage(job_id=job_id, batch_id=child, items=[("k", 1, "e")]).encode() if child else ""
+        assert ledger.finish_batch(job_id, batch_id, BatchCounts(succeeded=1), child=body)
+        reads.items = 0
+        progress = ledger.progress(job_id, batch_id=batch_id)
+        assert reads.items in (2, 2 + 40 + ledger.shards), reads.items  # job item + own shard, or + every shard item
+        full += reads.items > 2
+        if progress.complete:
+            complete_at.append(n)
+    assert complete_at == [len(work) - 1]  # complete at the last batch, never before
+    # A full read each time a counter shard drains: once each, and once more for each child that lands on a drained one.
+    assert full <= ledger.shards + len(children) < len(work) / 2
+    print(f"{len(work)} batches over 40 listing shards: {full} full reads")
+    assert ledger.load(job_id).counters["pending"] == 0

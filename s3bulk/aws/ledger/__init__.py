@@ -14,9 +14,11 @@ so 1,000 workers never meet on one key (DynamoDB serves about 1,000 writes/s and
   pk=job#ID#batch#BID sk=batch  a marker per finished batch, written in the same transaction as its shard's counter
                             update, so a redelivered message is never counted twice
 A job's counters are the sum over its job item, its listing shards (one Query) and its counter shards (one
-BatchGetItem); listing is done when `shards_done` reaches `shards`, which the job item alone says. So the check a
-worker makes after each counted batch reads one item until listing is done, and every counter only after that.
-`pending` is batches sent (added on the listing shards) minus batches finished (subtracted on the counter shards).
+BatchGetItem); listing is done when `shards_done` reaches `shards`, which the job item alone says. `pending` is kept
+per counter shard: a page's checkpoint adds each batch it sent on the shard that will count it (in the same
+transaction), and counting a batch takes it off there (a child or redo batch moves it to its own shard). So once
+listing is done each shard's `pending` is exact, and the check a worker makes after each counted batch reads two items
+(the job item and its own counter shard), every counter only when its shard is drained: whatever the listing shards.
 
 No item takes transactional writes at a high rate: workers spread theirs over the shards;
 each listing shard has its own item; the job item takes only plain UpdateItems (a rare

@@ -7,6 +7,7 @@ sums the job item, its listing shards and its counter shards (counters, progress
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from s3bulk.aws.ledger.base import LedgerBase
-from s3bulk.aws.ledger.keys import COUNTERS, DEFAULT_TTL_DAYS, counter_key, counter_shard, job_key, marker_key
+from s3bulk.aws.ledger.keys import COUNTERS, DEFAULT_TTL_DAYS, counter_key, counter_shard, job_key, marker_key, pending_updates
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,9 +71,16 @@ class CountingMixin(LedgerBase):
     def counters(self, job_id: str) -> dict[str, int]:
         return self._sum(self._job_item(job_id), self._shard_items(job_id))[0]
 
-    def progress(self, job_id: str, *, counters: bool = False) -> Progress:
+    def progress(self, job_id: str, *, counters: bool = False, batch_id: str | None = None) -> Progress:
         """What decides whether the job is complete. Until listing is done that is the job item alone (it cannot be
-        complete); after, every counter. `counters`: read them all anyway (the failure breaker weighs them)."""
+        complete); after, every counter. `counters`: read them all anyway (the failure breaker weighs them).
+
+        `batch_id`: asked by the worker that just counted that batch. Each counter shard's `pending` counts exactly the
+        batches it will count (listing.checkpoint, finish_batch's child, redo_batch), so once listing is done a shard
+        still pending means the job is not complete, and that shard's last batch asks again: its own shard is read
+        (one item) and every counter only when it is drained. Whoever writes the last count reads after its write, so
+        the drained shard's worker whose full read comes last sees the job complete; a job whose listing ends last is
+        seen complete by AwaitCompletion's own check."""
         r = self.client.get_item(
             TableName=self.table,
             Key=job_key(job_id),
@@ -87,6 +95,16 @@ class CountingMixin(LedgerBase):
         listing_done = _listing_done(item)
         if not listing_done and not counters:
             return Progress(False, -1, item["status"]["S"], token, {})
+        if batch_id is not None and not counters:
+            own = self.client.get_item(
+                TableName=self.table,
+                Key=counter_key(job_id, counter_shard(batch_id, self.shards)),
+                ConsistentRead=True,
+                ProjectionExpression="pending",
+            ).get("Item", {})
+            left = int(own.get("pending", {}).get("N", "0"))
+            if left > 0:
+                return Progress(True, left, item["status"]["S"], token, {})
         total, _ = self._sum(item, self._shard_items(job_id))
         return Progress(listing_done, total.get("pending", 0), item["status"]["S"], token, total)
 
@@ -122,9 +140,10 @@ class CountingMixin(LedgerBase):
             ":r": counts.retries,
             ":o": counts.object_retries,
             ":t": counts.throttled,
-            ":minus": 0 if child else -1,
+            # pending moves to the counter shard that will count the child (a net 0 when it is this one)
+            ":minus": -1 if not child or _shard_of_child(child, self.shards) != counter_shard(batch_id, self.shards) else 0,
         }
-        update = {
+        update: dict[str, Any] = {
             "TableName": self.table,
             "Key": counter_key(job_id, counter_shard(batch_id, self.shards)),
             "UpdateExpression": "ADD #s :s, #k :k, #f :f, #b :b, #r :r, #o :o, #t :t, #p :minus SET expires_at = :exp",
@@ -140,15 +159,14 @@ class CountingMixin(LedgerBase):
             },
             "ExpressionAttributeValues": {**{k: {"N": str(v)} for k, v in values.items()}, ":exp": expires},
         }
+        items: list[dict[str, Any]] = [
+            {"Put": {"TableName": self.table, "Item": marker, "ConditionExpression": "attribute_not_exists(pk)"}},
+            {"Update": update},
+        ]
+        if values[":minus"]:
+            items += pending_updates(self.table, job_id, [str(json.loads(child)["batch_id"])] if child else [], self.shards)
         try:
-            self._write(
-                lambda: self.client.transact_write_items(
-                    TransactItems=[
-                        {"Put": {"TableName": self.table, "Item": marker, "ConditionExpression": "attribute_not_exists(pk)"}},
-                        {"Update": update},
-                    ]
-                )
-            )
+            self._write(lambda: self.client.transact_write_items(TransactItems=items))
             return True
         except ClientError as exc:
             reasons = exc.response.get("CancellationReasons") or []
@@ -159,3 +177,8 @@ class CountingMixin(LedgerBase):
             ):
                 return False
             raise
+
+
+def _shard_of_child(child: str, shards: int) -> int:
+    """The counter shard of a child batch (its encoded message)."""
+    return counter_shard(str(json.loads(child)["batch_id"]), shards)

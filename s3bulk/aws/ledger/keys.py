@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
@@ -112,3 +112,24 @@ def retry_conflicts(call: Callable[[], T], *, sleep: Callable[[float], None] = t
 
 def _conditional_failed(exc: ClientError) -> bool:
     return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+
+def pending_updates(table: str, job_id: str, batch_ids: Sequence[str], shards: int, sign: int = 1) -> list[dict[str, Any]]:
+    """TransactWriteItems Updates adding `sign` to `pending` on the counter shard of each batch (one per shard)."""
+    expires = {"N": str(int(time.time() + DEFAULT_TTL_DAYS * 86400))}
+    per: dict[int, int] = {}
+    for batch_id in batch_ids:
+        shard = counter_shard(batch_id, shards)
+        per[shard] = per.get(shard, 0) + sign
+    return [
+        {
+            "Update": {
+                "TableName": table,
+                "Key": counter_key(job_id, shard),
+                "UpdateExpression": "ADD pending :n SET expires_at = :exp",
+                "ExpressionAttributeValues": {":n": {"N": str(n)}, ":exp": expires},
+            }
+        }
+        for shard, n in sorted(per.items())
+        if n
+    ]

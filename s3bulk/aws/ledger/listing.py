@@ -8,13 +8,14 @@ number, so no page is counted twice), and the guard's pass over the same range (
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from s3bulk.aws.ledger.base import LedgerBase
-from s3bulk.aws.ledger.keys import DEFAULT_TTL_DAYS, MAX_LIST_SHARDS, _key, job_key, list_shard_key
+from s3bulk.aws.ledger.keys import DEFAULT_TTL_DAYS, MAX_LIST_SHARDS, _key, job_key, list_shard_key, pending_updates
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,12 +183,18 @@ class ListingMixin(LedgerBase):
         last_key: str | None = None,
         sent: int = 0,
         borrowed: int = 0,
+        batch_ids: Sequence[str] = (),
     ) -> bool:
         """Record one fully sent page of a listing shard; False if another invocation already recorded it.
 
         `failed` counts entries that failed before any worker saw them (bad manifest rows,
         extraneous objects not deleted); `extraneous` the destination objects a sync deleted.
+        `batch_ids` (the page's batches): each is added to `pending` on the counter shard that will count it, in the
+        same transaction, so each counter shard's `pending` is exact once listing is done (counting.progress reads one
+        shard per batch, not every shard); without them the page's batches are pending on the listing shard.
         """
+        if batch_ids and len(batch_ids) != batches:
+            raise ValueError(f"checkpoint: {batches} batches but {len(batch_ids)} batch ids")
         values: dict[str, Any] = {
             ":page": {"N": str(page)},
             ":next": {"N": str(page + 1)},
@@ -234,9 +241,12 @@ class ListingMixin(LedgerBase):
             remove = ""
         update += (
             remove
-            + " ADD #scanned :scanned, #listed :listed, #listed_bytes :lbytes, #skipped :skipped, #batches :batches, #pending :batches,"
-            " #failed :failed, #extraneous :extraneous, #sent :sent, #borrowed :borrowed"
+            + " ADD #scanned :scanned, #listed :listed, #listed_bytes :lbytes, #skipped :skipped, #batches :batches,"
+            + ("" if batch_ids else " #pending :batches,")
+            + " #failed :failed, #extraneous :extraneous, #sent :sent, #borrowed :borrowed"
         )
+        if batch_ids:
+            del names["#pending"]
         shard_update: dict[str, Any] = {
             "Key": _key(job_id, list_shard_key(shard)),
             "UpdateExpression": update,
@@ -244,21 +254,20 @@ class ListingMixin(LedgerBase):
             "ExpressionAttributeNames": names,
             "ExpressionAttributeValues": values,
         }
-        if not done:
+        pending = pending_updates(self.table, job_id, batch_ids, self.shards)
+        if not done and not pending:
             return self._update_if(shard_update.pop("Key"), **shard_update)
-        # The shard's last page: the job item counts it done in the same transaction, so whether listing is done is one read.
-        finished = {
-            "TableName": self.table,
-            "Key": job_key(job_id),
-            "UpdateExpression": "ADD shards_done :one",
-            "ExpressionAttributeValues": {":one": {"N": "1"}},
-        }
+        items = [{"Update": {"TableName": self.table, **shard_update}}, *pending]
+        if done:  # the shard's last page: the job item counts it done in the same transaction, so whether listing is done is one read
+            finished = {
+                "TableName": self.table,
+                "Key": job_key(job_id),
+                "UpdateExpression": "ADD shards_done :one",
+                "ExpressionAttributeValues": {":one": {"N": "1"}},
+            }
+            items.append({"Update": finished})
         try:
-            self._write(
-                lambda: self.client.transact_write_items(
-                    TransactItems=[{"Update": {"TableName": self.table, **shard_update}}, {"Update": finished}]
-                )
-            )
+            self._write(lambda: self.client.transact_write_items(TransactItems=items))
             return True
         except ClientError as exc:
             reasons = exc.response.get("CancellationReasons") or []

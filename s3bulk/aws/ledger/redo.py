@@ -4,9 +4,9 @@ The breaker stops a job whose objects fail for one systematic cause (a bucket po
 fixes the cause and runs the printed `s3bulk resume`. The objects that failed before the stop must then be done again,
 or the resume ends with them still failed. Per counted batch, one transaction re-points the batch's marker to a new try
 (`attempt`, whose failures part keeps only the failures not redone), takes the redone objects out of `failed` (and
-`throttled`) on the batch's counter shard, and adds the redo batches to `pending`; the marker keeps the try they
-replaced (`redone_from`), from whose part the same redo batches are built again, so a step that ended between the
-transaction and the send sends them again. The job item's `tripped` says a breaker stopped it, until the resume's redo is done.
+`throttled`) on the batch's counter shard, and adds each redo batch to `pending` on the counter shard that will count
+it; the marker keeps the try they replaced (`redone_from`), from whose part the same redo batches are built again,
+so a step that ended between the transaction and the send sends them again. The job item's `tripped` says a breaker stopped it, until the resume's redo is done.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from s3bulk.aws.ledger.base import LedgerBase
-from s3bulk.aws.ledger.keys import DEFAULT_TTL_DAYS, counter_key, counter_shard, job_key, marker_key
+from s3bulk.aws.ledger.keys import DEFAULT_TTL_DAYS, counter_key, counter_shard, job_key, marker_key, pending_updates
 
 
 class RedoMixin(LedgerBase):
@@ -45,11 +45,12 @@ class RedoMixin(LedgerBase):
         new: str,
         failed: int,
         throttled: int,
-        batches: int,
+        batch_ids: Sequence[str],
         ttl_days: int = DEFAULT_TTL_DAYS,
     ) -> bool:
-        """Take `failed` objects of a counted batch back for redo, in `batches` batches sent next; False when its
-        counted try is no longer `counted` (another resume step took them first)."""
+        """Take `failed` objects of a counted batch back for redo, in the batches `batch_ids` sent next (each pending on
+        the counter shard that will count it); False when its counted try is no longer `counted` (another resume step
+        took them first)."""
         expires = {"N": str(int(time.time() + ttl_days * 86400))}
         marker = {
             "Update": {
@@ -64,6 +65,9 @@ class RedoMixin(LedgerBase):
                 },
             }
         }
+        own = counter_shard(batch_id, self.shards)
+        here = sum(1 for b in batch_ids if counter_shard(b, self.shards) == own)  # one Update per item in a transaction
+        elsewhere = pending_updates(self.table, job_id, [b for b in batch_ids if counter_shard(b, self.shards) != own], self.shards)
         counter = {
             "Update": {
                 "TableName": self.table,
@@ -72,14 +76,14 @@ class RedoMixin(LedgerBase):
                 "ExpressionAttributeValues": {
                     ":f": {"N": str(-failed)},
                     ":t": {"N": str(-throttled)},
-                    ":p": {"N": str(batches)},
+                    ":p": {"N": str(here)},
                     ":r": {"N": str(failed)},
                     ":exp": expires,
                 },
             }
         }
         try:
-            self._write(lambda: self.client.transact_write_items(TransactItems=[marker, counter]))
+            self._write(lambda: self.client.transact_write_items(TransactItems=[marker, counter, *elsewhere]))
             return True
         except ClientError as exc:
             reasons = exc.response.get("CancellationReasons") or []
