@@ -219,14 +219,21 @@ def query_rru(shards: int) -> int:
 
 
 def progress_rru(shards: int) -> int:
-    """ledger.progress: a consistent GetItem of the job item, then (listing done) every counter. Charged in full for
-    every batch: a bound, since until listing is done the job item alone is read."""
+    """ledger.progress read whole: a consistent GetItem of the job item, then every counter (CheckProgress, and a
+    worker whose counter shard drained)."""
     return rru(item_bytes(JOB_ITEM)) + query_rru(shards)
+
+
+def batch_check_rru() -> int:
+    """ledger.progress(batch_id=) after a counted batch: the job item, then (listing done) its own counter shard, whose
+    `pending` is exact; charged for every batch (a bound: until listing is done the job item alone is read)."""
+    return rru(item_bytes(JOB_ITEM)) + rru(item_bytes(COUNTER_ITEM))
 
 
 FINISH_BATCH_WRU = 2 * (wru(MARKER_ITEM) + wru(COUNTER_ITEM))  # TransactWriteItems: marker Put + counter Update, 2x
 LEASE_WRU = 2  # ledger.hold and ledger.release: an UpdateItem each of a lease shard (well under 1 KB)
-CHECKPOINT_WRU = wru(LIST_SHARD_ITEM)  # ledger.checkpoint: one UpdateItem per page
+# ledger.checkpoint: a transaction of the listing shard's update and `pending` on the counter shard of the page's batch (2x)
+CHECKPOINT_WRU = 2 * (wru(LIST_SHARD_ITEM) + wru(COUNTER_ITEM))
 
 # -- Step Functions (infra/state_machine.py), for a job without the delete guard ---------------------------------
 # Validate, CreateLedgerEntry, KeepIdsOnly, PlanListing, DeleteGuard?, Confirm?, ListShards, AwaitCompletion, Finalize,
@@ -396,8 +403,9 @@ def job_items(
     fixed_writes = created + 2 * (shards + 1) + job_wru  # CreateLedgerEntry, ledger.plan's transaction, Finalize's set_status
     writes = batches * (FINISH_BATCH_WRU + LEASE_WRU) + pages * CHECKPOINT_WRU + 2 * lister_calls + (1 + timeouts) * job_wru + fixed_writes
     status_reads = min(batches, busy_workers * seconds / STATUS_TTL_S)  # eventually consistent: half a unit each
-    per_batch_rru = 1 + progress_rru(shards)  # is_batch_done (the minimum: 1), then ledger.progress
-    fixed_reads = 3 + progress_rru(shards)  # PlanListing's load and spec; Finalize's load
+    per_batch_rru = 1 + batch_check_rru()  # is_batch_done (the minimum: 1), then ledger.progress(batch_id=)
+    # PlanListing's load and spec; Finalize's load; a full read each time a counter shard drains (about once each)
+    fixed_reads = 3 + (1 + COUNTER_SHARDS) * progress_rru(shards)
     reads = batches * per_batch_rru + 0.5 * status_reads + 2 * lister_calls + progress_calls * progress_rru(shards) + fixed_reads
 
     months = (keep_days + NONCURRENT_DAYS) / DAYS_PER_MONTH
@@ -466,8 +474,8 @@ def job_items(
             reads,
             "RRU",
             DDB_RRU,
-            f"{batches:,.0f} batches x {per_batch_rru} (marker 1 + job item {rru(item_bytes(JOB_ITEM))} + {shards} listing "
-            f"and {COUNTER_SHARDS} counter shards {query_rru(shards)}) + {status_reads:,.0f} status reads x 0.5 + "
+            f"{batches:,.0f} batches x {per_batch_rru} (marker 1 + job item {rru(item_bytes(JOB_ITEM))} + its counter shard "
+            f"{rru(item_bytes(COUNTER_ITEM))}) + {status_reads:,.0f} status reads x 0.5 + "
             f"{2 * lister_calls + progress_calls * progress_rru(shards) + fixed_reads:,} other",
         ),
         LineItem(
@@ -756,11 +764,14 @@ def render_at_scale(cpu_ms: float) -> list[str]:
         "  the completion check (`completion.notify_if_complete`): a consistent GetItem of the absent marker first",
         f"  (`is_batch_done`, 1 RRU), then `ledger.progress`, a consistent GetItem of the job item ({item_bytes(JOB_ITEM):,} B with its",
         "  completion token: 1 RRU), which until listing is done is all (the job item counts its done listing shards); after,",
-        f"  a consistent Query of the K listing shards ({item_bytes(LIST_SHARD_ITEM)} B each: three 50-character keys, a {CURSOR_CHARS}-character cursor;",
-        f"  1 RRU per 4 KB together) and a consistent BatchGetItem of the {COUNTER_SHARDS} counter shards ({item_bytes(COUNTER_ITEM)} B, each under a",
-        "  partition key of its own so 1,000 workers never meet on one key: 1 RRU each). Charged here on every batch (a bound):",
-        f"  {query_rru(1)} RRU at K = 1, {query_rru(LIST_SHARDS)} at 16, {query_rru(32)} at 32, {query_rru(MAX_SHARDS)} at {MAX_SHARDS}. Per page, the lister's checkpoint UpdateItem",
-        f"  ({CHECKPOINT_WRU} WRU). Per container every {STATUS_TTL_S:.0f} s, an eventually consistent read of the job's status (0.5 RRU).",
+        f"  its own counter shard ({item_bytes(COUNTER_ITEM)} B, 1 RRU), whose `pending` counts exactly the batches it will count, so",
+        "  2 RRU whatever K, charged on every batch (a bound). Only a worker whose counter shard drained reads every",
+        f"  counter: a Query of the K listing shards ({item_bytes(LIST_SHARD_ITEM)} B each: three 50-character keys, a {CURSOR_CHARS}-character",
+        f"  cursor; 1 RRU per 4 KB together) and a BatchGetItem of the {COUNTER_SHARDS} counter shards (each under a partition key of its",
+        f"  own, so 1,000 workers never meet on one key): {query_rru(1)} RRU at K = 1, {query_rru(MAX_SHARDS)} at {MAX_SHARDS}, about once per",
+        "  counter shard per job. Per page, the lister's checkpoint: a transaction of its listing shard's update and `pending`",
+        f"  on the counter shard of the page's batch ({CHECKPOINT_WRU} WRU). Per container every {STATUS_TTL_S:.0f} s, an eventually consistent",
+        "  read of the job's status (0.5 RRU).",
         f"- **Step Functions**: {SFN_FIXED} transitions per job (Validate, CreateLedgerEntry, KeepIdsOnly, PlanListing,",
         "  DeleteGuard?, Confirm?, ListShards, AwaitCompletion, Finalize, ReportWritten?, WithinTolerance?, JobSucceeded), per shard",
         f"  {SFN_PER_LISTER_CALL} per lister call (ListShard, ShardDone?) and {SFN_PER_SHARD} to end it (ShardListed), and {SFN_PER_POLL} for each",
