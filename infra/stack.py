@@ -269,7 +269,10 @@ class S3BulkStack(cdk.Stack):
             progress=self.progress_fn,
             finalize=self.finalize_fn,
             list_concurrency=config.list_shards,
+            machine_arn=self.state_machine_arn,
         )
+        # Continue as new (s3bulk/aws/history.py): the state machine starts its job's next execution itself.
+        self.state_machine.add_to_role_policy(iam.PolicyStatement(actions=["states:StartExecution"], resources=[self.state_machine_arn]))
         self.schedule_dlq: sqs.Queue | None = None
         self._schedules(config)
         self._on_execution_end(machine_name)
@@ -497,6 +500,15 @@ class S3BulkStack(cdk.Stack):
             )
         self.queue.grant_send_messages(counter)
         # The worker that counts a job's last batch resumes its waiting execution; so does Progress.
+        # ListShard and CheckProgress ask how long their execution's history is (s3bulk/aws/history.py).
+        executions = self.format_arn(
+            service="states",
+            resource="execution",
+            resource_name=f"{cdk.Aws.STACK_NAME}-jobs:*",
+            arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
+        )
+        for fn in (self.lister_fn, self.progress_fn):
+            fn.add_to_role_policy(iam.PolicyStatement(actions=["states:GetExecutionHistory"], resources=[executions]))
         resume = iam.PolicyStatement(actions=["states:SendTaskSuccess"], resources=[self.state_machine_arn])
         worker.add_to_role_policy(resume)
         counter.add_to_role_policy(resume)
@@ -608,6 +620,10 @@ class S3BulkStack(cdk.Stack):
             ),
             f"{iam5}[Resource::<{self.get_logical_id(self.reports.node.default_child)}.Arn>/jobs/*/parked/*]": (  # type: ignore[arg-type]
                 "The lister deletes a resumed job's parked batches (one object per batch) once it has sent them again."
+            ),
+            f"{iam5}[Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:<AWS::StackName>-jobs:*]": (
+                "ListShard and CheckProgress read the length of their own execution's history (any execution of this "
+                "stack's own state machine), to go on in a new execution before Step Functions' 25,000-event limit."
             ),
         }
         reasons["AwsSolutions::AwsSolutions-L1"] = (

@@ -11,6 +11,8 @@ under Step Functions' 25,000-event limit for about 14 days of work.
 
 from __future__ import annotations
 
+from typing import Any
+
 import aws_cdk as cdk
 from aws_cdk import aws_dynamodb as ddb
 from aws_cdk import aws_lambda as lambda_
@@ -19,6 +21,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
+from s3bulk.aws.finish import CONTINUE
 from s3bulk.aws.ledger import CANCELLED, CANCELLING
 
 # How long a job with options.confirm waits for s3bulk confirm before it stops (resumable, as any stop).
@@ -78,6 +81,7 @@ def build_state_machine(
     progress: lambda_.IFunction,
     finalize: lambda_.IFunction,
     list_concurrency: int,
+    machine_arn: str,
 ) -> sfn.StateMachine:
     """`name` is fixed so functions can be granted SendTaskSuccess on it without a reference cycle."""
     job_key = {
@@ -152,7 +156,7 @@ def build_state_machine(
     slim = sfn.Pass(
         scope,
         "KeepIdsOnly",
-        parameters={"job_id.$": "$.job_id", "poll_seconds.$": "$.poll_seconds"},
+        parameters={"job_id.$": "$.job_id", "poll_seconds.$": "$.poll_seconds", "continued": False},
     )
     # A job id submitted again (s3bulk resume) resumes that job rather than starting over: RUNNING again, so workers
     # work its batches; a job an outage stopped loses its stop reason, and its batches (handed back all along) are
@@ -260,6 +264,11 @@ def build_state_machine(
         done = f"{result}.report_done"
         return sfn.Condition.and_(sfn.Condition.is_present(done), sfn.Condition.boolean_equals(done, False))
 
+    def renewing(result: str) -> sfn.Condition:
+        """A looping step's answer says the execution's history is long (`renew: true`; absent: carry on)."""
+        renew = f"{result}.renew"
+        return sfn.Condition.and_(sfn.Condition.is_present(renew), sfn.Condition.boolean_equals(renew, True))
+
     # A step that failed for good: write the report with the error and what was counted, then fail.
     report_failure = tasks.LambdaInvoke(
         scope,
@@ -305,13 +314,13 @@ def build_state_machine(
         )
     )
 
-    def job_task(name: str, fn: lambda_.IFunction, result_path: str) -> tasks.LambdaInvoke:
+    def job_task(name: str, fn: lambda_.IFunction, result_path: str, **extra: Any) -> tasks.LambdaInvoke:
         """A Lambda step that takes the job id and whose errors mark the job failed."""
         task = tasks.LambdaInvoke(
             scope,
             name,
             lambda_function=fn,
-            payload=sfn.TaskInput.from_object({"job_id.$": "$.job_id"}),
+            payload=sfn.TaskInput.from_object({"job_id.$": "$.job_id", **extra}),
             payload_response_only=True,
             result_path=result_path,
             retry_on_service_exceptions=False,
@@ -326,7 +335,7 @@ def build_state_machine(
     def shard_loop(map_name: str, task_name: str, choice_name: str, done_name: str, result_path: str, phase: str) -> sfn.Map:
         """A Map over the plan's shards whose item calls the lister until its answer says done (each call ends before its
         timeout and the loop calls it again), several shards at once."""
-        extra = {"phase": phase} if phase != "list" else {}
+        extra = {"phase": phase} if phase != "list" else {"execution": sfn.JsonPath.string_at("$$.Execution.Id")}
         task = tasks.LambdaInvoke(
             scope,
             task_name,
@@ -341,6 +350,8 @@ def build_state_machine(
         task.next(
             sfn.Choice(scope, choice_name)
             .when(sfn.Condition.boolean_equals(f"{result_path}.done", True), sfn.Succeed(scope, done_name))
+            # The execution's history is long: the shard goes on from its checkpoint in the job's next execution.
+            .when(renewing(result_path), sfn.Succeed(scope, f"{done_name}Paused"))
             .otherwise(task)
         )
         loop = sfn.Map(
@@ -404,7 +415,7 @@ def build_state_machine(
         retry_on_service_exceptions=False,
     )
     _retry(await_completion, LAMBDA_TRANSIENT)
-    check = job_task("CheckProgress", progress, "$.progress")
+    check = job_task("CheckProgress", progress, "$.progress", execution=sfn.JsonPath.string_at("$$.Execution.Id"))
     # The wait timing out is the safety net, not an error: ask the ledger.
     await_completion.add_catch(check, errors=["States.Timeout"], result_path=sfn.JsonPath.DISCARD)
     await_completion.add_catch(report_failure, errors=["States.ALL"], result_path="$.error")
@@ -419,9 +430,48 @@ def build_state_machine(
     )
     succeeded = sfn.Succeed(scope, "JobSucceeded")
 
+    # Continue as new (s3bulk/aws/history.py): the job goes on in a new execution, which adopts it (AdoptJob) and lists
+    # on from its checkpoints; this one ends. The new one's input names the job and this execution.
+    continue_input = sfn.Pass(
+        scope,
+        "ContinueInput",
+        parameters={
+            CONTINUE: {"job_id.$": "$.job_id", "from.$": "$$.Execution.Name"},
+            "poll_seconds.$": "$.poll_seconds",
+        },
+        result_path="$.continue_input",
+    )
+    continue_as_new = sfn.CustomState(
+        scope,
+        "ContinueAsNew",
+        state_json={
+            "Type": "Task",
+            "Resource": f"arn:{cdk.Aws.PARTITION}:states:::states:startExecution",
+            "Parameters": {
+                "StateMachineArn": machine_arn,
+                "Input.$": "States.JsonToString($.continue_input)",
+                "Name.$": "States.UUID()",
+            },
+            "ResultSelector": {"started": True},  # the answer carries a timestamp: nothing of it is kept
+            "ResultPath": "$.continued_in",
+            "Retry": [
+                {"ErrorEquals": ["States.ALL"], "IntervalSeconds": 2, "MaxAttempts": 6, "BackoffRate": 2.0, "JitterStrategy": "FULL"}
+            ],
+        },
+    )
+    continue_as_new.add_catch(report_failure, errors=["States.ALL"], result_path="$.error")
+    continue_input.next(continue_as_new)
+    continue_as_new.next(sfn.Succeed(scope, "ContinuedInNewExecution"))
+    after_listing = job_task("AfterListing", progress, "$.listed", phase="listed")
+    after_listing.next(
+        sfn.Choice(scope, "ListingDone?")
+        .when(sfn.Condition.boolean_equals("$.listed.listing_done", True), await_completion)
+        .otherwise(continue_input)
+    )
     all_done = (
         sfn.Choice(scope, "AllBatchesDone?")
         .when(sfn.Condition.boolean_equals("$.progress.complete", True), finalize_task)
+        .when(renewing("$.progress"), continue_input)
         .otherwise(await_completion)
     )
     verdict = (
@@ -437,14 +487,58 @@ def build_state_machine(
 
     create.next(slim)
     slim.next(plan)
-    plan.next(guard)
+    # A job gone on in a new execution has passed its guard and confirmation: it lists on at once.
+    plan.next(sfn.Choice(scope, "ContinuedJob?").when(sfn.Condition.boolean_equals("$.continued", True), list_shards).otherwise(guard))
     count_shards.next(check_count)
     check_count.next(confirm)
-    list_shards.next(await_completion)
+    list_shards.next(after_listing)
     await_completion.next(finalize_task)
     check.next(all_done)
     finalize_task.next(report_written)
-    definition = validate_task.next(create)
+    validate_task.next(create)
+    # An execution started by ContinueAsNew adopts its job (only from the execution that started it, and only while the
+    # job runs), then lists on.
+    adopt = tasks.DynamoUpdateItem(
+        scope,
+        "AdoptJob",
+        table=table,
+        key={
+            "pk": tasks.DynamoAttributeValue.from_string(sfn.JsonPath.format("job#{}", sfn.JsonPath.string_at(f"$.{CONTINUE}.job_id"))),
+            "sk": tasks.DynamoAttributeValue.from_string("job"),
+        },
+        update_expression="SET #e = :execution",
+        condition_expression="#s = :running AND #e = :from",
+        expression_attribute_names={"#s": "status", "#e": "execution"},
+        expression_attribute_values={
+            ":running": tasks.DynamoAttributeValue.from_string("RUNNING"),
+            ":execution": tasks.DynamoAttributeValue.from_string(sfn.JsonPath.string_at("$$.Execution.Name")),
+            ":from": tasks.DynamoAttributeValue.from_string(sfn.JsonPath.string_at(f"$.{CONTINUE}.from")),
+        },
+        result_path=sfn.JsonPath.DISCARD,
+    )
+    _retry(
+        adopt,
+        [
+            "DynamoDB.ProvisionedThroughputExceededException",
+            "DynamoDB.InternalServerErrorException",
+            "DynamoDB.TransactionConflictException",
+        ],
+    )
+    adopt.add_catch(
+        sfn.Fail(
+            scope, "NotAdopted", error="NotAdopted", cause="The job was stopped or resumed before this execution could go on with it."
+        ),
+        errors=["States.ALL"],
+        result_path="$.error",
+    )
+    adopt.next(
+        sfn.Pass(
+            scope,
+            "ContinuedIds",
+            parameters={"job_id.$": f"$.{CONTINUE}.job_id", "poll_seconds.$": "$.poll_seconds", "continued": True},
+        )
+    ).next(plan)
+    definition = sfn.Choice(scope, "ContinuedFrom?").when(sfn.Condition.is_present(f"$.{CONTINUE}"), adopt).otherwise(validate_task)
 
     # Under /aws/vendedlogs/states/, as AWS advises: other names grow the account's CloudWatch Logs
     # resource policy with each state machine until it hits its 5,120-character limit.

@@ -26,6 +26,7 @@ class ListEvent(BaseModel):
     shard: int | None = None  # absent: plan the shards
     phase: Literal["list", "count", "check", "resume"] = "list"  # count and check: the delete guard (s3bulk/aws/guard.py)
     after: str = ""  # resume: where the step's last call stopped (s3bulk/aws/held.py)
+    execution: str | None = None  # the execution's ARN: past its history's bound, a shard's loop ends (s3bulk/aws/history.py)
 
 
 @cache
@@ -42,6 +43,7 @@ def deps() -> dict[str, Any]:
         "sender": env.sender(cfg),
         "allow": cfg.allow,
         "reports": env.reports(cfg),
+        "history": env.history(cfg),
     }
 
 
@@ -84,6 +86,8 @@ def handler(event: ListEvent, context: LambdaContext) -> dict[str, Any]:
         spec = d["ledger"].spec(event.job_id)
         confirm = spec.options.confirm and not spec.options.dry_run  # held until s3bulk confirm JOB_ID
         return {"job_id": event.job_id, "shards": shards, "guard": counts_first(spec), "confirm": confirm}
+    if d["history"].full(event.execution):  # the job goes on in a new execution, from this shard's checkpoint
+        return {"job_id": event.job_id, "shard": event.shard, "done": False, "renew": True, "pages": 0}
     out = list_step(
         event.job_id,
         event.shard,

@@ -11,6 +11,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from s3bulk.aws import env
 from s3bulk.aws.completion import Completion, await_step, confirm_step, progress_step
+from s3bulk.aws.history import History
 from s3bulk.aws.ledger import DynamoLedger
 from s3bulk.metrics import SERVICE
 
@@ -21,12 +22,14 @@ tracer = Tracer(service=SERVICE)
 class ProgressEvent(BaseModel):
     job_id: str
     token: str | None = None  # present when the state machine waits with .waitForTaskToken
-    phase: str | None = None  # "confirm": the wait is for the owner's s3bulk confirm, not for completion
+    phase: str | None = None  # "confirm": the wait is for the owner's s3bulk confirm; "listed": is the listing done?
+    execution: str | None = None  # the execution's ARN: past its history's bound, the job goes on in a new one
 
 
 @cache
-def deps() -> tuple[DynamoLedger, Completion]:
-    return env.ledger(env.AwsConfig.from_env()), env.completion()
+def deps() -> tuple[DynamoLedger, Completion, History]:
+    cfg = env.AwsConfig.from_env()
+    return env.ledger(cfg), env.completion(), env.history(cfg)
 
 
 @tracer.capture_lambda_handler
@@ -34,9 +37,11 @@ def deps() -> tuple[DynamoLedger, Completion]:
 @event_parser(model=ProgressEvent)
 def handler(event: ProgressEvent, context: LambdaContext) -> dict[str, Any]:
     logger.append_keys(job_id=event.job_id)
-    ledger, completion = deps()
+    ledger, completion, history = deps()
     if event.token is not None and event.phase == "confirm":
         return confirm_step(event.job_id, event.token, ledger=ledger)
     if event.token is not None:
         return await_step(event.job_id, event.token, ledger=ledger, completion=completion)
-    return progress_step(event.job_id, ledger=ledger)
+    if event.phase == "listed":
+        return {"job_id": event.job_id, "listing_done": ledger.progress(event.job_id).listing_done}
+    return progress_step(event.job_id, ledger=ledger, renew=lambda: history.full(event.execution))

@@ -9,6 +9,7 @@ token; a second send for the same token is answered "already done" and ignored.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -56,12 +57,14 @@ def await_step(job_id: str, token: str, *, ledger: DynamoLedger, completion: Com
     return {"job_id": job_id, "resumed": resumed}
 
 
-def progress_step(job_id: str, *, ledger: DynamoLedger) -> dict[str, Any]:
-    """The safety net when no one sent the token in time: is the job complete?"""
+def progress_step(job_id: str, *, ledger: DynamoLedger, renew: Callable[[], bool] = lambda: False) -> dict[str, Any]:
+    """The safety net when no one sent the token in time: is the job complete? And, if not, should it go on in a new
+    execution (`renew`: its execution's history is long, aws/history.py)?"""
     p = ledger.progress(job_id, counters=True)
     # A job an outage stopped is finalized now (as stopped), whatever is pending.
     complete = p.complete or p.status == "STOPPING"
-    return {"job_id": job_id, "complete": complete, "pending": p.pending, "listing_done": p.listing_done}
+    out = {"job_id": job_id, "complete": complete, "pending": p.pending, "listing_done": p.listing_done}
+    return {**out, "renew": not complete and renew()}
 
 
 def confirm_step(job_id: str, token: str, *, ledger: DynamoLedger) -> dict[str, Any]:

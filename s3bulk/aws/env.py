@@ -16,6 +16,7 @@ from typing import Any
 from s3bulk.aws.allowlist import AllowList
 from s3bulk.aws.completion import Completion
 from s3bulk.aws.events import JobEvents
+from s3bulk.aws.history import RENEW_AT, History
 from s3bulk.aws.invoke import lambda_invoker
 from s3bulk.aws.ledger import DynamoLedger
 from s3bulk.aws.lister import DEFAULT_LIST_SHARDS, LIST_MARGIN_S
@@ -56,6 +57,7 @@ class AwsConfig:
     worker_memory_mb: int = 1024  # the Worker function's memory (the stack sets S3BULK_WORKER_MEMORY_MB), for Validate
     outage_stop: float = OUTAGE_STOP_S  # how long batches are handed back for an unreachable endpoint before the job stops
     waiting_return: float = RETURN_WAITING_S  # a batch of a job at its cap (s3bulk tune) comes back after about this long
+    history_renew_at: int = RENEW_AT  # history events past which a job goes on in a new execution (aws/history.py)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> AwsConfig:
@@ -81,6 +83,7 @@ class AwsConfig:
             worker_memory_mb=int(env.get("S3BULK_WORKER_MEMORY_MB", 1024)),
             outage_stop=float(env.get("S3BULK_OUTAGE_STOP_S", OUTAGE_STOP_S)),
             waiting_return=float(env.get("S3BULK_WAITING_RETURN_S", RETURN_WAITING_S)),
+            history_renew_at=int(env.get("S3BULK_HISTORY_RENEW_AT", RENEW_AT)),
         )
 
 
@@ -141,6 +144,10 @@ def sender(cfg: AwsConfig) -> QueueSender:
 
 def returns(cfg: AwsConfig) -> Returns:
     return Returns(make_client("sqs", SETTINGS), cfg.queue_url)
+
+
+def history(cfg: AwsConfig) -> History:
+    return History(make_client("stepfunctions", SETTINGS), cfg.history_renew_at)
 
 
 def completion() -> Completion:

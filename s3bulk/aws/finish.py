@@ -127,6 +127,8 @@ def drained(
 ENDED = ("FAILED", "TIMED_OUT", "ABORTED")
 # The errors s3bulk stop and s3bulk cancel stop an execution with (aws/remote.py): an end its owner asked for.
 OWNER_STOPPED, OWNER_CANCELLED = "User.Stopped", "User.Cancelled"
+# The input of an execution a job goes on in once its history grows long (infra/state_machine.py): {CONTINUE: {job_id, from}}.
+CONTINUE = "s3bulk_continue"
 
 
 def ended_unasked(detail: dict[str, Any]) -> bool:
@@ -136,11 +138,22 @@ def ended_unasked(detail: dict[str, Any]) -> bool:
     return status == "TIMED_OUT" or (status == "ABORTED" and detail.get("error") not in {OWNER_STOPPED, OWNER_CANCELLED})
 
 
+def history_limit(detail: dict[str, Any]) -> bool:
+    """The execution failed at Step Functions' 25,000-event history limit (States.Runtime, "...maximum number of history events")."""
+    return (
+        detail.get("status") == "FAILED"
+        and detail.get("error") == "States.Runtime"
+        and "maximum number of history events" in str(detail.get("cause") or "")
+    )
+
+
 def job_id_of(detail: dict[str, Any]) -> str | None:
     """The job id an execution ran, from its status-change event: as Validate derived it (input and name), or None if invalid."""
     raw = detail.get("input")
     if not isinstance(raw, str):
         return None
+    with contextlib.suppress(ValueError, AttributeError, KeyError, TypeError):  # an execution a job went on in (continue as new)
+        return str(json.loads(raw)[CONTINUE]["job_id"])
     try:
         job = parse_job(raw)
     except JobError:
@@ -168,7 +181,8 @@ def execution_ended(
     StopExecution, the execution's own timeout, States.Runtime and States.DataLimitExceeded
     errors, and the 25,000-event history limit. For those, Step Functions' status-change event
     brings the execution here; the job's report is written with what was counted and the
-    reason, and its queued batches are then cancelled by the workers (JobStopped). A job that
+    reason, and its queued batches are then cancelled by the workers (JobStopped), except after
+    an owner's stop or the history limit, which stop the job (resumable). A job that
     already has its report is left alone, so this and ReportFailure may both run (each assembles
     its own failures.jsonl). `report_done: false` means call again with the same event.
     """
@@ -188,9 +202,13 @@ def execution_ended(
         return {"job_id": job_id, "finalized": False, "reason": f"already reported ({rec.status})"}
     why = step_error({"Error": str(detail.get("error") or status), "Cause": str(detail.get("cause") or "")})
     if status == "ABORTED":
-        # Its owner stopped it: a stop, not a failure. Its queued batches are held (workers hand them back uncounted,
+        # Its owner stopped it: a stop, not a failure. Its queued batches are held (workers park them uncounted,
         # listers send no more), the report says stopped with what is done and not, and a resume finishes it exactly.
         ledger.stop(job_id, f"stopped by its owner (execution ABORTED: {why}); resume it with s3bulk resume {job_id}")
+    elif history_limit(detail):
+        # Nothing of the job failed: its execution ran out of history (a job goes on in a new execution well before,
+        # infra/state_machine.py). A stop, so its queued batches are kept and a resume finishes it.
+        ledger.stop(job_id, f"its execution reached Step Functions' history limit ({why}); resume it with s3bulk resume {job_id}")
     out = finalize(
         job_id,
         ledger=ledger,

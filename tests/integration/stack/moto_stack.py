@@ -31,10 +31,13 @@ from moto.stepfunctions.parser.api import HistoryEventType
 from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import CustomErrorName
 from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import FailureEvent
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_sfn import StateTaskServiceSfn
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.state_task_lambda import StateTaskLambda
 from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 from moto.stepfunctions.responses import StepFunctionResponse
 
+from s3bulk.aws.history import HISTORY_LIMIT
+from s3bulk.aws.ledger import DynamoLedger
 from tests.integration.aws_harness import REGION
 from tests.integration.stack.assets import Asset, assets_of, imports_from_assets
 from tests.integration.stack.event_source import IN_FLIGHT_LIMIT, SqsEventSource
@@ -162,6 +165,19 @@ def asynchronously(fn: Function, event: Any, closed: threading.Event) -> threadi
     return thread
 
 
+def _sfn_api_names(original: Callable[..., None]) -> Callable[..., None]:
+    """Step Functions' own integration (arn:aws:states:::states:startExecution) takes the API's parameters in
+    PascalCase (StateMachineArn, Input, Name) and calls the API with them; moto 5.2 hands them to boto3 as they are,
+    so StartExecution is sent without its stateMachineArn. The API's names, as AWS maps them."""
+
+    def normalise(self: Any, parameters: dict[str, Any], *args: Any, **kwargs: Any) -> None:
+        original(self, parameters, *args, **kwargs)
+        for key in [k for k in parameters if k[:1].isupper()]:
+            parameters[key[0].lower() + key[1:]] = parameters.pop(key)
+
+    return normalise
+
+
 def _lambda_service_error(real: Callable[..., FailureEvent]) -> Callable[..., FailureEvent]:
     """A task whose Invoke itself is refused fails as `Lambda.<code>` (Lambda.TooManyRequestsException when throttled),
     as on AWS and as the stack's retriers expect; moto's interpreter (5.2) names every such error "Exception"."""
@@ -203,8 +219,12 @@ class StackOnMoto:
         account_concurrency: int | None = None,
         timeouts: dict[str, float] | None = None,
         in_flight_limit: int = IN_FLIGHT_LIMIT,
+        history_limit: int = HISTORY_LIMIT,
     ) -> None:
         self.template = template
+        # Step Functions' history limit per execution: at it, AWS fails the execution (States.Runtime); a test scales it down
+        self.history_limit = history_limit
+        self.history_failed: list[str] = []  # executions the harness failed at the limit
         self.in_flight_limit = in_flight_limit  # SQS's, per queue (stack/event_source.py); a test scales it down
         self.check_iam = check_iam  # False: a test that means to be refused asserts on `iam.denied` itself
         self.check_limits = check_limits  # False: a test that means to reach a limit asserts on `limits.refused` itself
@@ -289,6 +309,9 @@ class StackOnMoto:
                 mock.patch.object(lambda_eval_utils, "execute_lambda_function_integration", self._no_task_after_stop())
             )
             self._stack.enter_context(mock.patch.object(StateTaskLambda, "_from_error", _lambda_service_error(StateTaskLambda._from_error)))
+            self._stack.enter_context(
+                mock.patch.object(StateTaskServiceSfn, "_normalise_parameters", _sfn_api_names(StateTaskServiceSfn._normalise_parameters))
+            )
             if self.faults.dynamo is not None:
                 self._stack.enter_context(hook_dynamo_clients(self.faults.dynamo))
             for source in self.sources:
@@ -488,6 +511,9 @@ class StackOnMoto:
             if arn in self.user_stops:
                 stopped = True
                 break
+            if self._over_history(arn):
+                stopped = True
+                break
             time.sleep(0.1)
             desc = self.sfn.describe_execution(executionArn=arn)
         stopped = stopped or arn in self.user_stops
@@ -497,8 +523,12 @@ class StackOnMoto:
             # ExecutionEnded within seconds while the Lambdas it started still run (stopping an execution stops none of
             # them). moto's interpreter (5.2) ends it only once its running task returns, and FAILED, with an error of
             # its own stop handling: the event is published as AWS sends it, before that.
-            error, cause = self.user_stops[arn]
-            desc = {**desc, "status": "ABORTED", "error": error, "cause": cause}
+            if arn in self.history_failed:  # AWS's own end at the history limit: FAILED, States.Runtime
+                error, cause = "States.Runtime", f"The execution reached the maximum number of history events ({self.history_limit})."
+                desc = {**desc, "status": "FAILED", "error": error, "cause": cause}
+            else:
+                error, cause = self.user_stops[arn]
+                desc = {**desc, "status": "ABORTED", "error": error, "cause": cause}
             ended = self.publish_status(desc)
         in_flight = self.sfn.describe_execution(executionArn=arn)["status"] == "RUNNING"
         if in_flight:  # stop it, and wait until moto has (its thread, and the invocations it runs, must not outlive moto)
@@ -519,6 +549,37 @@ class StackOnMoto:
             desc = self.sfn.describe_execution(executionArn=arn)
             ended = self.publish_status(desc)
         return Execution(arn, desc["status"], desc, events, time.monotonic() - began, ended)
+
+    def _over_history(self, arn: str) -> bool:
+        """The execution reached Step Functions' history limit: AWS fails it there, whatever it was doing (its running
+        Lambdas go on); moto's interpreter has no limit, so the harness stops it and publishes the failure."""
+        if self.history_limit >= HISTORY_LIMIT:
+            return False  # not scaled down: no test here runs 25,000 events, and counting them each poll would cost
+        events = self.sfn.get_execution_history(executionArn=arn, maxResults=1000, reverseOrder=True)["events"]
+        if max((int(e["id"]) for e in events), default=0) < self.history_limit:
+            return False
+        self.history_failed.append(arn)
+        self.user_stops[arn] = ("States.Runtime", "history limit")  # moto's stop ends its thread; the event says FAILED
+        self.sfn.stop_execution(executionArn=arn, error="States.Runtime", cause="history limit")
+        return True
+
+    def follow_job(self, arn: str, job_id: str, timeout: float = 120.0) -> list[Execution]:
+        """Follow a job's executions from `arn` through each one it went on in (continue as new: the job item names its
+        current execution), until one ends without handing the job on; every execution followed, in order."""
+        ledger = DynamoLedger(self.ddb, self.bucket_of("Ledger"))
+        deadline = time.monotonic() + timeout
+        followed = [self.follow(arn, max(1.0, deadline - time.monotonic()))]
+        prefix = arn.rsplit(":", 1)[0]
+        while followed[-1].status == "SUCCEEDED" and "ContinuedInNewExecution" in followed[-1].entered():
+            name = ledger.load(job_id).execution
+            for _ in range(100):  # the new execution adopts the job in its first step
+                if name and not arn.endswith(f":{name}"):
+                    break
+                time.sleep(0.1)
+                name = ledger.load(job_id).execution
+            arn = f"{prefix}:{name}"
+            followed.append(self.follow(arn, max(1.0, deadline - time.monotonic())))
+        return followed
 
     def status_event(self, desc: dict[str, Any]) -> dict[str, Any]:
         """The "Step Functions Execution Status Change" event EventBridge carries for an execution (DescribeExecution's fields)."""
