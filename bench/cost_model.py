@@ -130,9 +130,9 @@ MESSAGE_BYTES = message_bytes()
 
 def held_once(batches: int) -> float:
     """A stopped job's batches parked and sent again once (aws/held.py): a receive, a PUT and a delete per batch while
-    stopped; a LIST page per 100, a GET and a send on the resume."""
+    stopped; a LIST page per 100, a GET, a send and an emptying PUT on the resume."""
     sqs = batches * (2 * math.ceil(MESSAGE_BYTES / SQS_CHUNK) + 1) * SQS_REQUEST
-    s3 = batches * S3_COPY + batches / 100 * S3_COPY + batches * S3_GET
+    s3 = 2 * batches * S3_COPY + batches / 100 * S3_COPY + batches * S3_GET
     return sqs + s3
 
 
@@ -790,7 +790,7 @@ def render_at_scale(cpu_ms: float) -> list[str]:
         "  and its tag with it ($0.01 per 10,000 tags a month).",
         "- **A stopped job** (an outage, `s3bulk stop`, the failure breaker) holds its queued batches off the queue: each is",
         "  received once, PUT to `jobs/ID/parked/` in the report bucket and deleted from the queue (`aws/held.py`), and the",
-        "  resume's ResumeHeld step LISTs, GETs and sends each again once. For 100 M objects in 1,000-key batches",
+        "  resume's ResumeHeld step LISTs, GETs, sends and empties (PUT) each once. For 100 M objects in 1,000-key batches",
         f"  ({100_000:,} batches of {MESSAGE_BYTES / 1000:,.0f} KB) that is ${held_once(100_000):.2f} once, and"
         f" ${held_per_day(100_000):.4f} a day of storage while it waits,",
         "  where handing them back to the queue every 15 minutes cost 96 receives a batch a day and held SQS's in-flight",

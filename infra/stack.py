@@ -361,10 +361,6 @@ class S3BulkStack(cdk.Stack):
         # intent (s3bulk/aws/intents.py) to redo a page it sent but did not record.
         reports_rw = ["s3:GetObject", "s3:PutObject", "s3:PutObjectTagging"]
         self.lister_fn.add_to_role_policy(iam.PolicyStatement(actions=reports_rw, resources=[self.reports.arn_for_objects("jobs/*")]))
-        # A resumed job's parked batches (s3bulk/aws/held.py) are deleted once sent again.
-        self.lister_fn.add_to_role_policy(
-            iam.PolicyStatement(actions=["s3:DeleteObject"], resources=[self.reports.arn_for_objects("jobs/*/parked/*")])
-        )
         # No s3:prefix condition: a GET carries no prefix, so S3's is-it-missing check would not match one.
         self.lister_fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[self.reports.bucket_arn]))
         if config.delete_buckets:
@@ -618,10 +614,8 @@ class S3BulkStack(cdk.Stack):
                 "Workers, Finalize and (for bad manifest rows) the lister write one object per batch, page or job "
                 "under jobs/ of this stack's own report bucket."
             ),
-            f"{iam5}[Resource::<{self.get_logical_id(self.reports.node.default_child)}.Arn>/jobs/*/parked/*]": (  # type: ignore[arg-type]
-                "The lister deletes a resumed job's parked batches (one object per batch) once it has sent them again."
-            ),
-            f"{iam5}[Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:<AWS::StackName>-jobs:*]": (
+            f"{iam5}[Resource::arn:{_nag(self.partition, 'Partition')}:states:{_nag(self.region, 'Region')}:"
+            f"{_nag(self.account, 'AccountId')}:execution:<AWS::StackName>-jobs:*]": (
                 "ListShard and CheckProgress read the length of their own execution's history (any execution of this "
                 "stack's own state machine), to go on in a new execution before Step Functions' 25,000-event limit."
             ),
@@ -640,3 +634,8 @@ class S3BulkStack(cdk.Stack):
             )
         for rule, reason in reasons.items():
             cdk.Validations.of(self).acknowledge(cdk.Acknowledgment(id=rule, reason=reason))
+
+
+def _nag(value: str, pseudo: str) -> str:
+    """An ARN part as cdk-nag prints it: the value when the stack's environment fixes it, else <AWS::Pseudo>."""
+    return f"<AWS::{pseudo}>" if cdk.Token.is_unresolved(value) else value

@@ -4,7 +4,8 @@ A stopped job (an outage, its owner's `s3bulk stop`, the failure breaker) keeps 
 Handed back to the shared queue, each would come back every 15 minutes for days: SQS receives paid for nothing, up to
 the queue's in-flight limit (about 120,000 messages), past which every other job on the stack starves. So a worker
 parks such a batch in the report bucket (`jobs/ID/parked/BATCH.json`: one PUT) and deletes its message, and the resume's
-first step (ResumeHeld) sends every parked batch again, before the listing goes on: work is going within seconds.
+first step (ResumeHeld) sends every parked batch again and empties it (a copy-only deployment deletes nothing), before
+the listing goes on: work is going within seconds.
 
 A job the failure breaker stopped failed its objects for one systematic cause, which its owner has now fixed: the same
 step takes each counted batch's failed objects back (ledger/redo.py) and sends them again as batches of their own,
@@ -87,14 +88,11 @@ def resume_step(
     """Send the job's parked batches again, then (after a failure breaker's stop) its failed objects; `after` is where
     an earlier call of this resume stopped."""
     out: dict[str, Any] = {"job_id": job_id, "done": False, "after": after}
-    while True:
+    for parked in reports.parked(job_id, PARKED_PAGE):
         if time_left() < margin:
-            return out
-        parked, emptied = reports.parked(job_id, PARKED_PAGE)
-        if not parked and not emptied:
-            break
+            return out  # called again, it lists from the start: what this call sent is emptied, and passed over
         sender.send([BatchMessage.model_validate_json(body) for _, body in parked])
-        reports.drop([k for k, _ in parked] + emptied)  # after the send: a step ended between the two sends them again
+        reports.empty([k for k, _ in parked])  # after the send: a step ended between the two sends them again
     job = ledger.spec(job_id)
     if not ledger.tripped(job_id):
         return {**out, "done": True}

@@ -91,21 +91,22 @@ class ReportBucket:
         """A parked batch its worker sent again itself (the job resumed meanwhile): emptied, as a worker deletes nothing."""
         self.client.put_object(Bucket=self.bucket, Key=f"jobs/{job_id}/parked/{batch_id}.json", Body=b"")
 
-    def parked(self, job_id: str, limit: int = 100) -> tuple[list[tuple[str, str]], list[str]]:
-        """The first `limit` parked batches (key, body), and the emptied ones listed beside them (to delete)."""
-        r = self.client.list_objects_v2(Bucket=self.bucket, Prefix=f"jobs/{job_id}/parked/", MaxKeys=limit)
-        found = r.get("Contents", [])
-        emptied = [str(o["Key"]) for o in found if not o.get("Size")]
-        full = [str(o["Key"]) for o in found if o.get("Size")]
+    def parked(self, job_id: str, page: int = 100) -> Iterator[list[tuple[str, str]]]:
+        """The parked batches (key, body) still to send, `page` keys listed at a time (emptied ones passed over)."""
+        pages = self.client.get_paginator("list_objects_v2").paginate(
+            Bucket=self.bucket, Prefix=f"jobs/{job_id}/parked/", PaginationConfig={"PageSize": page}
+        )
         with ThreadPoolExecutor(self.readers, thread_name_prefix="parked") as pool:
-            bodies = list(pool.map(self._read, full))
-        return [(k, b.decode("utf-8")) for k, b in zip(full, bodies, strict=True)], emptied
+            for listed in pages:
+                full = [str(o["Key"]) for o in listed.get("Contents", []) if o.get("Size")]
+                bodies = list(pool.map(self._read, full))
+                yield [(k, b.decode("utf-8")) for k, b in zip(full, bodies, strict=True)]
 
-    def drop(self, keys: Sequence[str]) -> None:
-        """Delete these objects of the bucket (parked batches sent again), 1,000 per call."""
-        for start in range(0, len(keys), 1000):
-            chunk = keys[start : start + 1000]
-            self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": [{"Key": k} for k in chunk], "Quiet": True})
+    def empty(self, keys: Sequence[str]) -> None:
+        """Empty these objects (parked batches sent again): emptied, not deleted, as no function of a copy-only
+        deployment may delete anything; a parked batch's listing passes over them."""
+        with ThreadPoolExecutor(self.readers, thread_name_prefix="unpark") as pool:
+            list(pool.map(lambda k: self.client.put_object(Bucket=self.bucket, Key=k, Body=b""), keys))
 
     def failure_part_keys(self, job_id: str, after: str = "") -> Iterator[list[str]]:
         """The keys of the job's failures parts that hold any, a listing page at a time, in key order after `after`."""

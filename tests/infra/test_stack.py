@@ -301,6 +301,10 @@ def test_state_machine_is_standard_with_retry_and_catch_on_every_task(template: 
         "MarkFailed",
         "ReopenJob",
         "WhyNotReopened",
+        "ResumeHeld",
+        "AfterListing",
+        "AdoptJob",
+        "ContinueAsNew",
     }
     maps = {name: s for name, s in definition["States"].items() if s["Type"] == "Map"}
     assert set(maps) == {"ListShards", "CountShards"}

@@ -51,6 +51,12 @@ def refusing(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Callable[[str], b
     yield rule
 
 
+def waiting(stack: StackOnMoto, job_id: str) -> int:
+    """The job's batches parked in the report bucket, not yet sent again (s3bulk/aws/held.py empties those it sends)."""
+    found = stack.s3.list_objects_v2(Bucket=stack.bucket_of("Reports"), Prefix=f"jobs/{job_id}/parked/").get("Contents", [])
+    return sum(1 for o in found if o["Size"])
+
+
 def copied(stack: StackOnMoto) -> int:
     pages = stack.s3.get_paginator("list_objects_v2").paginate(Bucket=DST)
     return sum(page.get("KeyCount", 0) for page in pages)
@@ -89,7 +95,7 @@ def test_a_destination_refusing_every_write_trips_the_breaker_and_the_resume_aft
         refusing[0] = stubborn.__contains__
         deployment = Deployment(stack.state_machine_arn, ledger.table, stack.bucket_of("Reports"))
         reports = stack.bucket_of("Reports")
-        parked = stack.s3.list_objects_v2(Bucket=reports, Prefix="jobs/refused/parked/").get("KeyCount", 0)
+        parked = waiting(stack, "refused")
         depths = stack.queue_depths()
         with capsys.disabled():
             print(f"{parked} batches parked while stopped; queues {depths}")
@@ -109,7 +115,7 @@ def test_a_destination_refusing_every_write_trips_the_breaker_and_the_resume_aft
         assert final["redone_after_breaker"] == r["failed"] and final["failures_by_code"] == {"AccessDenied": len(stubborn)}
         assert {f["key"] for f in final["failures"]} == {k.replace("out/", "in/", 1) for k in stubborn}
         assert copied(stack) == N - len(stubborn) == sum(1 for q in stack.fast_requests if q.startswith("CopyObject "))
-        assert stack.s3.list_objects_v2(Bucket=reports, Prefix="jobs/refused/parked/").get("KeyCount", 0) == 0
+        assert waiting(stack, "refused") == 0  # every parked batch sent again (and emptied)
         assert parse_job(json.dumps(job)).options.failure_breaker  # the rule the job ran with
 
         # s3bulk retry: a new job over exactly the objects that failed, read from failures.jsonl as a manifest kept in

@@ -125,7 +125,7 @@ def test_a_3000_object_copy_through_the_real_state_machine_succeeds_with_exact_c
     ex = clean.run(copy_job(), timeout=90)
     assert_exact_copy(clean, expected, ex)
     names = ex.entered()
-    assert names[:4] == ["Validate", "CreateLedgerEntry", "KeepIdsOnly", "PlanListing"] and names[-1] == "JobSucceeded"
+    assert names[:5] == ["ContinuedFrom?", "Validate", "CreateLedgerEntry", "KeepIdsOnly", "PlanListing"] and names[-1] == "JobSucceeded"
     [lister] = [f for name, f in clean.functions.items() if name.startswith("Lister")]
     assert lister.invocations >= 3  # the plan and at least two listing shards
     source = clean.worker_source

@@ -61,7 +61,13 @@ def aws(template: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Iterator[d
         iam = boto3.client("iam", region_name=REGION)
         role = iam.create_role(RoleName="sfn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
         lam = boto3.client("lambda", region_name=REGION)
-        names = {"AWS::Partition": "aws", "AWS::Region": REGION, "AWS::AccountId": DEFAULT_ACCOUNT_ID, "AWS::URLSuffix": "amazonaws.com"}
+        names = {
+            "AWS::Partition": "aws",
+            "AWS::Region": REGION,
+            "AWS::AccountId": DEFAULT_ACCOUNT_ID,
+            "AWS::URLSuffix": "amazonaws.com",
+            "AWS::StackName": "S3Bulk",
+        }
         for logical, res in template["Resources"].items():
             if res["Type"] == "AWS::Lambda::Function":
                 arn = lam.create_function(FunctionName=logical, Runtime="python3.11", Role=role, Handler="h.h", Code={"ZipFile": b"0"})[
