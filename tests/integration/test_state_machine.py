@@ -88,7 +88,7 @@ def aws(template: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Iterator[d
 
 
 def canned(aws: dict[str, Any], *responses: dict[str, Any], over_threshold: bool = False) -> None:
-    """Lambda results in invocation order: Validate, PlanListing, ListShard, then `responses` (AwaitCompletion, CheckProgress ...),
+    """Lambda results in invocation order: Validate, PlanListing, ListShard, AfterListing, then `responses` (AwaitCompletion, CheckProgress ...),
     then Finalize."""
     job = parse_job(json.dumps(JOB))
     item = initial_item("job-1", job)
@@ -97,6 +97,7 @@ def canned(aws: dict[str, Any], *responses: dict[str, Any], over_threshold: bool
             json.dumps({"job_id": "job-1", "item": item, "poll_seconds": 1}),  # Validate
             json.dumps({"job_id": "job-1", "shards": [0], "guard": False}),  # PlanListing
             json.dumps({"job_id": "job-1", "shard": 0, "done": True, "pages": 3}),  # ListShard
+            json.dumps({"job_id": "job-1", "listing_done": True}),  # AfterListing
             *(json.dumps(r) for r in responses),
             json.dumps(
                 {"job_id": "job-1", "status": "failed" if over_threshold else "succeeded", "over_threshold": over_threshold}
@@ -150,16 +151,20 @@ def test_a_job_whose_last_batch_sends_the_token_finalizes_without_polling(aws: d
     desc, events = run(aws, started=started)
     assert desc["status"] == "SUCCEEDED"
     assert entered(events) == [
+        "ContinuedFrom?",
         "Validate",
         "CreateLedgerEntry",
         "KeepIdsOnly",
         "PlanListing",
+        "ContinuedJob?",
         "DeleteGuard?",
         "Confirm?",
         "ListShards",
         "ListShard",
         "ShardDone?",
         "ShardListed",
+        "AfterListing",
+        "ListingDone?",
         "AwaitCompletion",
         "Finalize",
         "ReportWritten?",
