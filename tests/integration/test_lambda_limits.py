@@ -231,6 +231,11 @@ DIES_ENV = {"S3BULK_POLL_SECONDS": "1", "S3BULK_WORK_MARGIN_S": "3", "S3BULK_HAR
 # the other test worker copying 100,000 objects beside it, a cold environment's first copy (its clients built inside
 # it) outlasted half the window at two freezes and an ordinary object beside the hung one failed WorkerTimedOut.
 STRIKES_WORKER_S = 12
+# The dead-lettered delete's worker: 12 s too. At 8 s, four cold environments starting at once take 3-4.5 s of it here
+# (their clients built inside the first invocation); with the other test worker busy beside them, an ordinary batch's
+# cold invocation outlasted 8 s, its environment was thrown away, and each of its next four cold tries did the same
+# (the abandoned threads still burning the CPU), so two ordinary batches were dead-lettered beside the hung one.
+DIES_WORKER_S = 12
 
 
 def test_an_object_that_outlasts_every_invocation_fails_alone_and_the_rest_of_its_batch_is_counted_once(
@@ -302,12 +307,14 @@ def test_a_delete_batch_whose_worker_is_ended_at_its_timeout_on_every_delivery_i
 
     def hangs(self: FastS3Store, bucket: str, keys: Any, *args: Any, **kwargs: Any) -> Any:
         if any(str(k).endswith("obj-0007") for k in keys):
-            time.sleep(10)  # past the worker's Timeout: whatever asks this later never reaches S3
+            time.sleep(DIES_WORKER_S + 2)  # past the worker's Timeout: whatever asks this later never reaches S3
         return real(self, bucket, keys, *args, **kwargs)
 
     monkeypatch.setattr(FastS3Store, "delete_objects", hangs)
     template = synthesize({**CONTEXT, "worker_batch_size": 1, "delete_buckets": SRC})
-    with StackOnMoto(template, buckets=(SRC, DST), env=DIES_ENV, timeouts={"Worker": 8}, visibility_scale=9 / 3600) as stack:
+    with StackOnMoto(
+        template, buckets=(SRC, DST), env=DIES_ENV, timeouts={"Worker": DIES_WORKER_S}, visibility_scale=(DIES_WORKER_S + 1) / 3600
+    ) as stack:
         seed()
         began = time.monotonic()
         job = {"operation": "delete", "source": {"bucket": SRC, "prefix": "in/"}, "options": {"batch_size": 5}, "job_id": "worker-dies"}
