@@ -136,6 +136,16 @@ def held_once(batches: int) -> float:
     return sqs + s3
 
 
+def capped_once(batches: int) -> float:
+    """A capped job's batches over its cap parked and sent on once (aws/held.py, ledger/parking.py): one more receive,
+    send and delete of each through SQS, a PUT and a GET in the report bucket, and in the ledger its entry's Put, claim
+    and delete (1 WRU each), the parking's second hold and release (2 WRU) and the sender's Query (0.5 RRU)."""
+    sqs = batches * (2 * math.ceil(MESSAGE_BYTES / SQS_CHUNK) + 1) * SQS_REQUEST
+    s3 = batches * (S3_COPY + S3_GET)
+    ddb = batches * (5 * DDB_WRU + 0.5 * DDB_RRU)
+    return sqs + s3 + ddb
+
+
 def held_per_day(batches: int) -> float:
     """The parked batches' storage, per day they wait."""
     return batches * MESSAGE_BYTES / GB * S3_GB_MONTH / DAYS_PER_MONTH
@@ -758,9 +768,8 @@ def render_at_scale(cpu_ms: float) -> list[str]:
         f"  marker's Put and its counter shard's Update, 1 KB each, at 2 WRU per KB in a transaction: {FINISH_BATCH_WRU} WRU), the",
         f"  lease the batch is worked under (`hold` and `release`, an UpdateItem each: {LEASE_WRU} WRU; a lister call holds one too; a job",
         "  capped with `s3bulk tune JOB_ID --concurrency N` adds the holder's entry in its shard's map, 1 more WRU, and each batch",
-        "  refused at the cap costs about 3 WRU and 1 RRU, after which that container passes over the job's batches for 10 s",
-        "  without asking, and the refused batch comes back in ~60 s: a capped job's queued batches cost one SQS receive and",
-        "  one ChangeMessageVisibility each per minute while they wait), and",
+        "  refused at the cap costs about 3 WRU and 1 RRU, after which that container parks the job's batches for 10 s",
+        "  without asking; a parked batch waits off the queue until a release sends it on, below), and",
         "  the completion check (`completion.notify_if_complete`): a consistent GetItem of the absent marker first",
         f"  (`is_batch_done`, 1 RRU), then `ledger.progress`, a consistent GetItem of the job item ({item_bytes(JOB_ITEM):,} B with its",
         "  completion token: 1 RRU), which until listing is done is all (the job item counts its done listing shards); after,",
@@ -796,6 +805,12 @@ def render_at_scale(cpu_ms: float) -> list[str]:
         "  where handing them back to the queue every 15 minutes cost 96 receives a batch a day and held SQS's in-flight",
         "  limit (about 120,000 messages) against every other job on the stack. A batch with a paused multipart upload",
         "  is still handed back (15 minutes), so a cancel can abort its upload.",
+        "- **A capped job** (`s3bulk tune JOB_ID --concurrency N`) parks each batch it has no room for the same way",
+        "  (`jobs/ID/waiting/`, and an entry in the ledger: `ledger/parking.py`), and each worker whose hold ends sends on as",
+        "  many as its lease shard has room for: each waiting batch is received, sent and deleted once more, PUT and GET",
+        f"  once, and costs 5 WRU and a Query: ${capped_once(100_000):.2f} for {100_000:,} batches, whatever the wait, and the",
+        "  same storage a day as a stopped job's; handed back to the queue every minute instead, each cost 1,440 receives",
+        "  and Worker invocations a day, and together they held SQS's in-flight limit.",
         f"- **CloudWatch and X-Ray**: the workers send {len(BATCH_METRICS)} custom metrics with every counted batch and the listers",
         "  1 (`s3bulk/metrics.py`, one dimension: service), billed for the hours they are sent; logs and traces as assumed in",
         "  the worked example (`LOG_BYTES_PER_INVOCATION`, Lambda's default sampling).",

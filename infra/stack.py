@@ -479,9 +479,22 @@ class S3BulkStack(cdk.Stack):
                     conditions={"StringLike": {"kms:ViaService": via}},
                 )
             )
-        self._grant_table(worker, "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query")
+        # DeleteItem: a capped job's parked batch's entry, once a release has sent it on (s3bulk/aws/ledger/parking.py).
+        self._grant_table(
+            worker,
+            "dynamodb:GetItem",
+            "dynamodb:BatchGetItem",
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
+            "dynamodb:Query",
+            "dynamodb:DeleteItem",
+        )
         worker.add_to_role_policy(
             iam.PolicyStatement(actions=["s3:PutObject", "s3:PutObjectTagging"], resources=[self.reports.arn_for_objects("jobs/*")])
+        )
+        # A capped job's parked batches are read back from the report bucket when room frees up; nothing else there.
+        worker.add_to_role_policy(
+            iam.PolicyStatement(actions=["s3:GetObject"], resources=[self.reports.arn_for_objects("jobs/*/waiting/*")])
         )
         # A batch that could not start on its last delivery is sent again instead of dead-lettered.
         self.queue.grant_send_messages(worker)
@@ -509,7 +522,14 @@ class S3BulkStack(cdk.Stack):
         worker.add_to_role_policy(resume)
         counter.add_to_role_policy(resume)
         self.progress_fn.add_to_role_policy(resume)
-        self._grant_table(self.progress_fn, "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:UpdateItem", "dynamodb:Query")
+        # Progress also sends on a capped job's parked batches that have room and no one to send them (aws/held.py).
+        self._grant_table(
+            self.progress_fn, "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:DeleteItem"
+        )
+        self.progress_fn.add_to_role_policy(
+            iam.PolicyStatement(actions=["s3:GetObject"], resources=[self.reports.arn_for_objects("jobs/*/waiting/*")])
+        )
+        self.queue.grant_send_messages(self.progress_fn)
 
         # ExecutionEnded goes on with a report it could not finish in one call by invoking itself (asynchronously). In a
         # policy of its own: the function's default policy naming the function's own ARN would be a dependency cycle.
@@ -613,6 +633,10 @@ class S3BulkStack(cdk.Stack):
             f"{iam5}[Resource::<{self.get_logical_id(self.reports.node.default_child)}.Arn>/jobs/*]": (  # type: ignore[arg-type]
                 "Workers, Finalize and (for bad manifest rows) the lister write one object per batch, page or job "
                 "under jobs/ of this stack's own report bucket."
+            ),
+            f"{iam5}[Resource::<{self.get_logical_id(self.reports.node.default_child)}.Arn>/jobs/*/waiting/*]": (  # type: ignore[arg-type]
+                "Workers and CheckProgress read back a capped job's parked batches (one object per batch waiting for "
+                "room) under jobs/ID/waiting/ of this stack's own report bucket, and nothing else there."
             ),
             f"{iam5}[Resource::arn:{_nag(self.partition, 'Partition')}:states:{_nag(self.region, 'Region')}:"
             f"{_nag(self.account, 'AccountId')}:execution:<AWS::StackName>-jobs:*]": (

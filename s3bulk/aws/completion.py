@@ -57,12 +57,17 @@ def await_step(job_id: str, token: str, *, ledger: DynamoLedger, completion: Com
     return {"job_id": job_id, "resumed": resumed}
 
 
-def progress_step(job_id: str, *, ledger: DynamoLedger, renew: Callable[[], bool] = lambda: False) -> dict[str, Any]:
+def progress_step(
+    job_id: str, *, ledger: DynamoLedger, renew: Callable[[], bool] = lambda: False, sweep: Callable[[], int] = lambda: 0
+) -> dict[str, Any]:
     """The safety net when no one sent the token in time: is the job complete? And, if not, should it go on in a new
-    execution (`renew`: its execution's history is long, aws/history.py)?"""
+    execution (`renew`: its execution's history is long, aws/history.py)? `sweep` sends on a capped job's parked
+    batches that have room and no one to send them (aws/held.py)."""
     p = ledger.progress(job_id, counters=True)
     # A job an outage stopped is finalized now (as stopped), whatever is pending.
     complete = p.complete or p.status == "STOPPING"
+    if not complete and p.status == "RUNNING":
+        sweep()
     out = {"job_id": job_id, "complete": complete, "pending": p.pending, "listing_done": p.listing_done}
     return {**out, "renew": not complete and renew()}
 

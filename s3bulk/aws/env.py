@@ -23,7 +23,7 @@ from s3bulk.aws.lister import DEFAULT_LIST_SHARDS, LIST_MARGIN_S
 from s3bulk.aws.queue import QueueSender, Returns
 from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.aws.validation import DEFAULT_POLL_SECONDS
-from s3bulk.aws.worker import HARD_MARGIN_S, OUTAGE_STOP_S, RETURN_WAITING_S, WORK_MARGIN_S, WorkerService
+from s3bulk.aws.worker import HARD_MARGIN_S, OUTAGE_STOP_S, WORK_MARGIN_S, WorkerService
 from s3bulk.bodies.malloc import pin_mmap_threshold
 from s3bulk.bodies.memory import MiB, WorkerSize, body_budget_mb
 from s3bulk.job import Destination, Process, Source
@@ -56,7 +56,6 @@ class AwsConfig:
     memory_mb: int = 1024  # the function's memory (Lambda sets AWS_LAMBDA_FUNCTION_MEMORY_SIZE)
     worker_memory_mb: int = 1024  # the Worker function's memory (the stack sets S3BULK_WORKER_MEMORY_MB), for Validate
     outage_stop: float = OUTAGE_STOP_S  # how long batches are handed back for an unreachable endpoint before the job stops
-    waiting_return: float = RETURN_WAITING_S  # a batch of a job at its cap (s3bulk tune) comes back after about this long
     history_renew_at: int = RENEW_AT  # history events past which a job goes on in a new execution (aws/history.py)
 
     @classmethod
@@ -82,7 +81,6 @@ class AwsConfig:
             memory_mb=int(env.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", 1024)),
             worker_memory_mb=int(env.get("S3BULK_WORKER_MEMORY_MB", 1024)),
             outage_stop=float(env.get("S3BULK_OUTAGE_STOP_S", OUTAGE_STOP_S)),
-            waiting_return=float(env.get("S3BULK_WAITING_RETURN_S", RETURN_WAITING_S)),
             history_renew_at=int(env.get("S3BULK_HISTORY_RENEW_AT", RENEW_AT)),
         )
 
@@ -186,5 +184,4 @@ def worker_service(cfg: AwsConfig) -> WorkerService:
         body_budget=body_budget_mb(cfg.memory_mb, cfg.concurrency) * MiB,
         open_side=SideStores(cfg, s3),
         outage_stop=cfg.outage_stop,
-        waiting_return=cfg.waiting_return,
     )

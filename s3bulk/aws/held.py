@@ -7,6 +7,11 @@ parks such a batch in the report bucket (`jobs/ID/parked/BATCH.json`: one PUT) a
 first step (ResumeHeld) sends every parked batch again and empties it (a copy-only deployment deletes nothing), before
 the listing goes on: work is going within seconds.
 
+A capped job's batches over its cap wait off the queue too (ledger/parking.py): a worker parks one it cannot hold
+(`jobs/ID/waiting/BATCH.json` and an entry in the ledger), and a worker whose hold ends sends on as many parked batches
+as its lease shard has room for (`send_parked`), each to be held on that shard first, so the job runs at its cap with
+no batch cycling through the queue.
+
 A job the failure breaker stopped failed its objects for one systematic cause, which its owner has now fixed: the same
 step takes each counted batch's failed objects back (ledger/redo.py) and sends them again as batches of their own,
 named by key only, so the printed `s3bulk resume` finishes the job. Each call ends before its time does and says where
@@ -18,10 +23,11 @@ from __future__ import annotations
 import io
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from s3bulk.aws.ledger import DynamoLedger
+from s3bulk.aws.ledger import DynamoLedger, Room
 from s3bulk.aws.messages import BatchMessage, pack
 from s3bulk.aws.queue import QueueSender
 from s3bulk.aws.reportbucket import ATTEMPT, ReportBucket
@@ -141,3 +147,29 @@ def _redone_line(line: str, keys: set[str]) -> bool:
     """A key-log line of a failed object about to be redone: its redo writes the line that counts."""
     entry = json.loads(line)
     return entry.get("outcome") == "failed" and entry.get("key") in keys
+
+
+def send_parked(job_id: str, room: Room, *, ledger: DynamoLedger, reports: ReportBucket, send: Callable[[str], None]) -> int:
+    """Send on up to `room.free` of a capped job's parked batches, oldest first, each to be held on `room.shard`
+    first; how many were sent. Claimed before the send and named off after it (ledger/parking.py), so two workers never
+    send one batch twice, and one ended in between leaves it to be sent again once its claim lapses."""
+    if not room.capped or room.free <= 0:
+        return 0
+    sent = 0
+    for batch_id in ledger.parked(job_id, room.free):
+        token = uuid.uuid4().hex
+        if not ledger.claim_parked(job_id, batch_id, token):
+            continue
+        body = reports.waiting(job_id, batch_id)
+        if body is not None:
+            send(BatchMessage.model_validate_json(body).model_copy(update={"lease": room.shard}).encode())
+            sent += 1
+        ledger.unpark(job_id, batch_id, token)
+    return sent
+
+
+def sweep_parked(job_id: str, *, ledger: DynamoLedger, reports: ReportBucket, send: Callable[[str], None]) -> int:
+    """The safety net of a capped job's parking, run at each progress check: a release that could not send on, or a
+    sender ended between its claim and its send, may leave batches parked with room for them and nothing running
+    whose release would send them. One read of the lease shards; a Query only where there is room."""
+    return sum(send_parked(job_id, room, ledger=ledger, reports=reports, send=send) for room in ledger.rooms(job_id))

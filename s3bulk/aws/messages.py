@@ -50,6 +50,8 @@ class BatchMessage(BaseModel):
     # objects named by key only, redone after the failure breaker (aws/held.py): no listing was joined with them, so a
     # skip mode asks the destination itself
     alone: bool = False
+    # a capped job's parked batch sent on by a worker whose release left room on this lease shard: held there first
+    lease: int | None = None
 
     def objects(self) -> list[ObjectInfo]:
         markers = set(self.markers)

@@ -87,6 +87,15 @@ class ReportBucket:
     def park(self, job_id: str, batch_id: str, body: str) -> None:
         self.client.put_object(Bucket=self.bucket, Key=f"jobs/{job_id}/parked/{batch_id}.json", Body=body.encode("utf-8"))
 
+    def wait(self, job_id: str, batch_id: str, body: str) -> None:
+        """A capped job's batch waits here for room (ledger/parking.py names it); parked again, it is written again."""
+        self.client.put_object(Bucket=self.bucket, Key=f"jobs/{job_id}/waiting/{batch_id}.json", Body=body.encode("utf-8"))
+
+    def waiting(self, job_id: str, batch_id: str) -> str | None:
+        """A waiting batch's body (None: not there)."""
+        body = self._get(f"jobs/{job_id}/waiting/{batch_id}.json")
+        return body.decode("utf-8") if body else None
+
     def empty_parked(self, job_id: str, batch_id: str) -> None:
         """A parked batch its worker sent again itself (the job resumed meanwhile): emptied, as a worker deletes nothing."""
         self.client.put_object(Bucket=self.bucket, Key=f"jobs/{job_id}/parked/{batch_id}.json", Body=b"")

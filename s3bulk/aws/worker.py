@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import random
 import tempfile
 import time
 import uuid
@@ -12,7 +11,8 @@ from dataclasses import dataclass
 
 from s3bulk.aws.allowlist import AllowList
 from s3bulk.aws.completion import Completion, notify_if_complete
-from s3bulk.aws.ledger import CANCELLED, CANCELLING, AtCapacity, BatchCounts, DynamoLedger, Progress
+from s3bulk.aws.held import send_parked
+from s3bulk.aws.ledger import CANCELLED, CANCELLING, AtCapacity, BatchCounts, DynamoLedger, Progress, Room
 from s3bulk.aws.messages import BatchMessage
 from s3bulk.aws.queue import Returns
 from s3bulk.aws.reportbucket import ReportBucket
@@ -96,14 +96,12 @@ class NotStarted(RuntimeError):
 
 
 class Waiting(NotStarted):
-    """The job runs as many batches at once as its owner allowed (s3bulk tune JOB_ID --concurrency N): the message
-    comes back untouched, later than one short of time does."""
+    """The job runs as many batches at once as its owner allowed (s3bulk tune JOB_ID --concurrency N) and there is no
+    queue to park from (a worker built without one): the message comes back untouched."""
 
 
-# A batch of a job at its cap comes back after this long (jittered), and the container asks the ledger again for that
-# job no sooner than CAP_RECHECK_S: a capped job's backlog costs an SQS receive per message per minute or so, not a
-# ledger write per receive (docs/cost-model.md).
-RETURN_WAITING_S = 60
+# A container that found a job at its cap parks that job's next batches without asking the ledger for a hold, for this
+# long: a capped job's backlog costs a park per batch, not a failed hold on several lease shards first.
 CAP_RECHECK_S = 10.0
 
 
@@ -149,7 +147,7 @@ class WorkOutcome:
     counted: bool  # False: a duplicate delivery, already counted
     requeued: bool = False  # not started on its last delivery: sent again as a new message instead of dead-lettered
     cancelled: bool = False  # its job had stopped: its objects were reported failed (JobStopped), not worked
-    parked: bool = False  # its job is stopped: the batch waits in the report bucket for the resume (aws/held.py)
+    parked: bool = False  # it waits in the report bucket (aws/held.py): for its stopped job's resume, or its capped job's room
 
 
 class WorkerService:
@@ -175,10 +173,8 @@ class WorkerService:
         open_side: OpenSide | None = None,
         outage_stop: float = OUTAGE_STOP_S,
         wall: Callable[[], float] = time.time,
-        waiting_return: float = RETURN_WAITING_S,
     ) -> None:
         self.ledger = ledger
-        self.waiting_return = waiting_return
         self.open_side = open_side
         self.outage_stop = outage_stop
         self.wall = wall
@@ -242,8 +238,6 @@ class WorkerService:
             if self.returns is not None:  # an outage backs off as an error does; a batch short of time comes back at once
                 if isinstance(exc, EndpointDown) and exc.stopped:  # as often as the outage bound, at most every 15 minutes
                     delay = max(1, min(RETURN_STOPPED_S, int(self.outage_stop)))
-                elif isinstance(exc, Waiting):
-                    delay = max(1, int(self.waiting_return * random.uniform(0.75, 1.25)))
                 else:
                     delay = return_delay(attempts, not_started=isinstance(exc, NotStarted))
                 self.returns.later(receipt, delay)
@@ -270,18 +264,42 @@ class WorkerService:
             return WorkOutcome(BatchCounts(), counted=False)
         # Held while this invocation works the batch: a stopped job's report waits until no one holds one, and a job
         # its owner capped runs at most that many batches at once.
-        if self.clock() - self._full.get(msg.job_id, -CAP_RECHECK_S) < CAP_RECHECK_S:
-            raise Waiting(f"batch {msg.batch_id}: job {msg.job_id} was at its cap (s3bulk tune) moments ago")
+        # A batch sent on from its parking (`lease`: where a release left room) asks the ledger whatever this container saw.
+        if msg.lease is None and self.clock() - self._full.get(msg.job_id, -CAP_RECHECK_S) < CAP_RECHECK_S:
+            return self._wait(msg, time_left, f"batch {msg.batch_id}: job {msg.job_id} was at its cap (s3bulk tune) moments ago")
         holder = f"{msg.batch_id}~{uuid.uuid4().hex[:8]}"  # a try of its own: a duplicate delivery holds apart
         try:
-            lease = self.ledger.hold(msg.job_id, holder, until=self.wall() + time_left() + 60)
+            lease = self.ledger.hold(msg.job_id, holder, until=self.wall() + time_left() + 60, first=msg.lease)
         except AtCapacity as exc:
             self._full[msg.job_id] = self.clock()
-            raise Waiting(str(exc)) from exc
+            return self._wait(msg, time_left, str(exc))
         try:
             return self._work_held(msg, job, time_left, lease.epoch)
         finally:
-            self.ledger.release(msg.job_id, lease)
+            self._send_on(msg.job_id, self.ledger.release(msg.job_id, lease))
+
+    def _wait(self, msg: BatchMessage, time_left: TimeLeft, why: str) -> WorkOutcome:
+        """A capped job's batch over its cap leaves the queue: parked (aws/held.py), it is sent on when a release leaves
+        room. Then it asks for a hold once more: a release between the full hold and the park found nothing parked,
+        and if there is room now, what is parked (this batch among them) is sent on at once."""
+        if self.returns is None:
+            raise Waiting(why)
+        self.reports.wait(msg.job_id, msg.batch_id, msg.model_copy(update={"lease": None}).encode())
+        self.ledger.park(msg.job_id, msg.batch_id)
+        holder = f"{msg.batch_id}~{uuid.uuid4().hex[:8]}"
+        with contextlib.suppress(AtCapacity):
+            lease = self.ledger.hold(msg.job_id, holder, until=self.wall() + time_left() + 60)
+            self._send_on(msg.job_id, self.ledger.release(msg.job_id, lease))
+        return WorkOutcome(BatchCounts(), counted=False, parked=True)
+
+    def _send_on(self, job_id: str, room: Room) -> None:
+        """A capped job's hold ended: its parked batches take the room it left (one Query when none is parked)."""
+        if self.returns is None or not room.capped or room.free <= 0:
+            return
+        try:
+            send_parked(job_id, room, ledger=self.ledger, reports=self.reports, send=self.returns.requeue)
+        except Exception:  # noqa: BLE001 - the batch's own outcome stands; Progress's sweep sends them on (aws/held.py)
+            return
 
     def _work_held(self, msg: BatchMessage, job: Job, time_left: TimeLeft, epoch: float) -> WorkOutcome:
         status = self.status(msg.job_id, epoch)

@@ -1,6 +1,6 @@
 """A job's cap on its batches at once (s3bulk tune JOB_ID --concurrency N), on DynamoDB's own rules (moto): spread over
 the lease shards, counted by the holds of workers only, released exactly, and never shrunk for good by a worker Lambda
-ended before it released its hold."""
+ended before it released its hold; the batches over it parked off the queue and sent on, each once, as room frees up."""
 
 from __future__ import annotations
 
@@ -11,8 +11,12 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from s3bulk.aws.ledger import AtCapacity, DynamoLedger
-from s3bulk.aws.ledger.leases import cap_shares
+from s3bulk.aws.held import send_parked, sweep_parked
+from s3bulk.aws.ledger import AtCapacity, DynamoLedger, Room
+from s3bulk.aws.ledger.leases import UNCAPPED_SEND, cap_shares
+from s3bulk.aws.ledger.parking import PARK_CLAIM_S
+from s3bulk.aws.messages import BatchMessage
+from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.job import parse_job
 from tests.integration.aws_harness import REGION, create_table
 
@@ -29,6 +33,21 @@ def ledger() -> Iterator[DynamoLedger]:
         led = DynamoLedger(ddb, "ledger")
         led.create("j", JOB)
         yield led
+
+
+@pytest.fixture
+def reports(ledger: DynamoLedger) -> ReportBucket:
+    s3 = boto3.client("s3", region_name=REGION)
+    s3.create_bucket(Bucket="reports")
+    return ReportBucket(s3, "reports")
+
+
+def park(ledger: DynamoLedger, reports: ReportBucket, batch_id: str) -> BatchMessage:
+    """What a worker does with a batch its capped job has no room for."""
+    msg = BatchMessage(job_id="j", batch_id=batch_id, items=[(f"p/{batch_id}", 1, "e")])
+    reports.wait("j", batch_id, msg.encode())
+    ledger.park("j", batch_id)
+    return msg
 
 
 def test_a_cap_is_spread_over_the_shards_without_losing_or_adding_a_batch() -> None:
@@ -74,3 +93,66 @@ def test_lifting_the_cap_lets_every_hold_in_and_a_capped_hold_still_releases(led
     for m in more:
         ledger.release("j", m)
     assert ledger.working("j") == 0 and ledger.load("j").max_workers is None
+
+
+def test_a_release_says_the_room_it_left_on_its_shard_and_an_uncapped_job_has_nothing_parked_to_look_for(
+    ledger: DynamoLedger,
+) -> None:
+    free = ledger.release("j", ledger.hold("j", "batch-a~1", until=time.time() + 900))
+    assert free == Room(free.shard)  # never capped: no parked batch to look for, no Query
+    ledger.set_cap("j", 2)  # shards 0 and 1 take one each
+    a = ledger.hold("j", "batch-a~2", until=time.time() + 900)
+    b = ledger.hold("j", "batch-b~2", until=time.time() + 900)
+    assert ledger.release("j", a) == Room(a.shard, 1, capped=True)
+    ledger.set_cap("j", None)
+    assert ledger.release("j", b) == Room(b.shard, UNCAPPED_SEND, capped=True)  # lifted: what was parked still goes
+
+
+def test_parked_batches_go_oldest_first_each_to_one_sender_held_first_where_the_room_is(
+    ledger: DynamoLedger, reports: ReportBucket
+) -> None:
+    parked = [park(ledger, reports, f"0000-{i:03d}") for i in range(5)]
+    sent: list[str] = []
+    assert send_parked("j", Room(7, 2, capped=True), ledger=ledger, reports=reports, send=sent.append) == 2
+    got = [BatchMessage.model_validate_json(b) for b in sent]
+    assert [m.batch_id for m in got] == ["0000-000", "0000-001"] and {m.lease for m in got} == {7}
+    assert [m.model_copy(update={"lease": None}) for m in got] == parked[:2]  # the batch itself, unchanged
+    assert ledger.parked("j", 10) == ["0000-002", "0000-003", "0000-004"]
+    # Two senders at once: the one whose claim lands first sends it, the other passes it over.
+    assert ledger.claim_parked("j", "0000-002", "one")
+    assert not ledger.claim_parked("j", "0000-002", "two")
+    assert send_parked("j", Room(3, 1, capped=True), ledger=ledger, reports=reports, send=sent.append) == 1
+    assert BatchMessage.model_validate_json(sent[-1]).batch_id == "0000-003"
+    assert send_parked("j", Room(3, 0, capped=True), ledger=ledger, reports=reports, send=sent.append) == 0
+    assert send_parked("j", Room(3, 5), ledger=ledger, reports=reports, send=sent.append) == 0  # not capped: nothing to look for
+
+
+def test_a_claim_whose_sender_ended_lapses_and_a_batch_parked_again_keeps_its_new_entry(
+    ledger: DynamoLedger, reports: ReportBucket
+) -> None:
+    park(ledger, reports, "b-1")
+    assert ledger.claim_parked("j", "b-1", "ended")  # its sender ended before sending it
+    assert ledger.parked("j", 5) == []
+    later = time.time() + PARK_CLAIM_S + 1
+    assert ledger.parked("j", 5, now=later) == ["b-1"]  # the claim lapsed: it is sent again (its id dedupes it)
+    assert ledger.claim_parked("j", "b-1", "next", now=later)
+    park(ledger, reports, "b-1")  # sent, it found the cap full once more and was parked again before the delete
+    ledger.unpark("j", "b-1", "next")
+    assert ledger.parked("j", 5) == ["b-1"]  # the new parking stands
+    ledger.unpark("j", "b-1", "other")  # a delete by a claim it no longer has changes nothing
+    assert ledger.parked("j", 5) == ["b-1"]
+
+
+def test_the_progress_sweep_sends_what_was_parked_where_the_cap_has_room_and_nothing_where_it_is_full(
+    ledger: DynamoLedger, reports: ReportBucket
+) -> None:
+    ledger.set_cap("j", 1)
+    held = ledger.hold("j", "batch-a~1", until=time.time() + 900)
+    for i in range(3):
+        park(ledger, reports, f"w-{i}")
+    sent: list[str] = []
+    assert sweep_parked("j", ledger=ledger, reports=reports, send=sent.append) == 0  # the one slot is held
+    ledger.release("j", held)  # a release that ended before it could send on (the sweep is the net)
+    assert sweep_parked("j", ledger=ledger, reports=reports, send=sent.append) == 1
+    assert [BatchMessage.model_validate_json(b).batch_id for b in sent] == ["w-0"]
+    assert ledger.parked("j", 5) == ["w-1", "w-2"]

@@ -1,10 +1,10 @@
 """Lambda's recursive loop detection on the whole stack (stack/recursion.py): a chain of events that would invoke a
 function a 17th time is stopped, its SQS message dead-lettered, unless the function allows loops.
 
-A job capped with `s3bulk tune` has its waiting batches handed back and, on their last receive, sent again as new
-messages by the Worker: each send is one more hop. Here every receive is the last (S3BULK_MAX_RECEIVES=1), so the
-waiting batches pass 16 hops within seconds. As deployed (the Worker allows loops) the job ends exact; with Lambda's
-default (Terminate) the harness dead-letters them and the job counts them failed, which is what AWS would do."""
+A job capped with `s3bulk tune` parks its batches over the cap, and each release sends the next parked batch on: the
+Worker invoked for one batch sends the one after it, one hop more each time. Capped at one batch at a time, a job of 40
+batches makes a chain past 16 hops. As deployed (the Worker allows loops) the job ends exact; with Lambda's default
+(Terminate) the harness dead-letters the 17th send and the job counts those objects failed, which is what AWS would do."""
 
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ pytestmark = pytest.mark.moto
 
 SRC, DST = "loop-src", "loop-dst"
 CONTEXT: dict[str, object] = {"read_buckets": f"{SRC},{DST}", "write_buckets": DST}
-N, BATCH = 24, 4
-ENV = {"S3BULK_POLL_SECONDS": "1", "S3BULK_WAITING_RETURN_S": "1", "S3BULK_CONCURRENCY": "2", "S3BULK_MAX_RECEIVES": "1"}
+N, BATCH = 80, 2
+ENV = {"S3BULK_POLL_SECONDS": "1", "S3BULK_CONCURRENCY": "2"}
 
 
 def capped_run(monkeypatch: pytest.MonkeyPatch, template: dict[str, Any]) -> tuple[StackOnMoto, dict[str, Any], str, int]:
@@ -40,7 +40,7 @@ def capped_run(monkeypatch: pytest.MonkeyPatch, template: dict[str, Any]) -> tup
     copy = FastS3Store.copy_object
 
     def slow(self: FastS3Store, *args: Any, **kwargs: Any) -> str:
-        time.sleep(0.4)  # a batch takes about a second, while the others wait and are sent again
+        time.sleep(0.2)  # a batch takes about half a second, while the others wait parked
         return str(copy(self, *args, **kwargs))
 
     monkeypatch.setattr(FastS3Store, "copy_object", slow)
@@ -68,7 +68,9 @@ def capped_run(monkeypatch: pytest.MonkeyPatch, template: dict[str, Any]) -> tup
         return stack, json.loads(body), ex.status, int(s3.list_objects_v2(Bucket=DST).get("KeyCount", 0))
 
 
-def test_a_capped_jobs_batches_sent_again_more_than_16_times_still_copy_every_object_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_capped_jobs_batches_sent_on_by_more_than_16_releases_in_a_chain_still_copy_every_object_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     stack, report, status, copied = capped_run(monkeypatch, synthesize(CONTEXT))
     stats = stack.worker_source.stats
     assert stats.max_hops > MAX_HOPS, stats  # the rule was in play: some chain passed the hops Lambda allows by default

@@ -27,11 +27,15 @@ def _error(code: str, reasons: list[str] | None = None) -> ClientError:
         # The marker already exists: a duplicate, which must be reported as such, not retried.
         ("TransactionCanceledException", ["ConditionalCheckFailed", "TransactionConflict"], False),
         ("TransactionCanceledException", ["ConditionalCheckFailed", "None"], False),
+        # A partition past its writes a second: botocore never retries a cancelled transaction, so the ledger does.
+        ("TransactionCanceledException", ["None", "ThrottlingError"], True),
+        ("TransactionCanceledException", ["ProvisionedThroughputExceeded", "None"], True),
+        ("TransactionCanceledException", ["ConditionalCheckFailed", "ThrottlingError"], False),
         ("ConditionalCheckFailedException", None, False),
         ("ValidationException", None, False),
     ],
 )
-def test_only_lost_races_count_as_conflicts(code: str, reasons: list[str] | None, conflict: bool) -> None:
+def test_only_lost_races_and_throttled_transactions_are_tried_again(code: str, reasons: list[str] | None, conflict: bool) -> None:
     assert is_conflict(_error(code, reasons)) is conflict
 
 

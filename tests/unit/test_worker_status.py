@@ -8,7 +8,7 @@ from typing import Any, cast
 import pytest
 
 from s3bulk.aws.allowlist import AllowList
-from s3bulk.aws.ledger import BatchCounts, DynamoLedger, Lease, Progress
+from s3bulk.aws.ledger import BatchCounts, DynamoLedger, Lease, Progress, Room
 from s3bulk.aws.messages import BatchMessage
 from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.aws.worker import STATUS_TTL_S, STOPPED_KEEP_S, EndpointDown, WorkerService
@@ -29,12 +29,13 @@ class StatusLedger:
         self.consistent += consistent
         return self.value
 
-    def hold(self, job_id: str, holder: str, *, until: float | None = None) -> Lease:
+    def hold(self, job_id: str, holder: str, *, until: float | None = None, first: int | None = None) -> Lease:
         self.held += 1
         return Lease(0, self.epoch)
 
-    def release(self, job_id: str, lease: Lease) -> None:
+    def release(self, job_id: str, lease: Lease) -> Room:
         self.held -= 1
+        return Room(lease.shard)
 
 
 def service(ledger: StatusLedger, now: list[float]) -> WorkerService:

@@ -11,6 +11,7 @@ so 1,000 workers never meet on one key (DynamoDB serves about 1,000 writes/s and
   pk=job#ID#lease#NN sk=lease  one of COUNTER_SHARDS lease items: `working`, the invocations (workers, listers)
                             working the job now, and `stop_epoch`, when the job last stopped; a stopped job's report
                             waits for `working` to drain (DynamoLedger.hold)
+  pk=job#ID#parked sk=BID  a capped job's batch waiting for room (ledger/parking.py): its body is in the report bucket
   pk=job#ID#batch#BID sk=batch  a marker per finished batch, written in the same transaction as its shard's counter
                             update, so a redelivered message is never counted twice
 A job's counters are the sum over its job item, its listing shards (one Query) and its counter shards (one
@@ -29,7 +30,8 @@ marker or the page number), so a retry never counts twice.
 
 The ledger is a package of modules by concern: `keys` (item keys, limits, the conflict retry), `base` (the client and
 the reads and writes every part shares), `jobs` (the job item), `counting` (batches counted, counters read),
-`listing` (listing shards and the delete guard's count), `leases` (who is working the job now) and `redo` (a
+`listing` (listing shards and the delete guard's count), `leases` (who is working the job now), `parking` (a capped
+job's waiting batches) and `redo` (a
 resume after the failure breaker taking failed objects back). DynamoLedger
 is their mixins put together, and every public name is importable from here.
 """
@@ -62,8 +64,9 @@ from s3bulk.aws.ledger.keys import (
     marker_key,
     retry_conflicts,
 )
-from s3bulk.aws.ledger.leases import AtCapacity, Lease, LeasesMixin
+from s3bulk.aws.ledger.leases import AtCapacity, Lease, LeasesMixin, Room
 from s3bulk.aws.ledger.listing import GuardShard, ListingMixin, ListShard
+from s3bulk.aws.ledger.parking import ParkingMixin
 from s3bulk.aws.ledger.redo import RedoMixin
 
 __all__ = [
@@ -89,6 +92,7 @@ __all__ = [
     "Lease",
     "ListShard",
     "Progress",
+    "Room",
     "counter_key",
     "counter_shard",
     "initial_item",
@@ -101,6 +105,6 @@ __all__ = [
 ]
 
 
-class DynamoLedger(JobsMixin, CountingMixin, ListingMixin, LeasesMixin, RedoMixin):
-    """The job ledger in DynamoDB (see the package's docstring): the job item, its counters, its listing shards, its leases
-    and the redo of a breaker's failures."""
+class DynamoLedger(JobsMixin, CountingMixin, ListingMixin, LeasesMixin, ParkingMixin, RedoMixin):
+    """The job ledger in DynamoDB (see the package's docstring): the job item, its counters, its listing shards, its leases,
+    a capped job's parked batches and the redo of a breaker's failures."""

@@ -87,14 +87,20 @@ def counter_shard(batch_id: str, shards: int = COUNTER_SHARDS) -> int:
     return zlib.crc32(batch_id.encode()) % shards
 
 
+# A transaction cancelled for one of these is tried again; botocore retries a throttled plain write itself, but never a
+# cancelled transaction, whose throttling on a partition past its 1,000 writes a second comes back as a reason.
+RETRYABLE_REASONS = frozenset({"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"})
+
+
 def is_conflict(exc: ClientError) -> bool:
-    """A write that lost a race with another transaction: retryable, unlike a failed condition."""
+    """A write that lost a race with another transaction, or was throttled inside one: retryable, unlike a failed
+    condition."""
     err = exc.response.get("Error", {}).get("Code")
     if err == "TransactionConflictException":
         return True
     if err == "TransactionCanceledException":
-        reasons = [r.get("Code") for r in exc.response.get("CancellationReasons") or []]
-        return "TransactionConflict" in reasons and "ConditionalCheckFailed" not in reasons
+        reasons = {r.get("Code") for r in exc.response.get("CancellationReasons") or []}
+        return bool(reasons & RETRYABLE_REASONS) and "ConditionalCheckFailed" not in reasons
     return False
 
 

@@ -38,6 +38,29 @@ class Lease:
     entry: str = ""  # the holder's name in the shard's `holders` map: set only under a cap
 
 
+@dataclass(frozen=True, slots=True)
+class Room:
+    """What a released hold left on its lease shard: batches of the job that may start now on it (`free`), and whether
+    the job is or was capped (only then may it have parked batches waiting for that room: aws/held.py)."""
+
+    shard: int
+    free: int = 0
+    capped: bool = False
+
+
+# Parked batches a release sends on from a job whose cap was lifted (each sent batch's own release sends as many).
+UNCAPPED_SEND = 4
+
+
+def room_of(shard: int, attrs: dict[str, Any], now: float) -> Room:
+    """The room a lease shard's item (as a write returned it) has for a capped job's batches: its share of the cap less
+    its live holders (a holder past its time was a worker Lambda ended)."""
+    if "cap" not in attrs:
+        return Room(shard, UNCAPPED_SEND, capped=True) if "uncapped" in attrs else Room(shard)
+    live = sum(1 for v in attrs.get("holders", {}).get("M", {}).values() if float(v["N"]) >= now)
+    return Room(shard, max(0, int(attrs["cap"]["N"]) - live), capped=True)
+
+
 def cap_shares(n: int, shards: int) -> list[int]:
     """A cap of n batches at once, spread over the lease shards: shard i may hold this many."""
     return [n // shards + (1 if i < n % shards else 0) for i in range(shards)]
@@ -45,14 +68,15 @@ def cap_shares(n: int, shards: int) -> list[int]:
 
 class LeasesMixin(LedgerBase):
     # -- leases: who is working the job now, so a stopped job's report waits for the work in flight ----------------
-    def hold(self, job_id: str, holder: str, *, until: float | None = None) -> Lease:
+    def hold(self, job_id: str, holder: str, *, until: float | None = None, first: int | None = None) -> Lease:
         """An invocation starts working the job (a worker's batch, a lister's call): one more on the holder's lease
         shard. The lease carries that shard's stop epoch: newer than the one the caller last saw means the job was
         stopped since, whatever a cached status says. Release it when done, whatever happens.
 
         `until` (a worker: when its invocation must end, epoch seconds) makes the hold count against the job's cap,
-        if its owner set one: AtCapacity when CAP_TRIES shards are full (nothing is held then)."""
-        shard = counter_shard(holder, self.shards)
+        if its owner set one: AtCapacity when CAP_TRIES shards are full (nothing is held then). `first`: the shard to
+        try first (a parked batch sent on by a release that left room there)."""
+        shard = first if first is not None and 0 <= first < self.shards else counter_shard(holder, self.shards)
         tried: list[int] = []
         while True:
             tried.append(shard)
@@ -110,23 +134,30 @@ class LeasesMixin(LedgerBase):
         )
         return self._update_if(key, **enter)
 
-    def release(self, job_id: str, lease: Lease) -> None:
+    def release(self, job_id: str, lease: Lease) -> Room:
+        """The hold ends; the room it leaves on its shard (read from the same write) says whether parked batches may go."""
         remove = {"UpdateExpression": "ADD working :minus REMOVE holders.#h", "ExpressionAttributeNames": {"#h": lease.entry}}
-        self._write(
+        r = self._write(
             lambda: self.client.update_item(
                 TableName=self.table,
                 Key=lease_key(job_id, lease.shard),
                 **(remove if lease.entry else {"UpdateExpression": "ADD working :minus"}),
                 ExpressionAttributeValues={":minus": {"N": "-1"}},
+                ReturnValues="ALL_NEW",
             )
         )
+        return room_of(lease.shard, dict(r.get("Attributes", {})), time.time())
 
     def set_cap(self, job_id: str, n: int | None) -> None:
         """The owner's cap on the job's batches at once (None: no cap of its own), on every lease shard and the job
         item. Holds from now on count against it; batches already running finish."""
         if n is None:  # `holders` stays: a capped hold still running releases its entry from it
-            for shard in range(self.shards):
-                self._update_if(lease_key(job_id, shard), UpdateExpression="REMOVE cap, cap_shards")
+            for shard in range(self.shards):  # `uncapped`: releases still send on the batches parked under the cap
+                self._update_if(
+                    lease_key(job_id, shard),
+                    UpdateExpression="REMOVE cap, cap_shards SET uncapped = :t",
+                    ExpressionAttributeValues={":t": {"BOOL": True}},
+                )
             self._update_if(job_key(job_id), UpdateExpression="REMOVE max_workers")
             return
         active = {"N": str(min(n, self.shards))}
@@ -144,6 +175,12 @@ class LeasesMixin(LedgerBase):
         for shard in range(self.shards):
             key = lease_key(job_id, shard)
             self._update_if(key, UpdateExpression="SET stop_epoch = :e", ExpressionAttributeValues={":e": {"N": f"{epoch:.3f}"}})
+
+    def rooms(self, job_id: str) -> list[Room]:
+        """The room on each lease shard of a capped (or once capped) job: one BatchGetItem."""
+        now = time.time()
+        items = self._get_many([lease_key(job_id, i) for i in range(self.shards)], None)
+        return [room_of(int(str(i["pk"]["S"]).rsplit("#", 1)[1]), i, now) for i in items]
 
     def working(self, job_id: str) -> int:
         """Invocations working the job now (an invocation Lambda ended leaves its hold behind: callers bound the wait)."""

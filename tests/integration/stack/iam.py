@@ -479,7 +479,7 @@ class IamGate:
                 if principal is not None:
                     gate.check(principal, PREFIX.get(service, service), operation_name, api_params)
                 if limits is not None:
-                    limits.check(PREFIX.get(service, service), operation_name, api_params)
+                    limits.check(PREFIX.get(service, service), operation_name, api_params, retries=_retries(client))
                 if principal is not None and service == "s3" and operation_name in MISSING_NEEDS_LIST:
                     try:
                         return real_call(client, operation_name, api_params)
@@ -494,6 +494,14 @@ class IamGate:
             mock.patch.object(ThreadPoolExecutor, "submit", _submitter_runs(ThreadPoolExecutor.submit)),
         ):
             yield self
+
+
+def _retries(client: Any) -> int:
+    """The retries botocore makes of a throttled call on this client (its config's; botocore's legacy default else)."""
+    cfg = client.meta.config.retries or {}
+    if "total_max_attempts" in cfg:
+        return max(0, int(cfg["total_max_attempts"]) - 1)
+    return int(cfg.get("max_attempts", 4))
 
 
 def _listed_statements(doc: dict[str, Any]) -> list[dict[str, Any]]:

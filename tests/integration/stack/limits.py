@@ -6,12 +6,13 @@ test naming each, unless the test means to reach the limit and asserts on `refus
 
 from __future__ import annotations
 
-import json
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from botocore.exceptions import ClientError
+
+from tests.integration.stack.partitions import Partitions, dynamo_item_bytes
 
 KiB, MiB = 1024, 1024 * 1024
 SQS_BATCH_ENTRIES = 10
@@ -37,16 +38,12 @@ def _utf8(text: Any) -> int:
     return len(str(text).encode("utf-8"))
 
 
-def dynamo_item_bytes(item: dict[str, Any]) -> int:
-    """DynamoDB's item size: attribute names plus values (UTF-8 strings, raw binary); close enough above a few bytes."""
-    return sum(_utf8(name) + _utf8(json.dumps(value, ensure_ascii=False)) for name, value in item.items())
-
-
 @dataclass
 class Limits:
     """The limits AWS enforces and moto does not; `message_bytes` per queue URL from the template."""
 
     message_bytes: dict[str, int] = field(default_factory=dict)
+    partitions: Partitions = field(default_factory=Partitions)  # DynamoDB's units a second per partition
     refused: list[str] = field(default_factory=list)
     _names: set[tuple[str, str]] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -56,8 +53,8 @@ class Limits:
             self.refused.append(f"{op}: {code}: {message}")
         return _refuse(op, code, message)
 
-    def check(self, service: str, op: str, p: dict[str, Any]) -> None:
-        """Raise what AWS would answer for a call over one of its limits."""
+    def check(self, service: str, op: str, p: dict[str, Any], retries: int = 0) -> None:
+        """Raise what AWS would answer for a call over one of its limits (`retries`: the client's, for a throttle)."""
         if service == "sqs" and op == "SendMessageBatch":
             entries = p.get("Entries", [])
             total = sum(_utf8(e.get("MessageBody", "")) for e in entries)
@@ -75,6 +72,7 @@ class Limits:
             raise self._no(op, "InvalidParameterValue", f"a message of {max(bodies):,} bytes; the queue takes {limit:,}")
         if service == "dynamodb":
             self._dynamo(op, p)
+            self.partitions.admit(op, p, retries)
         if service == "events" and op == "PutEvents":
             entries = p.get("Entries", [])
             size = sum(_utf8(e.get("Detail", "")) + _utf8(e.get("DetailType", "")) + _utf8(e.get("Source", "")) for e in entries)

@@ -46,6 +46,7 @@ from tests.integration.stack.faults import Faults, hook_dynamo_clients
 from tests.integration.stack.iam import IamGate
 from tests.integration.stack.lambdas import Concurrency, Function, Throttled, function_error
 from tests.integration.stack.limits import Limits, inline_maps_over_concurrency
+from tests.integration.stack.partitions import Partitions
 
 ACCOUNT = DEFAULT_ACCOUNT_ID
 PSEUDO = {
@@ -220,8 +221,11 @@ class StackOnMoto:
         timeouts: dict[str, float] | None = None,
         in_flight_limit: int = IN_FLIGHT_LIMIT,
         history_limit: int = HISTORY_LIMIT,
+        partition_scale: float = 1.0,
     ) -> None:
         self.template = template
+        # DynamoDB's units a second per partition (stack/partitions.py), divided by this: a test scales them down
+        self.partition_scale = partition_scale
         # Step Functions' history limit per execution: at it, AWS fails the execution (States.Runtime); a test scales it down
         self.history_limit = history_limit
         self.history_failed: list[str] = []  # executions the harness failed at the limit
@@ -298,7 +302,8 @@ class StackOnMoto:
                     self.names[q]: int(p["MaximumMessageSize"])
                     for q, p in resources_of(self.template, "AWS::SQS::Queue").items()
                     if "MaximumMessageSize" in p
-                }
+                },
+                partitions=Partitions(self.partition_scale),
             )
             self.limits.refused += inline_maps_over_concurrency(self.definition)
             self._stack.enter_context(self.iam.enforced(self.limits))
@@ -639,6 +644,8 @@ class StackOnMoto:
         lines += [f"event source {s.fn.name}: {s.stats}" for s in self.sources]
         if self.faults.dynamo is not None:
             lines.append(f"dynamo writes {dict(self.faults.dynamo.writes)}, conflicts injected {dict(self.faults.dynamo.injected)}")
+        partitions = self.limits.partitions
+        lines.append(f"dynamo partitions: throttled {dict(partitions.throttled)}, peak units/s {partitions.peak}")
         lines.append(f"queues {self.queue_depths()}")
         return "\n".join(lines)
 

@@ -1,0 +1,73 @@
+"""The harness's DynamoDB partition budgets (tests/integration/stack/partitions.py): per partition key, per second,
+reads and writes apart; a plain call retried as botocore retries it, a transaction cancelled with ThrottlingError."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from s3bulk.aws.ledger import is_conflict
+from tests.integration.stack.partitions import Partitions, charges, kind_of
+
+
+def update(pk: str) -> dict[str, Any]:
+    return {"TableName": "t", "Key": {"pk": {"S": pk}, "sk": {"S": "x"}}, "UpdateExpression": "ADD n :one"}
+
+
+def clocked(scale: float) -> tuple[Partitions, list[float], list[float]]:
+    now, slept = [0.0], []
+
+    def sleep(s: float) -> None:
+        slept.append(s)
+        now[0] += s
+
+    return Partitions(scale, sleep=sleep, clock=lambda: now[0]), now, slept
+
+
+def test_a_key_past_its_writes_a_second_is_throttled_while_other_keys_and_its_reads_are_not() -> None:
+    parts, now, _ = clocked(100)  # 10 write units, 30 read units a second
+    for _ in range(10):
+        parts.admit("UpdateItem", update("job#j#count#01"), retries=0)
+    with pytest.raises(ClientError) as err:
+        parts.admit("UpdateItem", update("job#j#count#01"), retries=0)
+    assert err.value.response["Error"]["Code"] == "ProvisionedThroughputExceededException"
+    parts.admit("UpdateItem", update("job#j#count#02"), retries=0)  # another partition has its own budget
+    get = {"TableName": "t", "Key": {"pk": {"S": "job#j#count#01"}, "sk": {"S": "x"}}, "ConsistentRead": True}
+    parts.admit("GetItem", get, retries=0)  # reads are counted apart
+    now[0] += 1.0
+    parts.admit("UpdateItem", update("job#j#count#01"), retries=0)  # a second later the budget is back
+    assert parts.throttled == {"count": 1} and parts.peak == {"count writes": 10, "count reads": 1}
+
+
+def test_a_throttled_plain_call_waits_as_botocore_retries_it_and_lands_when_the_second_has_passed() -> None:
+    parts, _, slept = clocked(100)
+    for _ in range(10):
+        parts.admit("UpdateItem", update("job#j"), retries=8)
+    parts.admit("UpdateItem", update("job#j"), retries=8)  # retried with backoff until the window moved on
+    assert sum(slept) >= 1.0 - 1e-9 and parts.throttled["job"] >= 1  # waited out the rest of the second
+
+
+def test_a_transaction_over_a_partitions_budget_is_cancelled_with_throttling_as_its_reason_which_the_ledger_retries() -> None:
+    parts, _, slept = clocked(1000)  # 1 write unit a second: a transactional write costs 2
+    tx = {"TransactItems": [{"Update": update("job#j#count#03")}, {"Put": {"TableName": "t", "Item": {"pk": {"S": "job#j#batch#b"}}}}]}
+    parts.admit("TransactWriteItems", tx, retries=8)  # an idle partition serves one call whatever its size
+    tx["TransactItems"][1] = {"Put": {"TableName": "t", "Item": {"pk": {"S": "job#j#batch#c"}}}}
+    with pytest.raises(ClientError) as err:
+        parts.admit("TransactWriteItems", tx, retries=8)
+    assert not slept  # botocore never retries a cancelled transaction
+    response = err.value.response
+    assert response["Error"]["Code"] == "TransactionCanceledException"
+    assert [r["Code"] for r in response["CancellationReasons"]] == ["ThrottlingError", "None"]  # type: ignore[typeddict-item]
+    assert is_conflict(err.value)
+
+
+def test_units_are_counted_as_dynamodb_counts_them() -> None:
+    big = {"pk": {"S": "job#j"}, "blob": {"S": "x" * 3000}}
+    assert charges("PutItem", {"Item": big}) == [("job#j", 3.0, True)]
+    assert charges("GetItem", {"Key": {"pk": {"S": "job#j"}}}) == [("job#j", 0.5, False)]  # eventually consistent
+    q = {"KeyConditionExpression": "pk = :pk", "ExpressionAttributeValues": {":pk": {"S": "job#j#parked"}}, "ConsistentRead": True}
+    assert charges("Query", q) == [("job#j#parked", 1.0, False)]
+    assert charges("Scan", {}) == []
+    assert [kind_of(pk) for pk in ("job#j", "job#j#count#03", "job#j#lease#00", "job#j#batch#b")] == ["job", "count", "lease", "batch"]
