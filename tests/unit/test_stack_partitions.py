@@ -59,7 +59,7 @@ def test_a_transaction_over_a_partitions_budget_is_cancelled_with_throttling_as_
     assert not slept  # botocore never retries a cancelled transaction
     response = err.value.response
     assert response["Error"]["Code"] == "TransactionCanceledException"
-    assert [r["Code"] for r in response["CancellationReasons"]] == ["ThrottlingError", "None"]  # type: ignore[typeddict-item]
+    assert [r["Code"] for r in response["CancellationReasons"]] == ["ThrottlingError", "None"]
     assert is_conflict(err.value)
 
 

@@ -96,7 +96,7 @@ class Partitions:
     scale: float = 1.0
     throttled: Counter[str] = field(default_factory=Counter)  # refusals by item kind (kind_of)
     peak: dict[str, float] = field(default_factory=dict)  # by item kind and reads or writes, the most one key used in a second
-    total: Counter[tuple[str, bool]] = field(default_factory=Counter)  # every unit taken, by (partition key, is a write)
+    total: dict[tuple[str, bool], float] = field(default_factory=dict)  # every unit taken, by (partition key, is a write)
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.monotonic
     _used: dict[tuple[str, bool], deque[tuple[float, float]]] = field(default_factory=dict)
@@ -125,7 +125,7 @@ class Partitions:
                 return over
             for pk, units, write in touched:
                 self._used[(pk, write)].append((now, units))
-                self.total[(pk, write)] += units
+                self.total[(pk, write)] = self.total.get((pk, write), 0.0) + units
             for (pk, write), total in totals.items():
                 kind = f"{kind_of(pk)} {'writes' if write else 'reads'}"
                 self.peak[kind] = max(self.peak.get(kind, 0.0), total)
