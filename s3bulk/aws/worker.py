@@ -332,6 +332,9 @@ class WorkerService:
             )
             for i, o in enumerate(msg.objects())
         ]
+        # An object that outlasted MAX_STRIKES invocations fails now: the upload it held open goes with it.
+        if outlasted := frozenset(i for i, it in enumerate(items) if it.problem is not None and it.upload_id):
+            self._abort_uploads(msg, outlasted)
         tally = Tally()
         store, dst_store = job_stores(job, self.store, self.open_side)
         stores = {id(s): s for s in (store, dst_store)}.values()
@@ -516,13 +519,16 @@ class WorkerService:
         counts, counted = self._fail_all(msg, WORKER_DIED, message)
         return WorkOutcome(counts, counted)
 
-    def _abort_uploads(self, msg: BatchMessage) -> None:
+    def _abort_uploads(self, msg: BatchMessage, only: frozenset[int] | None = None) -> None:
+        """Abort the batch's open multipart uploads (`only`: those of these items), so none keeps costing storage."""
         job = self.job(msg.job_id)
         if job.destination is None:
             return
         mapper = key_mapper(job)
         _, dst_store = job_stores(job, self.store, self.open_side)
         for index, upload_id in msg.resume:
+            if only is not None and index not in only:
+                continue
             key = msg.items[index][0]
             with contextlib.suppress(Exception):  # best effort: the failure is what the report needs
                 dst_store.abort_multipart_upload(job.destination.bucket, mapper(key) if mapper else key, upload_id)

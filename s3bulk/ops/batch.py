@@ -26,7 +26,7 @@ from s3bulk.keys import KeyLog
 from s3bulk.ops.acl import AclsEnabled, acl_doc, set_acl
 from s3bulk.ops.batchrun import FLUSH_EVERY_S, BatchRun
 from s3bulk.ops.checksum import add_checksum
-from s3bulk.ops.copies import CopyPaused, CopySettings, copy_in_place, copy_object
+from s3bulk.ops.copies import CopyPaused, CopySettings, UploadWatch, copy_in_place, copy_object
 from s3bulk.ops.delete import delete_batch
 from s3bulk.ops.encryption import encryption_doc, set_encryption, target_of
 from s3bulk.ops.executor import BoundedExecutor
@@ -279,7 +279,7 @@ class BatchRunner:
                 except IndexError:  # another lane took the last one
                     break
                 run.taking(item)
-                done, settled = self._object(item, counted, lines, run, keep_going)
+                done, settled = self._object(item, counted, lines, run, keep_going, run.watch(item))
                 run.left(item)
                 if done is not None:
                     confirmed.append(done)
@@ -307,7 +307,7 @@ class BatchRunner:
                 tally.merge(counted)
             run.finish()
 
-    def _copy(self, item: Item, keep_going: Callable[[], bool] = _always) -> Done:
+    def _copy(self, item: Item, keep_going: Callable[[], bool] = _always, watch: UploadWatch | None = None) -> Done:
         """One copy (and, for a move, its confirmation); the source is deleted later, per batch."""
         dst = self.job.destination
         assert dst is not None
@@ -361,6 +361,7 @@ class BatchRunner:
                     keep_going=keep_going if pausable else None,
                     upload_id=item.upload_id,
                     head=item.head,
+                    watch=watch,
                 )
             if move:
                 confirm_copy(self.dst, obj, dst.bucket, item.dst_key, done)
@@ -409,11 +410,11 @@ class BatchRunner:
         same = checksums_match(self.store.head_object(self.job.source.bucket, obj.key, version_id=obj.version_id), existing)
         return decision.recheck if same is None else same
 
-    def _act(self, item: Item, keep_going: Callable[[], bool] = _always) -> Done:
+    def _act(self, item: Item, keep_going: Callable[[], bool] = _always, watch: UploadWatch | None = None) -> Done:
         """One object's work: the call(s) its operation needs, nothing more."""
         job, bucket = self.job, self.job.source.bucket
         if job.operation in {"copy", "move"}:
-            return self._copy(item, keep_going)
+            return self._copy(item, keep_going, watch)
         if job.operation == "delete":
             return Done(True)  # it passed the filters (a filtered delete): the batch deletes it with the others
         obj = self._resolve(item.obj, item.head)
@@ -480,7 +481,13 @@ class BatchRunner:
         return Done(True, "", v.src_checksum, v.dst_checksum)
 
     def _object(
-        self, item: Item, tally: Outcomes, keylog: KeyLog | None, run: BatchRun, keep_going: Callable[[], bool] = _always
+        self,
+        item: Item,
+        tally: Outcomes,
+        keylog: KeyLog | None,
+        run: BatchRun,
+        keep_going: Callable[[], bool] = _always,
+        watch: UploadWatch | None = None,
     ) -> tuple[Item | None, bool]:
         """Rounds of `_act` with a pause between them; a move's object is done only when the batch deletes its source,
         so it comes back (confirmed) instead of being counted here. Also says whether the object has its outcome in
@@ -498,7 +505,7 @@ class BatchRunner:
                     if verdict is not None and not verdict.matches:
                         done = Done(False, result=verdict.reason)  # neither done nor failed: skipped, and the key log says why
                         break
-                    done = self._act(item, keep_going)
+                    done = self._act(item, keep_going, watch)
                     if done.obj is not None:
                         item = replace(item, obj=done.obj)
                     break

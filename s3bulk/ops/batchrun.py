@@ -11,7 +11,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from s3bulk.keys import KeyBlock
 from s3bulk.ops.items import Item
@@ -33,6 +33,25 @@ class Frozen:
     @property
     def rest(self) -> list[Item]:
         return self.paused + self.inflight + self.untaken
+
+
+class ItemWatch:
+    """One object's multipart copy reporting to its run (ops/copies.UploadWatch): the upload it holds open, and when a
+    part last landed. A freeze hands the upload on with the object, and strikes it only if it made no progress."""
+
+    __slots__ = ("_key", "_run")
+
+    def __init__(self, run: BatchRun, key: int) -> None:
+        self._run, self._key = run, key
+
+    def upload(self, upload_id: str) -> None:
+        self._run._note(self._key, upload_id)
+
+    def landed(self) -> None:
+        self._run._note(self._key, None)
+
+    def abandoned(self) -> bool:
+        return self._run._frozen
 
 
 # A lane adds what it finished to the batch's tally at least this often, so a run frozen mid-batch keeps it.
@@ -77,6 +96,8 @@ class BatchRun:
         self._flushed: list[Item] = []
         self._published: list[Item] = []
         self._began: dict[int, float] = {}  # id(item) -> when a lane took it, while the lane works it
+        self._uploads: dict[int, str] = {}  # id(item) -> the multipart upload its copy holds open, while worked
+        self._landed: dict[int, float] = {}  # id(item) -> when a part of its copy last landed, while worked
         self._todo: Sequence[Item] = ()
         self._queue: deque[Item] | None = None
 
@@ -178,6 +199,21 @@ class BatchRun:
         if self._freezable:
             with self._lock:
                 self._began.pop(id(item), None)
+                self._uploads.pop(id(item), None)
+                self._landed.pop(id(item), None)
+
+    def watch(self, item: Item) -> ItemWatch | None:
+        """What the lane working `item` hands its copy to report on (None when this run cannot be frozen)."""
+        return ItemWatch(self, id(item)) if self._freezable else None
+
+    def _note(self, key: int, upload_id: str | None) -> None:
+        with self._lock:
+            if key not in self._began:
+                return  # the lane is done with it (or the run froze and moved on): nothing to hand on
+            if upload_id is not None:
+                self._uploads[key] = upload_id
+            else:
+                self._landed[key] = time.monotonic()
 
     def freeze(self, strike_after: float = 0.0) -> Frozen | None:
         """Stop the run where it stands, its slow objects still in flight: the tally keeps exactly the outcomes flushed
@@ -202,7 +238,18 @@ class BatchRun:
             now = time.monotonic()
             # Only an object a lane is working now can be to blame: one it finished and has not flushed yet is handed
             # on (its outcome is not in the tally) without a strike.
-            long = [i for i in inflight if id(i) in self._began and now - self._began[id(i)] >= strike_after]
+            # A strike goes to an object worked at least `strike_after` with no part of it landing in that time:
+            # progress, not presence. One whose copy holds an upload is handed on with it, so the child goes on from
+            # its parts (ListParts) instead of opening another.
+            handed: list[Item] = []
+            long: list[Item] = []
+            for i in inflight:
+                upload = self._uploads.get(id(i), "")
+                on = replace(i, upload_id=upload) if upload else i
+                handed.append(on)
+                if id(i) in self._began and now - max(self._began[id(i)], self._landed.get(id(i), 0.0)) >= strike_after:
+                    long.append(on)
+            inflight = handed
         if confirmed and self._closing is not None:
             self._closing(confirmed)  # deletes and counts into the tally directly: a flush would be refused now
         return Frozen(counted + len(confirmed), untaken, paused, inflight, long)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import Literal, Protocol
 
 from s3bulk.job import MAX_PART_SIZE, MiB
 from s3bulk.ops.acl import grants_to_carry
@@ -61,6 +61,19 @@ class CopyPaused(Exception):
         self.parts_total = parts_total
 
 
+class UploadWatch(Protocol):
+    """What a multipart copy tells the batch run working it: the upload it opened (or went on with), each part that
+    landed, and whether the run was frozen meanwhile (the stack's worker near its end, ops/batchrun.py): a frozen
+    run has handed the object and its upload on to a child batch, which now owns the upload, so this copy neither
+    completes nor aborts it."""
+
+    def upload(self, upload_id: str) -> None: ...
+
+    def landed(self) -> None: ...
+
+    def abandoned(self) -> bool: ...
+
+
 def copy_object(
     store: ObjectStore,
     parts: BoundedExecutor,
@@ -73,15 +86,16 @@ def copy_object(
     keep_going: Callable[[], bool] | None = None,
     upload_id: str = "",
     head: ObjectHead | None = None,
+    watch: UploadWatch | None = None,
 ) -> CopyDone:
     """Use the listed size to choose the path, so a small object costs exactly one request. With `keep_going`, a
     multipart copy may pause (CopyPaused) and be continued from `upload_id`; `head`, the caller's HEAD of the source
-    (a content_type filter's), spares the multipart copy its own."""
+    (a content_type filter's), spares the multipart copy its own; `watch` hears of its upload and parts."""
     if obj.size <= settings.multipart_threshold and not upload_id:
         etag = store.copy_object(src_bucket, obj.key, dst_bucket, dst_key, storage_class=settings.storage_class, src_version=obj.version_id)
         return CopyDone(etag, multipart=False)
     etag = multipart_copy(
-        store, parts, src_bucket, obj, dst_bucket, dst_key, settings, head=head, keep_going=keep_going, upload_id=upload_id
+        store, parts, src_bucket, obj, dst_bucket, dst_key, settings, head=head, keep_going=keep_going, upload_id=upload_id, watch=watch
     )
     return CopyDone(etag, multipart=True)
 
@@ -176,6 +190,7 @@ def multipart_copy(
     carry: Carried | None = None,
     keep_going: Callable[[], bool] | None = None,
     upload_id: str = "",
+    watch: UploadWatch | None = None,
 ) -> str:
     """Parts are guarded by CopySourceIfMatch, so a source overwritten mid-copy fails instead of mixing versions.
 
@@ -208,6 +223,8 @@ def multipart_copy(
             carry=carry,
         )
         held = {}
+    if watch is not None:
+        watch.upload(upload_id)
     futures: dict[int, Future[CopiedPart]] = {}
     waiting: deque[Future[CopiedPart]] = deque()  # this object's parts not yet landed, oldest first
     try:
@@ -234,7 +251,11 @@ def multipart_copy(
                 head.etag,
             )
             waiting.append(futures[number])
+            if watch is not None:
+                futures[number].add_done_callback(functools.partial(_landed, watch=watch))
         copied = {**held, **{n: f.result() for n, f in futures.items()}}
+        if watch is not None and watch.abandoned():  # the upload went on to a child batch, which completes it
+            raise CopyPaused(upload_id, len(copied), len(ranges))
         ordered = [copied[n] for n in range(1, len(ranges) + 1)]
         checksums = [p.checksum for p in ordered] if settings.checksum_algorithm else []
         return store.complete_multipart_upload(dst_bucket, dst_key, upload_id, [p.etag for p in ordered], part_checksums=checksums)
@@ -243,6 +264,8 @@ def multipart_copy(
     except BaseException:
         for f in futures.values():
             f.cancel()
+        if watch is not None and watch.abandoned():
+            raise  # the upload is a child batch's now: aborting it would lose the parts the child goes on from
         for f in futures.values():
             if not f.cancelled():
                 f.exception()  # wait, so no part lands after the abort
@@ -250,6 +273,11 @@ def multipart_copy(
         with contextlib.suppress(StoreError):
             store.abort_multipart_upload(dst_bucket, dst_key, upload_id)
         raise
+
+
+def _landed(f: Future[CopiedPart], watch: UploadWatch) -> None:
+    if not f.cancelled() and f.exception() is None:
+        watch.landed()
 
 
 def _held_parts(store: ObjectStore, bucket: str, key: str, upload_id: str, ranges: list[tuple[int, int]]) -> dict[int, CopiedPart] | None:

@@ -266,3 +266,58 @@ def test_a_move_cut_on_the_stack_deletes_the_sources_it_confirmed_and_leaves_the
     assert untaken is not None and 0 < len(untaken) < N
     left = {o.key for o in store.list_page("src-b", "in/").objects}
     assert left == {i.obj.key for i in untaken} and tally.succeeded == N - len(left)
+
+
+def test_a_frozen_multipart_copy_that_was_landing_parts_is_handed_on_with_its_upload_and_no_strike_and_the_child_finishes_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Progress, not presence, earns a strike: a 20 MiB copy in four 5 MiB parts lands one every half second and then
+    hangs on its last. Frozen two seconds in, it was worked long enough for a strike but a part landed half a second
+    before: it is handed on with no strike and with its open upload. The frozen copy neither completes nor aborts that
+    upload when its part lands at last; the child goes on from it (ListParts) and copies no part again."""
+    mib = 1024 * 1024
+    store = MemoryStore()
+    store.create_bucket("src-b")
+    store.create_bucket("dst-b")
+    body = bytes(range(256)) * (20 * mib // 256)
+    store.put_object("src-b", "in/big", body)
+    doc = {
+        "operation": "copy",
+        "source": {"bucket": "src-b", "prefix": "in/"},
+        "destination": {"bucket": "dst-b", "prefix": "out/"},
+        "options": {"multipart_threshold": 5 * mib, "part_size": 5 * mib},
+    }
+    copy_job = parse_job(json.dumps(doc))
+    real = MemoryStore.upload_part_copy
+    release, copied = threading.Event(), []
+
+    def slow(self: MemoryStore, *args: Any, **kwargs: Any) -> Any:
+        number = args[5]
+        copied.append(number)
+        if number < 4:
+            release.wait(0.5)  # a part every half second
+        elif not release.is_set():
+            release.wait(10)  # the last hangs until the test lets it land
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(MemoryStore, "upload_part_copy", slow)
+    [item] = items(store)
+    with BoundedExecutor(1) as parts, BoundedExecutor(1) as pool:
+        run = BatchRunner(copy_job, store, pool, parts, hands_on=True).start([item], Tally())
+        assert not run.wait(2.0)
+        frozen = run.freeze(strike_after=1.5)  # worked 2 s (presence would strike), a part landed 0.5 s ago
+        assert frozen is not None
+        [handed] = frozen.inflight
+        assert handed.upload_id and frozen.long == []
+        release.set()  # the hung part lands: the frozen copy must leave the upload to the child
+        assert run.wait(5)
+        assert store.list_parts("dst-b", "out/big", handed.upload_id)  # still open, its parts kept
+        with pytest.raises(StoreError):
+            store.head_object("dst-b", "out/big")  # not completed by the frozen copy
+        before = len(copied)
+        tally = Tally()
+        child = BatchRunner(copy_job, store, pool, parts, hands_on=True).start([handed], tally)
+        assert child.wait(10) and child.complete
+    assert (tally.succeeded, tally.failed) == (1, 0)
+    assert copied[before:] == []  # every part was in the upload already: none copied twice
+    assert store.get_body("dst-b", "out/big") == body and store.open_uploads == 0
