@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
+import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,16 +102,41 @@ def resume(deployment: Deployment, job_id: str, settings: ClientSettings) -> str
     return _start(deployment, job_id, doc, settings)
 
 
-def stop(deployment: Deployment, job_id: str, settings: ClientSettings) -> str:
+# How long `stop` follows a job its execution had just handed on, for the next execution to adopt it.
+STOP_FOLLOW_S = 60.0
+
+
+def stop(
+    deployment: Deployment,
+    job_id: str,
+    settings: ClientSettings,
+    *,
+    follow_s: float = STOP_FOLLOW_S,
+    sleep: Callable[[float], None] = time.sleep,
+) -> str:
     """Stop a running job: its execution is stopped (ABORTED), which the stack takes as a resumable stop (listers send
-    no more pages, workers hold its queued batches uncounted, the report says stopped); `resume` goes on with it."""
+    no more pages, workers hold its queued batches uncounted, the report says stopped); `resume` goes on with it.
+
+    A long job goes on in a new execution now and then (aws/history.py). A stop that reaches the execution after it
+    handed the job on finds it ended (SUCCEEDED), and the new one adopts the job moments later: the command then
+    follows the ledger to the execution that adopted it and stops that one. Returns the execution it stopped."""
     rec = status(deployment, job_id, settings)
     if rec.status != "RUNNING" or not rec.execution:
         raise JobError(f"job_id: {job_id!r} is not running ({rec.status}); nothing to stop (s3bulk status {job_id})")
-    arn = f"{deployment.state_machine_arn.replace(':stateMachine:', ':execution:', 1)}:{rec.execution}"
     sfn = make_client("stepfunctions", settings)
-    sfn.stop_execution(executionArn=arn, error=OWNER_STOPPED, cause="stopped with s3bulk stop")
-    return arn
+    deadline = time.monotonic() + follow_s
+    while True:
+        arn = f"{deployment.state_machine_arn.replace(':stateMachine:', ':execution:', 1)}:{rec.execution}"
+        with contextlib.suppress(sfn.exceptions.ExecutionDoesNotExist):
+            sfn.stop_execution(executionArn=arn, error=OWNER_STOPPED, cause="stopped with s3bulk stop")
+        if sfn.describe_execution(executionArn=arn)["status"] != "SUCCEEDED" or time.monotonic() >= deadline:
+            return arn  # stopped (ABORTED), or ended otherwise: its end makes the job's report either way
+        gone = rec.execution
+        while rec.status == "RUNNING" and rec.execution == gone and time.monotonic() < deadline:
+            sleep(1.0)
+            rec = status(deployment, job_id, settings)
+        if rec.status != "RUNNING" or rec.execution == gone:
+            return arn  # the job ended meanwhile, or no execution adopted it in time
 
 
 # How long `cancel` waits for work in flight (a worker's batch, a lister's call) before it writes the report of a job
