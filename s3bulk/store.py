@@ -192,6 +192,19 @@ class StoreError(Exception):
         self.status = status
 
 
+class UploadWatch(Protocol):
+    """What a multipart write (a copy's UploadPartCopy, a relay's UploadPart) tells the batch run working it: the upload
+    it opened (or went on with), each part that landed, and whether the run was frozen meanwhile (the stack's worker
+    near its end, ops/batchrun.py). A frozen run has handed the object and its upload on to a child batch, which owns
+    the upload from then on: the write neither completes nor aborts it."""
+
+    def upload(self, upload_id: str) -> None: ...
+
+    def landed(self) -> None: ...
+
+    def abandoned(self) -> bool: ...
+
+
 class ObjectStore(Protocol):
     """Each method is one API call; retries and timeouts are the adapter's job."""
 

@@ -29,7 +29,7 @@ from types import TracebackType
 from typing import Any
 
 from s3bulk.bodies.budget import MemoryBudget
-from s3bulk.store import Body, ListedPart, ObjectHead, ObjectStore, StoreError
+from s3bulk.store import Body, ListedPart, ObjectHead, ObjectStore, StoreError, UploadWatch
 
 MiB = 1024 * 1024
 # s3transfer's defaults, which AWS measured and its CLI ships: 8 MiB parts above an 8 MiB threshold.
@@ -101,6 +101,10 @@ def part_size_for(number: int, base: int) -> int:
     return min(base << ((number - 1) // PARTS_PER_STEP), MAX_PART)
 
 
+# The error a writer's commit raises once its batch run was frozen and the upload handed on (ops/relay.py pauses on it).
+ABANDONED = "Abandoned"
+
+
 class ObjectWriter:
     """Write with `write()`, then `commit()` (or leave a `with` block); `abort()` discards everything."""
 
@@ -120,6 +124,7 @@ class ObjectWriter:
         submit: Submit | None = None,
         budget: MemoryBudget | None = None,
         checksum: bool = True,
+        watch: UploadWatch | None = None,
     ) -> None:
         if part_size < MIN_PART:
             raise ValueError(f"part_size must be at least {MIN_PART} bytes (S3's minimum part)")
@@ -144,6 +149,7 @@ class ObjectWriter:
         self._budget = budget
         self._pool: ThreadPoolExecutor | None = None
         self._state = "open"  # open | committed | aborted | paused
+        self._watch = watch  # told of the upload and each part; once abandoned, the upload is left to whoever has it
 
     # -- the file-like side ---------------------------------------------------------------------
     def writable(self) -> bool:
@@ -163,6 +169,8 @@ class ObjectWriter:
                 self._upload_id = self.store.create_multipart_upload(
                     self.bucket, self.key, self.head, self.tags, storage_class=self.storage_class, crc32=self.checksum
                 )
+                if self._watch is not None:
+                    self._watch.upload(self._upload_id)
             if self._upload_id is not None:
                 while len(self._buffer) >= self._next_part_size():
                     self._send(self._next_part_size())
@@ -170,6 +178,11 @@ class ObjectWriter:
             self.abort()
             raise
         return len(view)
+
+    @property
+    def upload_id(self) -> str:
+        """The multipart upload this writer sends to ("" before it opened one)."""
+        return self._upload_id or ""
 
     @property
     def parts(self) -> int:
@@ -188,6 +201,8 @@ class ObjectWriter:
         if self._state != "open" or self.written or self._upload_id is not None:
             raise ValueError("resume a writer before anything is written to it")
         self._upload_id = upload_id
+        if self._watch is not None:
+            self._watch.upload(upload_id)
         for part in parts:
             crc = part_crc32(part)
             if crc is None or part.size != self.part_size:
@@ -239,6 +254,9 @@ class ObjectWriter:
                 if self._buffer or not self._parts:
                     self._send(len(self._buffer))
                 etags = [f.result() for f in self._parts]
+                if self._watch is not None and self._watch.abandoned():
+                    self._leave()
+                    raise StoreError(ABANDONED, "the upload went on to a child batch, which completes it", 409)
                 self.etag = self.store.complete_multipart_upload(
                     self.bucket,
                     self.key,
@@ -259,6 +277,9 @@ class ObjectWriter:
         """Stop sending, wait for parts on the wire, and abort the upload (a lifecycle rule reaps one whose abort fails)."""
         if self._state != "open":
             return
+        if self._watch is not None and self._watch.abandoned():
+            self._leave()  # the upload is a child batch's now: aborting it would lose the parts the child goes on from
+            return
         self._state = "aborted"
         self._buffer = bytearray()
         for f in self._parts:
@@ -270,6 +291,12 @@ class ObjectWriter:
         if self._upload_id is not None:
             with contextlib.suppress(StoreError):
                 self.store.abort_multipart_upload(self.bucket, self.key, self._upload_id)
+
+    def _leave(self) -> None:
+        """Let go of an upload someone else now owns: send nothing more, touch it no more."""
+        self._state = "paused"
+        self._buffer = bytearray()
+        self._close_pool()
 
     def __enter__(self) -> ObjectWriter:
         return self
@@ -308,10 +335,16 @@ class ObjectWriter:
             self._give(size)
             raise
         future.add_done_callback(lambda _f: self._give(size))
+        if self._watch is not None:
+            future.add_done_callback(self._landed)
         if crc is not None:
             self._part_crcs.append(crc)
         self._parts.append(future)
         self._pending.append(future)
+
+    def _landed(self, f: Future[str]) -> None:
+        if self._watch is not None and not f.cancelled() and f.exception() is None:
+            self._watch.landed()
 
     def _give(self, size: int) -> None:
         if self._budget is not None:

@@ -26,7 +26,7 @@ from s3bulk.keys import KeyLog
 from s3bulk.ops.acl import AclsEnabled, acl_doc, set_acl
 from s3bulk.ops.batchrun import FLUSH_EVERY_S, BatchRun
 from s3bulk.ops.checksum import add_checksum
-from s3bulk.ops.copies import CopyPaused, CopySettings, UploadWatch, copy_in_place, copy_object
+from s3bulk.ops.copies import CopyPaused, CopySettings, copy_in_place, copy_object
 from s3bulk.ops.delete import delete_batch
 from s3bulk.ops.encryption import encryption_doc, set_encryption, target_of
 from s3bulk.ops.executor import BoundedExecutor
@@ -46,7 +46,7 @@ from s3bulk.ops.versions import copy_history
 from s3bulk.outage import EndpointUnreachable
 from s3bulk.report import Counted, Outcomes
 from s3bulk.selection import MAPS_KEYS, folder_key
-from s3bulk.store import UNKNOWN_SIZE, ObjectHead, ObjectInfo, ObjectStore, StoreError
+from s3bulk.store import UNKNOWN_SIZE, ObjectHead, ObjectInfo, ObjectStore, StoreError, UploadWatch
 from s3bulk.sync import Decision, checksums_match, decide
 
 # On the fast request path 64 threads give 95% of the best copies/s both direct and at
@@ -348,6 +348,7 @@ class BatchRunner:
                     keep_going=keep_going if pausable else None,
                     upload_id=item.upload_id,
                     head=item.head,
+                    watch=watch,
                 )
             else:
                 done = copy_object(
@@ -512,6 +513,8 @@ class BatchRunner:
                 except StoreError as exc:
                     if classify(exc) is ErrorKind.PERMANENT or round_ == self.job.options.object_retries:
                         raise
+                    if watch is not None and watch.abandoned():
+                        raise  # frozen: the object went on to a child batch, which tries it again, not this lane
                     tally.retry()
                     self.sleep(min(ROUND_PAUSE_MAX, ROUND_PAUSE * 2**round_) * random.uniform(0.5, 1.0))
             if self._deletes_later and done.changed:

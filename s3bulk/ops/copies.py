@@ -10,12 +10,12 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Literal, Protocol
+from typing import Literal
 
 from s3bulk.job import MAX_PART_SIZE, MiB
 from s3bulk.ops.acl import grants_to_carry
 from s3bulk.ops.executor import BoundedExecutor
-from s3bulk.store import Carried, CopiedPart, Encryption, ObjectHead, ObjectInfo, ObjectStore, StoreError
+from s3bulk.store import Carried, CopiedPart, Encryption, ObjectHead, ObjectInfo, ObjectStore, StoreError, UploadWatch
 
 MAX_PARTS = 10_000
 
@@ -59,19 +59,6 @@ class CopyPaused(Exception):
         self.upload_id = upload_id
         self.parts_done = parts_done
         self.parts_total = parts_total
-
-
-class UploadWatch(Protocol):
-    """What a multipart copy tells the batch run working it: the upload it opened (or went on with), each part that
-    landed, and whether the run was frozen meanwhile (the stack's worker near its end, ops/batchrun.py): a frozen
-    run has handed the object and its upload on to a child batch, which now owns the upload, so this copy neither
-    completes nor aborts it."""
-
-    def upload(self, upload_id: str) -> None: ...
-
-    def landed(self) -> None: ...
-
-    def abandoned(self) -> bool: ...
 
 
 def copy_object(
