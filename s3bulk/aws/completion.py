@@ -68,6 +68,7 @@ def progress_step(
     complete = p.complete or p.status == "STOPPING"
     if not complete and p.status == "RUNNING":
         sweep()
+        ledger.keep(job_id)  # a job running for weeks keeps its own items past their TTL
     out = {"job_id": job_id, "complete": complete, "pending": p.pending, "listing_done": p.listing_done}
     return {**out, "renew": not complete and renew()}
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import boto3
 import pytest
 from moto import mock_aws
 
 from s3bulk.aws.held import send_parked, sweep_parked
-from s3bulk.aws.ledger import AtCapacity, DynamoLedger, Room
+from s3bulk.aws.ledger import DEFAULT_TTL_DAYS, AtCapacity, DynamoLedger, Room, job_key, list_shard_key
 from s3bulk.aws.ledger.leases import UNCAPPED_SEND, cap_shares
 from s3bulk.aws.ledger.parking import PARK_CLAIM_S
 from s3bulk.aws.messages import BatchMessage
@@ -156,3 +157,20 @@ def test_the_progress_sweep_sends_what_was_parked_where_the_cap_has_room_and_not
     assert sweep_parked("j", ledger=ledger, reports=reports, send=sent.append) == 1
     assert [BatchMessage.model_validate_json(b).batch_id for b in sent] == ["w-0"]
     assert ledger.parked("j", 5) == ["w-1", "w-2"]
+
+
+def test_a_job_running_past_its_ttl_keeps_its_own_items_and_asks_once_a_day(ledger: DynamoLedger) -> None:
+    """DynamoDB removes items past `expires_at`: a job created 30 days ago that still runs (capped low) would lose its
+    job item and its listing shards' counts. Each progress check pushes them on, at most one write a day."""
+    ledger.plan("j", [("", "m"), ("m", None)])
+    day = 86400.0
+    later = time.time() + 29.5 * day  # half a day before the creation's TTL
+    assert ledger.keep("j", now=later)
+    items = [ledger.client.get_item(TableName="ledger", Key=k)["Item"] for k in (job_key("j"), _shard("j", 0), _shard("j", 1))]
+    assert {int(i["expires_at"]["N"]) // 3600 for i in items} == {int(later + DEFAULT_TTL_DAYS * day) // 3600}
+    assert not ledger.keep("j", now=later + 3600)  # pushed on an hour ago: nothing written
+    assert ledger.keep("j", now=later + 1.5 * day)
+
+
+def _shard(job_id: str, i: int) -> dict[str, Any]:
+    return {"pk": {"S": f"job#{job_id}"}, "sk": {"S": list_shard_key(i)}}

@@ -240,6 +240,29 @@ class JobsMixin(CountingMixin, LeasesMixin):
             ExpressionAttributeValues=values,
         )
 
+    def keep(self, job_id: str, *, now: float | None = None) -> bool:
+        """Push the TTL of the job's own items (the job item, its listing shards) DEFAULT_TTL_DAYS ahead, at most once a
+        day: DynamoDB would otherwise remove a job that runs, or waits at a low cap, that long after its creation, and
+        with its listing shards the counts they hold. Workers' items are refreshed by their own writes. True if it did."""
+        now = time.time() if now is None else now
+        ahead = {"N": str(int(now + DEFAULT_TTL_DAYS * 86400))}
+        soon = {"N": str(int(now + (DEFAULT_TTL_DAYS - 1) * 86400))}
+        if not self._update_if(
+            job_key(job_id),
+            UpdateExpression="SET expires_at = :ahead",
+            ConditionExpression="expires_at < :soon",
+            ExpressionAttributeValues={":ahead": ahead, ":soon": soon},
+        ):
+            return False
+        for shard in self._list_shards(job_id):
+            self._update_if(
+                {"pk": shard["pk"], "sk": shard["sk"]},
+                UpdateExpression="SET expires_at = :ahead",
+                ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeValues={":ahead": ahead},
+            )
+        return True
+
     def stop(self, job_id: str, reason: str, *, tripped: bool = False) -> bool:
         """Mark a RUNNING job STOPPING (its endpoint is gone for good, or its owner stopped its execution); True for the
         one call that did. `tripped`: the failure breaker stopped it, so its resume redoes the failed objects (ledger/redo.py).

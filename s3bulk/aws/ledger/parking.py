@@ -22,8 +22,11 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from s3bulk.aws.ledger.base import LedgerBase
-from s3bulk.aws.ledger.keys import DEFAULT_TTL_DAYS, _conditional_failed
+from s3bulk.aws.ledger.keys import _conditional_failed
 
+# A parked entry outlives any wait for room (a job capped low may keep a batch parked for weeks): it goes when it is sent,
+# and TTL only reaps those of a job cancelled or abandoned with batches still parked.
+PARKED_TTL_DAYS = 365
 # A claimed batch whose sender ended before sending it is free to claim again after this long.
 PARK_CLAIM_S = 120.0
 # A Query reads this many entries more than it needs: claimed ones (being sent right now) are passed over.
@@ -37,7 +40,7 @@ def parked_key(job_id: str, batch_id: str) -> dict[str, Any]:
 class ParkingMixin(LedgerBase):
     def park(self, job_id: str, batch_id: str) -> None:
         """Name a waiting batch (its body already stored): a put, so a batch parked again replaces its entry and claim."""
-        item = {**parked_key(job_id, batch_id), "expires_at": {"N": str(int(time.time() + DEFAULT_TTL_DAYS * 86400))}}
+        item = {**parked_key(job_id, batch_id), "expires_at": {"N": str(int(time.time() + PARKED_TTL_DAYS * 86400))}}
         self._write(lambda: self.client.put_item(TableName=self.table, Item=item))
 
     def parked(self, job_id: str, n: int, *, now: float | None = None) -> list[str]:
