@@ -100,8 +100,8 @@ class Waiting(NotStarted):
     queue to park from (a worker built without one): the message comes back untouched."""
 
 
-# A container that found a job at its cap parks that job's next batches without asking the ledger for a hold, for this
-# long: a capped job's backlog costs a park per batch, not a failed hold on several lease shards first.
+# A container that found a job at its cap parks that job's next batches at once for this long: each costs its park and
+# one hold asked afterwards (for room freed meanwhile), not failed holds on CAP_TRIES lease shards first.
 CAP_RECHECK_S = 10.0
 
 
