@@ -4,7 +4,7 @@ anyway, its calls are retried and the job ends exact, only slower.
 
 A partition serves 3,000 read and 1,000 write units a second. The first test measures the units each key took over a
 whole job, per batch: the hottest key bounds the batches a second a job can run on AWS (its budget over its units per
-batch). The second divides the budgets by 300, so the same stack meets them at the harness's few batches a second."""
+batch). The second divides the budgets by 600, so the same stack meets them at the harness's few batches a second."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def test_no_ledger_key_takes_more_than_a_few_units_a_batch_so_a_job_runs_hundred
 
 
 def test_a_job_whose_ledger_partitions_are_throttled_is_slowed_and_still_ends_exact() -> None:
-    stack, _, took = run("hot", 150, 300.0)  # 10 read units and 3.3 write units a second per partition
+    stack, _, took = run("hot", 150, 600.0)  # 5 read units and 1.7 write units a second per partition
     throttled = stack.limits.partitions.throttled
-    print(f"\n50 batches in {took:.1f} s at 1/300 of the budgets; throttled calls by item kind {dict(throttled)}")
+    print(f"\n50 batches in {took:.1f} s at 1/600 of the budgets; throttled calls by item kind {dict(throttled)}")
     assert sum(throttled.values()) > 0, stack.describe()  # the budgets were met, and every throttled call was retried
