@@ -56,6 +56,9 @@ class DeployConfig:
     allow_object_lock: bool = False  # PutObjectRetention/PutObjectLegalHold on write buckets (COMPLIANCE binds even root)
     allow_acl: bool = False  # PutObjectAcl/PutObjectVersionAcl on write buckets (set-acl, destination.acl)
     allow_version_delete: bool = False  # DeleteObjectVersion on delete buckets (a version delete is permanent)
+    # (bucket, account): the account that must own each allow-listed bucket (-c bucket_owner); "self" is the deploying
+    # account. Every S3 statement on the bucket then names it (s3:ResourceAccount) and every request carries it.
+    bucket_owners: tuple[tuple[str, str], ...] = ()
     keep_key_logs_days: int = 30  # per-key log parts in the report bucket expire after this many days
     destroy_data: bool = False  # cdk destroy deletes the ledger and the report and access-log buckets (emptied first) too
 
@@ -94,6 +97,7 @@ class DeployConfig:
             allow_acl=_flag(get("allow_acl")),
             allow_version_delete=_flag(get("allow_version_delete")),
             keep_key_logs_days=int(get("keep_key_logs_days") or 30),
+            bucket_owners=owners_of(get("bucket_owner"), get("read_buckets"), get("write_buckets"), get("delete_buckets")),
             destroy_data=_flag(get("destroy_data")),
         )
         cfg.check()
@@ -168,6 +172,33 @@ class DeployConfig:
                 raise ValueError(f"schedule {s.name}: {exc}") from None
 
 
+ACCOUNT = re.compile(r"\d{12}|self")
+
+
+def owners_of(value: Any, *listed: Any) -> tuple[tuple[str, str], ...]:
+    """-c bucket_owner's pins, one per allow-listed bucket: `ACCOUNT` (or `self`, the deploying account) for every
+    bucket, `BUCKET=ACCOUNT` for one; the per-bucket form wins. A bucket left unpinned is named by no pair."""
+    items = DeployConfig._buckets(value)
+    buckets = sorted({b for group in listed for b in DeployConfig._buckets(group)})
+    default = None
+    pinned: dict[str, str] = {}
+    fix = "pass -c bucket_owner=ACCOUNT (12 digits, or self for this account), or BUCKET=ACCOUNT per bucket"
+    for item in items:
+        bucket, eq, account = item.rpartition("=")
+        if not ACCOUNT.fullmatch(account):
+            raise ValueError(f"context bucket_owner: {item!r} names no account; {fix}")
+        if not eq:
+            if default is not None and default != account:
+                raise ValueError(f"context bucket_owner: two accounts for every bucket ({default}, {account}); {fix}")
+            default = account
+        elif bucket not in buckets:
+            raise ValueError(f"context bucket_owner: {bucket!r} is in no allow-list (read, write or delete buckets); {fix}")
+        else:
+            pinned[bucket] = account
+    owners = ((b, pinned.get(b, default)) for b in buckets)
+    return tuple((b, account) for b, account in owners if account is not None)
+
+
 # Validate, Progress (the completion check), Finalize and ExecutionEnded: at most one each per job at a time.
 OTHER_STEPS = 4
 
@@ -185,6 +216,8 @@ def _flag(value: Any) -> bool:
 DEPLOY_FILE = "deploy.json"
 # What a deploy file may hold besides the context keys DeployConfig reads.
 _FILE_ONLY = {"region", "stack_name", "schedules_file"}
+# Context keys read into a field of another name.
+_RENAMED = {"bucket_owner"}
 
 
 def read_deploy_file(path: Path) -> dict[str, Any]:
@@ -198,7 +231,7 @@ def read_deploy_file(path: Path) -> dict[str, Any]:
         ) from None
     if not isinstance(doc, dict):
         raise ValueError(f"deploy file {path.name}: expected an object of settings, like config/deploy.example.json")
-    known = {f for f in DeployConfig.__dataclass_fields__} | _FILE_ONLY
+    known = {f for f in DeployConfig.__dataclass_fields__} | _FILE_ONLY | _RENAMED
     for key in doc:
         if key not in known and not key.startswith("_"):
             raise ValueError(f"deploy file {path.name}: unknown setting {key!r}; the settings are the context keys in README's table")

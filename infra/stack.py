@@ -74,6 +74,32 @@ def _object_arns(buckets: tuple[str, ...]) -> list[str]:
     return [f"arn:{cdk.Aws.PARTITION}:s3:::{b}/*" for b in buckets]
 
 
+def _account(pinned: str) -> str:
+    """A -c bucket_owner account: `self` is the account the stack is deployed in."""
+    return cdk.Aws.ACCOUNT_ID if pinned == "self" else pinned
+
+
+def s3_statements(
+    actions: list[str], buckets: tuple[str, ...], owners: tuple[tuple[str, str], ...], *, objects: bool = True
+) -> list[iam.PolicyStatement]:
+    """Statements granting `actions` on the buckets (their objects, or the buckets themselves), one per owning account
+    pinned with -c bucket_owner: each names its account as s3:ResourceAccount, so if a pinned bucket is deleted and its
+    name taken by another account, the grant no longer reaches it. Buckets nobody pinned share one plain statement."""
+    owner_of = dict(owners)
+    groups: dict[str | None, list[str]] = {}
+    for b in buckets:
+        groups.setdefault(owner_of.get(b), []).append(b)
+    arns = _object_arns if objects else _bucket_arns
+    return [
+        iam.PolicyStatement(
+            actions=actions,
+            resources=arns(tuple(group)),
+            conditions={"StringEquals": {"s3:ResourceAccount": _account(owner)}} if owner is not None else None,
+        )
+        for owner, group in sorted(groups.items(), key=lambda g: g[0] or "")
+    ]
+
+
 # The dead-letter counter's timeout: it writes a failures part and one transaction per batch, ten batches a call.
 COUNTER_TIMEOUT_S = 120
 LISTER_TIMEOUT_S = 300
@@ -200,6 +226,8 @@ class S3BulkStack(cdk.Stack):
             "S3BULK_CREDENTIALS_SECRETS": ",".join(config.credentials_secrets),
             "S3BULK_SECRET_ENDPOINTS": ",".join(f"{s}={u}" for s, u in config.secret_endpoints),
             "S3BULK_KMS_KEYS": ",".join(config.kms_keys),
+            # Every request on a pinned bucket carries its owner (ExpectedBucketOwner): S3 refuses it if another owns it.
+            "S3BULK_BUCKET_OWNERS": ",".join(f"{b}={_account(a)}" for b, a in config.bucket_owners),
             "S3BULK_ALLOW_BYPASS_GOVERNANCE": "true" if config.allow_bypass_governance else "false",
             "S3BULK_ALLOW_OBJECT_LOCK": "true" if config.allow_object_lock else "false",
             "S3BULK_ALLOW_ACL": "true" if config.allow_acl else "false",
@@ -345,19 +373,20 @@ class S3BulkStack(cdk.Stack):
     def _grant(self, config: DeployConfig) -> None:
         """Least privilege: reads on sources, writes on destinations, deletes only where allowed."""
         listable = tuple(sorted(set(config.read_buckets) | set(config.write_buckets)))
+
+        def grant(fn: lambda_.IFunction, actions: list[str], buckets: tuple[str, ...], *, objects: bool = True) -> None:
+            for statement in s3_statements(actions, buckets, config.bucket_owners, objects=objects):
+                fn.add_to_role_policy(statement)
+
         # ListBucketVersions: source.versions all|noncurrent; GetBucketVersioning: a copy of all versions checks its destination.
-        self.lister_fn.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=["s3:ListBucket", "s3:ListBucketVersions", "s3:GetBucketVersioning"], resources=_bucket_arns(listable)
-            )
-        )
+        grant(self.lister_fn, ["s3:ListBucket", "s3:ListBucketVersions", "s3:GetBucketVersioning"], listable, objects=False)
         # PlanListing writes the shard items with Put items in one TransactWriteItems, which AWS authorizes as PutItem.
         self._grant_table(
             self.lister_fn, "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"
         )
         self.queue.grant_send_messages(self.lister_fn)
         # Manifests (source.manifest) are read by the lister; their bad rows go to the report bucket.
-        self.lister_fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=_object_arns(config.read_buckets)))
+        grant(self.lister_fn, ["s3:GetObject"], config.read_buckets)
         # PutObjectTagging: key-log parts are written with their expiry tag (AWS authorizes a PutObject with Tagging as both).
         # GetObject, and ListBucket so a missing object answers 404, not 403: a lister reads back its shard's last page
         # intent (s3bulk/aws/intents.py) to redo a page it sent but did not record.
@@ -367,80 +396,63 @@ class S3BulkStack(cdk.Stack):
         self.lister_fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[self.reports.bucket_arn]))
         if config.delete_buckets:
             # A sync with delete_extraneous: the lister deletes destination objects no source maps to, as it finds them.
-            self.lister_fn.add_to_role_policy(
-                iam.PolicyStatement(actions=["s3:DeleteObject"], resources=_object_arns(config.delete_buckets))
-            )
+            grant(self.lister_fn, ["s3:DeleteObject"], config.delete_buckets)
             # abort-uploads (allowed on delete buckets only): PlanListing and ListShard list the open uploads.
-            self.lister_fn.add_to_role_policy(
-                iam.PolicyStatement(actions=["s3:ListBucketMultipartUploads"], resources=_bucket_arns(config.delete_buckets))
-            )
+            grant(self.lister_fn, ["s3:ListBucketMultipartUploads"], config.delete_buckets, objects=False)
 
         worker = self.worker_fn
         # ListBucket lets HEAD of a missing key answer 404 (not 403), which move confirmation relies on.
         # ListBucketVersions: a copy of all versions lists each key's versions on both sides.
         # GetBucketOwnershipControls: an in-place copy asks once whether the bucket has ACLs whose grants it must carry.
-        worker.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=["s3:ListBucket", "s3:ListBucketVersions", "s3:GetBucketOwnershipControls"], resources=_bucket_arns(listable)
-            )
-        )
-        worker.add_to_role_policy(
-            iam.PolicyStatement(
-                # GetObjectLegalHold: set-legal-hold's undo journal reads the hold it replaces. The *Version* actions are
-                # the same calls on a version a listing or manifest row names (source.versions, version_id columns).
-                actions=[
-                    "s3:GetObject",
-                    "s3:GetObjectTagging",
-                    "s3:GetObjectVersion",
-                    "s3:GetObjectVersionTagging",
-                    "s3:GetObjectLegalHold",
-                    "s3:GetObjectAcl",  # set-acl's undo journal reads the grants it replaces
-                    "s3:GetObjectVersionAcl",
-                    # HeadObject shows an object's retention only to a caller allowed this: set-retention's journal reads it.
-                    "s3:GetObjectRetention",
-                ],
-                resources=_object_arns(config.read_buckets),
-            )
+        grant(worker, ["s3:ListBucket", "s3:ListBucketVersions", "s3:GetBucketOwnershipControls"], listable, objects=False)
+        grant(
+            worker,
+            # GetObjectLegalHold: set-legal-hold's undo journal reads the hold it replaces. The *Version* actions are
+            # the same calls on a version a listing or manifest row names (source.versions, version_id columns).
+            [
+                "s3:GetObject",
+                "s3:GetObjectTagging",
+                "s3:GetObjectVersion",
+                "s3:GetObjectVersionTagging",
+                "s3:GetObjectLegalHold",
+                "s3:GetObjectAcl",  # set-acl's undo journal reads the grants it replaces
+                "s3:GetObjectVersionAcl",
+                # HeadObject shows an object's retention only to a caller allowed this: set-retention's journal reads it.
+                "s3:GetObjectRetention",
+            ],
+            config.read_buckets,
         )
         if config.write_buckets:
-            worker.add_to_role_policy(
-                iam.PolicyStatement(
-                    actions=[
-                        "s3:PutObject",
-                        "s3:PutObjectTagging",
-                        "s3:DeleteObjectTagging",
-                        "s3:AbortMultipartUpload",
-                        # ListParts: a multipart copy paused at an invocation's deadline goes on from the parts it holds.
-                        "s3:ListMultipartUploadParts",
-                        "s3:GetObject",
-                        "s3:RestoreObject",
-                        "s3:PutObjectVersionTagging",
-                        "s3:DeleteObjectVersionTagging",
-                        # set-encryption: S3 re-wraps an object's data key under another KMS key, no data moved.
-                        "s3:UpdateObjectEncryption",
-                        # Object Lock and ACL writes only when the deployer opts in (-c allow_object_lock, -c allow_acl):
-                        # a COMPLIANCE retention cannot be undone, even by the account's root.
-                        *(["s3:PutObjectRetention", "s3:PutObjectLegalHold"] if config.allow_object_lock else []),
-                        *(["s3:PutObjectAcl", "s3:PutObjectVersionAcl"] if config.allow_acl else []),
-                    ],
-                    resources=_object_arns(config.write_buckets),
-                )
+            grant(
+                worker,
+                [
+                    "s3:PutObject",
+                    "s3:PutObjectTagging",
+                    "s3:DeleteObjectTagging",
+                    "s3:AbortMultipartUpload",
+                    # ListParts: a multipart copy paused at an invocation's deadline goes on from the parts it holds.
+                    "s3:ListMultipartUploadParts",
+                    "s3:GetObject",
+                    "s3:RestoreObject",
+                    "s3:PutObjectVersionTagging",
+                    "s3:DeleteObjectVersionTagging",
+                    # set-encryption: S3 re-wraps an object's data key under another KMS key, no data moved.
+                    "s3:UpdateObjectEncryption",
+                    # Object Lock and ACL writes only when the deployer opts in (-c allow_object_lock, -c allow_acl):
+                    # a COMPLIANCE retention cannot be undone, even by the account's root.
+                    *(["s3:PutObjectRetention", "s3:PutObjectLegalHold"] if config.allow_object_lock else []),
+                    *(["s3:PutObjectAcl", "s3:PutObjectVersionAcl"] if config.allow_acl else []),
+                ],
+                config.write_buckets,
             )
             if config.allow_bypass_governance:
-                worker.add_to_role_policy(
-                    iam.PolicyStatement(actions=["s3:BypassGovernanceRetention"], resources=_object_arns(config.write_buckets))
-                )
+                grant(worker, ["s3:BypassGovernanceRetention"], config.write_buckets)
         if config.delete_buckets:
-            worker.add_to_role_policy(
-                iam.PolicyStatement(
-                    # A version delete is permanent: only with -c allow_version_delete=true. AbortMultipartUpload: abort-uploads.
-                    actions=[
-                        "s3:DeleteObject",
-                        "s3:AbortMultipartUpload",
-                        *(["s3:DeleteObjectVersion"] if config.allow_version_delete else []),
-                    ],
-                    resources=_object_arns(config.delete_buckets),
-                )
+            # A version delete is permanent: only with -c allow_version_delete=true. AbortMultipartUpload: abort-uploads.
+            grant(
+                worker,
+                ["s3:DeleteObject", "s3:AbortMultipartUpload", *(["s3:DeleteObjectVersion"] if config.allow_version_delete else [])],
+                config.delete_buckets,
             )
         if config.process_lambdas:
             # process jobs with batchops_lambda: only the deployer's allow-listed functions.
@@ -506,9 +518,7 @@ class S3BulkStack(cdk.Stack):
         self._grant_table(counter, "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query")
         counter.add_to_role_policy(iam.PolicyStatement(actions=["s3:PutObject"], resources=[self.reports.arn_for_objects("jobs/*")]))
         if config.write_buckets:  # a dead-lettered batch's paused multipart copies are aborted, not left billed
-            counter.add_to_role_policy(
-                iam.PolicyStatement(actions=["s3:AbortMultipartUpload"], resources=_object_arns(config.write_buckets))
-            )
+            grant(counter, ["s3:AbortMultipartUpload"], config.write_buckets)
         self.queue.grant_send_messages(counter)
         # The worker that counts a job's last batch resumes its waiting execution; so does Progress.
         # ListShard and CheckProgress ask how long their execution's history is (s3bulk/aws/history.py).

@@ -22,13 +22,14 @@ def endpoint_key(url: str) -> str:
     return f"{parts.scheme.lower()}://{parts.netloc.lower()}{parts.path.rstrip('/')}"
 
 
-def paired(items: Iterable[str]) -> frozenset[tuple[str, str]]:
-    """(secret, endpoint) pairs from SECRET=URL items (S3BULK_SECRET_ENDPOINTS; deploy: -c credentials_secrets=ARN=URL)."""
+def paired(items: Iterable[str], *, urls: bool = True) -> frozenset[tuple[str, str]]:
+    """(secret, endpoint) pairs from SECRET=URL items (S3BULK_SECRET_ENDPOINTS; deploy: -c credentials_secrets=ARN=URL),
+    or with urls=False (bucket, account) pairs from BUCKET=ACCOUNT items (S3BULK_BUCKET_OWNERS)."""
     out = set()
     for item in items:
-        secret, _, url = item.partition("=")
-        if url:
-            out.add((secret.strip(), endpoint_key(url)))
+        name, _, value = item.partition("=")
+        if value:
+            out.add((name.strip(), endpoint_key(value) if urls else value.strip()))
     return frozenset(out)
 
 
@@ -49,6 +50,13 @@ class AllowList:
     # a side naming that secret may name; so a job cannot send a bucket's objects to, or fetch them from, a host the
     # deployer did not pair with those keys.
     endpoints: frozenset[tuple[str, str]] = frozenset()
+    # (bucket, account) pairs: the account that must own each pinned bucket (-c bucket_owner). Every request of the
+    # deployment's own store on it carries the account (ExpectedBucketOwner), and a job naming another is refused.
+    owners: frozenset[tuple[str, str]] = frozenset()
+
+    @property
+    def owner_of(self) -> dict[str, str]:
+        return dict(self.owners)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> AllowList:
@@ -65,6 +73,7 @@ class AllowList:
             reports=env.get("S3BULK_REPORT_BUCKET", ""),
             kms_keys=_split(env.get("S3BULK_KMS_KEYS")),
             endpoints=paired(_split(env.get("S3BULK_SECRET_ENDPOINTS"))),
+            owners=paired(_split(env.get("S3BULK_BUCKET_OWNERS")), urls=False),
         )
 
     def check(self, job: Job) -> None:
@@ -122,6 +131,7 @@ class AllowList:
                     f"{label}: {key!r} is not among the keys this deployment's workers may use ({shown}); "
                     "redeploy with the key's ARN in -c kms_keys (and let the key's policy allow the WorkerRoleArn output)"
                 )
+        self._check_owners(job)
         dst = job.destination
         if dst is not None:
             needed, allowed = ("read", self.read | self.write) if job.operation == "verify" else ("write", self.write)
@@ -129,6 +139,20 @@ class AllowList:
                 raise JobError(_denied("job.destination.bucket", dst.bucket, needed, allowed))
             if job.options.delete_extraneous and dst.bucket not in self.delete:
                 raise JobError(_denied("job.destination.bucket", dst.bucket, "delete", self.delete))
+
+    def _check_owners(self, job: Job) -> None:
+        """A side's expected_owner may only repeat the account the deployment pins its bucket to (a side reached with
+        other keys or at another endpoint is not the deployment's own bucket, and keeps its own)."""
+        pins = self.owner_of
+        for name, side in (("source", job.source), ("destination", job.destination)):
+            if side is None or side.endpoint_url or side.credentials_secret:
+                continue
+            pinned = pins.get(side.bucket)
+            if side.expected_owner and pinned and side.expected_owner != pinned:
+                raise JobError(
+                    f"job.{name}.expected_owner: {side.expected_owner!r}, but this deployment pins {side.bucket!r} to account "
+                    f"{pinned} (-c bucket_owner); drop expected_owner, or redeploy with -c bucket_owner={side.bucket}={side.expected_owner}"
+                )
 
     def _opt_ins(self, job: Job) -> list[tuple[str, bool, str]]:
         """(what the job asks, whether the deployment granted it, the flag that grants it) for each opt-in permission."""

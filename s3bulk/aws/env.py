@@ -107,9 +107,12 @@ def reports(cfg: AwsConfig) -> ReportBucket:
 
 
 def store(cfg: AwsConfig) -> S3Store:
-    """Each bucket's requests go to its own Region (s3bulk/s3/regions.py), so allow-listed buckets may live anywhere."""
+    """Each bucket's requests go to its own Region (s3bulk/s3/regions.py), so allow-listed buckets may live anywhere;
+    each pinned bucket's carry its owner."""
     clients = S3Clients(SETTINGS, connections_needed(cfg.concurrency))
-    return open_store(clients, fast=cfg.request_path != "botocore", max_keys=cfg.list_page_size)
+    home = open_store(clients, fast=cfg.request_path != "botocore", max_keys=cfg.list_page_size)
+    home.pin_owners(cfg.allow.owner_of)  # -c bucket_owner: the deployment's own buckets only, not a foreign side's
+    return home
 
 
 class SideStores:

@@ -66,6 +66,7 @@ class BucketRegions:
         self._bucket_locks: dict[str, threading.Lock] = {}
         self._prepare: list[Callable[[Any], None]] = []
         self._lock = threading.Lock()
+        self.owners: Mapping[str, str] = {}  # bucket -> its pinned owner, sent with the lookup too (S3Store.pin_owners)
         self.lookups = 0  # HeadBucket requests made
         self.learned = 0  # Regions corrected from a redirect
         self._watch(home)
@@ -105,7 +106,8 @@ class BucketRegions:
         with self._lock:
             self.lookups += 1
         try:
-            headers = self.home.head_bucket(Bucket=bucket)["ResponseMetadata"]["HTTPHeaders"]
+            owner = {"ExpectedBucketOwner": self.owners[bucket]} if bucket in self.owners else {}
+            headers = self.home.head_bucket(Bucket=bucket, **owner)["ResponseMetadata"]["HTTPHeaders"]
         except ClientError as exc:  # 301 / 403 carry the header too
             headers = exc.response.get("ResponseMetadata", {}).get("HTTPHeaders", {})
         except BotoCoreError:

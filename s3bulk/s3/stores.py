@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
@@ -130,6 +131,7 @@ class S3Store:
             regions.prepare_clients(lambda other: watch_outages(other, self.breaker))
             regions.prepare_clients(keep_version_order)
         self.opts = RequestOptions()
+        self.pinned: Mapping[str, str] = {}  # bucket -> the account the deployment pins it to (pin_owners)
         self._count_retries = _Count()
         self.key_order = KeyOrder()
 
@@ -141,7 +143,19 @@ class S3Store:
     def retries(self) -> int:
         return self._count_retries.value
 
+    def pin_owners(self, owners: Mapping[str, str]) -> None:
+        """Every request on these buckets, whatever job's view sends it, carries its owner (ExpectedBucketOwner, and
+        ExpectedSourceBucketOwner as a copy's source): S3 refuses the request if another account owns the bucket."""
+        self.pinned = dict(owners)
+        self.opts = self._with_pins(self.opts)
+        if self.regions is not None:
+            self.regions.owners = self.pinned
+
+    def _with_pins(self, options: RequestOptions) -> RequestOptions:
+        return dataclasses.replace(options, owners={**options.owners, **self.pinned}) if self.pinned else options
+
     def scoped(self, options: RequestOptions) -> S3Store:
+        options = self._with_pins(options)
         if options == self.opts:
             return self
         view = copy.copy(self)  # same client, pool, rate control and retry count

@@ -779,3 +779,50 @@ def test_key_log_parts_expire_after_keep_key_logs_days_by_their_tag_and_the_writ
         assert _grants(_template({}), "s3:PutObjectTagging", role), role  # a PutObject with Tagging needs both actions
     with pytest.raises(ValueError, match=r"^context keep_key_logs_days: "):
         DeployConfig.from_context({**CONTEXT, "keep_key_logs_days": "0"}.get)
+
+
+def test_bucket_owner_names_each_buckets_account_on_every_s3_statement_on_it() -> None:
+    sts = _statements_for({"bucket_owner": "111122223333,archive-bucket=444455556666"})
+    on_buckets = [
+        st
+        for st in sts
+        if any(":s3:::raw-logs" in json.dumps(r) or ":s3:::archive-bucket" in json.dumps(r) for r in as_list(st["Resource"]))
+    ]
+    assert on_buckets
+    for st in on_buckets:
+        text = json.dumps(st["Resource"])
+        account = st.get("Condition", {}).get("StringEquals", {}).get("s3:ResourceAccount")
+        # one account per statement: a statement never mixes buckets of two owners
+        assert account == ("444455556666" if "archive-bucket" in text else "111122223333"), st
+        assert not ("archive-bucket" in text and "raw-logs" in text), st
+    report_only = [st for st in sts if "Reports" in json.dumps(st["Resource"]) and ":s3:::" not in json.dumps(st["Resource"])]
+    assert report_only and all("Condition" not in st or "s3:ResourceAccount" not in json.dumps(st["Condition"]) for st in report_only)
+
+
+def test_bucket_owner_self_is_the_deploying_account_and_reaches_the_functions() -> None:
+    app = build_app({**CONTEXT, "bucket_owner": "self"})
+    stack = app.node.find_child("S3Bulk")
+    assert isinstance(stack, S3BulkStack)
+    template = Template.from_stack(stack)
+    pinned = [st for st in statements(template) if "s3:ResourceAccount" in json.dumps(st.get("Condition", {}))]
+    assert pinned and all(st["Condition"]["StringEquals"]["s3:ResourceAccount"] == {"Ref": "AWS::AccountId"} for st in pinned)
+    envs = [
+        f["Properties"]["Environment"]["Variables"]
+        for f in resources(template, "AWS::Lambda::Function").values()
+        if "Environment" in f["Properties"]
+    ]
+    owners = [e["S3BULK_BUCKET_OWNERS"] for e in envs if "S3BULK_BUCKET_OWNERS" in e]
+    assert owners and "archive-bucket=" in json.dumps(owners[0]) and "AWS::AccountId" in json.dumps(owners[0])
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("12345", r"^context bucket_owner: '12345' names no account; pass -c bucket_owner=ACCOUNT"),
+        ("nobody-bucket=111122223333", r"^context bucket_owner: 'nobody-bucket' is in no allow-list"),
+        ("111122223333,444455556666", r"^context bucket_owner: two accounts for every bucket"),
+    ],
+)
+def test_a_bucket_owner_that_names_no_account_or_an_unlisted_bucket_is_refused_at_synth(value: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        DeployConfig.from_context({**CONTEXT, "bucket_owner": value, "schedules_file": ""}.get)

@@ -40,7 +40,19 @@ def _bucket_and_key(host: str, path: str) -> tuple[str, str | None]:
 
 
 def s3_operation(method: str, host: str, target: str, headers: Mapping[str, str], body: bytes) -> tuple[str, dict[str, Any]]:
-    """The operation and the parameters (in botocore's shape) of one fast-path request."""
+    """The operation and the parameters (in botocore's shape) of one fast-path request, with the owners it expects."""
+    op, params = _operation(method, host, target, headers, body)
+    lower = {k.lower(): v for k, v in headers.items()}
+    for header, name in (
+        ("x-amz-expected-bucket-owner", "ExpectedBucketOwner"),
+        ("x-amz-source-expected-bucket-owner", "ExpectedSourceBucketOwner"),
+    ):
+        if header in lower:
+            params[name] = lower[header]
+    return op, params
+
+
+def _operation(method: str, host: str, target: str, headers: Mapping[str, str], body: bytes) -> tuple[str, dict[str, Any]]:
     split = urlsplit(target)
     query = parse_qs(split.query, keep_blank_values=True)
     bucket, key = _bucket_and_key(host, split.path)

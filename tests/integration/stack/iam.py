@@ -382,7 +382,38 @@ class IamGate:
     denied: list[str] = field(default_factory=list)
     after_kill: list[str] = field(default_factory=list)  # calls a killed invocation still tried (refused, as AWS never sees them)
     checked: int = 0
+    # Buckets another account owns (bucket -> account); every other bucket is the stack's account's. S3 gives a
+    # statement's s3:ResourceAccount this account, and refuses a request whose ExpectedBucketOwner names another.
+    owners: dict[str, str] = field(default_factory=dict)
+    # Each S3 request a principal made: (principal, operation, bucket, ExpectedBucketOwner or "", source bucket or "",
+    # ExpectedSourceBucketOwner or ""), so a test can show every request on a pinned bucket carried its owner.
+    s3_requests: list[tuple[str, str, str, str, str, str]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def owner(self, bucket: str) -> str:
+        return self.owners.get(bucket, self.account)
+
+    def _with_owner(self, need: Need) -> Need:
+        """S3 evaluates s3:ResourceAccount as the account owning the bucket a need's resource is in."""
+        if not need.resource.startswith("arn:aws:s3:::"):
+            return need
+        bucket = need.resource.removeprefix("arn:aws:s3:::").split("/", 1)[0]
+        return Need(need.action, need.resource, (*need.context, ("s3:ResourceAccount", self.owner(bucket))))
+
+    def _owner_refusals(self, principal: str, op: str, params: dict[str, Any]) -> list[str]:
+        """S3's own check, after IAM's: ExpectedBucketOwner (and a copy's ExpectedSourceBucketOwner) must name the
+        account that owns the bucket, else 403 AccessDenied. Each request is logged with what it carried."""
+        bucket = str(params.get("Bucket", ""))
+        source = _copy_source(params["CopySource"])[0] if "CopySource" in params else ""
+        expected, expected_source = str(params.get("ExpectedBucketOwner") or ""), str(params.get("ExpectedSourceBucketOwner") or "")
+        with self._lock:
+            self.s3_requests.append((principal, op, bucket, expected, source, expected_source))
+        out = []
+        if expected and expected != self.owner(bucket):
+            out.append(f"{principal}: {op} on {bucket} expected owner {expected}, but {self.owner(bucket)} owns it")
+        if source and expected_source and expected_source != self.owner(source):
+            out.append(f"{principal}: {op} from {source} expected source owner {expected_source}, but {self.owner(source)} owns it")
+        return out
 
     @classmethod
     def from_template(cls, template: dict[str, Any], resolve: Callable[[Any], Any], *, region: str, account: str) -> IamGate:
@@ -423,7 +454,10 @@ class IamGate:
         except Unmapped as exc:
             refused = [f"{principal}: {exc} is not mapped to IAM actions (tests/integration/stack/iam.py)"]
         else:
+            needs = [self._with_owner(n) for n in needs] if service == "s3" else needs
             refused = [f"{principal}: {n.action} on {n.resource} ({service}:{op})" for n in needs if not allowed(statements, n)]
+            if service == "s3" and not refused:
+                refused = self._owner_refusals(principal, op, params)
         with self._lock:
             self.checked += 1
             self.denied += [r for r in refused if r not in self.denied]
@@ -442,7 +476,7 @@ class IamGate:
         if statements is None or status != 404:
             return
         bucket = str(params.get("Bucket", ""))
-        need = Need("s3:ListBucket", f"arn:aws:s3:::{bucket}")  # the GET's own context: no s3:prefix for a condition to match
+        need = self._with_owner(Need("s3:ListBucket", f"arn:aws:s3:::{bucket}"))  # the GET's own context: no s3:prefix
         if allowed(statements, need):
             return
         refused = f"{principal}: {op} of a missing key in {bucket} answers 403 without s3:ListBucket on the bucket"
