@@ -57,6 +57,10 @@ BATCH_OPS_INVENTORY = _price("s3_inventory_per_million_objects", 1e6)  # an S3 I
 S3_COPY = _price("s3_put_copy_post_list_per_1000", 1000)  # PUT/COPY/POST/LIST class
 S3_LIST = S3_COPY
 S3_PUT = S3_COPY
+KMS_REQUEST = _price("kms_request_per_10000", 10_000)  # a request to a symmetric key, which S3 makes for the caller
+# KMS's shared request rate for symmetric cryptographic operations, per account and Region (adjustable): 50,000/s in
+# us-east-1, us-west-2 and eu-west-1, down to 5,500/s in the smallest Regions.
+KMS_RATE_LARGEST, KMS_RATE_SMALLEST = 50_000, 5_500
 S3_DELETE = _price("s3_delete_per_1000", 1000)  # DeleteObjects, as `s3bulk plan` prices it
 S3_GET = _price("s3_get_head_per_1000", 1000)  # GET/HEAD class: GetObjectTagging and HeadObject
 S3_GB_MONTH = _price("s3_standard_gb_month")
@@ -989,6 +993,30 @@ def filters_section() -> list[str]:
     ]
 
 
+def kms_section() -> list[str]:
+    """SSE-KMS: the KMS requests S3 makes for the caller, per object, and the rate KMS allows them."""
+    per_m = 2 * 1e6 * KMS_REQUEST  # a copy: one Decrypt (the source's data key) and one GenerateDataKey (the copy's)
+    ceiling_hi, ceiling_lo = KMS_RATE_LARGEST / 2, KMS_RATE_SMALLEST / 2
+    return [
+        "",
+        "### SSE-KMS objects",
+        "S3 calls KMS on the caller's behalf for each SSE-KMS object without an S3 Bucket Key: a read of its data decrypts",
+        "its data key (kms:Decrypt), a write generates one (kms:GenerateDataKey), and each part of a multipart upload",
+        f"decrypts the upload's. At {_money(KMS_REQUEST * 10_000)} per 10,000 requests (`kms_request_per_10000`), a copy from an SSE-KMS",
+        f"source to an SSE-KMS destination costs **{_money(per_m)} per million objects** in KMS requests, "
+        f"{_money(per_m * 1000):} at 1 B, more than everything else s3bulk",
+        "spends on such a job, and the same under Batch Operations (the calls are S3's, made for whichever role copies).",
+        "KMS also limits them: symmetric requests share one rate per account and Region, "
+        f"{KMS_RATE_LARGEST:,}/s in us-east-1, us-west-2 and eu-west-1",
+        f"and {KMS_RATE_SMALLEST:,}/s in the smallest Regions (adjustable), so two per object caps a job at {ceiling_hi:,.0f} to "
+        f"{ceiling_lo:,.0f} objects/s, less whatever",
+        "else in the account uses that key's Region. With an **S3 Bucket Key** on both buckets S3 reuses a bucket-level key",
+        "for a while instead, and AWS puts the saving at up to 99%: per-object KMS requests, and their ceiling, mostly go",
+        f"away ({_money(per_m / 100)} per million at that 99%). `s3bulk plan` counts them from the buckets' default encryption "
+        "(`kms_requests`, priced in its totals).",
+    ]
+
+
 def render(cpu_ms: float, source: str) -> str:
     threads = worker_threads_for(cpu_ms, WORKER_MB)
     memory = worker_memory_for(cpu_ms, threads)
@@ -1068,6 +1096,7 @@ def render(cpu_ms: float, source: str) -> str:
     lines += RESTORES.splitlines()
     lines += UPLOADS.splitlines()
     lines += filters_section()
+    lines += kms_section()
     lines += render_at_scale(cpu_ms)
     lines += finalize_at_scale()
     return "\n".join(lines) + "\n"

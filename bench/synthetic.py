@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from s3bulk.job import parse_job
 from s3bulk.local.engine import Engine
 from s3bulk.outage import OutageBreaker
-from s3bulk.store import Body, Carried, CopiedPart, KeyFailure, ListedPart, ListPage, ObjectHead, ObjectInfo
+from s3bulk.store import Body, Carried, CopiedPart, Encryption, KeyFailure, ListedPart, ListPage, ObjectHead, ObjectInfo
 
 
 class GeneratedStore:
@@ -114,6 +114,9 @@ class GeneratedStore:
 
     def updates_encryption(self, bucket: str) -> bool:
         return False
+
+    def default_encryption(self, bucket: str) -> Encryption | None:
+        return None
 
     def update_object_encryption(self, *a: object, **k: object) -> None:
         raise NotImplementedError

@@ -49,6 +49,8 @@ from infra.bundling import MANIFEST_REQUIREMENTS, PROCESS_DIR, RUNTIME_PYTHON, T
 from infra.config import DeployConfig, concurrency_needed
 from infra.monitoring import Monitoring
 from infra.state_machine import build_state_machine
+from s3bulk.aws.events import DETAIL_TYPE as EVENT_DETAIL_TYPE
+from s3bulk.aws.events import SOURCE as EVENT_SOURCE
 from s3bulk.aws.ledger import JOBS_INDEX
 from s3bulk.aws.reportbucket import KEY_LOG_TAG
 from s3bulk.metrics import NAMESPACE, SERVICE
@@ -324,6 +326,33 @@ class S3BulkStack(cdk.Stack):
                 },
             )
         )
+        # EventBridge publishes as its service principal too: a rule of this account (this stack's, or one the owner
+        # adds) may route the s3bulk job events to the topic.
+        self.alarm_topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="EventBridgeRulesPublish",
+                principals=[iam.ServicePrincipal("events.amazonaws.com")],
+                actions=["sns:Publish"],
+                resources=[self.alarm_topic.topic_arn],
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": self.account},
+                    "ArnLike": {"aws:SourceArn": f"arn:{self.partition}:events:{self.region}:{self.account}:rule/*"},
+                },
+            )
+        )
+        if config.notify_job_events:
+            # Each finished job of this stack (its report is in this stack's bucket), as the topic's subscribers see alarms.
+            events.Rule(
+                self,
+                "JobEventsToTopic",
+                description="s3bulk: each finished job's status event to the alarm topic",
+                event_pattern=events.EventPattern(
+                    source=[EVENT_SOURCE],
+                    detail_type=[EVENT_DETAIL_TYPE],
+                    detail={"report": events.Match.prefix(f"s3://{self.reports.bucket_name}/")},
+                ),
+                targets=[targets.SnsTopic(self.alarm_topic)],
+            )
         if config.alarm_email:
             self.alarm_topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
         cdk.CfnOutput(self, "AlarmTopicArn", value=self.alarm_topic.topic_arn)

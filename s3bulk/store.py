@@ -306,6 +306,11 @@ class ObjectStore(Protocol):
         """GetObjectLegalHold: ON or OFF (OFF when none was ever set)."""
         ...
 
+    def default_encryption(self, bucket: str) -> Encryption | None:
+        """The bucket's default encryption for new objects (GetBucketEncryption); None when it has none, or the server
+        or the caller's role will not say. Only `s3bulk plan` asks: whether the job's objects make KMS requests."""
+        ...
+
     def updates_encryption(self, bucket: str) -> bool:
         """Whether UpdateObjectEncryption is S3's own at this bucket's endpoint (AWS). Elsewhere it is never sent: a
         server that does not know the `?encryption` subresource may take the request for a PutObject of its body."""

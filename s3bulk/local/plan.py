@@ -24,7 +24,7 @@ from s3bulk.ops.acl import AclsEnabled
 from s3bulk.ops.copies import part_ranges
 from s3bulk.ops.items import NEEDS_HEAD, heads_anyway, needs_nothing
 from s3bulk.selection import as_it_was, hides
-from s3bulk.store import UNKNOWN_SIZE, ListPage, ObjectInfo, ObjectStore, RequestOptions, StoreError
+from s3bulk.store import UNKNOWN_SIZE, Encryption, ListPage, ObjectInfo, ObjectStore, RequestOptions, StoreError
 
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
 SIZE_BUCKETS = [(0, "0 B"), (128 * KiB, "< 128 KiB"), (MiB, "< 1 MiB"), (128 * MiB, "< 128 MiB"), (5 * GiB, "< 5 GiB")]
@@ -76,6 +76,8 @@ class Plan:
     # source.tags / content_type: `objects` (and every request after the filter's) is an upper bound, since which
     # objects match is known only by reading each; these are the filter's own reads, included in `requests`.
     filter_requests: dict[str, int] = field(default_factory=dict)
+    # The KMS requests S3 makes for SSE-KMS objects without S3 Bucket Keys (count_kms); priced apart, the same for both runners.
+    kms: dict[str, int] = field(default_factory=dict)
 
     def add(self, size: int, storage_class: str | None) -> None:
         self.objects += 1
@@ -92,8 +94,10 @@ class Plan:
 
 
 def load_prices(path: str | Path | None = None) -> dict[str, Any]:
-    text = Path(path).read_text() if path else resources.files("s3bulk").joinpath("data/prices.json").read_text()
-    prices: dict[str, Any] = json.loads(text)
+    """The shipped list prices, with a --prices file's over them (a file naming only some prices keeps the rest)."""
+    prices: dict[str, Any] = json.loads(resources.files("s3bulk").joinpath("data/prices.json").read_text())
+    if path:
+        prices.update(json.loads(Path(path).read_text()))
     return prices
 
 
@@ -281,19 +285,21 @@ def cost(plan: Plan, prices: dict[str, Any]) -> dict[str, float]:
     invoke_price = prices["lambda_request_per_million"] / 1e6
     stack_invokes = math.ceil(plan.objects / plan.tasks_per_invocation) * invoke_price if plan.tasks_per_invocation else 0.0
     batch_invokes = plan.objects * invoke_price if plan.tasks_per_invocation else 0.0
-    stack = s3 + journal + retrieval + lam + sqs + ddb + sfn + stack_invokes
+    kms = sum(plan.kms.values()) * prices["kms_request_per_10000"] / 10_000
+    stack = s3 + journal + retrieval + lam + sqs + ddb + sfn + stack_invokes + kms
     return {
         "undo_journal": journal,
         "process_invocations": stack_invokes,
         "batch_operations_invocations": batch_invokes,
         "restore_retrieval": retrieval,
         "s3_requests": s3,
+        "kms_requests": kms,
         "lambda": lam,
         "sqs": sqs,
         "dynamodb": ddb,
         "step_functions": sfn,
         "stack_total": stack,
-        "batch_operations_total": s3 + retrieval + batch_ops + batch_invokes,
+        "batch_operations_total": s3 + retrieval + batch_ops + batch_invokes + kms,
     }
 
 
@@ -437,4 +443,32 @@ def make_plan(job: Job, store: ObjectStore, dst_store: ObjectStore | None = None
         plan.count("GetBucketOwnershipControls")  # asked once, at the first in-place copy
     plan.extraneous = engine.tally.extraneous_deleted
     plan.count("DeleteObjects", math.ceil(plan.extraneous / DELETE_BATCH))
+    count_kms(job, plan, store, dst_store or store)
     return plan
+
+
+def _per_object_kms(enc: Encryption | None) -> bool:
+    """Whether S3 calls KMS for each object under this encryption: SSE-KMS without an S3 Bucket Key (with one, S3
+    reuses a bucket-level key for a while, and the calls fall by up to 99%)."""
+    return enc is not None and enc.sse.startswith("aws:kms") and not enc.bucket_key
+
+
+def count_kms(job: Job, plan: Plan, store: ObjectStore, dst_store: ObjectStore) -> None:
+    """The KMS requests S3 makes for the job's caller, by the buckets' default encryption (objects encrypted otherwise
+    than their bucket's default are not seen by a listing): a read of an SSE-KMS object's data decrypts its data key,
+    a write generates one, and each part of an SSE-KMS multipart upload decrypts the upload's (as stack/kms.py rules)."""
+    r = plan.requests
+    dst_bucket = job.destination.bucket if job.destination is not None else job.source.bucket
+    if _per_object_kms(store.default_encryption(job.source.bucket)):
+        plan.kms["Decrypt"] = plan.kms.get("Decrypt", 0) + r.get("CopyObject", 0) + r.get("UploadPartCopy", 0) + r.get("GetObject", 0)
+    written = dst_store.default_encryption(dst_bucket)
+    if job.encryption is not None:  # set-encryption: what the job names is what objects are written under
+        written = Encryption(job.encryption.sse, job.encryption.kms_key_id or "", job.encryption.bucket_key)
+    elif job.destination is not None and job.destination.sse is not None:
+        written = Encryption(job.destination.sse, job.destination.kms_key_id or "", written.bucket_key if written else False)
+    if _per_object_kms(written):
+        plan.kms["GenerateDataKey"] = r.get("CopyObject", 0) + r.get("PutObject", 0) + r.get("CreateMultipartUpload", 0)
+        parts = r.get("UploadPart", 0) + r.get("UploadPartCopy", 0) + r.get("CreateMultipartUpload", 0)
+        plan.kms["Decrypt"] = plan.kms.get("Decrypt", 0) + parts
+        plan.kms["ReEncrypt"] = r.get("UpdateObjectEncryption", 0)
+    plan.kms = {k: v for k, v in plan.kms.items() if v}

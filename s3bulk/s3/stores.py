@@ -24,6 +24,7 @@ from s3bulk.store import (
     Body,
     Carried,
     CopiedPart,
+    Encryption,
     KeyFailure,
     ListedPart,
     ListPage,
@@ -433,6 +434,20 @@ class S3Store:
                 return "OFF"
             raise
         return str(r.get("LegalHold", {}).get("Status", "OFF"))
+
+    def default_encryption(self, bucket: str) -> Encryption | None:
+        owner = {k: v for k, v in self._params(bucket).items() if k == "ExpectedBucketOwner"}
+        try:
+            r = self._call(self._s3(bucket).get_bucket_encryption, Bucket=bucket, **owner)
+        except StoreError:  # none set, not allowed to ask, or a server without the call
+            return None
+        for rule in r.get("ServerSideEncryptionConfiguration", {}).get("Rules", []):
+            default = rule.get("ApplyServerSideEncryptionByDefault") or {}
+            if default.get("SSEAlgorithm"):
+                return Encryption(
+                    str(default["SSEAlgorithm"]), str(default.get("KMSMasterKeyID") or ""), bool(rule.get("BucketKeyEnabled"))
+                )
+        return None
 
     def updates_encryption(self, bucket: str) -> bool:
         host = urlsplit(_endpoint_of(self._s3(bucket))).hostname or ""

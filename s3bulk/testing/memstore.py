@@ -133,7 +133,7 @@ class MemoryStore:
         self.owners: dict[str, str] = {}  # bucket -> owning account, checked against ExpectedBucketOwner
         self.requester_pays: set[str] = set()  # buckets that refuse requests without RequestPayer
         # bucket -> its default encryption, which a copy or an upload that names none gets (as S3 does)
-        self.default_encryption: dict[str, Encryption] = {}
+        self.bucket_encryption: dict[str, Encryption] = {}  # bucket -> its default encryption
         self.aws = True  # False: a store like SeaweedFS's, where UpdateObjectEncryption is not S3's (never sent)
         self.now: Callable[[], datetime] = lambda: datetime.now(UTC)  # the time a copy, upload or delete marker gets
         self._marker_times: dict[tuple[str, str, str], datetime] = {}  # (bucket, key, version) -> a delete marker's
@@ -184,7 +184,7 @@ class MemoryStore:
             dict(tags or {}),
             storage_class,
             checksum=checksum,
-            encryption=encryption or self.default_encryption.get(bucket),
+            encryption=encryption or self.bucket_encryption.get(bucket),
         )
         with self._lock:
             self._set(bucket, key, obj)
@@ -427,7 +427,7 @@ class MemoryStore:
             # S3 copies none of these: the request names them, or the defaults apply.
             carry = carry or Carried()
             _check_retention(carry)
-            copy.encryption = carry.encryption or self.default_encryption.get(dst_bucket)
+            copy.encryption = carry.encryption or self.bucket_encryption.get(dst_bucket)
             copy.acl = self._new_acl(carry.grants)
             copy.retention, copy.legal_hold = carry.retention, "ON" if carry.legal_hold else "OFF"
             if metadata is not None:
@@ -488,6 +488,10 @@ class MemoryStore:
 
     def updates_encryption(self, bucket: str) -> bool:
         return self.aws
+
+    def default_encryption(self, bucket: str) -> Encryption | None:
+        self._count("GetBucketEncryption")
+        return self.bucket_encryption.get(bucket)
 
     def update_object_encryption(self, bucket: str, key: str, kms_key_arn: str, *, bucket_key: bool, version_id: str = "") -> None:
         """As S3 rules it: SSE-S3 or SSE-KMS objects only, none under Object Lock; the ETag and dates stay."""
@@ -592,7 +596,7 @@ class MemoryStore:
                     dict(tags),
                     storage_class or "STANDARD",
                     checksum="" if crc32 is None else f"CRC32:{crc32_header(crc32)}",
-                    encryption=self.default_encryption.get(bucket),
+                    encryption=self.bucket_encryption.get(bucket),
                     acl=self._new_acl(None),
                 ),
             )
@@ -630,7 +634,7 @@ class MemoryStore:
             upload_id = f"upload-{next(self._ids)}"
             carry = carry or Carried()
             _check_retention(carry)
-            sse = carry.encryption or self.default_encryption.get(bucket)
+            sse = carry.encryption or self.bucket_encryption.get(bucket)
             # crc32: the writer's FULL_OBJECT CRC32 upload (as S3Store asks for it), whose parts ListParts lists with theirs.
             alg = checksum_algorithm or ("CRC32" if crc32 else "")
             self._uploads[upload_id] = _Upload(

@@ -826,3 +826,24 @@ def test_bucket_owner_self_is_the_deploying_account_and_reaches_the_functions() 
 def test_a_bucket_owner_that_names_no_account_or_an_unlisted_bucket_is_refused_at_synth(value: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         DeployConfig.from_context({**CONTEXT, "bucket_owner": value, "schedules_file": ""}.get)
+
+
+def test_job_events_may_reach_the_alarm_topic_and_notify_job_events_routes_this_stacks() -> None:
+    def topic_statements(t: Template) -> list[dict[str, Any]]:
+        return [st for p in resources(t, "AWS::SNS::TopicPolicy").values() for st in p["Properties"]["PolicyDocument"]["Statement"]]
+
+    plain = Template.from_stack(build_app({**CONTEXT, "schedules_file": ""}).node.find_child("S3Bulk"))  # type: ignore[arg-type]
+    events_may = [st for st in topic_statements(plain) if st["Principal"] == {"Service": "events.amazonaws.com"}]
+    assert len(events_may) == 1 and events_may[0]["Action"] == "sns:Publish"
+    assert "aws:SourceAccount" in json.dumps(events_may[0]["Condition"]) and ":rule/*" in json.dumps(events_may[0]["Condition"])
+    assert not [
+        r
+        for r in resources(plain, "AWS::Events::Rule").values()
+        if "s3bulk" in json.dumps(r["Properties"].get("EventPattern", {}).get("source", []))
+    ]
+
+    notified = Template.from_stack(build_app({**CONTEXT, "schedules_file": "", "notify_job_events": "true"}).node.find_child("S3Bulk"))  # type: ignore[arg-type]
+    [rule] = [r for r in resources(notified, "AWS::Events::Rule").values() if r["Properties"]["EventPattern"].get("source") == ["s3bulk"]]
+    pattern = rule["Properties"]["EventPattern"]
+    assert pattern["detail-type"] == ["s3bulk Job Status Change"] and "Reports" in json.dumps(pattern["detail"]["report"])
+    assert [t["Arn"] for t in rule["Properties"]["Targets"]] == [{"Ref": next(k for k in resources(notified, "AWS::SNS::Topic"))}]

@@ -117,7 +117,7 @@ KEY_ARN = "arn:aws:kms:eu-west-1:111122223333:key/0b3c5a9e-1111-2222-3333-444455
 @pytest.mark.parametrize("size", [1024, 12 * MiB], ids=["single-copy", "multipart"])
 def test_an_in_place_copy_keeps_the_objects_own_kms_key_not_the_buckets_default(store: MemoryStore, operation: str, size: int) -> None:
     """A CopyObject that names no encryption takes the bucket's default; the object's own KMS key must survive."""
-    store.default_encryption["src-b"] = Encryption("AES256")
+    store.bucket_encryption["src-b"] = Encryption("AES256")
     own = Encryption("aws:kms", KEY_ARN, bucket_key=True)
     store.put_object("src-b", "in/secret", b"k" * size, encryption=own)
     store.put_object("src-b", "in/plain", b"p" * size, encryption=Encryption("AES256"))

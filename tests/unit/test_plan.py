@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 import pytest
 
-from s3bulk.job import MiB, parse_job
+from s3bulk.job import Job, MiB, parse_job
 from s3bulk.local.engine import Engine
 from s3bulk.local.plan import Plan, cost, from_count, load_prices, make_plan, size_bucket
+from s3bulk.store import Encryption
 from s3bulk.testing.memstore import MemoryStore
 
 PRICES = load_prices()
@@ -68,7 +70,8 @@ def test_plan_counts_what_the_run_would_touch_and_changes_nothing() -> None:
     )
     calls_before = dict(store.calls)
     plan = make_plan(job, store)
-    assert {k: v for k, v in store.calls.items() if k != "ListObjectsV2"} == {k: v for k, v in calls_before.items() if k != "ListObjectsV2"}
+    reads = {"ListObjectsV2", "GetBucketEncryption"}  # the listing, and each bucket's default encryption (KMS requests)
+    assert {k: v for k, v in store.calls.items() if k not in reads} == {k: v for k, v in calls_before.items() if k not in reads}
     assert store.keys("dst-b") == ["out/005"]
     assert (plan.scanned, plan.objects, plan.skipped) == (101, 100, 1)
     assert plan.by_class["STANDARD_IA"][0] == 25
@@ -251,3 +254,33 @@ def test_a_plan_from_a_count_prices_objects_of_one_size_as_the_plan_of_their_lis
     assert counted.journal == listed.journal and abs(counted.requests[lists] - listed.requests[lists]) <= 3
     prices = load_prices()
     assert cost(counted, prices)["stack_total"] == pytest.approx(cost(listed, prices)["stack_total"], rel=0.01)
+
+
+def _kms_copy(**destination: object) -> Job:
+    return parse_job(json.dumps({"operation": "copy", "source": {"bucket": "src-b"}, "destination": {"bucket": "dst-b", **destination}}))
+
+
+def test_plan_counts_the_kms_requests_s3_makes_for_sse_kms_buckets_without_bucket_keys() -> None:
+    store = MemoryStore()
+    for b in ("src-b", "dst-b"):
+        store.create_bucket(b)
+    for i in range(10):
+        store.put_object("src-b", f"k{i}", b"x")
+    key = "arn:aws:kms:us-east-1:111122223333:key/1"
+    assert make_plan(_kms_copy(), store).kms == {}  # no SSE-KMS anywhere: no KMS request
+    store.bucket_encryption["src-b"] = Encryption("aws:kms", key)
+    plan = make_plan(_kms_copy(sse="aws:kms", kms_key_id=key), store)
+    assert plan.kms == {"Decrypt": 10, "GenerateDataKey": 10}  # one read and one write per CopyObject
+    dollars = cost(plan, PRICES)
+    assert dollars["kms_requests"] == pytest.approx(20 * PRICES["kms_request_per_10000"] / 10_000)
+    store.bucket_encryption["src-b"] = Encryption("aws:kms", key, bucket_key=True)
+    store.bucket_encryption["dst-b"] = Encryption("aws:kms", key, bucket_key=True)
+    assert make_plan(_kms_copy(sse="aws:kms", kms_key_id=key), store).kms == {}  # Bucket Keys on both: not per object
+
+
+def test_a_prices_file_naming_some_prices_keeps_the_shipped_others(tmp_path: Path) -> None:
+    mine = tmp_path / "prices.json"
+    mine.write_text(json.dumps({"region": "eu-west-1", "s3_get_head_per_1000": 0.00042}))
+    prices = load_prices(mine)
+    assert (prices["region"], prices["s3_get_head_per_1000"]) == ("eu-west-1", 0.00042)
+    assert prices["kms_request_per_10000"] == PRICES["kms_request_per_10000"]

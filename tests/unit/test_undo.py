@@ -87,7 +87,7 @@ def test_storage_class_and_legal_hold_changes_are_undone() -> None:
 
 def test_a_storage_class_undone_keeps_each_objects_own_kms_key() -> None:
     s, log = store(), io.StringIO()
-    s.default_encryption["src-b"] = Encryption("AES256")
+    s.bucket_encryption["src-b"] = Encryption("AES256")
     own = Encryption("aws:kms", "arn:aws:kms:eu-west-1:111122223333:key/undo-key")
     s.put_object("src-b", "in/007", b"x", encryption=own)
     run(s, log, "set-storage-class", storage_class="GLACIER_IR")

@@ -78,7 +78,11 @@ def _operation(method: str, host: str, target: str, headers: Mapping[str, str], 
     if method == "PUT" and key is not None and "x-amz-copy-source" in lower:
         op = "UploadPartCopy" if "partNumber" in query else "CopyObject"
         params = {"Bucket": bucket, "Key": key, "CopySource": unquote(lower["x-amz-copy-source"])}
+        if op == "UploadPartCopy":
+            params["UploadId"] = query.get("uploadId", [""])[0]
         for header, name in (
+            ("x-amz-server-side-encryption", "ServerSideEncryption"),
+            ("x-amz-server-side-encryption-aws-kms-key-id", "SSEKMSKeyId"),
             ("x-amz-object-lock-mode", "ObjectLockMode"),
             ("x-amz-object-lock-legal-hold", "ObjectLockLegalHoldStatus"),
             ("x-amz-acl", "ACL"),

@@ -388,6 +388,9 @@ class IamGate:
     # Each S3 request a principal made: (principal, operation, bucket, ExpectedBucketOwner or "", source bucket or "",
     # ExpectedSourceBucketOwner or ""), so a test can show every request on a pinned bucket carried its owner.
     s3_requests: list[tuple[str, str, str, str, str, str]] = field(default_factory=list)
+    # Further needs of an S3 call that depend on S3's state, not the call alone: the KMS actions S3 asks for an
+    # SSE-KMS object (stack/kms.py); the harness sets it.
+    extra_needs: Callable[[str, dict[str, Any]], list[Need]] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def owner(self, bucket: str) -> str:
@@ -454,7 +457,8 @@ class IamGate:
         except Unmapped as exc:
             refused = [f"{principal}: {exc} is not mapped to IAM actions (tests/integration/stack/iam.py)"]
         else:
-            needs = [self._with_owner(n) for n in needs] if service == "s3" else needs
+            if service == "s3":
+                needs = [self._with_owner(n) for n in needs] + (self.extra_needs(op, params) if self.extra_needs is not None else [])
             refused = [f"{principal}: {n.action} on {n.resource} ({service}:{op})" for n in needs if not allowed(statements, n)]
             if service == "s3" and not refused:
                 refused = self._owner_refusals(principal, op, params)

@@ -44,6 +44,7 @@ from tests.integration.stack.event_source import IN_FLIGHT_LIMIT, SqsEventSource
 from tests.integration.stack.fastpath import through_moto as fast_path_through_moto
 from tests.integration.stack.faults import Faults, hook_dynamo_clients
 from tests.integration.stack.iam import IamGate
+from tests.integration.stack.kms import MotoKms
 from tests.integration.stack.lambdas import Concurrency, Function, Throttled, function_error
 from tests.integration.stack.limits import Limits, inline_maps_over_concurrency
 from tests.integration.stack.partitions import Partitions
@@ -297,6 +298,7 @@ class StackOnMoto:
                 self._stack.enter_context(imports_from_assets(self.assets, self.refused_imports))
             self.iam = IamGate.from_template(self.template, self.resolve, region=REGION, account=ACCOUNT)
             self.iam.state_machine = self.state_machine_arn
+            self.iam.extra_needs = MotoKms(ACCOUNT, REGION).needs  # S3's KMS calls for SSE-KMS objects
             self.limits = Limits(
                 {
                     self.names[q]: int(p["MaximumMessageSize"])
