@@ -70,6 +70,7 @@ CW_METRIC_HOUR = _price("cloudwatch_custom_metric_month", 730)  # custom metrics
 CW_ALARM_MONTH = _price("cloudwatch_alarm_standard_month")
 CW_LOGS_GB = _price("cloudwatch_logs_ingest_per_gb")
 XRAY_TRACE = _price("xray_traces_recorded_per_million", 1e6)
+TRACING = False  # the stack's default (infra/config.py `tracing`)
 SNS_TOPIC_MONTH = _price("sns_topic_month")
 
 # Prices as AWS states them, where the worked tables show them per unit of another size
@@ -426,7 +427,8 @@ def job_items(
     key_log_gb = objects * KEY_LOG_LINE_BYTES / GB
     metric_hours = len(BATCH_METRICS) * math.ceil(seconds / 3600) + len(LISTER_METRICS) * math.ceil(list_seconds / 3600)
     log_gb = ((invocations + lister_calls + other_calls) * LOG_BYTES_PER_INVOCATION + transitions * LOG_BYTES_PER_TRANSITION) / GB
-    traces = xray_traces(invocations, seconds) + 1  # and the execution's own trace, its Lambda steps in it
+    # X-Ray only with -c tracing=true (off by default): then the execution's own trace too, its Lambda steps in it.
+    traces = xray_traces(invocations, seconds) + 1 if TRACING else 0.0
 
     return [
         LineItem(
@@ -547,11 +549,13 @@ def job_items(
         ),
         LineItem(
             "X-Ray traces",
-            "tracing on every function and the state machine",
+            "-c tracing=true: every function and the state machine",
             traces,
             "trace",
             XRAY_TRACE,
-            "1 worker invocation a second and 5% of the rest, + the execution",
+            "1 worker invocation a second and 5% of the rest, + the execution"
+            if TRACING
+            else "none: tracing is off unless -c tracing=true (then 1 worker invocation a second and 5% of the rest)",
         ),
     ]
 

@@ -45,6 +45,9 @@ class DeployConfig:
     list_shards: int = DEFAULT_LIST_SHARDS  # listing shards per job, listed in parallel
     poll_seconds: int = 600  # the completion wait's safety net (infra/state_machine.py)
     alarm_email: str | None = None  # subscribed to an SNS topic every alarm notifies
+    # X-Ray tracing of every function and the state machine. Off by default: AWS ends support for the X-Ray SDK behind
+    # Powertools' Tracer on 2027-02-25 and advises OpenTelemetry; traces also cost per invocation.
+    tracing: bool = False
     notify_job_events: bool = False  # each finished job's event goes to that topic too (an EventBridge rule)
     schedules: tuple[Schedule, ...] = field(default_factory=tuple)
     process_code: Path | None = None  # a directory of the deployer's process functions, bundled with the worker
@@ -89,6 +92,7 @@ class DeployConfig:
             poll_seconds=int(get("poll_seconds") or 600),
             alarm_email=str(get("alarm_email") or "").strip() or None,
             notify_job_events=_flag(get("notify_job_events")),
+            tracing=_flag(get("tracing")),
             schedules=load_schedules(ROOT / schedules_file) if schedules_file else (),
             process_code=(ROOT / str(get("process_code"))).resolve() if get("process_code") else None,
             process_lambdas=cls._buckets(get("process_lambdas")),

@@ -236,6 +236,8 @@ class S3BulkStack(cdk.Stack):
             "S3BULK_ALLOW_VERSION_DELETE": "true" if config.allow_version_delete else "false",
             "POWERTOOLS_SERVICE_NAME": SERVICE,
             "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
+            # Powertools' Tracer sends nothing unless the deployer asked for tracing (-c tracing=true).
+            "POWERTOOLS_TRACE_DISABLED": "false" if config.tracing else "true",
         }
 
         def function(
@@ -251,7 +253,7 @@ class S3BulkStack(cdk.Stack):
                 memory_size=memory,
                 timeout=timeout,
                 environment=env,
-                tracing=lambda_.Tracing.ACTIVE,
+                tracing=lambda_.Tracing.ACTIVE if config.tracing else lambda_.Tracing.DISABLED,
                 # Lambda stops a chain of events that invokes a function a 17th time, unless it allows loops: the Worker
                 # sends a waiting batch, and each batch's rest, back to its own queue (each loop bounded: strikes,
                 # STOPPED_KEEP_S), and the DeadLetterCounter sends children on, so those two allow them.
@@ -300,6 +302,7 @@ class S3BulkStack(cdk.Stack):
             lister=self.lister_fn,
             progress=self.progress_fn,
             finalize=self.finalize_fn,
+            tracing=config.tracing,
             list_concurrency=config.list_shards,
             machine_arn=self.state_machine_arn,
         )
@@ -685,6 +688,12 @@ class S3BulkStack(cdk.Stack):
                 "stack's own state machine), to go on in a new execution before Step Functions' 25,000-event limit."
             ),
         }
+        if not self.config.tracing:
+            reasons["AwsSolutions::AwsSolutions-SF2"] = (
+                "X-Ray tracing is off unless the deployer asks for it (-c tracing=true): AWS ends support for the X-Ray SDK "
+                "behind Powertools' Tracer on 2027-02-25, and every job's logs, metrics, ledger and report already say "
+                "what it did."
+            )
         reasons["AwsSolutions::AwsSolutions-L1"] = (
             "Functions run Python 3.11, the version the shared core is built and tested on (CI, CLI and Lambda alike); "
             "moving to a newer runtime is a project-wide change, not a per-function one."

@@ -82,6 +82,7 @@ def build_state_machine(
     finalize: lambda_.IFunction,
     list_concurrency: int,
     machine_arn: str,
+    tracing: bool = False,
 ) -> sfn.StateMachine:
     """`name` is fixed so functions can be granted SendTaskSuccess on it without a reference cycle."""
     job_key = {
@@ -555,6 +556,6 @@ def build_state_machine(
         state_machine_name=name,
         definition_body=sfn.DefinitionBody.from_chainable(definition),
         state_machine_type=sfn.StateMachineType.STANDARD,
-        tracing_enabled=True,
+        tracing_enabled=tracing,
         logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=False),
     )

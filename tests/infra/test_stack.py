@@ -263,7 +263,18 @@ def test_functions_get_the_allow_list_for_their_run_time_checks(template: Templa
             "archive-bucket",
             "raw-logs",
         )
-        assert fn["Properties"]["TracingConfig"] == {"Mode": "Active"}
+        # No X-Ray unless asked (-c tracing=true): its SDK's support ends 2027-02-25; Powertools' Tracer is told too.
+        assert "TracingConfig" not in fn["Properties"] and env["POWERTOOLS_TRACE_DISABLED"] == "true"
+
+
+def test_tracing_true_traces_every_function_and_the_state_machine() -> None:
+    t = Template.from_stack(build_app({**CONTEXT, "schedules_file": "", "tracing": "true"}).node.find_child("S3Bulk"))  # type: ignore[arg-type]
+    for fn in resources(t, "AWS::Lambda::Function").values():
+        props = fn["Properties"]
+        assert props["TracingConfig"] == {"Mode": "Active"} and props["Environment"]["Variables"]["POWERTOOLS_TRACE_DISABLED"] == "false"
+    [machine] = resources(t, "AWS::StepFunctions::StateMachine").values()
+    assert machine["Properties"]["TracingConfiguration"] == {"Enabled": True}
+    assert any("xray:PutTraceSegments" in as_list(st["Action"]) for st in statements(t))
 
 
 def test_validate_is_told_the_workers_memory_so_it_can_refuse_a_job_they_cannot_stream(template: Template) -> None:
@@ -338,6 +349,7 @@ def test_cdk_nag_passes_with_every_acknowledgement_reasoned(app: cdk.App) -> Non
         "AwsSolutions-IAM5",
         "AwsSolutions-L1",
         "AwsSolutions-SQS3",
+        "AwsSolutions-SF2",  # X-Ray off unless -c tracing=true
     }
 
 
