@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from s3bulk.aws.ledger import JOBS_INDEX
+from s3bulk.testing.stack.aws import REGION, sqs_event
 
-REGION = "us-east-1"
+__all__ = ["REGION", "sqs_event"]
 
 
 @dataclass
@@ -32,30 +33,6 @@ class Context:
 def receive(sqs: Any, queue_url: str, n: int = 10) -> list[dict[str, Any]]:
     r = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=n, AttributeNames=["All"], VisibilityTimeout=30)
     return list(r.get("Messages", []))
-
-
-def sqs_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]:
-    return {
-        "Records": [
-            {
-                "messageId": m["MessageId"],
-                "receiptHandle": m["ReceiptHandle"],
-                "body": m["Body"],
-                "attributes": {
-                    "ApproximateReceiveCount": m["Attributes"]["ApproximateReceiveCount"],
-                    "SentTimestamp": m["Attributes"]["SentTimestamp"],
-                    "SenderId": m["Attributes"].get("SenderId", "AIDAEXAMPLE"),
-                    "ApproximateFirstReceiveTimestamp": m["Attributes"]["ApproximateFirstReceiveTimestamp"],
-                },
-                "messageAttributes": {},
-                "md5OfBody": m["MD5OfBody"],
-                "eventSource": "aws:sqs",
-                "eventSourceARN": queue_arn,
-                "awsRegion": REGION,
-            }
-            for m in messages
-        ]
-    }
 
 
 @dataclass

@@ -25,8 +25,8 @@ from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.job import JobError, parse_job
 from s3bulk.s3.clients import ClientSettings
 from s3bulk.s3.faststore import FastS3Store
+from s3bulk.testing.stack import Execution, StackOnMoto, cli_flags, synthesize
 from tests.integration.aws_harness import REGION
-from tests.integration.stack_harness import Execution, StackOnMoto, cli_flags, synthesize
 
 SRC, DST = "src-bucket", "dst-bucket"
 CONTEXT: dict[str, object] = {"read_buckets": f"{SRC},{DST}", "write_buckets": DST}

@@ -21,8 +21,8 @@ from botocore.exceptions import ClientError
 from infra.state_machine import LAMBDA_THROTTLED
 from s3bulk.aws.ledger import DynamoLedger
 from s3bulk.s3.faststore import FastS3Store
+from s3bulk.testing.stack import StackOnMoto, synthesize
 from tests.integration.aws_harness import REGION
-from tests.integration.stack_harness import StackOnMoto, synthesize
 
 pytestmark = pytest.mark.moto
 

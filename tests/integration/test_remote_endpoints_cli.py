@@ -1,7 +1,7 @@
 """The stack commands, run as a user runs them, with S3 on one server and everything else on another: the report bucket
 behind $AWS_ENDPOINT_URL_S3 (SeaweedFS), DynamoDB, Step Functions and CloudFormation behind $AWS_ENDPOINT_URL (moto).
 
-The stack harness (tests/integration/stack_harness.py) runs moto in-process (mock_aws), where no child process can
+The stack harness (s3bulk/testing/stack/__init__.py) runs moto in-process (mock_aws), where no child process can
 reach it; this deployment is the shape `s3bulk submit` and friends read (test_remote_cli.py's), on moto's server."""
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from s3bulk.testing.stack import StackOnMoto, synthesize
 from tests.integration.moto_uploads import faithful_uploads
-from tests.integration.stack_harness import StackOnMoto, synthesize
 from tests.integration.test_stack_on_moto import ENV, report
 
 SRC, READ_ONLY = "src-bucket", "read-only-bucket"

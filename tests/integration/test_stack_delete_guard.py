@@ -19,8 +19,8 @@ from s3bulk.aws.ledger import DynamoLedger
 from s3bulk.aws.remote import Deployment
 from s3bulk.job import parse_job
 from s3bulk.s3.clients import ClientSettings
+from s3bulk.testing.stack import StackOnMoto, cli_flags, synthesize
 from tests.integration.aws_harness import REGION
-from tests.integration.stack_harness import StackOnMoto, cli_flags, synthesize
 from tests.integration.test_stack_on_moto import ENV, report
 
 SRC = "src-bucket"

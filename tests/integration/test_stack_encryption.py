@@ -12,9 +12,9 @@ from typing import Any
 import boto3
 import pytest
 
+from s3bulk.testing.stack import StackOnMoto, synthesize
 from tests.integration import moto_s3
 from tests.integration.aws_harness import REGION
-from tests.integration.stack_harness import StackOnMoto, synthesize
 
 pytestmark = pytest.mark.moto
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.stack_harness import StackOnMoto, synthesize
+from s3bulk.testing.stack import StackOnMoto, synthesize
 from tests.integration.test_stack_on_moto import ENV, report
 
 SRC = "src-bucket"

@@ -16,8 +16,8 @@ from s3bulk.aws import remote
 from s3bulk.aws.ledger import DynamoLedger
 from s3bulk.aws.remote import Deployment
 from s3bulk.s3.clients import ClientSettings
+from s3bulk.testing.stack import StackOnMoto, synthesize
 from tests.integration.aws_harness import REGION
-from tests.integration.stack_harness import StackOnMoto, synthesize
 
 SRC, DST = "src-bucket", "dst-bucket"
 CONTEXT: dict[str, object] = {"read_buckets": f"{SRC},{DST}", "write_buckets": DST}

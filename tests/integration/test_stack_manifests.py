@@ -13,8 +13,8 @@ import pyarrow as pa
 import pytest
 
 from bench.inventory_copy import encode
+from s3bulk.testing.stack import Execution, StackOnMoto, synthesize
 from tests.integration.helpers import md5
-from tests.integration.stack_harness import Execution, StackOnMoto, synthesize
 from tests.integration.test_stack_on_moto import ENV, report
 
 pytestmark = pytest.mark.moto

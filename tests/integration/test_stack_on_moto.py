@@ -23,10 +23,10 @@ from s3bulk.aws.ledger import DynamoLedger
 from s3bulk.local.server import ACCESS_KEY, SECRET_KEY, SeaweedServer
 from s3bulk.s3.clients import ClientSettings, make_s3_client
 from s3bulk.testing.faultproxy import FaultProxy
+from s3bulk.testing.stack import DynamoConflicts, Execution, Faults, StackOnMoto, synthesize
 from tests.integration.aws_harness import REGION
 from tests.integration.conftest import client_for
 from tests.integration.helpers import md5
-from tests.integration.stack_harness import DynamoConflicts, Execution, Faults, StackOnMoto, synthesize
 from tests.integration.test_faults import port_of
 
 SRC, DST = "src-bucket", "dst-bucket"

@@ -12,9 +12,9 @@ from typing import Any
 import boto3
 import pytest
 
+from s3bulk.testing.stack import StackOnMoto, synthesize
+from s3bulk.testing.stack.moto_stack import ACCOUNT
 from tests.integration.aws_harness import REGION
-from tests.integration.stack.moto_stack import ACCOUNT
-from tests.integration.stack_harness import StackOnMoto, synthesize
 
 pytestmark = pytest.mark.moto
 

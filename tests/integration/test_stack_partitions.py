@@ -15,9 +15,9 @@ from typing import Any
 import boto3
 import pytest
 
+from s3bulk.testing.stack import StackOnMoto, synthesize
+from s3bulk.testing.stack.partitions import READ_UNITS_S
 from tests.integration.aws_harness import REGION
-from tests.integration.stack.partitions import READ_UNITS_S
-from tests.integration.stack_harness import StackOnMoto, synthesize
 
 pytestmark = pytest.mark.moto
 

@@ -21,9 +21,9 @@ from s3bulk.aws.remote import Deployment
 from s3bulk.job import parse_job
 from s3bulk.s3.clients import ClientSettings
 from s3bulk.s3.faststore import FastS3Store
+from s3bulk.testing.stack import StackOnMoto, cli_flags, synthesize
+from s3bulk.testing.stack.recursion import MAX_HOPS
 from tests.integration.aws_harness import REGION
-from tests.integration.stack.recursion import MAX_HOPS
-from tests.integration.stack_harness import StackOnMoto, cli_flags, synthesize
 from tests.integration.test_stack_tune import ledger
 
 pytestmark = pytest.mark.moto

@@ -14,8 +14,8 @@ from typing import Any
 import boto3
 import pytest
 
+from s3bulk.testing.stack import StackOnMoto, synthesize
 from tests.integration.aws_harness import REGION
-from tests.integration.stack_harness import StackOnMoto, synthesize
 
 pytestmark = pytest.mark.moto
 

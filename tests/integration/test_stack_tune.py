@@ -22,8 +22,8 @@ from s3bulk.aws.worker import WorkerService
 from s3bulk.job import parse_job
 from s3bulk.s3.clients import ClientSettings
 from s3bulk.s3.faststore import FastS3Store
+from s3bulk.testing.stack import StackOnMoto, cli_flags, synthesize
 from tests.integration.aws_harness import REGION
-from tests.integration.stack_harness import StackOnMoto, cli_flags, synthesize
 
 pytestmark = pytest.mark.moto
 

@@ -15,7 +15,7 @@ import pytest
 
 from s3bulk.local.undo import undo_log
 from s3bulk.s3.stores import S3Store
-from tests.integration.stack_harness import StackOnMoto, synthesize
+from s3bulk.testing.stack import StackOnMoto, synthesize
 from tests.integration.test_stack_on_moto import ENV, report
 
 SRC, DST = "src-bucket", "dst-bucket"

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.stack.iam import Need, Unmapped, allowed, requested
+from s3bulk.testing.stack.iam import Need, Unmapped, allowed, requested
 
 R, A, SM = "us-east-1", "123456789012", "arn:aws:states:us-east-1:123456789012:stateMachine:S3Bulk-jobs"
 

@@ -126,7 +126,9 @@ ALLOWED = {
     "testing": {"root", "testing"},
     "local": {"root", "bodies", "ops", "s3", "local"},
     "aws": {"root", "bodies", "ops", "s3", "aws"},
-    "cli": {"root", "bodies", "ops", "s3", "local", "aws", "cli"},
+    "cli": {"root", "bodies", "ops", "s3", "local", "aws", "cli", "emulator"},
+    # the stack emulator (s3bulk/testing/stack: the tests' whole-stack harness and `s3bulk demo --stack`) drives the AWS side
+    "emulator": {"root", "bodies", "ops", "s3", "aws", "testing", "emulator"},
 }
 
 
@@ -134,6 +136,8 @@ def _layer(module: str) -> str:
     parts = module.split(".")
     if module in {"s3bulk.cli", "s3bulk.__main__"}:  # the command and its entry point
         return "cli"
+    if module.startswith("s3bulk.testing.stack"):
+        return "emulator"
     return parts[1] if len(parts) > 2 else "root"
 
 

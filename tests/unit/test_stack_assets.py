@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 import s3bulk  # noqa: F401 - loaded before the rule, as the harness loads the handlers before a stack runs
-from tests.integration.stack.assets import assets_of, imports_from_assets
-from tests.integration.stack.iam import acting_as
+from s3bulk.testing.stack.assets import assets_of, imports_from_assets
+from s3bulk.testing.stack.iam import acting_as
 
 
 def staged(root: Path, *paths: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.integration.stack.limits import Limits, inline_maps_over_concurrency
+from s3bulk.testing.stack.limits import Limits, inline_maps_over_concurrency
 
 SM = "arn:aws:states:us-east-1:123456789012:stateMachine:S3Bulk-jobs"
 

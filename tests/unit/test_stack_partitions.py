@@ -1,4 +1,4 @@
-"""The harness's DynamoDB partition budgets (tests/integration/stack/partitions.py): per partition key, per second,
+"""The harness's DynamoDB partition budgets (s3bulk/testing/stack/partitions.py): per partition key, per second,
 reads and writes apart; a plain call retried as botocore retries it, a transaction cancelled with ThrottlingError."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from s3bulk.aws.ledger import is_conflict
-from tests.integration.stack.partitions import Partitions, charges, kind_of
+from s3bulk.testing.stack.partitions import Partitions, charges, kind_of
 
 
 def update(pk: str) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from botocore.exceptions import ClientError
 from moto.core.models import botocore_stubber
 
 from s3bulk.s3 import leanhttp
-from tests.integration.stack.iam import MISSING_NEEDS_LIST, IamGate, Killed, invocation_of_thread, principal_of_thread
+from s3bulk.testing.stack.iam import MISSING_NEEDS_LIST, IamGate, Killed, invocation_of_thread, principal_of_thread
 
 
 class UnknownRequest(Exception):

@@ -33,7 +33,7 @@ from urllib.parse import unquote, urlsplit
 from botocore.client import BaseClient
 from botocore.exceptions import ClientError
 
-from tests.integration.stack.recursion import stamp
+from s3bulk.testing.stack.recursion import stamp
 
 STATE_MACHINE = "StateMachine"  # the principal name of the state machine's own service integrations
 _MOTO_SFN_KEY = "ak"  # moto's ASL interpreter builds its clients with this access key
@@ -455,7 +455,7 @@ class IamGate:
         try:
             needs = requested(service, op, params, region=self.region, account=self.account, state_machine=self.state_machine)
         except Unmapped as exc:
-            refused = [f"{principal}: {exc} is not mapped to IAM actions (tests/integration/stack/iam.py)"]
+            refused = [f"{principal}: {exc} is not mapped to IAM actions (s3bulk/testing/stack/iam.py)"]
         else:
             if service == "s3":
                 needs = [self._with_owner(n) for n in needs] + (self.extra_needs(op, params) if self.extra_needs is not None else [])

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from tests.integration.stack.iam import principal_of_thread
+from s3bulk.testing.stack.iam import principal_of_thread
 
 OURS = ("s3bulk", "functions")
 

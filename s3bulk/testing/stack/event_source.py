@@ -7,11 +7,11 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from tests.integration.aws_harness import sqs_event
-from tests.integration.stack.faults import Faults, draw
-from tests.integration.stack.iam import acting_as
-from tests.integration.stack.lambdas import Function, Throttled, TimedOut
-from tests.integration.stack.recursion import lineage_of, merged, stopped
+from s3bulk.testing.stack.aws import sqs_event
+from s3bulk.testing.stack.faults import Faults, draw
+from s3bulk.testing.stack.iam import acting_as
+from s3bulk.testing.stack.lambdas import Function, Throttled, TimedOut
+from s3bulk.testing.stack.recursion import lineage_of, merged, stopped
 
 
 @dataclass

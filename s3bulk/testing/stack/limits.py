@@ -12,7 +12,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from tests.integration.stack.partitions import Partitions, dynamo_item_bytes
+from s3bulk.testing.stack.partitions import Partitions, dynamo_item_bytes
 
 KiB, MiB = 1024, 1024 * 1024
 SQS_BATCH_ENTRIES = 10

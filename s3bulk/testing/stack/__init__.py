@@ -23,15 +23,16 @@ globals and `functools.cache`d clients), as each Lambda execution environment ha
 an environment serves one invocation at a time and is reused after it, so caches
 behave as in warm containers and never leak between harnesses.
 
-The parts live in tests/integration/stack/ (moto_stack, lambdas, event_source, faults); import them from here.
+The parts live beside this file (moto_stack, lambdas, event_source, faults, iam, ...); import them from here. It runs
+only locally (tests, and `s3bulk demo --stack`), never in a Lambda asset.
 """
 
 from s3bulk.aws.remote import Deployment
-from tests.integration.aws_harness import REGION
-from tests.integration.stack.event_source import SourceStats, SqsEventSource
-from tests.integration.stack.faults import DynamoConflicts, Faults
-from tests.integration.stack.lambdas import Function, LambdaContext
-from tests.integration.stack.moto_stack import Execution, StackOnMoto, resources_of, synthesize
+from s3bulk.testing.stack.aws import REGION
+from s3bulk.testing.stack.event_source import SourceStats, SqsEventSource
+from s3bulk.testing.stack.faults import DynamoConflicts, Faults
+from s3bulk.testing.stack.lambdas import Function, LambdaContext
+from s3bulk.testing.stack.moto_stack import Execution, StackOnMoto, resources_of, synthesize
 
 
 def cli_flags(deployment: Deployment) -> list[str]:

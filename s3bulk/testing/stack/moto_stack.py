@@ -38,16 +38,16 @@ from moto.stepfunctions.responses import StepFunctionResponse
 
 from s3bulk.aws.history import HISTORY_LIMIT
 from s3bulk.aws.ledger import DynamoLedger
-from tests.integration.aws_harness import REGION
-from tests.integration.stack.assets import Asset, assets_of, imports_from_assets
-from tests.integration.stack.event_source import IN_FLIGHT_LIMIT, SqsEventSource
-from tests.integration.stack.fastpath import through_moto as fast_path_through_moto
-from tests.integration.stack.faults import Faults, hook_dynamo_clients
-from tests.integration.stack.iam import IamGate
-from tests.integration.stack.kms import MotoKms
-from tests.integration.stack.lambdas import Concurrency, Function, Throttled, function_error
-from tests.integration.stack.limits import Limits, inline_maps_over_concurrency
-from tests.integration.stack.partitions import Partitions
+from s3bulk.testing.stack.assets import Asset, assets_of, imports_from_assets
+from s3bulk.testing.stack.aws import REGION
+from s3bulk.testing.stack.event_source import IN_FLIGHT_LIMIT, SqsEventSource
+from s3bulk.testing.stack.fastpath import through_moto as fast_path_through_moto
+from s3bulk.testing.stack.faults import Faults, hook_dynamo_clients
+from s3bulk.testing.stack.iam import IamGate
+from s3bulk.testing.stack.kms import MotoKms
+from s3bulk.testing.stack.lambdas import Concurrency, Function, Throttled, function_error
+from s3bulk.testing.stack.limits import Limits, inline_maps_over_concurrency
+from s3bulk.testing.stack.partitions import Partitions
 
 ACCOUNT = DEFAULT_ACCOUNT_ID
 PSEUDO = {

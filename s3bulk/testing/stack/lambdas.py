@@ -18,9 +18,9 @@ from typing import Any
 from moto.core.exceptions import JsonRESTError
 from moto.core.models import DEFAULT_ACCOUNT_ID
 
-from tests.integration.aws_harness import REGION
-from tests.integration.stack.iam import Invocation, Killed, acting_as
-from tests.integration.stack.recursion import invoked
+from s3bulk.testing.stack.aws import REGION
+from s3bulk.testing.stack.iam import Invocation, Killed, acting_as
+from s3bulk.testing.stack.recursion import invoked
 
 
 class LambdaContext:

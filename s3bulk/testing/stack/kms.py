@@ -17,7 +17,7 @@ from typing import Any
 
 from moto.s3.models import s3_backends
 
-from tests.integration.stack.iam import Need, _copy_source
+from s3bulk.testing.stack.iam import Need, _copy_source
 
 READS = {"GetObject"}  # HeadObject returns metadata only: no data key is decrypted
 WRITES = {"PutObject", "CopyObject"}
