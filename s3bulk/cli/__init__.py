@@ -221,6 +221,11 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--objects", type=int, default=3000, metavar="N", help="objects to seed (default 3000)")
     demo.add_argument("--report", metavar="PATH", help="write the JSON report here")
     demo.add_argument("--progress", choices=("auto", "on", "off"), default="auto")
+    demo.add_argument(
+        "--stack",
+        action="store_true",
+        help="run the serverless pipeline instead: the CDK app's state machine, queues, ledger and Lambda handlers, emulated here",
+    )
 
     serve = sub.add_parser("serve", help="run the embedded S3 server on 127.0.0.1 until Ctrl-C, and say how to use it")
     serve.add_argument("--port", type=bounded(1, 65535, "the S3 port"), default=0, metavar="PORT", help="S3 port (default: a free one)")
@@ -270,6 +275,11 @@ def _main(argv: Sequence[str] | None, interrupt: Interrupt) -> int:
             loaded()
             with interrupt.defer():  # Ctrl-C only sets the event: the server is stopped in order, then "stopped"
                 return serve(port=args.port, data_dir=args.dir, console=console, interrupt=interrupt)
+        if args.command == "demo" and args.stack:
+            from s3bulk.testing.stack.demo import run_stack_demo
+
+            loaded()
+            return run_stack_demo(objects=args.objects, console=console)
         if args.command == "demo":
             from s3bulk.local.demo import run_demo
 

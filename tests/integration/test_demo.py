@@ -23,6 +23,27 @@ def test_demo_runs_a_verified_copy_on_the_embedded_server(tmp_path: Path) -> Non
     assert '"status": "succeeded"' in (tmp_path / "r.json").read_text()
 
 
+def test_demo_stack_runs_the_synthesized_pipeline_here_and_verifies_every_object_apart_from_s3bulk(tmp_path: Path) -> None:
+    env = {k: v for k, v in cli_env(tmp_path).items() if not k.startswith("AWS_")}  # nothing to configure, no account
+    proc = run_cli("demo", "--stack", "--objects", "300", env=env)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "state machine S3Bulk-jobs" in out and "$ s3bulk submit events/demo-copy.json" in out
+    assert "succeeded  294/294" in out  # the watch's last line: every listed object done
+    assert '"succeeded": 294' in out and '"failed": 0' in out  # s3bulk report
+    assert "verified: 294 objects byte for byte" in out and "On AWS" in out
+    assert "Traceback" not in out and "Exception=" not in out
+
+
+def test_demo_stack_without_node_says_what_to_install_in_one_line(tmp_path: Path) -> None:
+    env = {**cli_env(tmp_path), "PATH": str(Path(S3BULK[0]).parent)}  # the venv's bin alone: no node
+    proc = run_cli("demo", "--stack", env=env)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "error: demo --stack synthesizes the CDK app, which needs Node.js (20 or later) on PATH: install Node, then run it again"
+    ]
+
+
 def _serve(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen[str], list[str]]:
     """`s3bulk serve` as a user starts it, and the lines it printed up to its exports."""
     env = {k: v for k, v in cli_env(tmp_path).items() if not k.startswith("AWS_ACCESS") and not k.startswith("AWS_SECRET")}

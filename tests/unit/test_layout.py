@@ -128,7 +128,7 @@ ALLOWED = {
     "aws": {"root", "bodies", "ops", "s3", "aws"},
     "cli": {"root", "bodies", "ops", "s3", "local", "aws", "cli", "emulator"},
     # the stack emulator (s3bulk/testing/stack: the tests' whole-stack harness and `s3bulk demo --stack`) drives the AWS side
-    "emulator": {"root", "bodies", "ops", "s3", "aws", "testing", "emulator"},
+    "emulator": {"root", "bodies", "ops", "s3", "aws", "local", "testing", "emulator"},
 }
 
 

@@ -6,6 +6,7 @@ import base64
 import contextlib
 import json
 import os
+import sys
 import threading
 import time
 import uuid
@@ -49,6 +50,7 @@ from s3bulk.testing.stack.lambdas import Concurrency, Function, Throttled, funct
 from s3bulk.testing.stack.limits import Limits, inline_maps_over_concurrency
 from s3bulk.testing.stack.partitions import Partitions
 
+REPO = Path(__file__).resolve().parents[3]
 ACCOUNT = DEFAULT_ACCOUNT_ID
 PSEUDO = {
     "AWS::Partition": "aws",
@@ -78,6 +80,8 @@ def synthesize(context: dict[str, object]) -> dict[str, Any]:
     import aws_cdk as cdk
     from aws_cdk.assertions import Template
 
+    if str(REPO) not in sys.path:  # app.py sits at the clone's root, beside the package (the demo runs from anywhere)
+        sys.path.insert(0, str(REPO))
     from app import build_app
 
     app = build_app(context)
@@ -223,8 +227,14 @@ class StackOnMoto:
         in_flight_limit: int = IN_FLIGHT_LIMIT,
         history_limit: int = HISTORY_LIMIT,
         partition_scale: float = 1.0,
+        runtime_env: dict[str, str] | None = None,
+        staged_assets: bool = True,
     ) -> None:
         self.template = template
+        # Over RUNTIME_ENV for the whole process (the demo's AWS_ENDPOINT_URL_S3: S3 served by SeaweedFS, not moto)
+        self.runtime_env = {**RUNTIME_ENV, **(runtime_env or {})}
+        # Whether synthesis staged each function's asset, so imports are checked against it (the demo skips the build)
+        self.staged_assets = staged_assets
         # DynamoDB's units a second per partition (stack/partitions.py), divided by this: a test scales them down
         self.partition_scale = partition_scale
         # Step Functions' history limit per execution: at it, AWS fails the execution (States.Runtime); a test scales it down
@@ -281,7 +291,7 @@ class StackOnMoto:
     # lifecycle
     def __enter__(self) -> StackOnMoto:
         try:
-            self._stack.enter_context(mock.patch.dict(os.environ, RUNTIME_ENV))
+            self._stack.enter_context(mock.patch.dict(os.environ, self.runtime_env))
             os.environ.pop("AWS_PROFILE", None)
             self._stack.enter_context(mock_aws(config={"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}))
             self._stack.enter_context(mock.patch.object(BotocoreStubber, "__call__", _bytes_bodies(BotocoreStubber.__call__)))
@@ -291,7 +301,9 @@ class StackOnMoto:
             self.ddb = boto3.client("dynamodb", region_name=REGION)
             self.sfn = boto3.client("stepfunctions", region_name=REGION)
             self._provision()
-            if outdir := os.environ.get("CDK_OUTDIR"):  # where synthesis staged each function's asset (tests/conftest.py)
+            if self.staged_assets and (
+                outdir := os.environ.get("CDK_OUTDIR")
+            ):  # where synthesis staged each function's asset (tests/conftest.py)
                 self.assets = assets_of(self.template, Path(outdir))
                 if not self.assets:  # a rule that checks nothing would pass everything: say so instead
                     raise RuntimeError(f"no function's asset is staged in CDK_OUTDIR ({outdir}); synthesize the template there")
