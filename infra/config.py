@@ -240,7 +240,9 @@ def read_deploy_file(path: Path) -> dict[str, Any]:
     known = {f for f in DeployConfig.__dataclass_fields__} | _FILE_ONLY | _RENAMED
     for key in doc:
         if key not in known and not key.startswith("_"):
-            raise ValueError(f"deploy file {path.name}: unknown setting {key!r}; the settings are the context keys in README's table")
+            raise ValueError(
+                f"deploy file {path.name}: unknown setting {key!r}; the settings are the context keys in docs/deploy.md's table"
+            )
     return {k: ",".join(map(str, v)) if isinstance(v, list) else v for k, v in doc.items() if not k.startswith("_")}
 
 

@@ -122,7 +122,9 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="first run the job on N objects sampled across the selection, check them, and stop (options.canary); --resume does the rest",
     )
-    run.add_argument("--yes", action="store_true", help="start a delete, move or sync without asking first on a terminal")
+    run.add_argument(
+        "--yes", action="store_true", help="start a delete, move or sync (a copy with delete_extraneous) without asking first on a terminal"
+    )
     run.add_argument(
         "--retry-failed",
         metavar="REPORT.json|KEYS.jsonl",
@@ -202,7 +204,8 @@ def _parser() -> argparse.ArgumentParser:
 
     undo = sub.add_parser(
         "undo",
-        help="put back what a tag, set-storage-class, set-legal-hold, set-acl or set-retention (GOVERNANCE) job changed, from its --key-log",
+        help="put back what a tag, set-storage-class, set-legal-hold, set-acl, set-retention (GOVERNANCE), set-encryption or "
+        "rewind job changed, from its --key-log",
     )
     undo.add_argument("log", metavar="LOG.jsonl", help="the job's per-key log (s3bulk run --key-log)")
     undo.add_argument("--dry-run", action="store_true", help="count what would be restored; change nothing")
@@ -230,6 +233,13 @@ def _parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run the embedded S3 server on 127.0.0.1 until Ctrl-C, and say how to use it")
     serve.add_argument("--port", type=bounded(1, 65535, "the S3 port"), default=0, metavar="PORT", help="S3 port (default: a free one)")
     serve.add_argument("--dir", type=Path, default=None, metavar="DIR", help="where its data lives, kept (default: a temporary directory)")
+    serve.add_argument(
+        "--seed",
+        type=bounded(1, 1_000_000, "objects to seed"),
+        default=0,
+        metavar="N",
+        help="create the buckets events/demo-copy.json names and put N demo objects in its source",
+    )
     return p
 
 
@@ -274,12 +284,12 @@ def _main(argv: Sequence[str] | None, interrupt: Interrupt) -> int:
 
             loaded()
             with interrupt.defer():  # Ctrl-C only sets the event: the server is stopped in order, then "stopped"
-                return serve(port=args.port, data_dir=args.dir, console=console, interrupt=interrupt)
+                return serve(port=args.port, data_dir=args.dir, console=console, interrupt=interrupt, objects=args.seed)
         if args.command == "demo" and args.stack:
             from s3bulk.testing.stack.demo import run_stack_demo
 
             loaded()
-            return run_stack_demo(objects=args.objects, console=console)
+            return run_stack_demo(objects=args.objects, console=console, cli_main=main)
         if args.command == "demo":
             from s3bulk.local.demo import run_demo
 

@@ -240,6 +240,10 @@ def _finish(
     engine.tally.close()
 
 
+# Failures --quiet prints (key, code, message), before the line saying where every one is listed.
+QUIET_FAILURES = 10
+
+
 def _quiet_failures(report: Report, report_path: str | None, every: Path | None) -> None:
     """--quiet's one line when objects failed, or the job did: how many, and where they are listed."""
     failed = report.tally.snapshot().failed
@@ -247,7 +251,17 @@ def _quiet_failures(report: Report, report_path: str | None, every: Path | None)
     if report.error and not ended:
         print(f"error: {report.error}", file=sys.stderr, flush=True)
     if failed:
-        print(f"failed: {failed:,} object(s); {listed_where(report_path, every)}", file=sys.stderr, flush=True)
+        t = report.tally.snapshot()
+        print(
+            f"summary: {t.listed:,} listed, {t.succeeded:,} succeeded, {t.skipped:,} skipped, {failed:,} failed",
+            file=sys.stderr,
+            flush=True,
+        )
+        shown = report.tally.first_failures[:QUIET_FAILURES]
+        for f in shown:  # each with its key and error code, as the report lists them
+            print(f"  {repr(f['key'])[1:-1]}: {f['error']}: {f['message']}", file=sys.stderr, flush=True)
+        rest = f"{failed - len(shown):,} more; " if failed > len(shown) else ""
+        print(f"failed: {failed:,} object(s); {rest}{listed_where(report_path, every)}", file=sys.stderr, flush=True)
 
 
 def _checked(

@@ -25,8 +25,24 @@ def exports(endpoint: str) -> list[str]:
     ]
 
 
-def serve(*, port: int, data_dir: Path | None, console: Console, interrupt: Interrupt) -> int:
-    """Start the server, say where it is, wait for Ctrl-C (or SIGTERM), stop it; 0 once stopped."""
+def seed(endpoint: str, objects: int) -> str:
+    """The demo job's buckets, and its source filled as `s3bulk demo` fills it: what events/demo-copy.json then copies."""
+    from s3bulk.job import load_job
+    from s3bulk.local.demo import DEMO_JOB, demo_seeds, put_seeds
+    from s3bulk.s3.clients import ClientSettings, make_s3_client
+
+    job = load_job(DEMO_JOB)
+    assert job.destination is not None
+    client = make_s3_client(ClientSettings(endpoint_url=endpoint, access_key=ACCESS_KEY, secret_key=SECRET_KEY), 32)
+    for bucket in (job.source.bucket, job.destination.bucket):
+        client.create_bucket(Bucket=bucket)
+    put_seeds(client, job.source.bucket, demo_seeds(objects, job.source.prefix))
+    return f"s3://{job.source.bucket}/{job.source.prefix} holds {objects:,} objects; s3://{job.destination.bucket} is empty"
+
+
+def serve(*, port: int, data_dir: Path | None, console: Console, interrupt: Interrupt, objects: int = 0) -> int:
+    """Start the server, say where it is, wait for Ctrl-C (or SIGTERM), stop it; 0 once stopped. `objects`: seed the
+    demo job's source with that many first."""
     server = SeaweedServer(port=port, data_dir=data_dir)
     try:
         server.start()
@@ -38,6 +54,8 @@ def serve(*, port: int, data_dir: Path | None, console: Console, interrupt: Inte
     try:
         where = f"data in {data_dir} (kept)" if data_dir is not None else "data in a temporary directory, removed on stop"
         console.print(f"S3 server on {server.endpoint_url}; {where}; Ctrl-C stops it", markup=False, soft_wrap=True)
+        if objects:
+            console.print(f"seeded for events/demo-copy.json: {seed(server.endpoint_url, objects)}", markup=False, soft_wrap=True)
         console.print("To use it from another shell:", markup=False)
         for line in exports(server.endpoint_url):
             console.print(f"  {line}", markup=False, soft_wrap=True)

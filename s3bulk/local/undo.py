@@ -31,7 +31,17 @@ from s3bulk.ops.rewind import WHAT as REWOUND
 from s3bulk.ops.rewind import current_state, restore_state
 from s3bulk.store import ObjectStore
 
-UNDOABLE = ("tags", "storage_class", "legal_hold", "retention", "acl", "encryption", REWOUND)
+# Each undo journal entry's `what` (ops/batch.py's undo_entry calls) and the operation that writes it: what undo puts back.
+UNDOES = {
+    "tags": "tag",
+    "storage_class": "set-storage-class",
+    "legal_hold": "set-legal-hold",
+    "retention": "set-retention",
+    "acl": "set-acl",
+    "encryption": "set-encryption",
+    REWOUND: "rewind",
+}
+UNDOABLE = tuple(UNDOES)
 SHOWN = 20  # skipped and failed keys listed by name; the rest are counted
 _COPY = Options()  # a class change is undone with the job defaults' multipart threshold and part size
 # The fields every key-log line has (s3bulk/keys.py KeyRecord): a file with no line holding them is not a key log.

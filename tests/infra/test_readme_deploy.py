@@ -1,4 +1,4 @@
-"""README's Deploy section, followed line by line against the app the CDK CLI runs: no step fails, none needs a flag.
+"""docs/deploy.md's Deploy section (README links to it), followed line by line against the app the CDK CLI runs: no step fails, none needs a flag.
 
 What can run offline runs: the deploy file is copied as the README says, the app is synthesized
 from it alone (as `cdk bootstrap`, `cdk deploy` and `cdk destroy` each synthesize it), the sample
@@ -31,11 +31,11 @@ from s3bulk.job import parse_job
 
 
 def deploy_steps() -> list[list[str]]:
-    """The commands of README's Deploy block, comments and continuation lines joined, in order."""
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("### Deploy") :]
+    """The commands of docs/deploy.md's Deploy block, comments and continuation lines joined, in order."""
+    text = (ROOT / "docs" / "deploy.md").read_text()
+    section = text[text.index("## Deploy") :]
     block = re.search(r"```sh\n(.*?)```", section, re.S)
-    assert block is not None, "README's Deploy section has no sh block"
+    assert block is not None, "docs/deploy.md's Deploy section has no sh block"
     steps = []
     for line in block.group(1).replace("\\\n", " ").splitlines():
         line = line.split("#", 1)[0].strip()
@@ -88,7 +88,7 @@ def test_following_the_deploy_section_line_by_line_needs_no_flag_and_no_step_fai
                 outputs = Template.from_stack(stack_of(deploy)).to_json()["Outputs"]
                 assert "WorkerEventSourceMapping" in outputs
             case _:
-                pytest.fail(f"README's Deploy section has a step this test does not follow: {' '.join(step)}")
+                pytest.fail(f"docs/deploy.md's Deploy section has a step this test does not follow: {' '.join(step)}")
     assert seen[-1] == "npx cdk destroy", "the section ends with the tear-down"
 
 

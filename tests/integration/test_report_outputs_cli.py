@@ -53,13 +53,29 @@ def test_a_symlinked_report_path_stays_a_link_to_the_report(seaweed: str, failin
     assert json.loads((tmp_path / "reports" / "run-1.json").read_text())["failed"] == 2
 
 
-def test_quiet_says_in_one_line_on_stderr_how_many_objects_failed_and_where_they_are_listed(
+def test_quiet_still_prints_the_summary_and_each_failure_with_its_key_and_code_on_stderr_when_objects_fail(
     seaweed: str, failing_job: Path, tmp_path: Path
 ) -> None:
     report = tmp_path / "r.json"
     env = cli_env(tmp_path)
     r = run_cli("run", str(failing_job), "--endpoint-url", seaweed, "--no-ledger", "-q", "--report", str(report), env=env)
     assert (r.returncode, r.stdout) == (1, ""), r.stdout + r.stderr
-    assert r.stderr == f"failed: 2 object(s); the report at {report} lists every one\n"
+    lines = r.stderr.splitlines()
+    assert lines[0] == "summary: 5 listed, 3 succeeded, 0 skipped, 2 failed", lines
+    failures = sorted(lines[1:-1])
+    assert [f.split(":")[0].strip() for f in failures] == ["in/gone-1", "in/gone-2"], lines
+    codes = {f["error"] for f in json.loads(report.read_text())["failures"]}
+    assert all(f.split(": ")[1] in codes for f in failures), (failures, codes)  # each with the code the report gives it
+    assert lines[-1] == f"failed: 2 object(s); the report at {report} lists every one"
     bare = run_cli("run", str(failing_job), "--endpoint-url", seaweed, "--no-ledger", "-q", env=env)
-    assert (bare.returncode, bare.stdout, bare.stderr) == (1, "", "failed: 2 object(s); pass --report PATH to list every one\n")
+    assert (bare.returncode, bare.stdout) == (1, "")
+    assert bare.stderr.splitlines()[-1] == "failed: 2 object(s); pass --report PATH to list every one"
+
+
+def test_quiet_prints_nothing_when_nothing_failed(seaweed: str, bucket_factory: Callable[[Any, str], str], tmp_path: Path) -> None:
+    c = client_for(seaweed)
+    src, dst = bucket_factory(c, "src"), bucket_factory(c, "dst")
+    seed_small(c, src, "in/", 3)
+    job = write_job(tmp_path / "ok.json", {"operation": "copy", "source": {"bucket": src}, "destination": {"bucket": dst}})
+    r = run_cli("run", str(job), "--endpoint-url", seaweed, "--no-ledger", "-q", env=cli_env(tmp_path))
+    assert (r.returncode, r.stdout, r.stderr) == (0, "", "")

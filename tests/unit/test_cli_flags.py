@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
 from s3bulk.cli import _parser, main
+from s3bulk.job import Operation
 from s3bulk.local.preflight import UsageError
 
 
@@ -31,15 +33,17 @@ def test_passing_both_key_log_and_its_old_name_exits_2_and_writes_nothing(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["job.json"]
 
 
-def test_undo_help_names_every_operation_the_readme_says_it_undoes(capsys: pytest.CaptureFixture[str]) -> None:
+def test_readme_and_help_name_exactly_the_operations_undo_puts_back(capsys: pytest.CaptureFixture[str]) -> None:
+    from s3bulk.local.undo import UNDOES
+
     readme = (Path(__file__).parents[2] / "README.md").read_text()
-    bullet = readme[readme.index("- `s3bulk undo LOG.jsonl") :].split("\n- ")[0]
-    named = [op for op in ("tag", "set-storage-class", "set-legal-hold", "set-acl", "set-retention") if op in bullet]
-    assert len(named) == 5
+    line = readme[readme.index("s3bulk undo") :].split("\n")[0]
+    operations = set(re.findall(r"[a-z][a-z-]+", line.split("#", 1)[1])) & set(get_args(Operation))
+    assert operations == set(UNDOES.values()), line
     with pytest.raises(SystemExit):
         main(["--help"])
     helptext = re.sub(r"-\s+", "-", " ".join(capsys.readouterr().out.split()))  # argparse wraps at hyphens
-    assert all(op in helptext for op in named), helptext
+    assert all(op in helptext for op in UNDOES.values()), helptext
 
 
 @pytest.mark.parametrize(

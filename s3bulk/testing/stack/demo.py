@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from unittest import mock
 
@@ -44,10 +45,9 @@ def missing() -> str | None:
     return None
 
 
-def run_stack_demo(*, objects: int, console: Console) -> int:
-    """Seed, submit, watch, report and verify; stop everything. The exit code is the job's, or 1 if a check failed."""
-    from s3bulk.cli import main as cli_main  # the same commands a user types against a deployed stack
-
+def run_stack_demo(*, objects: int, console: Console, cli_main: Callable[[list[str]], int]) -> int:
+    """Seed, submit, watch, report and verify; stop everything. The exit code is the job's, or 1 if a check failed.
+    `cli_main` runs an s3bulk command: the same ones a user types against a deployed stack."""
     problem = missing()
     if problem is not None:
         print(f"error: {problem}", file=sys.stderr)
