@@ -34,7 +34,7 @@ from s3bulk.aws.messages import pack
 from s3bulk.aws.reportbucket import KEY_LOG_TAG
 from s3bulk.aws.worker import STATUS_TTL_S
 from s3bulk.job import parse_job
-from s3bulk.keys import KeyRecord
+from s3bulk.report.keylog import KeyRecord
 from s3bulk.store import ObjectInfo
 
 ROOT = Path(__file__).resolve().parent.parent

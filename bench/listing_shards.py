@@ -43,10 +43,10 @@ from s3bulk.aws.allowlist import AllowList
 from s3bulk.aws.ledger import DynamoLedger, JobRecord
 from s3bulk.aws.lister import plan_step
 from s3bulk.job import parse_job
-from s3bulk.listing import Shard, list_shard_page, plan_ranges
 from s3bulk.local.server import ACCESS_KEY, SECRET_KEY, SeaweedServer
 from s3bulk.s3.clients import ClientSettings, make_s3_client
 from s3bulk.s3.faststore import FastS3Store
+from s3bulk.source.listing import Shard, list_shard_page, plan_ranges
 from s3bulk.store import ListPage, ObjectStore, RequestOptions
 
 Ranges = list[tuple[str, str | None]]

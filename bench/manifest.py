@@ -16,7 +16,7 @@ import tracemalloc
 from urllib.parse import quote_plus
 
 from s3bulk.job import parse_job
-from s3bulk.manifest import ManifestReader
+from s3bulk.source.manifest import ManifestReader
 from s3bulk.testing.memstore import MemoryStore
 
 SCHEMA = "Bucket, Key, Size, LastModifiedDate, ETag, StorageClass"

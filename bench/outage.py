@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
+from s3bulk.breakers.outage import OutageBreaker
 from s3bulk.local.server import free_ports
-from s3bulk.outage import OutageBreaker
 from s3bulk.s3.clients import ClientSettings, make_s3_client
 from s3bulk.s3.fastpath import FastS3
 

@@ -14,9 +14,9 @@ import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 
+from s3bulk.breakers.outage import OutageBreaker
 from s3bulk.job import parse_job
 from s3bulk.local.engine import Engine
-from s3bulk.outage import OutageBreaker
 from s3bulk.store import Body, Carried, CopiedPart, Encryption, KeyFailure, ListedPart, ListPage, ObjectHead, ObjectInfo
 
 

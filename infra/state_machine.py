@@ -283,7 +283,7 @@ def build_state_machine(
     _retry(report_failure, [*LAMBDA_TRANSIENT, "States.Timeout"])
     report_failure.add_catch(mark_failed, errors=["States.ALL"], result_path="$.report_error")
     resume_held.add_catch(report_failure, errors=["States.ALL"], result_path="$.error")
-    # The failure breaker (s3bulk/breaker.py) stopped the job: as resumable as any stop, under an error of its own.
+    # The failure breaker (s3bulk/breakers/failure.py) stopped the job: as resumable as any stop, under an error of its own.
     breaker_tripped = sfn.Fail(
         scope,
         "FailureBreakerTripped",

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol
 
-from s3bulk.outage import OutageBreaker
+from s3bulk.breakers.outage import OutageBreaker
 
 # Object bytes as the port passes them: a filled bytearray is handed on as it is, never copied to bytes.
 Body = bytes | bytearray
@@ -434,5 +434,5 @@ class ObjectStore(Protocol):
 
     @property
     def breaker(self) -> OutageBreaker:
-        """The circuit breaker its requests report to (s3bulk/outage.py), shared with its scoped views."""
+        """The circuit breaker its requests report to (s3bulk/breakers/outage.py), shared with its scoped views."""
         ...

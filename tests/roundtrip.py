@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 
 from s3bulk.aws.messages import BatchMessage, pack
 from s3bulk.job import MAX_KEY_BYTES, parse_job
-from s3bulk.listing import iter_objects
 from s3bulk.ops.batch import BatchRunner
 from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.ops.items import Item
 from s3bulk.report import Tally
-from s3bulk.selection import KeyMapper
+from s3bulk.source.listing import iter_objects
+from s3bulk.source.selection import KeyMapper
 from s3bulk.store import ObjectStore
 
 # Any Unicode scalar value (no surrogates: S3 keys are UTF-8), short enough to fit under a prefix.

@@ -13,9 +13,9 @@ from s3bulk.aws.events import JobEvents
 from s3bulk.aws.ledger import CANCELLED, CANCELLING, DynamoLedger
 from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.aws.steps import TimeLeft
-from s3bulk.breaker import LINE_START, STOP_REASON
+from s3bulk.breakers.failure import LINE_START, STOP_REASON
+from s3bulk.breakers.outage import EndpointUnreachable
 from s3bulk.job import JobError, new_job_id, parse_job
-from s3bulk.outage import EndpointUnreachable
 from s3bulk.report import Counts, job_status, over_tolerance, summarize
 
 # How often a stopped job's report asks whether the work in flight has drained.

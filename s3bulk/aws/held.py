@@ -32,8 +32,8 @@ from s3bulk.aws.messages import BatchMessage, pack
 from s3bulk.aws.queue import QueueSender
 from s3bulk.aws.reportbucket import ATTEMPT, ReportBucket
 from s3bulk.aws.steps import TimeLeft
-from s3bulk.breaker import THROTTLING
-from s3bulk.retry import version_failed
+from s3bulk.breakers.failure import THROTTLING
+from s3bulk.job.retry import version_failed
 from s3bulk.store import UNKNOWN_SIZE, ObjectInfo
 
 # The step starts nothing more with less than this left: a page of parked batches or one batch's redo takes seconds.

@@ -16,16 +16,16 @@ from s3bulk.aws.queue import QueueSender
 from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.aws.steps import OpenSide, TimeLeft, job_stores
 from s3bulk.job import Job, JobError
-from s3bulk.keys import JsonlKeyLog, KeyRecord
-from s3bulk.listing import Shard, iter_objects, list_shard_page, lister, plan_ranges
-from s3bulk.manifest import MIN_CSV_SHARD_BYTES, ManifestReader, Row
 from s3bulk.ops.extraneous import Extraneous, empty_source_message, first_selected
 from s3bulk.ops.rewind import check_history
 from s3bulk.ops.versions import check_versioned
 from s3bulk.report import Tally
-from s3bulk.selection import KeyMapper, Selector, deletes, key_mapper
+from s3bulk.report.keylog import JsonlKeyLog, KeyRecord
+from s3bulk.source.listing import Shard, iter_objects, list_shard_page, lister, plan_ranges
+from s3bulk.source.manifest import MIN_CSV_SHARD_BYTES, ManifestReader, Row
+from s3bulk.source.selection import KeyMapper, Selector, deletes, key_mapper
+from s3bulk.source.sync import decide, join
 from s3bulk.store import UNKNOWN_SIZE, ObjectInfo, ObjectStore, StoreError
-from s3bulk.sync import decide, join
 
 # The lister starts no new page with less than this left; a page is one LIST plus
 # at most a few SendMessageBatch calls, seconds at worst.

@@ -18,7 +18,7 @@ from s3bulk.aws.finish import OWNER_CANCELLED, OWNER_STOPPED, finalize
 from s3bulk.aws.ledger import CANCELLED, CANCELLING, DynamoLedger, JobRecord
 from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.job import Job, JobError, Manifest, new_job_id
-from s3bulk.retry import failed_objects, manifest_rows, refused_rows, retry_job
+from s3bulk.job.retry import failed_objects, manifest_rows, refused_rows, retry_job
 from s3bulk.s3.clients import ClientSettings, make_client, make_s3_client, region_of
 
 # What a stack command says when it has no Region to find the stack in (botocore's NoRegionError).

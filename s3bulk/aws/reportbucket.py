@@ -227,7 +227,7 @@ class ReportBucket:
                 yield dict(json.loads(line))
 
     def put_retry_manifest(self, job_id: str, rows: Iterable[str]) -> str:
-        """A retry's CSV manifest (s3bulk/retry.py), under the retry job's own prefix; returns its key. Spooled to disk
+        """A retry's CSV manifest (s3bulk/job/retry.py), under the retry job's own prefix; returns its key. Spooled to disk
         past 8 MiB, so a million failed keys cost no memory."""
         key = f"jobs/{job_id}/{RETRY_MANIFEST}"
         with tempfile.SpooledTemporaryFile(8 * 1024 * 1024) as spool:

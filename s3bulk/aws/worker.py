@@ -18,19 +18,19 @@ from s3bulk.aws.queue import Returns
 from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.aws.steps import WORKER_TIME_S, OpenSide, TimeLeft, job_stores
 from s3bulk.bodies.budget import MemoryBudget
-from s3bulk.breaker import THROTTLING, Trip, over, ranked
+from s3bulk.breakers.failure import THROTTLING, Trip, over, ranked
+from s3bulk.breakers.outage import EndpointUnreachable
 from s3bulk.errors import error_code, error_message
 from s3bulk.job import Job, JobError, Process
-from s3bulk.keys import JsonlKeyLog
 from s3bulk.ops.batch import BatchRunner, part_pool
 from s3bulk.ops.batchrun import Frozen
 from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.ops.items import Item
 from s3bulk.ops.process import ProcessCode, Processor, make_processor
-from s3bulk.outage import EndpointUnreachable
 from s3bulk.report import Tally
+from s3bulk.report.keylog import JsonlKeyLog
 from s3bulk.s3.ratecontrol import RateControl
-from s3bulk.selection import key_mapper
+from s3bulk.source.selection import key_mapper
 from s3bulk.store import ObjectStore
 
 # The worker submits no new object with less than this left, so copies already
@@ -117,7 +117,7 @@ class WorkerTimedOut(RuntimeError):
 
 
 class EndpointDown(RuntimeError):
-    """The job's outage breaker tripped (s3bulk/outage.py), or the job was stopped by one: nothing of the batch is
+    """The job's outage breaker tripped (s3bulk/breakers/outage.py), or the job was stopped by one: nothing of the batch is
     counted, and it comes back later (`stopped`: once the job is submitted again).
 
     Like NotStarted, never a reason to dead-letter: on its last delivery it is sent again as a new message.

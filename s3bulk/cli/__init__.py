@@ -23,11 +23,11 @@ from rich.console import Console
 from s3bulk import __version__
 from s3bulk.aws import DEFAULT_STACK
 from s3bulk.bodies.malloc import pin_mmap_threshold
+from s3bulk.breakers.outage import EndpointUnreachable
 from s3bulk.cli.contract import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, EXIT_STOPPED
 from s3bulk.job import JobError, json_schema, load_job
 from s3bulk.local.interrupt import Interrupt, handling_signals
 from s3bulk.local.preflight import UsageError
-from s3bulk.outage import EndpointUnreachable
 from s3bulk.report import writes_stdout
 
 REMOTE_COMMANDS = frozenset(

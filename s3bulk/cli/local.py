@@ -27,7 +27,6 @@ from s3bulk.local.progress import human_bytes
 from s3bulk.local.retry import retry_failed
 from s3bulk.local.run import execute
 from s3bulk.local.undo import undo_log
-from s3bulk.manifest import ManifestError
 from s3bulk.ops.batch import connections_needed
 from s3bulk.ops.extraneous import empty_source_message, first_selected
 from s3bulk.ops.process import ProcessCode, load_code
@@ -35,6 +34,7 @@ from s3bulk.s3.clients import ClientSettings, S3Clients, for_side, has_credentia
 from s3bulk.s3.faststore import open_store
 from s3bulk.s3.ratecontrol import RateControl
 from s3bulk.s3.stores import S3Store
+from s3bulk.source.manifest import ManifestError
 from s3bulk.store import StoreError
 
 NO_TERMINAL = "job.options.confirm: this run would ask on a terminal, and it has none; pass --yes to run it without asking"

@@ -33,7 +33,7 @@ from s3bulk.aws.remote import (
     tune,
     tune_job,
 )
-from s3bulk.breaker import EXIT_BREAKER, STOP_REASON
+from s3bulk.breakers.failure import EXIT_BREAKER, STOP_REASON
 from s3bulk.cli.contract import DESTRUCTIVE, EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_STOPPED
 from s3bulk.job import Job, JobError, load_job
 from s3bulk.local import preflight

@@ -22,12 +22,12 @@ from botocore.httpchecksum import BaseChecksum, Crc32Checksum, CrtCrc32cChecksum
 
 from s3bulk.errors import error_code, error_message
 from s3bulk.job import Job
-from s3bulk.listing import list_shard_page, lister, plan_ranges
-from s3bulk.manifest import ManifestReader
 from s3bulk.ops.items import Item
 from s3bulk.ops.verify import verify_object
 from s3bulk.ops.versions import key_versions
-from s3bulk.selection import Selector, key_mapper
+from s3bulk.source.listing import list_shard_page, lister, plan_ranges
+from s3bulk.source.manifest import ManifestReader
+from s3bulk.source.selection import Selector, key_mapper
 from s3bulk.store import ObjectInfo, ObjectStore, StoreError
 
 # Pages read from each range when there are fewer ranges than objects to sample (a small selection: the

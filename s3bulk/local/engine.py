@@ -15,14 +15,13 @@ from dataclasses import replace
 from typing import IO
 
 from s3bulk.bodies.budget import MemoryBudget
-from s3bulk.breaker import STOP_REASON, Trip, tripped
+from s3bulk.breakers.failure import STOP_REASON, Trip, tripped
+from s3bulk.breakers.outage import EndpointUnreachable
 from s3bulk.errors import error_code, error_message
 from s3bulk.job import Job, new_job_id, request_options
-from s3bulk.keys import JsonlKeyLog
-from s3bulk.listing import batched, iter_objects, iter_objects_parallel, lister
+from s3bulk.job.retry import version_failed
 from s3bulk.local.interrupt import Interrupt, Interrupted
 from s3bulk.local.ledger import REDO_BATCH, BatchEntry, LocalLedger
-from s3bulk.manifest import ManifestError, ManifestReader
 from s3bulk.ops.batch import DEFAULT_CONCURRENCY, BatchRunner, part_pool
 from s3bulk.ops.delete import delete_batch
 from s3bulk.ops.executor import BoundedExecutor
@@ -31,12 +30,13 @@ from s3bulk.ops.items import Item
 from s3bulk.ops.process import ProcessCode, make_processor
 from s3bulk.ops.rewind import check_history
 from s3bulk.ops.versions import check_versioned
-from s3bulk.outage import EndpointUnreachable
 from s3bulk.report import BatchTally, Counted, Report, Tally, job_status
-from s3bulk.retry import version_failed
-from s3bulk.selection import GUARDED_OPS, Selector, deletes, key_mapper
+from s3bulk.report.keylog import JsonlKeyLog
+from s3bulk.source.listing import batched, iter_objects, iter_objects_parallel, lister
+from s3bulk.source.manifest import ManifestError, ManifestReader
+from s3bulk.source.selection import GUARDED_OPS, Selector, deletes, key_mapper
+from s3bulk.source.sync import Joined, decide, join
 from s3bulk.store import UNKNOWN_SIZE, ObjectInfo, ObjectStore, StoreError
-from s3bulk.sync import Joined, decide, join
 
 # Batches queued between the lister and the workers: enough to never starve the
 # pool, few enough that memory does not grow with the bucket.

@@ -23,7 +23,7 @@ from s3bulk.local.engine import Engine
 from s3bulk.ops.acl import AclsEnabled
 from s3bulk.ops.copies import part_ranges
 from s3bulk.ops.items import NEEDS_HEAD, heads_anyway, needs_nothing
-from s3bulk.selection import as_it_was, hides
+from s3bulk.source.selection import as_it_was, hides
 from s3bulk.store import UNKNOWN_SIZE, Encryption, ListPage, ObjectInfo, ObjectStore, RequestOptions, StoreError
 
 KiB, MiB, GiB = 1024, 1024**2, 1024**3

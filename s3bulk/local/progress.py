@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
 from rich.table import Table
 
-from s3bulk.outage import OutageBreaker
+from s3bulk.breakers.outage import OutageBreaker
 from s3bulk.report import REPORT_FAILURES, Report, Snapshot, Tally, failures_file, writes_stdout
 
 _UNITS = ("B", "KB", "MB", "GB", "TB", "PB")

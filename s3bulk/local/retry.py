@@ -1,6 +1,6 @@
 """`s3bulk run JOB --retry-failed REPORT.json|KEYS.jsonl`: the job again over exactly the objects a run of it failed.
 
-The failed objects (s3bulk/retry.py) are written as a CSV manifest into the state directory, named by their content,
+The failed objects (s3bulk/job/retry.py) are written as a CSV manifest into the state directory, named by their content,
 so the same report gives the same job again (and `--resume` of a retry finds its manifest); the job reads it as a local
 manifest (`source.manifest.path`), nothing is listed again.
 """
@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from s3bulk.job import Job, JobError, Manifest
+from s3bulk.job.retry import failed_objects, manifest_rows, refused_rows, retry_job
 from s3bulk.local.preflight import UsageError
 from s3bulk.report import failures_file
-from s3bulk.retry import failed_objects, manifest_rows, refused_rows, retry_job
 
 
 def failure_lines(path: Path) -> Iterator[dict[str, Any]]:

@@ -14,7 +14,7 @@ from typing import IO
 
 from rich.console import Console
 
-from s3bulk.breaker import STOP_REASON
+from s3bulk.breakers.failure import STOP_REASON
 from s3bulk.job import Job, JobError
 from s3bulk.local import canary as sampling
 from s3bulk.local.engine import Engine, JobAbort, finish_journaled_deletes
@@ -22,11 +22,11 @@ from s3bulk.local.interrupt import Interrupt, Interrupted, interruptible
 from s3bulk.local.ledger import LocalLedger
 from s3bulk.local.plan import make_plan
 from s3bulk.local.progress import EndpointWatch, ProgressDisplay, failures_table, listed_where, summary_table
-from s3bulk.manifest import ManifestError
 from s3bulk.ops.extraneous import empty_source_message, first_selected
 from s3bulk.ops.items import Item
 from s3bulk.ops.process import ProcessCode
 from s3bulk.report import Report, writes_stdout
+from s3bulk.source.manifest import ManifestError
 from s3bulk.store import ObjectStore, StoreError
 
 

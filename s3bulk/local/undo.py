@@ -44,7 +44,7 @@ UNDOES = {
 UNDOABLE = tuple(UNDOES)
 SHOWN = 20  # skipped and failed keys listed by name; the rest are counted
 _COPY = Options()  # a class change is undone with the job defaults' multipart threshold and part size
-# The fields every key-log line has (s3bulk/keys.py KeyRecord): a file with no line holding them is not a key log.
+# The fields every key-log line has (s3bulk/report/keylog.py KeyRecord): a file with no line holding them is not a key log.
 RECORD_FIELDS = ("key", "outcome")
 
 

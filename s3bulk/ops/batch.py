@@ -5,7 +5,7 @@ with a deadline (the Lambda worker) can stop submitting; the batch is then
 incomplete, nothing of it is counted by the ledger, and the whole batch is
 redone later. Every task is idempotent, so a redo is safe.
 
-The same holds when the job's outage breaker trips (s3bulk/outage.py): an object whose
+The same holds when the job's outage breaker trips (s3bulk/breakers/outage.py): an object whose
 request raised EndpointUnreachable is left not done (no outcome, no key-log line), its
 batch does not complete, the runner submits nothing more, and `outage` says why.
 """
@@ -20,9 +20,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from s3bulk.bodies.budget import MemoryBudget
+from s3bulk.breakers.outage import EndpointUnreachable
 from s3bulk.errors import ErrorKind, classify, error_code, error_message
 from s3bulk.job import ACTS_ON_VERSIONS, MAX_KEY_BYTES, Job, Restore, relays
-from s3bulk.keys import KeyLog
 from s3bulk.ops.acl import AclsEnabled, acl_doc, set_acl
 from s3bulk.ops.batchrun import FLUSH_EVERY_S, BatchRun
 from s3bulk.ops.checksum import add_checksum
@@ -43,11 +43,11 @@ from s3bulk.ops.tagging import tag_object
 from s3bulk.ops.uploads import ALREADY_GONE, abort_upload
 from s3bulk.ops.verify import verify_object
 from s3bulk.ops.versions import copy_history
-from s3bulk.outage import EndpointUnreachable
 from s3bulk.report import Counted, Outcomes
-from s3bulk.selection import MAPS_KEYS, folder_key
+from s3bulk.report.keylog import KeyLog
+from s3bulk.source.selection import MAPS_KEYS, folder_key
+from s3bulk.source.sync import Decision, checksums_match, decide
 from s3bulk.store import UNKNOWN_SIZE, ObjectHead, ObjectInfo, ObjectStore, StoreError, UploadWatch
-from s3bulk.sync import Decision, checksums_match, decide
 
 # On the fast request path 64 threads give 95% of the best copies/s both direct and at
 # +20 ms (128 is ~5% faster but costs more CPU per object); 32 gives 84-87%.

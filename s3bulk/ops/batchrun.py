@@ -13,9 +13,9 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from s3bulk.keys import KeyBlock
 from s3bulk.ops.items import Item
 from s3bulk.report import Counted, Outcomes
+from s3bulk.report.keylog import KeyBlock
 
 
 @dataclass(frozen=True, slots=True)

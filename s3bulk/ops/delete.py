@@ -10,11 +10,11 @@ from concurrent.futures import Future
 from typing import Any
 
 from s3bulk.errors import ErrorKind, classify, error_code, error_message
-from s3bulk.keys import KeyLog
 from s3bulk.ops.items import Done, Item, naming_version, undo_entry, write_outcome
 from s3bulk.ops.rewind import WHAT as REWOUND
 from s3bulk.ops.rewind import current_state
 from s3bulk.report import Outcomes
+from s3bulk.report.keylog import KeyLog
 from s3bulk.store import KeyFailure, ObjectStore, StoreError, xml_safe
 
 MAX_KEYS = 1000

@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterator
 from typing import IO
 
 from s3bulk.job import Job
-from s3bulk.listing import iter_objects, lister
 from s3bulk.ops.delete import MAX_KEYS as DELETE_BATCH
 from s3bulk.ops.delete import delete_keys
 from s3bulk.report import Tally
-from s3bulk.selection import KeyMapper, Selector
+from s3bulk.source.listing import iter_objects, lister
+from s3bulk.source.selection import KeyMapper, Selector
 from s3bulk.store import ObjectInfo, ObjectStore
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from s3bulk.job import Job, relays
-from s3bulk.keys import KeyLog, KeyRecord
+from s3bulk.report.keylog import KeyLog, KeyRecord
 from s3bulk.store import UNKNOWN_SIZE, ObjectHead, ObjectInfo
 
 

@@ -29,9 +29,9 @@ from urllib.parse import quote_plus
 from s3bulk.bodies.budget import MemoryBudget
 from s3bulk.bodies.reader import PREFETCH, RANGE_SIZE, open_object
 from s3bulk.bodies.writer import ObjectWriter, write_stream
+from s3bulk.breakers.outage import EndpointUnreachable
 from s3bulk.errors import ErrorKind, PermanentFailure, classify, error_code, error_message
 from s3bulk.job import MAX_KEY_BYTES, Destination, Job, JobError, Process
-from s3bulk.outage import EndpointUnreachable
 from s3bulk.store import UNKNOWN_SIZE, ObjectHead, ObjectInfo, ObjectStore
 
 RESULT_LIMIT = 1024  # characters of a result string kept in the per-key log

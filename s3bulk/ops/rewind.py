@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from s3bulk.ops.copies import CopySettings, copy_in_place
 from s3bulk.ops.executor import BoundedExecutor
-from s3bulk.selection import as_it_was, hides
+from s3bulk.source.selection import as_it_was, hides
 from s3bulk.store import ObjectInfo, ObjectStore, StoreError
 
 # The undo journal's `what` for a rewound key: before is the version that was current ("" for none), after what

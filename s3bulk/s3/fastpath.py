@@ -30,8 +30,8 @@ from urllib.parse import quote, urlsplit
 from xml.etree import ElementTree
 from xml.sax.saxutils import escape
 
+from s3bulk.breakers.outage import OutageBreaker
 from s3bulk.errors import ErrorKind, classify
-from s3bulk.outage import OutageBreaker
 from s3bulk.s3.keytext import key_reader
 from s3bulk.s3.leanhttp import NO_ANSWER, LeanPools, no_answer_code, no_answer_message
 from s3bulk.s3.ratecontrol import THROTTLE_CODES, RateControl
@@ -122,7 +122,7 @@ class FastS3:
     Without `regions`, everything goes to the client's own Region, as before.
 
     Every attempt tells `breaker` whether its endpoint answered; once it trips, no attempt is sent
-    and a backoff pause ends at once (s3bulk/outage.py).
+    and a backoff pause ends at once (s3bulk/breakers/outage.py).
     """
 
     def __init__(

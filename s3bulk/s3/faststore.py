@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 from botocore.utils import get_environ_proxies
 
-from s3bulk.outage import OutageBreaker
+from s3bulk.breakers.outage import OutageBreaker
 from s3bulk.s3.clients import S3Clients
 from s3bulk.s3.fastpath import FastS3
 from s3bulk.s3.keyorder import check_marked

@@ -13,7 +13,7 @@ from urllib.parse import quote, urlsplit
 from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, HTTPClientError, ReadTimeoutError, ResponseStreamingError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
-from s3bulk.outage import OutageBreaker
+from s3bulk.breakers.outage import OutageBreaker
 from s3bulk.s3.keyorder import KeyOrder, check_marked
 from s3bulk.s3.keytext import check_sent, key_reader
 from s3bulk.s3.params import PARAMS, apply_carry, content_md5, encryption_of, grant_headers, request_headers, version_param
@@ -105,7 +105,7 @@ class S3Store:
     BucketRegions copies what it learned into the shared cache. Without `regions`,
     every call uses `client`, as before.
 
-    `breaker` (s3bulk/outage.py) hears how every attempt went, on both request paths, and
+    `breaker` (s3bulk/breakers/outage.py) hears how every attempt went, on both request paths, and
     keeps a call going while its endpoint does not answer, until the endpoint answers or the
     breaker trips; scoped views share it.
     """

@@ -21,8 +21,8 @@ from typing import Any
 
 from botocore.httpchecksum import BaseChecksum, Crc32Checksum, CrtCrc32cChecksum, CrtCrc64NvmeChecksum, Sha1Checksum, Sha256Checksum
 
+from s3bulk.breakers.outage import OutageBreaker
 from s3bulk.job import MAX_KEY_BYTES
-from s3bulk.outage import OutageBreaker
 from s3bulk.store import (
     Body,
     Carried,

@@ -46,7 +46,7 @@ def test_the_lister_asset_vendors_the_pinned_arm64_pyarrow_pruned_and_fits_lambd
     [orc] = (lister_asset / "pyarrow").glob("_orc.cpython-311-aarch64-linux-gnu.so")
     assert orc.is_file()
     assert not [p for p in (lister_asset / "pyarrow").iterdir() if "flight" in p.name or p.name in {"include", "tests"}]
-    assert (lister_asset / "botocore").is_dir() and (lister_asset / "s3bulk" / "columnar.py").is_file()
+    assert (lister_asset / "botocore").is_dir() and (lister_asset / "s3bulk" / "source" / "columnar.py").is_file()
     assert _size(lister_asset) < LAMBDA_UNZIPPED_LIMIT
     # The worker's asset is the functions' asset as before: no columnar reader, tens of MB smaller.
     assert not (worker_asset / "pyarrow").exists()

@@ -33,7 +33,7 @@ import hashlib, json, sys, time
 import pyarrow.orc, pyarrow.parquet  # loaded before the baseline: the reader's memory is what is measured
 from s3bulk.job import parse_job
 from s3bulk.local.server import ACCESS_KEY, SECRET_KEY
-from s3bulk.manifest import ManifestReader
+from s3bulk.source.manifest import ManifestReader
 from s3bulk.s3.clients import ClientSettings, make_s3_client
 from s3bulk.s3.stores import S3Store
 store = S3Store(make_s3_client(ClientSettings(endpoint_url=sys.argv[1], access_key=ACCESS_KEY, secret_key=SECRET_KEY), 4))

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from s3bulk.job import parse_job
-from s3bulk.keys import JsonlKeyLog, KeyRecord
 from s3bulk.ops.batch import BatchRunner
 from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.ops.items import Item
 from s3bulk.report import BatchTally, Counted, Tally
+from s3bulk.report.keylog import JsonlKeyLog, KeyRecord
 from s3bulk.store import StoreError
 from s3bulk.testing.memstore import MemoryStore
 

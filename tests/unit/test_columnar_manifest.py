@@ -16,9 +16,9 @@ import pyarrow.orc as orc
 import pyarrow.parquet as pq
 import pytest
 
-from s3bulk import columnar
 from s3bulk.job import JobError, parse_job
-from s3bulk.manifest import ManifestError, ManifestReader
+from s3bulk.source import columnar
+from s3bulk.source.manifest import ManifestError, ManifestReader
 from s3bulk.store import StoreError
 from s3bulk.testing.memstore import MemoryStore
 from tests.unit.test_manifest import SPECIAL, job, run

@@ -10,9 +10,9 @@ import pytest
 from s3bulk.aws.allowlist import AllowList
 from s3bulk.aws.validation import validate
 from s3bulk.job import JobError, parse_job
-from s3bulk.listing import iter_objects
 from s3bulk.local.engine import Engine
 from s3bulk.local.run import guard_deletes
+from s3bulk.source.listing import iter_objects
 from s3bulk.testing.memstore import MemoryStore
 
 

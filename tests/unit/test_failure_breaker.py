@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from s3bulk.breaker import EXIT_BREAKER, tripped
+from s3bulk.breakers.failure import EXIT_BREAKER, tripped
 from s3bulk.job import FailureBreaker, JobError, parse_job
 from s3bulk.local.interrupt import Interrupt
 from s3bulk.local.ledger import LocalLedger

@@ -132,8 +132,14 @@ ALLOWED = {
 }
 
 
+# The shared core: the package root's modules and these packages, which both runtimes use.
+CORE = {"job", "source", "report", "breakers"}
+
+
 def _layer(module: str) -> str:
     parts = module.split(".")
+    if len(parts) > 1 and parts[1] in CORE:
+        return "root"
     if module in {"s3bulk.cli", "s3bulk.__main__"}:  # the command and its entry point
         return "cli"
     if module.startswith("s3bulk.testing.stack"):

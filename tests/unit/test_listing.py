@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from s3bulk.listing import batched, iter_objects
+from s3bulk.source.listing import batched, iter_objects
+from s3bulk.source.sync import join
 from s3bulk.store import ObjectInfo
-from s3bulk.sync import join
 from s3bulk.testing.memstore import MemoryStore
 
 

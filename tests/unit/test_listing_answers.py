@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from s3bulk.listing import AsOfView, VersionsView
 from s3bulk.s3 import fastpath
 from s3bulk.s3.clients import ClientSettings, make_s3_client
 from s3bulk.s3.faststore import FastS3Store
 from s3bulk.s3.keyorder import KeyOrder, check_marked
 from s3bulk.s3.keytext import check_sent
 from s3bulk.s3.versionorder import in_s3s_order, merge_versions
+from s3bulk.source.listing import AsOfView, VersionsView
 from s3bulk.store import ListPage, ObjectInfo, RequestOptions, StoreError, version_token
 
 EP = "http://127.0.0.1:9"

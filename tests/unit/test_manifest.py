@@ -16,7 +16,7 @@ from s3bulk.job import JobError, parse_job
 from s3bulk.local.engine import Engine
 from s3bulk.local.ledger import BatchEntry, LocalLedger
 from s3bulk.local.plan import make_plan
-from s3bulk.manifest import ManifestError, ManifestReader
+from s3bulk.source.manifest import ManifestError, ManifestReader
 from s3bulk.testing.memstore import MemoryStore
 
 # Keys a CSV can only carry URL-encoded: separators, quotes, spaces, pluses, percent signs, newlines, non-ASCII.

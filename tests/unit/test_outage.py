@@ -15,15 +15,15 @@ from botocore.awsrequest import AWSResponse, HTTPHeaders
 from botocore.exceptions import ClientError, ConnectionClosedError, ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
 from botocore.exceptions import SSLError as BotoSSLError
 
+from s3bulk.breakers.outage import EndpointUnreachable, Outage, OutageBreaker, unreachable
 from s3bulk.job import parse_job
-from s3bulk.keys import JsonlKeyLog
 from s3bulk.local.engine import Engine
 from s3bulk.local.ledger import LocalLedger
 from s3bulk.ops.batch import BatchRunner, part_pool
 from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.ops.items import Item
-from s3bulk.outage import EndpointUnreachable, Outage, OutageBreaker, unreachable
 from s3bulk.report import Tally
+from s3bulk.report.keylog import JsonlKeyLog
 from s3bulk.s3 import fastpath, leanhttp, stores
 from s3bulk.s3.clients import ClientSettings, make_s3_client
 from s3bulk.s3.faststore import FastS3Store

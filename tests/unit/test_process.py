@@ -14,7 +14,6 @@ from s3bulk import PermanentFailure, TemporaryFailure
 from s3bulk.aws.invoke import FunctionFailed, invoke_with
 from s3bulk.cli import main
 from s3bulk.job import JobError, parse_job
-from s3bulk.keys import JsonlKeyLog
 from s3bulk.ops.batch import BatchRunner
 from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.ops.items import Item
@@ -29,7 +28,8 @@ from s3bulk.ops.process import (
     read_response,
 )
 from s3bulk.report import Tally
-from s3bulk.selection import key_mapper
+from s3bulk.report.keylog import JsonlKeyLog
+from s3bulk.source.selection import key_mapper
 from s3bulk.store import ObjectInfo, StoreError
 from s3bulk.testing.memstore import MemoryStore
 

@@ -14,8 +14,8 @@ from s3bulk.aws.allowlist import AllowList
 from s3bulk.aws.validation import validate
 from s3bulk.cli.remote import holds_for_confirmation
 from s3bulk.job import JobError, Manifest, parse_job
-from s3bulk.manifest import ManifestReader
-from s3bulk.retry import Failed, failed_objects, manifest_rows, refused_rows, retry_job
+from s3bulk.job.retry import Failed, failed_objects, manifest_rows, refused_rows, retry_job
+from s3bulk.source.manifest import ManifestReader
 from s3bulk.testing.memstore import MemoryStore
 
 

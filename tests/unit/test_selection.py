@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from s3bulk.job import Destination, Source
-from s3bulk.selection import KeyMapper, Selector
+from s3bulk.source.selection import KeyMapper, Selector
 from s3bulk.store import ObjectInfo
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from s3bulk.listing import Shard, below, iter_objects, list_shard_page, plan_ranges
+from s3bulk.source.listing import Shard, below, iter_objects, list_shard_page, plan_ranges
 from s3bulk.store import ListPage
 from s3bulk.testing.memstore import MemoryStore
 

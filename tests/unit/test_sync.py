@@ -11,8 +11,8 @@ import pytest
 from s3bulk.aws.messages import BatchMessage, pack
 from s3bulk.job import JobError, parse_job
 from s3bulk.local.engine import Engine
+from s3bulk.source.sync import unchanged
 from s3bulk.store import ObjectInfo
-from s3bulk.sync import unchanged
 from s3bulk.testing.memstore import MemoryStore
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

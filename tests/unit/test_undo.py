@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from s3bulk.job import JobError, parse_job
-from s3bulk.keys import KeyRecord
 from s3bulk.local.engine import Engine
 from s3bulk.local.undo import lines_backwards, undo_log
+from s3bulk.report.keylog import KeyRecord
 from s3bulk.store import Encryption
 from s3bulk.testing.memstore import MemoryStore
 

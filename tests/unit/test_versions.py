@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 
 from s3bulk.job import JobError, parse_job
-from s3bulk.listing import VersionsView, iter_objects, iter_objects_parallel
 from s3bulk.local.engine import Engine
 from s3bulk.local.plan import make_plan
 from s3bulk.ops.copies import CopySettings
 from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.ops.versions import copy_history
+from s3bulk.source.listing import VersionsView, iter_objects, iter_objects_parallel
 from s3bulk.store import StoreError
 from s3bulk.testing.memstore import MemoryStore
 

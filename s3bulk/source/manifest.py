@@ -3,7 +3,7 @@
 Formats follow S3 Batch Operations, so a manifest made for it works here unchanged:
 - csv: rows of bucket,key[,version_id] with URL-encoded keys (plain or gzip).
 - inventory: an S3 Inventory manifest.json whose CSV (gzip), ORC or Parquet data files hold the rows.
-- jsonl, parquet: object lists as Step Functions' Distributed Map reads them (columnar files: s3bulk/columnar.py).
+- jsonl, parquet: object lists as Step Functions' Distributed Map reads them (columnar files: s3bulk/source/columnar.py).
 
 Everything streams: one data file is open at a time and rows are yielded as the CSV
 reader produces them, so a manifest of any size costs no memory. A row that cannot be
@@ -25,8 +25,8 @@ from datetime import datetime
 from typing import Any, Protocol
 from urllib.parse import quote_plus, unquote_plus
 
-from s3bulk import columnar
 from s3bulk.job import MAX_KEY_BYTES, Manifest, Source
+from s3bulk.source import columnar
 from s3bulk.store import UNKNOWN_SIZE, ObjectHead, ObjectInfo, ObjectStore, StoreError, quoted_etag
 
 # manifest.json is small (a list of data files); refuse anything that is clearly not one.

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from s3bulk.outage import Outage
+from s3bulk.breakers.outage import Outage
 
 SHOWN_FAILURES = 20
 # report.json lists at most this many failures (with the count of each error code); the rest are in a JSONL beside it.

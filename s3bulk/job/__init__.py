@@ -593,7 +593,7 @@ class SetEncryption(_Strict):
 
 class FailureBreaker(_Strict):
     """Stop a job whose objects fail systematically (a destination that refuses every write, a source of archived
-    objects) before it fails them all: S3 Batch Operations' rule, more than half of at least 1,000 (s3bulk/breaker.py)."""
+    objects) before it fails them all: S3 Batch Operations' rule, more than half of at least 1,000 (s3bulk/breakers/failure.py)."""
 
     after: int = Field(1000, ge=1, description="Objects that must have finished before the breaker may trip.")
     rate: float = Field(0.5, gt=0, le=1, description="The share of finished objects that must have failed (more than this) to trip it.")
