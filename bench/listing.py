@@ -17,7 +17,7 @@ from bench.toxiproxy import Toxiproxy, build
 from s3bulk.local.server import ACCESS_KEY, SECRET_KEY, SeaweedServer
 from s3bulk.s3.clients import ClientSettings, make_s3_client
 from s3bulk.s3.faststore import FastS3Store
-from s3bulk.source.listing import iter_objects_parallel
+from s3bulk.source.shards import iter_objects_parallel
 
 
 def rate(endpoint: str, prefix: str, workers: int, keys: int, runs: int) -> list[float]:

@@ -5,11 +5,11 @@
     python -m bench.listing_shards --store plan     # the plan alone on 0.3, 10 and 123 M generated keys: probes, balance
 
 Each K is timed from the plan to the last shard's last page. The plan comes from two planners:
-  stack       lister.plan_step itself (listing.plan_ranges: the first page its own range, the rest cut by
+  stack       lister.plan_step itself (shards.plan_ranges: the first page its own range, the rest cut by
               plan_shards from the first page's last key, at most K ranges), called with a stub ledger that
               records the ranges it would write;
   even        K ranges of equal key counts, cut at known keys: the ceiling any planner could reach.
-Each shard is paged by its own thread (one lister Lambda) with listing.list_shard_page and its own
+Each shard is paged by its own thread (one lister Lambda) with shards.list_shard_page and its own
 store, and every run checks that the shards together listed every key exactly once.
 
 Two stores: SeaweedFS behind toxiproxy (+latency-ms per request, half each way), with a nested
@@ -46,7 +46,7 @@ from s3bulk.job import parse_job
 from s3bulk.local.server import ACCESS_KEY, SECRET_KEY, SeaweedServer
 from s3bulk.s3.clients import ClientSettings, make_s3_client
 from s3bulk.s3.faststore import FastS3Store
-from s3bulk.source.listing import Shard, list_shard_page, plan_ranges
+from s3bulk.source.shards import Shard, list_shard_page, plan_ranges
 from s3bulk.store import ListPage, ObjectStore, RequestOptions
 
 Ranges = list[tuple[str, str | None]]

@@ -22,9 +22,10 @@ from s3bulk.aws.ledger import DynamoLedger
 from s3bulk.aws.lister import LIST_MARGIN_S, MANIFEST_PAGE, ListOutcome, selected_rows
 from s3bulk.aws.steps import OpenSide, TimeLeft, job_stores
 from s3bulk.job import Job, JobError
-from s3bulk.source.listing import Shard, list_shard_page, lister
+from s3bulk.source.listing import lister
 from s3bulk.source.manifest import ManifestReader
 from s3bulk.source.selection import GUARDED_OPS, Selector, deletes
+from s3bulk.source.shards import Shard, list_shard_page
 from s3bulk.store import ObjectStore
 
 

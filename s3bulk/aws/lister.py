@@ -21,9 +21,10 @@ from s3bulk.ops.rewind import check_history
 from s3bulk.ops.versions import check_versioned
 from s3bulk.report import Tally
 from s3bulk.report.keylog import JsonlKeyLog, KeyRecord
-from s3bulk.source.listing import Shard, iter_objects, list_shard_page, lister, plan_ranges
+from s3bulk.source.listing import iter_objects, lister
 from s3bulk.source.manifest import MIN_CSV_SHARD_BYTES, ManifestReader, Row
 from s3bulk.source.selection import KeyMapper, Selector, deletes, key_mapper
+from s3bulk.source.shards import Shard, list_shard_page, plan_ranges
 from s3bulk.source.sync import decide, join
 from s3bulk.store import UNKNOWN_SIZE, ObjectInfo, ObjectStore, StoreError
 
@@ -51,7 +52,7 @@ def plan_step(
 ) -> list[int]:
     """Split the source into key ranges listed in parallel, once per job (a retried plan returns the first one).
 
-    listing.plan_ranges cuts it with the engine's key-space probing (one-key probes find
+    shards.plan_ranges cuts it with the engine's key-space probing (one-key probes find
     where keys share a prefix and cut at the next character), so nested and flat keyspaces
     both split. Any cut points cover the keys exactly once (each range starts after the
     previous one ends); the probes only decide balance. An inventory manifest splits by

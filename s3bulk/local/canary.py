@@ -1,6 +1,6 @@
 """A canary (options.canary, `--canary N`): the job on a sample of objects first, each one checked, then stop.
 
-The sample is spread over the whole key range: listing.plan_ranges cuts the selection into
+The sample is spread over the whole key range: shards.plan_ranges cuts the selection into
 N ranges of about equal size with a few probes, and the first selected object of each range
 is taken (a manifest gives its first N selected rows). The engine works the sample like any
 batch and the ledger remembers it, so `s3bulk run --resume` lists the whole selection and
@@ -25,9 +25,10 @@ from s3bulk.job import Job
 from s3bulk.ops.items import Item
 from s3bulk.ops.verify import verify_object
 from s3bulk.ops.versions import key_versions
-from s3bulk.source.listing import list_shard_page, lister, plan_ranges
+from s3bulk.source.listing import lister
 from s3bulk.source.manifest import ManifestReader
 from s3bulk.source.selection import Selector, key_mapper
+from s3bulk.source.shards import list_shard_page, plan_ranges
 from s3bulk.store import ObjectInfo, ObjectStore, StoreError
 
 # Pages read from each range when there are fewer ranges than objects to sample (a small selection: the

@@ -32,9 +32,10 @@ from s3bulk.ops.rewind import check_history
 from s3bulk.ops.versions import check_versioned
 from s3bulk.report import BatchTally, Counted, Report, Tally, job_status
 from s3bulk.report.keylog import JsonlKeyLog
-from s3bulk.source.listing import batched, iter_objects, iter_objects_parallel, lister
+from s3bulk.source.listing import batched, iter_objects, lister
 from s3bulk.source.manifest import ManifestError, ManifestReader
 from s3bulk.source.selection import GUARDED_OPS, Selector, deletes, key_mapper
+from s3bulk.source.shards import iter_objects_parallel
 from s3bulk.source.sync import Joined, decide, join
 from s3bulk.store import UNKNOWN_SIZE, ObjectInfo, ObjectStore, StoreError
 

@@ -115,7 +115,8 @@ def test_delete_by_prefix_leaves_lookalike_keys(client: Any, bucket_factory: Cal
 def test_parallel_listing_matches_serial_listing_on_the_server(
     client: Any, bucket_factory: Callable[[Any, str], str], request_path: str
 ) -> None:
-    from s3bulk.source.listing import iter_objects, iter_objects_parallel
+    from s3bulk.source.listing import iter_objects
+    from s3bulk.source.shards import iter_objects_parallel
 
     bucket = bucket_factory(client, "list")
     seed(client, bucket)

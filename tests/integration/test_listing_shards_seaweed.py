@@ -14,7 +14,8 @@ import pytest
 from s3bulk.local.demo import Seed, put_seeds
 from s3bulk.s3.faststore import FastS3Store
 from s3bulk.s3.stores import S3Store
-from s3bulk.source.listing import Shard, iter_objects, list_shard_page, plan_ranges
+from s3bulk.source.listing import iter_objects
+from s3bulk.source.shards import Shard, list_shard_page, plan_ranges
 from s3bulk.store import StoreError
 from tests.integration.conftest import client_for
 

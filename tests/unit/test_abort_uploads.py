@@ -13,7 +13,8 @@ from s3bulk.cli.remote import holds_for_confirmation
 from s3bulk.job import JobError, parse_job
 from s3bulk.local.engine import Engine
 from s3bulk.local.plan import load_prices, make_plan, s3_cost, storage_saved
-from s3bulk.source.listing import Shard, UploadsView, iter_objects, list_shard_page, plan_ranges
+from s3bulk.source.listing import UploadsView, iter_objects
+from s3bulk.source.shards import Shard, list_shard_page, plan_ranges
 from s3bulk.store import StoreError
 from s3bulk.testing.memstore import MemoryStore
 

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from s3bulk.source.listing import iter_objects, iter_objects_parallel, plan_shards
+from s3bulk.source.listing import iter_objects
+from s3bulk.source.shards import iter_objects_parallel, plan_shards
 from s3bulk.store import ListPage, StoreError
 from s3bulk.testing.memstore import MemoryStore
 

@@ -1,6 +1,6 @@
 """The stack's sharded listing covers the keys exactly once: for any key set, the shards' union is the serial listing.
 
-The shards come from listing.plan_ranges (what PlanListing records), or from arbitrary cut points, including cut points that
+The shards come from shards.plan_ranges (what PlanListing records), or from arbitrary cut points, including cut points that
 are keys, empty ranges and unicode; each shard is paged through `list_shard_page` as a
 lister does, resuming from its cursor page by page. The same holds on a store that reads
 start-after the way SeaweedFS does, and the planned ranges are of about equal size.
@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from s3bulk.source.listing import Shard, below, iter_objects, list_shard_page, plan_ranges
+from s3bulk.source.listing import iter_objects
+from s3bulk.source.shards import Shard, below, list_shard_page, plan_ranges
 from s3bulk.store import ListPage
 from s3bulk.testing.memstore import MemoryStore
 

@@ -13,7 +13,8 @@ from s3bulk.local.plan import make_plan
 from s3bulk.ops.copies import CopySettings
 from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.ops.versions import copy_history
-from s3bulk.source.listing import VersionsView, iter_objects, iter_objects_parallel
+from s3bulk.source.listing import VersionsView, iter_objects
+from s3bulk.source.shards import iter_objects_parallel
 from s3bulk.store import StoreError
 from s3bulk.testing.memstore import MemoryStore
 
