@@ -9,7 +9,8 @@ import pytest
 from botocore.stub import Stubber
 
 from s3bulk.s3.clients import ClientSettings, make_s3_client
-from s3bulk.s3.stores import LISTING_ATTEMPTS, S3Store
+from s3bulk.s3.storebase import LISTING_ATTEMPTS
+from s3bulk.s3.stores import S3Store
 from s3bulk.store import StoreError
 
 VALID = {"IsTruncated": False, "Name": "b", "Prefix": "", "KeyCount": 1, "Contents": [{"Key": "k", "Size": 1, "ETag": '"e"'}]}

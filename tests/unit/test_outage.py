@@ -24,7 +24,7 @@ from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.ops.items import Item
 from s3bulk.report import Tally
 from s3bulk.report.keylog import JsonlKeyLog
-from s3bulk.s3 import fastpath, leanhttp, stores
+from s3bulk.s3 import fastpath, leanhttp, storebase
 from s3bulk.s3.clients import ClientSettings, make_s3_client
 from s3bulk.s3.faststore import FastS3Store
 from s3bulk.s3.stores import S3Store
@@ -92,8 +92,8 @@ def test_botocore_and_urllib3_errors_without_an_answer_are_what_the_transports_r
         ReadTimeoutError(endpoint_url=url),
         BotoSSLError(endpoint_url=url, error=ssl.SSLError(1, "certificate verify failed")),
     ]
-    assert all(isinstance(e, stores.NO_ANSWER) for e in boto)
-    assert not isinstance(ClientError({"Error": {"Code": "AccessDenied"}}, "CopyObject"), stores.NO_ANSWER)
+    assert all(isinstance(e, storebase.NO_ANSWER) for e in boto)
+    assert not isinstance(ClientError({"Error": {"Code": "AccessDenied"}}, "CopyObject"), storebase.NO_ANSWER)
     conn = urllib3.connection.HTTPConnection("127.0.0.1", 9)
     refused = urllib3.exceptions.NewConnectionError(conn, "Failed to establish a new connection: [Errno 111] Connection refused")
     dns = urllib3.exceptions.NameResolutionError("nowhere.invalid", conn, socket.gaierror(-2, "unknown"))
