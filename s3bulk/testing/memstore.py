@@ -6,34 +6,21 @@ CopySourceIfMatch, per-key DeleteObjects errors) and lets tests inject faults.
 
 from __future__ import annotations
 
-import base64
 import bisect
-import copy
-import hashlib
-import itertools
 import json
-import threading
-import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from botocore.httpchecksum import BaseChecksum, Crc32Checksum, CrtCrc32cChecksum, CrtCrc64NvmeChecksum, Sha1Checksum, Sha256Checksum
-
-from s3bulk.breakers.outage import OutageBreaker
-from s3bulk.job import MAX_KEY_BYTES
 from s3bulk.store import (
     Body,
     Carried,
-    CopiedPart,
     Encryption,
     KeyFailure,
-    ListedPart,
     ListPage,
     ObjectHead,
     ObjectInfo,
-    RequestOptions,
     StoreError,
     crc32_header,
     upload_markers,
@@ -41,113 +28,12 @@ from s3bulk.store import (
     version_token,
     xml_safe,
 )
-
-Fault = Callable[[str, str, str], StoreError | None]
-"""Called as fault(operation, bucket, key); a returned error is raised (or reported per key)."""
-
-
-@dataclass(slots=True)
-class _Obj:
-    body: bytes | None  # None: a synthetic object that has only a size (bench)
-    size: int
-    etag: str
-    last_modified: datetime
-    content_type: str = "binary/octet-stream"
-    metadata: dict[str, str] = field(default_factory=dict)
-    tags: dict[str, str] = field(default_factory=dict)
-    storage_class: str = "STANDARD"
-    restore: tuple[int, str] | None = None  # (days, tier) of a requested restore
-    checksum: str = ""  # "ALGORITHM:value"; a copy keeps it, as S3 does for a full-object checksum of the same bytes
-    retention: tuple[str, datetime] | None = None  # Object Lock (mode, retain until)
-    legal_hold: str = "OFF"
-    acl: str = "private"
-    encryption: Encryption | None = None
+from s3bulk.testing.membase import ARCHIVED, MEM_OWNER, _check_crc32, _check_retention, _checksum, _md5, _Obj
+from s3bulk.testing.memuploads import MemoryUploads
 
 
-ARCHIVED = frozenset({"GLACIER", "DEEP_ARCHIVE"})
-MEM_OWNER = "0123456789abcdef" * 4  # the canonical user id every fake object belongs to
-
-
-def _check_retention(carry: Carried) -> None:
-    """S3 refuses a retain-until date in the past on a copy or an upload."""
-    if carry.retention is not None and carry.retention[1] <= datetime.now(UTC):
-        raise StoreError("InvalidArgument", "The retain until date must be in the future!", 400)
-
-
-def _check_crc32(body: Body | None, crc32: int | None) -> None:
-    """Refuse a body whose CRC32 is not the one sent, as S3 does (BadDigest)."""
-    if body is not None and crc32 is not None and zlib.crc32(body) != crc32:
-        raise StoreError("BadDigest", "The CRC32 you specified did not match the calculated checksum.", 400)
-
-
-@dataclass(slots=True)
-class _Upload:
-    bucket: str
-    key: str
-    head: ObjectHead
-    tags: dict[str, str]
-    storage_class: str
-    checksum_algorithm: str = ""
-    encryption: Encryption | None = None
-    acl: str = "private"
-    carry: Carried | None = None
-    parts: dict[int, tuple[bytes | None, int, str]] = field(default_factory=dict)
-    initiated: datetime = field(default_factory=lambda: datetime.now(UTC))
-
-
-_CHECKSUMS: dict[str, type[BaseChecksum]] = {
-    "CRC32": Crc32Checksum,
-    "CRC32C": CrtCrc32cChecksum,
-    "CRC64NVME": CrtCrc64NvmeChecksum,
-    "SHA1": Sha1Checksum,
-    "SHA256": Sha256Checksum,
-}
-
-
-def _checksum(algorithm: str, body: bytes) -> str:
-    """The "ALGORITHM:value" S3 keeps, computed as S3 does (botocore's checksums, awscrt's CRC32C and CRC64NVME)."""
-    computing = _CHECKSUMS[algorithm]()
-    computing.update(body)
-    return f"{algorithm}:{computing.b64digest()}"
-
-
-def _composite(algorithm: str, part_checksums: Sequence[str]) -> str:
-    """A multipart object's checksum as S3 writes a composite one: a checksum of the parts' checksums, then "-N"."""
-    joined = b"".join(base64.b64decode(c.split(":", 1)[1]) for c in part_checksums)
-    return f"{_checksum(algorithm, joined)}-{len(part_checksums)}"
-
-
-def _md5(body: Body) -> str:
-    return '"' + hashlib.md5(body, usedforsecurity=False).hexdigest() + '"'
-
-
-class MemoryStore:
+class MemoryStore(MemoryUploads):
     """Thread-safe; `calls` counts requests by operation so tests can prove e.g. 'no HEAD per small object'."""
-
-    def __init__(self, page_size: int = 1000) -> None:
-        self.page_size = page_size
-        self.read_chunk = 1024 * 1024  # GetObject body chunk size (small in tests of chunk boundaries)
-        self.faults: list[Fault] = []
-        # Nothing here fails to answer; a fault may raise outage.EndpointUnreachable to act out a tripped breaker.
-        self.breaker = OutageBreaker()
-        self.owners: dict[str, str] = {}  # bucket -> owning account, checked against ExpectedBucketOwner
-        self.requester_pays: set[str] = set()  # buckets that refuse requests without RequestPayer
-        # bucket -> its default encryption, which a copy or an upload that names none gets (as S3 does)
-        self.bucket_encryption: dict[str, Encryption] = {}  # bucket -> its default encryption
-        self.aws = True  # False: a store like SeaweedFS's, where UpdateObjectEncryption is not S3's (never sent)
-        self.now: Callable[[], datetime] = lambda: datetime.now(UTC)  # the time a copy, upload or delete marker gets
-        self._marker_times: dict[tuple[str, str, str], datetime] = {}  # (bucket, key, version) -> a delete marker's
-        # bucket -> its Object Ownership; every bucket has ACLs disabled unless set here, as new S3 buckets do
-        self.ownership: dict[str, str] = {}
-        self.opts = RequestOptions()
-        self.calls: dict[str, int] = {}
-        self._buckets: dict[str, dict[str, _Obj]] = {}
-        self._sorted: dict[str, list[str] | None] = {}
-        self._uploads: dict[str, _Upload] = {}
-        self._ids = itertools.count(1)
-        self._lock = threading.RLock()
-        # Versioned buckets (enable_versioning): every version of each key, oldest first; None is a delete marker.
-        self._history: dict[str, dict[str, list[tuple[str, _Obj | None]]]] = {}
 
     # -- seeding and inspection (test side) --------------------------------------------------
     def create_bucket(self, bucket: str) -> None:
@@ -268,10 +154,6 @@ class MemoryStore:
         with self._lock:
             self._bucket(bucket)
             return self.ownership.get(bucket, "BucketOwnerEnforced")
-
-    def _new_acl(self, policy: Mapping[str, Any] | None) -> str:
-        """A written object's ACL: the grants the request names, else its canned ACL, else private."""
-        return json.dumps(dict(policy), sort_keys=True) if policy is not None else self.opts.acl or "private"
 
     def bucket_versioning(self, bucket: str) -> str:
         self._count("GetBucketVersioning")
@@ -602,152 +484,6 @@ class MemoryStore:
             )
             return _md5(body)
 
-    def upload_part(self, bucket: str, key: str, upload_id: str, part_number: int, body: Body, *, crc32: int | None = None) -> str:
-        self._count("UploadPart")
-        self._fault("UploadPart", bucket, key)
-        _check_crc32(body, crc32)
-        with self._lock:
-            upload = self._uploads.get(upload_id)
-            if upload is None:
-                raise StoreError("NoSuchUpload", "The specified upload does not exist", 404)
-            etag = _md5(body)
-            upload.parts[part_number] = (bytes(body), len(body), etag)
-            return etag
-
-    def create_multipart_upload(
-        self,
-        bucket: str,
-        key: str,
-        head: ObjectHead,
-        tags: dict[str, str],
-        *,
-        storage_class: str | None = None,
-        crc32: bool = False,
-        checksum_algorithm: str = "",
-        carry: Carried | None = None,
-    ) -> str:
-        self._count("CreateMultipartUpload")
-        self._fault("PutObject", bucket, key)
-        self._check_key(key)
-        with self._lock:
-            self._bucket(bucket)
-            upload_id = f"upload-{next(self._ids)}"
-            carry = carry or Carried()
-            _check_retention(carry)
-            sse = carry.encryption or self.bucket_encryption.get(bucket)
-            # crc32: the writer's FULL_OBJECT CRC32 upload (as S3Store asks for it), whose parts ListParts lists with theirs.
-            alg = checksum_algorithm or ("CRC32" if crc32 else "")
-            self._uploads[upload_id] = _Upload(
-                bucket, key, head, dict(tags), storage_class or "STANDARD", alg, sse, self._new_acl(carry.grants), carry
-            )
-            return upload_id
-
-    def upload_part_copy(
-        self,
-        src_bucket: str,
-        src_key: str,
-        dst_bucket: str,
-        dst_key: str,
-        upload_id: str,
-        part_number: int,
-        first_byte: int,
-        last_byte: int,
-        if_match: str,
-        *,
-        src_version: str = "",
-    ) -> CopiedPart:
-        self._count("UploadPartCopy")
-        self._fault("UploadPartCopy", src_bucket, src_key)
-        self._fault("UploadPart", dst_bucket, dst_key)
-        src = self._get(src_bucket, src_key, src_version)
-        if src.etag != if_match:
-            raise StoreError("PreconditionFailed", "At least one of the pre-conditions you specified did not hold", 412)
-        with self._lock:
-            upload = self._uploads.get(upload_id)
-            if upload is None:
-                raise StoreError("NoSuchUpload", "The specified upload does not exist", 404)
-            chunk = None if src.body is None else src.body[first_byte : last_byte + 1]
-            etag = _md5(chunk if chunk is not None else f"{src_key}:{first_byte}".encode())
-            upload.parts[part_number] = (chunk, last_byte - first_byte + 1, etag)
-            alg = upload.checksum_algorithm
-            return CopiedPart(etag, _checksum(alg, chunk if chunk is not None else etag.encode()) if alg else "")
-
-    def complete_multipart_upload(
-        self,
-        bucket: str,
-        key: str,
-        upload_id: str,
-        part_etags: Sequence[str],
-        *,
-        part_crc32s: Sequence[int] = (),
-        crc32: int | None = None,
-        part_checksums: Sequence[str] = (),
-    ) -> str:
-        self._count("CompleteMultipartUpload")
-        self._fault("CompleteMultipartUpload", bucket, key)
-        with self._lock:
-            upload = self._uploads[upload_id]
-            parts = [upload.parts[n] for n in range(1, len(part_etags) + 1)]
-            if [p[2] for p in parts] != list(part_etags):
-                raise StoreError("InvalidPart", "One or more of the specified parts could not be found", 400)
-            alg = upload.checksum_algorithm
-            if alg == "CRC32" and part_crc32s and not part_checksums:  # the writer gives its parts' CRC-32s as numbers
-                part_checksums = [
-                    f"CRC32:{crc32_header(crc)}" if p[0] is None or crc == zlib.crc32(p[0]) else ""
-                    for p, crc in zip(parts, part_crc32s, strict=False)
-                ]
-            if alg and (len(part_checksums) != len(parts) or not all(c.startswith(f"{alg}:") for c in part_checksums)):
-                raise StoreError("InvalidRequest", f"The upload was created using a {alg} checksum; give each part's", 400)
-            synthetic = any(p[0] is None for p in parts)
-            body = None if synthetic else b"".join(p[0] or b"" for p in parts)
-            if body is not None:
-                _check_crc32(body, crc32)  # FULL_OBJECT: the server checks the whole object's CRC32; the upload stays open
-            del self._uploads[upload_id]
-            digest = hashlib.md5(b"".join(bytes.fromhex(e.strip('"')) for e in part_etags), usedforsecurity=False)
-            etag = f'"{digest.hexdigest()}-{len(parts)}"'
-            head = upload.head
-            self._set(
-                bucket,
-                key,
-                _Obj(
-                    body,
-                    sum(p[1] for p in parts),
-                    etag,
-                    self.now(),
-                    head.content_type or "binary/octet-stream",
-                    dict(head.metadata),
-                    upload.tags,
-                    upload.storage_class,
-                    checksum=f"CRC32:{crc32_header(crc32)}" if crc32 is not None else _composite(alg, part_checksums) if alg else "",
-                    encryption=upload.encryption,
-                    acl=upload.acl,
-                    retention=upload.carry.retention if upload.carry else None,
-                    legal_hold="ON" if upload.carry and upload.carry.legal_hold else "OFF",
-                ),
-            )
-            return etag
-
-    def list_parts(self, bucket: str, key: str, upload_id: str) -> list[ListedPart]:
-        self._count("ListParts")
-        with self._lock:
-            upload = self._uploads.get(upload_id)
-            if upload is None:
-                raise StoreError("NoSuchUpload", "The specified upload does not exist", 404)
-            alg = upload.checksum_algorithm
-            return [
-                ListedPart(n, etag, size, _checksum(alg, chunk if chunk is not None else etag.encode()) if alg else "")
-                for n, (chunk, size, etag) in sorted(upload.parts.items())
-            ]
-
-    def abort_multipart_upload(self, bucket: str, key: str, upload_id: str) -> None:
-        self._count("AbortMultipartUpload")
-        self._fault("AbortMultipartUpload", bucket, key)
-        with self._lock:
-            upload = self._uploads.get(upload_id)
-            if upload is None or (upload.bucket, upload.key) != (bucket, key):  # as S3 answers an upload already gone
-                raise StoreError("NoSuchUpload", "The specified upload does not exist", 404)
-            del self._uploads[upload_id]
-
     def delete_objects(self, bucket: str, keys: Sequence[str], version_ids: Sequence[str] = ()) -> list[KeyFailure]:
         self._count("DeleteObjects")
         if len(keys) > 1000:
@@ -772,110 +508,3 @@ class MemoryStore:
             if err is not None:
                 raise err
             self._remove(bucket, key, version_id)
-
-    @property
-    def open_uploads(self) -> int:
-        with self._lock:
-            return len(self._uploads)
-
-    # -- internals --------------------------------------------------------------------------
-    def _count(self, op: str) -> None:
-        with self._lock:
-            self.calls[op] = self.calls.get(op, 0) + 1
-
-    def scoped(self, options: RequestOptions) -> MemoryStore:
-        if options == self.opts:
-            return self
-        view = copy.copy(self)  # shares every bucket, lock and counter
-        view.opts = options
-        return view
-
-    def _fault_for(self, op: str, bucket: str, key: str) -> StoreError | None:
-        expected = self.opts.owner(bucket)
-        if expected is not None and self.owners.get(bucket) != expected:
-            return StoreError("AccessDenied", f"bucket {bucket} is not owned by account {expected}", 403)
-        if bucket in self.requester_pays and not self.opts.requester_pays:
-            return StoreError("AccessDenied", f"bucket {bucket} is requester-pays; set options.requester_pays", 403)
-        for fault in self.faults:
-            err = fault(op, bucket, key)
-            if err is not None:
-                return err
-        return None
-
-    def _fault(self, op: str, bucket: str, key: str) -> None:
-        err = self._fault_for(op, bucket, key)
-        if err is not None:
-            raise err
-
-    def _bucket(self, bucket: str) -> dict[str, _Obj]:
-        try:
-            return self._buckets[bucket]
-        except KeyError:
-            raise StoreError("NoSuchBucket", f"The specified bucket does not exist: {bucket}", 404) from None
-
-    def _keys(self, bucket: str) -> list[str]:
-        keys = self._sorted.get(bucket)
-        if keys is None:
-            keys = sorted(self._bucket(bucket))  # str order == UTF-8 byte order, as S3 lists
-            self._sorted[bucket] = keys
-        return keys
-
-    def _get(self, bucket: str, key: str, version_id: str = "") -> _Obj:
-        with self._lock:
-            if version_id:
-                found = [o for v, o in self._history.get(bucket, {}).get(key, []) if v == version_id]
-                if not found:
-                    raise StoreError("NoSuchVersion", "The specified version does not exist.", 404)
-                if found[0] is None:
-                    raise StoreError("MethodNotAllowed", "The specified method is not allowed against this resource.", 405)
-                return found[0]
-            obj = self._bucket(bucket).get(key)
-        if obj is None:
-            raise StoreError("NoSuchKey", "The specified key does not exist.", 404)
-        return obj
-
-    def _set(self, bucket: str, key: str, obj: _Obj) -> None:
-        """A write: the key's current object, and in a versioned bucket its newest version."""
-        self._bucket(bucket)[key] = obj
-        self._sorted[bucket] = None
-        if bucket in self._history:
-            self._history[bucket].setdefault(key, []).append((f"v{next(self._ids):08d}", obj))
-
-    def _remove(self, bucket: str, key: str, version_id: str) -> None:
-        """A delete: of the current object (a delete marker in a versioned bucket), or of one version for good."""
-        objects = self._bucket(bucket)
-        self._sorted[bucket] = None
-        history = self._history.get(bucket)
-        if history is None:
-            objects.pop(key, None)
-            return
-        if not version_id:
-            objects.pop(key, None)
-            marker = f"v{next(self._ids):08d}"
-            history.setdefault(key, []).append((marker, None))
-            self._marker_times[(bucket, key, marker)] = self.now()
-            return
-        versions = [(v, o) for v, o in history.get(key, []) if v != version_id]
-        if versions:
-            history[key] = versions
-        else:
-            history.pop(key, None)
-        newest = versions[-1][1] if versions else None
-        if newest is None:
-            objects.pop(key, None)
-        else:
-            objects[key] = newest
-
-    def _locked(self, bucket: str, key: str, version_id: str) -> StoreError | None:
-        """Object Lock refuses to delete a version under retention or legal hold (a delete marker is always allowed)."""
-        if not version_id:
-            return None
-        found = [o for v, o in self._history.get(bucket, {}).get(key, []) if v == version_id and o is not None]
-        if found and (found[0].legal_hold == "ON" or (found[0].retention is not None and found[0].retention[1] > datetime.now(UTC))):
-            return StoreError("AccessDenied", "Access Denied because object protected by object lock.", 403)
-        return None
-
-    @staticmethod
-    def _check_key(key: str) -> None:
-        if len(key.encode("utf-8")) > MAX_KEY_BYTES:
-            raise StoreError("KeyTooLongError", "Your key is too long", 400)
