@@ -1,6 +1,6 @@
 """Copy throughput of the engine by worker-thread count, on an embedded SeaweedFS.
 
-Why: the default concurrency (s3bulk.ops.batch.DEFAULT_CONCURRENCY) must come from
+Why: the default concurrency (s3bulk.ops.pools.DEFAULT_CONCURRENCY) must come from
 a measurement on the machine class we run on, not a guess. Each setting copies
 the same seeded objects into a fresh prefix; the median of --runs is reported
 with min-max.
@@ -24,7 +24,7 @@ from s3bulk.job import parse_job
 from s3bulk.local.demo import Seed, put_seeds
 from s3bulk.local.engine import Engine
 from s3bulk.local.server import ACCESS_KEY, SECRET_KEY, SeaweedServer
-from s3bulk.ops.batch import connections_needed
+from s3bulk.ops.pools import connections_needed
 from s3bulk.s3.clients import ClientSettings, make_s3_client
 from s3bulk.s3.faststore import FastS3Store
 from s3bulk.s3.stores import S3Store

@@ -27,7 +27,7 @@ from s3bulk.aws.worker import HARD_MARGIN_S, OUTAGE_STOP_S, WORK_MARGIN_S, Worke
 from s3bulk.bodies.malloc import pin_mmap_threshold
 from s3bulk.bodies.memory import MiB, WorkerSize, body_budget_mb
 from s3bulk.job import Destination, Process, Source
-from s3bulk.ops.batch import DEFAULT_CONCURRENCY, connections_needed
+from s3bulk.ops.pools import DEFAULT_CONCURRENCY, connections_needed
 from s3bulk.ops.process import ProcessCode, load_code
 from s3bulk.s3.clients import ClientSettings, S3Clients, for_side, make_client, make_s3_client
 from s3bulk.s3.faststore import open_store

@@ -22,10 +22,11 @@ from s3bulk.breakers.failure import THROTTLING, Trip, over, ranked
 from s3bulk.breakers.outage import EndpointUnreachable
 from s3bulk.errors import error_code, error_message
 from s3bulk.job import Job, JobError, Process
-from s3bulk.ops.batch import BatchRunner, part_pool
+from s3bulk.ops.batch import BatchRunner
 from s3bulk.ops.batchrun import Frozen
 from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.ops.items import Item
+from s3bulk.ops.pools import part_pool
 from s3bulk.ops.process import ProcessCode, Processor, make_processor
 from s3bulk.report import Tally
 from s3bulk.report.keylog import JsonlKeyLog

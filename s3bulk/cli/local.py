@@ -27,8 +27,8 @@ from s3bulk.local.progress import human_bytes
 from s3bulk.local.retry import retry_failed
 from s3bulk.local.run import execute
 from s3bulk.local.undo import undo_log
-from s3bulk.ops.batch import connections_needed
 from s3bulk.ops.extraneous import empty_source_message, first_selected
+from s3bulk.ops.pools import connections_needed
 from s3bulk.ops.process import ProcessCode, load_code
 from s3bulk.s3.clients import ClientSettings, S3Clients, for_side, has_credentials
 from s3bulk.s3.faststore import open_store

@@ -16,7 +16,7 @@ from s3bulk.job import MiB, load_job
 from s3bulk.local.engine import resolve_concurrency
 from s3bulk.local.run import execute
 from s3bulk.local.server import ACCESS_KEY, SECRET_KEY, SeaweedServer
-from s3bulk.ops.batch import connections_needed
+from s3bulk.ops.pools import connections_needed
 from s3bulk.s3.clients import ClientSettings, make_s3_client
 from s3bulk.s3.faststore import FastS3Store
 

@@ -22,11 +22,12 @@ from s3bulk.job import Job, new_job_id, request_options
 from s3bulk.job.retry import version_failed
 from s3bulk.local.interrupt import Interrupt, Interrupted
 from s3bulk.local.ledger import REDO_BATCH, BatchEntry, LocalLedger
-from s3bulk.ops.batch import DEFAULT_CONCURRENCY, BatchRunner, part_pool
+from s3bulk.ops.batch import BatchRunner
 from s3bulk.ops.delete import delete_batch
 from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.ops.extraneous import Extraneous, empty_source_message
 from s3bulk.ops.items import Item
+from s3bulk.ops.pools import DEFAULT_CONCURRENCY, part_pool
 from s3bulk.ops.process import ProcessCode, make_processor
 from s3bulk.ops.rewind import check_history
 from s3bulk.ops.versions import check_versioned

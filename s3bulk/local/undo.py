@@ -23,10 +23,10 @@ from typing import IO, Any
 from s3bulk.errors import error_code, error_message
 from s3bulk.job import JobError, Options
 from s3bulk.ops.acl import AclsEnabled, acl_doc
-from s3bulk.ops.batch import part_pool
 from s3bulk.ops.copies import CopySettings, copy_in_place
 from s3bulk.ops.encryption import already, encryption_doc, encryption_from_doc, set_encryption
 from s3bulk.ops.lock import retention_doc
+from s3bulk.ops.pools import part_pool
 from s3bulk.ops.rewind import WHAT as REWOUND
 from s3bulk.ops.rewind import current_state, restore_state
 from s3bulk.store import ObjectStore

@@ -19,9 +19,10 @@ from s3bulk.breakers.outage import EndpointUnreachable, Outage, OutageBreaker, u
 from s3bulk.job import parse_job
 from s3bulk.local.engine import Engine
 from s3bulk.local.ledger import LocalLedger
-from s3bulk.ops.batch import BatchRunner, part_pool
+from s3bulk.ops.batch import BatchRunner
 from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.ops.items import Item
+from s3bulk.ops.pools import part_pool
 from s3bulk.report import Tally
 from s3bulk.report.keylog import JsonlKeyLog
 from s3bulk.s3 import fastpath, leanhttp, storebase

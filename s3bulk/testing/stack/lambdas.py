@@ -205,3 +205,28 @@ def function_error(exc: Exception) -> bytes:
     """The payload Lambda returns for an unhandled exception; Step Functions takes errorType as the error name."""
     tb = traceback.format_exception(exc)
     return json.dumps({"errorType": getattr(exc, "error_type", type(exc).__name__), "errorMessage": str(exc), "stackTrace": tb}).encode()
+
+
+# Lambda's limit on an asynchronous (Event) invocation's payload.
+ASYNC_PAYLOAD_BYTES = 256 * 1024
+# Lambda retries an asynchronous invocation that raised or timed out twice, then drops it (or sends it to a DLQ).
+ASYNC_RETRIES = 2
+
+
+def asynchronously(fn: Function, event: Any, closed: threading.Event) -> threading.Thread:
+    """An asynchronous invocation as Lambda runs it: later, on its own, waiting for concurrency, retried twice on error;
+    none starts once the stack is `closed`."""
+
+    def run() -> None:
+        for _ in range(1 + ASYNC_RETRIES):
+            if closed.is_set():
+                return
+            try:
+                fn.invoke(event, asynchronous=True)
+                return
+            except Exception:  # noqa: BLE001 - counted in fn.errors; Lambda tries the event again
+                continue
+
+    thread = threading.Thread(target=run, name=f"async-{fn.name}", daemon=True)
+    thread.start()
+    return thread

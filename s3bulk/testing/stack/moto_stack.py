@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import os
@@ -10,7 +9,6 @@ import sys
 import threading
 import time
 import uuid
-import zlib
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -20,21 +18,15 @@ from typing import Any, cast
 from unittest import mock
 
 import boto3
-from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.awslambda_simple.models import LambdaSimpleBackend
 from moto.core.botocore_stubber import BotocoreStubber
 from moto.core.models import DEFAULT_ACCOUNT_ID
-from moto.core.responses import ActionResult
 from moto.events.models import EventPattern
 from moto.s3.responses import S3Response
-from moto.stepfunctions.parser.api import HistoryEventType
-from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import CustomErrorName
-from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import FailureEvent
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_sfn import StateTaskServiceSfn
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.state_task_lambda import StateTaskLambda
-from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 from moto.stepfunctions.responses import StepFunctionResponse
 
 from s3bulk.aws.history import HISTORY_LIMIT
@@ -46,8 +38,9 @@ from s3bulk.testing.stack.fastpath import through_moto as fast_path_through_moto
 from s3bulk.testing.stack.faults import Faults, hook_dynamo_clients
 from s3bulk.testing.stack.iam import IamGate
 from s3bulk.testing.stack.kms import MotoKms
-from s3bulk.testing.stack.lambdas import Concurrency, Function, Throttled, function_error
+from s3bulk.testing.stack.lambdas import ASYNC_PAYLOAD_BYTES, Concurrency, Function, Throttled, asynchronously, function_error
 from s3bulk.testing.stack.limits import Limits, inline_maps_over_concurrency
+from s3bulk.testing.stack.motofixes import bytes_bodies, lambda_service_error, parts_with_checksums, sfn_api_names
 from s3bulk.testing.stack.partitions import Partitions
 
 REPO = Path(__file__).resolve().parents[3]
@@ -104,103 +97,6 @@ class Execution:
 
     def entered(self) -> list[str]:
         return [e["stateEnteredEventDetails"]["name"] for e in self.events if "stateEnteredEventDetails" in e]
-
-
-def _parts_with_checksums(serialized: Callable[..., Any]) -> Callable[..., Any]:
-    """S3's ListParts gives each part's checksum (ChecksumCRC32) when its upload was created with a checksum algorithm;
-    moto's leaves it out. Added here from the part's bytes, as S3 computes it, so a paused relay can take its upload up
-    again as it would on AWS (its CRC-32s make the object's whole one)."""
-
-    def serialize(self: S3Response, result: Any) -> Any:
-        if self.data.get("Action") == "ListParts" and isinstance(result, ActionResult) and isinstance(result.result, dict):
-            upload = self.backend.get_bucket(self.bucket_name).multiparts.get(self._get_param("uploadId"))
-            if upload is not None and upload.metadata.get("x-amz-checksum-algorithm") == "CRC32":
-                for part in result.result.get("Parts", []):
-                    value = upload.parts[int(part["PartNumber"])].value
-                    part["ChecksumCRC32"] = base64.b64encode(zlib.crc32(value).to_bytes(4, "big")).decode()
-        return serialized(self, result)
-
-    return serialize
-
-
-def _bytes_bodies(stub: Callable[..., Any]) -> Callable[..., Any]:
-    """botocore sends a bytearray body (the writer's parts) as is over HTTP; in-process moto hands the body to werkzeug,
-    which takes bytes only. The copy is made here, in the harness, not in the code under test.
-
-    In-process moto's DynamoDB and S3 backends are not thread-safe: two concurrent ADDs to one counter item can lose
-    one (a batch's marker written, its count not), and an object overwritten while another thread reads it fails
-    with "I/O operation on closed file". DynamoDB and S3 apply each request atomically, so their requests are
-    answered one at a time, as the handler tests do. Neither service's requests call back into a Lambda, so this
-    lock is never held across an invocation.
-    """
-    atomic = threading.Lock()
-
-    def call(self: BotocoreStubber, event_name: str, request: Any, **kwargs: Any) -> Any:
-        if isinstance(request.body, bytearray | memoryview):
-            request.body = bytes(request.body)
-        if ".dynamodb." in event_name or ".s3." in event_name:
-            with atomic:
-                return stub(self, event_name, request, **kwargs)
-        return stub(self, event_name, request, **kwargs)
-
-    return call
-
-
-# Lambda's limit on an asynchronous (Event) invocation's payload.
-ASYNC_PAYLOAD_BYTES = 256 * 1024
-# Lambda retries an asynchronous invocation that raised or timed out twice, then drops it (or sends it to a DLQ).
-ASYNC_RETRIES = 2
-
-
-def asynchronously(fn: Function, event: Any, closed: threading.Event) -> threading.Thread:
-    """An asynchronous invocation as Lambda runs it: later, on its own, waiting for concurrency, retried twice on error;
-    none starts once the stack is `closed`."""
-
-    def run() -> None:
-        for _ in range(1 + ASYNC_RETRIES):
-            if closed.is_set():
-                return
-            try:
-                fn.invoke(event, asynchronous=True)
-                return
-            except Exception:  # noqa: BLE001 - counted in fn.errors; Lambda tries the event again
-                continue
-
-    thread = threading.Thread(target=run, name=f"async-{fn.name}", daemon=True)
-    thread.start()
-    return thread
-
-
-def _sfn_api_names(original: Callable[..., None]) -> Callable[..., None]:
-    """Step Functions' own integration (arn:aws:states:::states:startExecution) takes the API's parameters in
-    PascalCase (StateMachineArn, Input, Name) and calls the API with them; moto 5.2 hands them to boto3 as they are,
-    so StartExecution is sent without its stateMachineArn. The API's names, as AWS maps them."""
-
-    def normalise(self: Any, parameters: dict[str, Any], *args: Any, **kwargs: Any) -> None:
-        original(self, parameters, *args, **kwargs)
-        for key in [k for k in parameters if k[:1].isupper()]:
-            parameters[key[0].lower() + key[1:]] = parameters.pop(key)
-
-    return normalise
-
-
-def _lambda_service_error(real: Callable[..., FailureEvent]) -> Callable[..., FailureEvent]:
-    """A task whose Invoke itself is refused fails as `Lambda.<code>` (Lambda.TooManyRequestsException when throttled),
-    as on AWS and as the stack's retriers expect; moto's interpreter (5.2) names every such error "Exception"."""
-
-    def from_error(self: StateTaskLambda, env: Any, ex: Exception) -> FailureEvent:
-        if not isinstance(ex, ClientError):
-            return real(self, env, ex)
-        error = f"Lambda.{ex.response['Error']['Code']}"
-        details = {"error": error, "cause": str(ex.response["Error"].get("Message", ""))}
-        return FailureEvent(
-            env=env,
-            error_name=CustomErrorName(error),
-            event_type=HistoryEventType.LambdaFunctionFailed,
-            event_details=cast(EventDetails, {"lambdaFunctionFailedEventDetails": details}),
-        )
-
-    return from_error
 
 
 class StackOnMoto:
@@ -294,8 +190,8 @@ class StackOnMoto:
             self._stack.enter_context(mock.patch.dict(os.environ, self.runtime_env))
             os.environ.pop("AWS_PROFILE", None)
             self._stack.enter_context(mock_aws(config={"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}))
-            self._stack.enter_context(mock.patch.object(BotocoreStubber, "__call__", _bytes_bodies(BotocoreStubber.__call__)))
-            self._stack.enter_context(mock.patch.object(S3Response, "serialized", _parts_with_checksums(S3Response.serialized)))
+            self._stack.enter_context(mock.patch.object(BotocoreStubber, "__call__", bytes_bodies(BotocoreStubber.__call__)))
+            self._stack.enter_context(mock.patch.object(S3Response, "serialized", parts_with_checksums(S3Response.serialized)))
             self.s3 = boto3.client("s3", region_name=REGION)
             self.sqs = boto3.client("sqs", region_name=REGION)
             self.ddb = boto3.client("dynamodb", region_name=REGION)
@@ -327,9 +223,9 @@ class StackOnMoto:
             self._stack.enter_context(
                 mock.patch.object(lambda_eval_utils, "execute_lambda_function_integration", self._no_task_after_stop())
             )
-            self._stack.enter_context(mock.patch.object(StateTaskLambda, "_from_error", _lambda_service_error(StateTaskLambda._from_error)))
+            self._stack.enter_context(mock.patch.object(StateTaskLambda, "_from_error", lambda_service_error(StateTaskLambda._from_error)))
             self._stack.enter_context(
-                mock.patch.object(StateTaskServiceSfn, "_normalise_parameters", _sfn_api_names(StateTaskServiceSfn._normalise_parameters))
+                mock.patch.object(StateTaskServiceSfn, "_normalise_parameters", sfn_api_names(StateTaskServiceSfn._normalise_parameters))
             )
             if self.faults.dynamo is not None:
                 self._stack.enter_context(hook_dynamo_clients(self.faults.dynamo))
