@@ -165,3 +165,25 @@ def test_a_local_run_loads_none_of_the_stacks_client_code() -> None:
     loaded = json.loads(out.stdout)
     assert "s3bulk.local.engine" in loaded  # the run's own modules were loaded
     assert [m for m in loaded if m.startswith(("s3bulk.aws.", "s3bulk.cli.remote", "s3bulk.local.demo"))] == []
+
+
+# A module past this many lines holds more than one concern: split it (docs/architecture.md names each part), or say
+# in its docstring why it stays whole ("one concern:" and the reason).
+MAX_LINES = 600
+# The package root holds the shared core's leaves; everything else lives in a package whose name says what it holds.
+MAX_ROOT_MODULES = 6
+
+
+def test_no_module_of_s3bulk_is_over_600_lines_unless_its_docstring_says_why() -> None:
+    over = []
+    for path in sorted((ROOT / "s3bulk").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if text.count("\n") > MAX_LINES and "one concern:" not in (ast.get_docstring(ast.parse(text)) or ""):
+            over.append(f"{path.relative_to(ROOT)}: {text.count(chr(10))} lines")
+    assert over == []
+
+
+def test_the_package_root_holds_at_most_six_modules() -> None:
+    modules = sorted(p.name for p in (ROOT / "s3bulk").glob("*.py") if p.name not in {"__init__.py", "__main__.py"})
+    assert len(modules) <= MAX_ROOT_MODULES, modules
+    assert {"store.py"} <= set(modules)  # the port stays at the root
