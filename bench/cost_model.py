@@ -19,6 +19,7 @@ from typing import Any
 
 from infra.config import MAX_INLINE_MAP, DeployConfig
 from s3bulk import metrics
+from s3bulk.aws.admission import STATUS_TTL_S
 from s3bulk.aws.ledger import (
     COUNTER_SHARDS,
     LISTER_COUNTERS,
@@ -32,7 +33,6 @@ from s3bulk.aws.ledger import (
 from s3bulk.aws.lister import LIST_MARGIN_S
 from s3bulk.aws.messages import pack
 from s3bulk.aws.reportbucket import KEY_LOG_TAG
-from s3bulk.aws.worker import STATUS_TTL_S
 from s3bulk.job import parse_job
 from s3bulk.report.keylog import KeyRecord
 from s3bulk.store import ObjectInfo

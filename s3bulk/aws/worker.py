@@ -9,10 +9,11 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from s3bulk.aws.admission import PAUSED, Admissions, NotStarted, Verdict
 from s3bulk.aws.allowlist import AllowList
 from s3bulk.aws.completion import Completion, notify_if_complete
 from s3bulk.aws.held import send_parked
-from s3bulk.aws.ledger import CANCELLED, CANCELLING, AtCapacity, BatchCounts, DynamoLedger, Progress, Room
+from s3bulk.aws.ledger import AtCapacity, BatchCounts, DynamoLedger, Progress, Room
 from s3bulk.aws.messages import BatchMessage
 from s3bulk.aws.queue import Returns
 from s3bulk.aws.reportbucket import ReportBucket
@@ -49,9 +50,8 @@ RETURN_NOT_STARTED_S = 2
 RETURN_BASE_S = 10
 RETURN_CAP_S = 300
 # A stopped job's batches wait for it to be submitted again, coming back this often (not every few seconds for days),
-# for at most STOPPED_KEEP_S: after that they are cancelled (reported JobStopped) so a forgotten job costs nothing more.
+# for at most STOPPED_KEEP_S (aws/admission.py): after that they are reported not done (JobStopped).
 RETURN_STOPPED_S = 900
-STOPPED_KEEP_S = 7 * 86400
 # How long workers hand batches back for an endpoint that gives no answer before the job is stopped (resumable).
 OUTAGE_STOP_S = 900.0
 
@@ -83,27 +83,13 @@ def return_delay(attempts: int, *, not_started: bool) -> int:
     return int(min(RETURN_CAP_S, RETURN_BASE_S * 2 ** max(0, attempts - 1)))
 
 
-# How long a worker container trusts the job status it read: a stopped job's queued batches are cancelled
-# within this long, for one small read per container per period (never one per batch on the job's item).
-STATUS_TTL_S = 30.0
 # The error code a stopped job's unworked objects are reported with.
 JOB_STOPPED = "JobStopped"
-# Statuses of a job stopped by an endpoint outage: its batches are kept (handed back uncounted), not cancelled.
-PAUSED = frozenset({"STOPPING", "STOPPED"})
-
-
-class NotStarted(RuntimeError):
-    """Too little time left to start this message; it comes back untouched."""
 
 
 class Waiting(NotStarted):
     """The job runs as many batches at once as its owner allowed (s3bulk tune JOB_ID --concurrency N) and there is no
     queue to park from (a worker built without one): the message comes back untouched."""
-
-
-# A container that found a job at its cap parks that job's next batches at once for this long: each costs its park and
-# one hold asked afterwards (for room freed meanwhile), not failed holds on CAP_TRIES lease shards first.
-CAP_RECHECK_S = 10.0
 
 
 # The code of the objects of a batch whose worker Lambda never finished it (see WorkerService.dead_lettered).
@@ -195,29 +181,11 @@ class WorkerService:
         self.clock = clock
         self.pool = BoundedExecutor(concurrency, name="s3bulk-worker")
         self.parts = part_pool()
-        self._jobs: dict[str, Job] = {}
-        self._status: dict[str, tuple[str, float]] = {}
-        self._failing: set[str] = set()  # jobs whose last batch counted here had failures (their status is read per batch)
-        self._epochs: dict[str, float] = {}  # the newest stop epoch each job's status was read after
-        self._full: dict[str, float] = {}  # jobs found at their cap, and when
+        # What each batch may do now (time, allow-list, duplicates, the cap, the job's status): asked once per batch.
+        self.admission = Admissions(ledger, allow, margin=margin, hands_on=returns is not None, clock=clock, wall=wall)
 
     def job(self, job_id: str) -> Job:
-        if job_id not in self._jobs:
-            self._jobs[job_id] = self.ledger.spec(job_id)
-        return self._jobs[job_id]
-
-    def status(self, job_id: str, stop_epoch: float = 0.0) -> str:
-        """The job's status as of at most STATUS_TTL_S ago; any other status than RUNNING is read afresh (a job may be
-        reopened), and so is that of a job whose last batch here failed objects: the failure breaker may have stopped
-        it, and a failing job must not go on failing batch after batch for the cache's lifetime. A `stop_epoch` (from
-        the batch's lease) newer than the last one seen means the job stopped since: read afresh, strongly consistent."""
-        status, at = self._status.get(job_id, ("", -STATUS_TTL_S))
-        stopped_since = stop_epoch > self._epochs.get(job_id, 0.0)
-        if status != "RUNNING" or self.clock() - at >= STATUS_TTL_S or job_id in self._failing or stopped_since:
-            status = self.ledger.status(job_id, consistent=stopped_since)
-            self._status[job_id] = (status, self.clock())
-            self._epochs[job_id] = max(stop_epoch, self._epochs.get(job_id, 0.0))
-        return status
+        return self.admission.job(job_id)
 
     def handle(self, msg: BatchMessage, attempts: int, receipt: str, time_left: TimeLeft) -> WorkOutcome:
         """One SQS record, by the queue's rules: work it, or hand it back soon, or on its last delivery dead-letter it.
@@ -252,32 +220,31 @@ class WorkerService:
             raise BatchReturned(exc, dead_lettered=counts) from exc
 
     def work(self, msg: BatchMessage, time_left: TimeLeft) -> WorkOutcome:
-        if time_left() < self.margin:
-            raise NotStarted(f"batch {msg.batch_id}: {time_left():.0f}s left, under the {self.margin:.0f}s margin")
-        job = self.job(msg.job_id)
-        self.allow.check(job)
-        marker = self.ledger.counted_batch(msg.job_id, msg.batch_id)
-        if marker is not None:
+        """Ask once what the batch may do (aws/admission.py), do that, and give its lease back."""
+        admitted = self.admission.admit(msg, time_left)
+        if admitted.verdict is Verdict.COUNTED:
+            marker = admitted.marker or {}
             if "child" in marker and self.returns is not None:
                 # The try that counted this batch handed its rest on; it may have ended before sending it (the
                 # child's id dedupes a second copy).
                 self.returns.requeue(str(marker["child"]["S"]))
             return WorkOutcome(BatchCounts(), counted=False)
-        # Held while this invocation works the batch: a stopped job's report waits until no one holds one, and a job
-        # its owner capped runs at most that many batches at once.
-        # A batch sent on from its parking (`lease`: where a release left room) asks the ledger whatever this container saw.
-        if msg.lease is None and self.clock() - self._full.get(msg.job_id, -CAP_RECHECK_S) < CAP_RECHECK_S:
-            return self._wait(msg, time_left, f"batch {msg.batch_id}: job {msg.job_id} was at its cap (s3bulk tune) moments ago")
-        holder = f"{msg.batch_id}~{uuid.uuid4().hex[:8]}"  # a try of its own: a duplicate delivery holds apart
+        if admitted.verdict is Verdict.AT_CAP:
+            return self._wait(msg, time_left, admitted.reason)
         try:
-            lease = self.ledger.hold(msg.job_id, holder, until=self.wall() + time_left() + 60, first=msg.lease)
-        except AtCapacity as exc:
-            self._full[msg.job_id] = self.clock()
-            return self._wait(msg, time_left, str(exc))
-        try:
-            return self._work_held(msg, job, time_left, lease.epoch)
+            if admitted.verdict is Verdict.CANCELLED:  # queued work is dropped, uncounted
+                if msg.resume:
+                    self._abort_uploads(msg)
+                return WorkOutcome(BatchCounts(), counted=False, cancelled=True)
+            if admitted.verdict is Verdict.PARK:
+                return self._park(msg)
+            if admitted.verdict is Verdict.HAND_BACK:
+                raise EndpointDown(f"job {msg.job_id} is stopped; its batches wait for s3bulk resume {msg.job_id}", stopped=True)
+            if admitted.verdict is Verdict.ENDED:
+                return self._cancel(msg, admitted.status)  # never submitted again: its batches drain, reported JobStopped
+            return self._run(msg, admitted.job, time_left)
         finally:
-            self._send_on(msg.job_id, self.ledger.release(msg.job_id, lease))
+            self._send_on(msg.job_id, self.admission.release(msg.job_id, admitted.lease))
 
     def _wait(self, msg: BatchMessage, time_left: TimeLeft, why: str) -> WorkOutcome:
         """A capped job's batch over its cap leaves the queue: parked (aws/held.py), it is sent on when a release leaves
@@ -293,31 +260,17 @@ class WorkerService:
             self._send_on(msg.job_id, self.ledger.release(msg.job_id, lease))
         return WorkOutcome(BatchCounts(), counted=False, parked=True)
 
-    def _send_on(self, job_id: str, room: Room) -> None:
+    def _send_on(self, job_id: str, room: Room | None) -> None:
         """A capped job's hold ended: its parked batches take the room it left (one Query when none is parked)."""
-        if self.returns is None or not room.capped or room.free <= 0:
+        if self.returns is None or room is None or not room.capped or room.free <= 0:
             return
         try:
             send_parked(job_id, room, ledger=self.ledger, reports=self.reports, send=self.returns.requeue)
         except Exception:  # noqa: BLE001 - the batch's own outcome stands; Progress's sweep sends them on (aws/held.py)
             return
 
-    def _work_held(self, msg: BatchMessage, job: Job, time_left: TimeLeft, epoch: float) -> WorkOutcome:
-        status = self.status(msg.job_id, epoch)
-        if status in (CANCELLING, CANCELLED):  # its owner cancelled it: queued work is dropped, uncounted
-            if msg.resume:
-                self._abort_uploads(msg)
-            return WorkOutcome(BatchCounts(), counted=False, cancelled=True)
-        if status in PAUSED:
-            if not msg.resume and self.returns is not None:
-                return self._park(msg)
-            # A batch with a paused multipart copy is handed back instead: the cancel of a job never resumed aborts its upload.
-            since = self.ledger.stopped_at(msg.job_id)
-            if since is None or self.wall() - since < STOPPED_KEEP_S:
-                raise EndpointDown(f"job {msg.job_id} is stopped; its batches wait for s3bulk resume {msg.job_id}", stopped=True)
-            return self._cancel(msg, status)  # never submitted again: its batches drain, reported JobStopped
-        if status != "RUNNING":
-            return self._cancel(msg, status)
+    def _run(self, msg: BatchMessage, job: Job, time_left: TimeLeft) -> WorkOutcome:
+        """Run an admitted batch: the runner, its child batch of what it could not finish, its count and completion."""
         attempt = uuid.uuid4().hex[:12]  # this try's parts are named by it; the ledger keeps the counted one's
         mapper = key_mapper(job)
         checks, uploads, strikes = msg.rechecks(), msg.uploads(), msg.strikes()
@@ -387,10 +340,7 @@ class WorkerService:
         counted = self.ledger.finish_batch(msg.job_id, msg.batch_id, counts, attempt=attempt, child=rest.encode() if rest else "")
         if counted and rest is not None and self.returns is not None:
             self.returns.requeue(rest.encode())  # after the count: a try that ends between the two is redelivered and sends it
-        if counts.failed > counts.throttled:
-            self._failing.add(msg.job_id)
-        else:
-            self._failing.discard(msg.job_id)
+        self.admission.failing(msg.job_id, counts.failed > counts.throttled)
         if counted:
             failing = counts.failed > counts.throttled  # the breaker weighs the job's counts: read them all, listing done or not
             progress = (
@@ -450,7 +400,7 @@ class WorkerService:
         top = ranked(codes)
         trip = Trip(finished, weighed, top, examples.get(top[0][0]) if top else None)
         if self.ledger.stop(job_id, trip.line(f"s3bulk resume {job_id}"), tripped=True):
-            self._status.pop(job_id, None)
+            self.admission.forget(job_id)
             if progress.token is not None and self.completion is not None:
                 self.completion.send(progress.token, job_id)
 
@@ -464,7 +414,7 @@ class WorkerService:
             return
         reason = f"{outage.outage.endpoint} gave no answer for {lasted:.0f} s: {outage.error}"
         if self.ledger.stop(job_id, reason):
-            self._status.pop(job_id, None)
+            self.admission.forget(job_id)
             token = self.ledger.progress(job_id).token
             if token is not None and self.completion is not None:
                 self.completion.send(token, job_id)

@@ -22,6 +22,7 @@ from functions.worker import handler as worker_handler
 from s3bulk.aws.ledger import RISE_SPACING_S, DynamoLedger
 from s3bulk.job import JobError, parse_job
 from s3bulk.local.engine import Engine
+from s3bulk.s3 import storebase
 from s3bulk.s3 import stores as s3store
 from s3bulk.s3.ratecontrol import RateControl
 from tests.integration.aws_harness import REGION, Context, create_queues, create_table, pump, receive, sqs_event
@@ -515,7 +516,7 @@ def _throttle_every(n: int) -> Callable[..., Any]:
 def test_workers_share_one_adaptive_rate_through_the_ledger(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> None:
     """A throttled worker publishes its cut; the next worker starts at it instead of storming the prefix."""
     clock = _SteppingClock()
-    monkeypatch.setattr(s3store, "RateControl", lambda: RateControl(clock=clock, sleep=clock.sleep))
+    monkeypatch.setattr(storebase, "RateControl", lambda: RateControl(clock=clock, sleep=clock.sleep))
     expected = seed(aws, 300)
     job_id = start(aws, adaptive_rate=True, batch_size=100)
     list_all(job_id)

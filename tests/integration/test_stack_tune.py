@@ -55,7 +55,7 @@ def test_a_job_capped_while_it_runs_works_at_most_that_many_batches_at_once_and_
     running: Counter[str] = Counter()
     peak: Counter[str] = Counter()
     lock = threading.Lock()
-    real_held = WorkerService._work_held
+    real_held = WorkerService._run
     real_work = WorkerService.work
     receives: Counter[str] = Counter()
 
@@ -80,7 +80,7 @@ def test_a_job_capped_while_it_runs_works_at_most_that_many_batches_at_once_and_
         time.sleep(0.1)  # batches last long enough to overlap
         return str(copy(self, *args, **kwargs))
 
-    monkeypatch.setattr(WorkerService, "_work_held", counted)
+    monkeypatch.setattr(WorkerService, "_run", counted)
     monkeypatch.setattr(WorkerService, "work", received)
     monkeypatch.setattr(FastS3Store, "copy_object", slow)
     with StackOnMoto(synthesize(CONTEXT), buckets=(SRC, DST), env=ENV, pollers=4) as stack:

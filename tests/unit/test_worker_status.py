@@ -7,11 +7,12 @@ from typing import Any, cast
 
 import pytest
 
+from s3bulk.aws.admission import STATUS_TTL_S, STOPPED_KEEP_S
 from s3bulk.aws.allowlist import AllowList
 from s3bulk.aws.ledger import BatchCounts, DynamoLedger, Lease, Progress, Room
 from s3bulk.aws.messages import BatchMessage
 from s3bulk.aws.reportbucket import ReportBucket
-from s3bulk.aws.worker import STATUS_TTL_S, STOPPED_KEEP_S, EndpointDown, WorkerService
+from s3bulk.aws.worker import EndpointDown, WorkerService
 from s3bulk.job import parse_job
 from s3bulk.testing.memstore import MemoryStore
 
@@ -53,35 +54,35 @@ def test_a_running_status_is_read_once_per_period_however_many_batches() -> None
     ledger, now = StatusLedger(), [100.0]
     worker = service(ledger, now)
     for _ in range(50):
-        assert worker.status("j") == "RUNNING"
+        assert worker.admission.status("j") == "RUNNING"
     assert ledger.reads == 1
     ledger.value = "FAILED"
     now[0] += STATUS_TTL_S - 0.1
-    assert worker.status("j") == "RUNNING"  # still trusted
+    assert worker.admission.status("j") == "RUNNING"  # still trusted
     now[0] += 0.1
-    assert worker.status("j") == "FAILED" and ledger.reads == 2
+    assert worker.admission.status("j") == "FAILED" and ledger.reads == 2
 
 
 def test_a_stop_newer_than_the_cached_status_is_seen_at_the_next_batch_not_after_the_cache_expires() -> None:
     ledger, now = StatusLedger(), [100.0]
     worker = service(ledger, now)
-    assert worker.status("j", 0.0) == "RUNNING" and ledger.reads == 1
+    assert worker.admission.status("j", 0.0) == "RUNNING" and ledger.reads == 1
     ledger.value = "STOPPING"
-    assert worker.status("j", 0.0) == "RUNNING"  # no stop seen on the lease: the cache is trusted
-    assert worker.status("j", 250.5) == "STOPPING"  # the batch's lease says the job stopped at 250.5: read afresh
+    assert worker.admission.status("j", 0.0) == "RUNNING"  # no stop seen on the lease: the cache is trusted
+    assert worker.admission.status("j", 250.5) == "STOPPING"  # the batch's lease says the job stopped at 250.5: read afresh
     assert (ledger.reads, ledger.consistent) == (2, 1)
     ledger.value = "RUNNING"  # resumed
-    assert worker.status("j", 250.5) == "RUNNING" and ledger.reads == 3  # not RUNNING before: read again, once
-    assert worker.status("j", 250.5) == "RUNNING" and ledger.reads == 3  # the same stop is not news twice
+    assert worker.admission.status("j", 250.5) == "RUNNING" and ledger.reads == 3  # not RUNNING before: read again, once
+    assert worker.admission.status("j", 250.5) == "RUNNING" and ledger.reads == 3  # the same stop is not news twice
 
 
 def test_a_stopped_status_is_read_afresh_so_a_reopened_job_is_worked_again_at_once() -> None:
     ledger, now = StatusLedger(), [0.0]
     worker = service(ledger, now)
     ledger.value = "FAILED"
-    assert worker.status("j") == "FAILED"
+    assert worker.admission.status("j") == "FAILED"
     ledger.value = "RUNNING"  # ReopenJob: the job was submitted again
-    assert worker.status("j") == "RUNNING"
+    assert worker.admission.status("j") == "RUNNING"
     assert ledger.reads == 2
 
 
