@@ -61,6 +61,7 @@ bench-relay-memory: $(VENV)/.dev
 
 schema: $(VENV)/.runtime
 	$(BIN)/s3bulk schema > docs/job.schema.json
+	$(BIN)/python -c 'from pathlib import Path; from s3bulk.job.fields import with_table; p = Path("docs/jobs.md"); p.write_text(with_table(p.read_text()))'
 
 # make synth CDK_ARGS="-c read_buckets=my-src,my-dst -c write_buckets=my-dst"
 synth: $(VENV)/.runtime

@@ -33,3 +33,13 @@ def test_the_report_statuses_readme_lists_are_exactly_those_the_status_rule_give
 def test_every_document_readme_links_exists() -> None:
     for target in re.findall(r"\]\(((?:docs|events)/[^)#]*)", README):
         assert (ROOT / target).exists(), target
+
+
+def test_docs_jobs_lists_every_field_of_the_schema_as_make_schema_writes_it() -> None:
+    from s3bulk.job.fields import fields_table, with_table
+
+    doc = (ROOT / "docs" / "jobs.md").read_text()
+    assert with_table(doc) == doc, "regenerate with: make schema"
+    table = fields_table()
+    for path in ("source.manifest.format", "options.max_delete", "destination.expected_owner", "tagging.mode"):
+        assert f"| `{path}` |" in table, path
