@@ -10,10 +10,13 @@ request, so a change there shows where the model must follow.
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
+import random
 import sys
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +35,7 @@ from s3bulk.aws.ledger import (
 )
 from s3bulk.aws.lister import LIST_MARGIN_S
 from s3bulk.aws.messages import pack
-from s3bulk.aws.reportbucket import KEY_LOG_TAG
+from s3bulk.aws.reportbucket import KEY_LOG_TAG, KEYS_GZIP_LEVEL
 from s3bulk.job import parse_job
 from s3bulk.report.keylog import KeyRecord
 from s3bulk.store import ObjectInfo
@@ -157,6 +160,22 @@ def held_per_day(batches: int) -> float:
 
 
 KEY_LOG_LINE_BYTES = key_log_line_bytes()
+
+
+def key_log_stored_bytes() -> float:
+    """A copied object's key-log line as the stack stores it: a part of KEYS_PER_MESSAGE lines, gzip'd as
+    reportbucket.put_keys does, per line; each object with an ETag of its own (random MD5s), so no line repeats another."""
+    rng = random.Random(7)
+    lines = []
+    start = datetime(2026, 11, 28, 10, 15, tzinfo=UTC)
+    for i in range(KEYS_PER_MESSAGE):
+        key, etag = f"{SAMPLE_KEY[:-15]}{i:010d}.json", '"' + rng.randbytes(16).hex() + '"'
+        record = KeyRecord(key, "succeeded", rng.randint(1, 1 << 20), etag, f"backup/{key}", etag)  # each of its own size
+        lines.append(record.line(SAMPLE_JOB_ID, "copy", start + timedelta(milliseconds=i * rng.randint(1, 40))))  # and moment
+    return len(gzip.compress("".join(lines).encode("utf-8"), KEYS_GZIP_LEVEL, mtime=0)) / KEYS_PER_MESSAGE
+
+
+KEY_LOG_STORED_BYTES = key_log_stored_bytes()
 
 # -- DynamoDB items (s3bulk/aws/ledger/), sized by DynamoDB's rules --------------------------------------------
 CURSOR_CHARS = 140  # a ListObjectsV2 continuation token, assumed
@@ -424,7 +443,7 @@ def job_items(
     reads = batches * per_batch_rru + 0.5 * status_reads + 2 * lister_calls + progress_calls * progress_rru(shards) + fixed_reads
 
     months = (keep_days + NONCURRENT_DAYS) / DAYS_PER_MONTH
-    key_log_gb = objects * KEY_LOG_LINE_BYTES / GB
+    key_log_gb = objects * KEY_LOG_STORED_BYTES / GB
     metric_hours = len(BATCH_METRICS) * math.ceil(seconds / 3600) + len(LISTER_METRICS) * math.ceil(list_seconds / 3600)
     log_gb = ((invocations + lister_calls + other_calls) * LOG_BYTES_PER_INVOCATION + transitions * LOG_BYTES_PER_TRANSITION) / GB
     # X-Ray only with -c tracing=true (off by default): then the execution's own trace too, its Lambda steps in it.
@@ -519,7 +538,7 @@ def job_items(
             key_log_gb * months,
             "GB-month",
             S3_GB_MONTH,
-            f"{key_log_gb:,.1f} GB ({KEY_LOG_LINE_BYTES} B a key) for {keep_days} + {NONCURRENT_DAYS} days (noncurrent)",
+            f"{key_log_gb:,.1f} GB ({KEY_LOG_STORED_BYTES:.0f} B a key, gzip'd) for {keep_days} + {NONCURRENT_DAYS} days (noncurrent)",
         ),
         LineItem(
             "S3 key-log tags",
@@ -800,8 +819,9 @@ def render_at_scale(cpu_ms: float) -> list[str]:
         "  (`put_failures`), and a try that lost the count to a duplicate empties both (2 PUTs). Each listing page that sends",
         "  batches first PUTs its intent (`put_intent`: what a lister that dies before its checkpoint sends again), and each",
         "  lister call GETs its shard's. Finalize writes report.json, failures.jsonl (one multipart part per 8 MiB of",
-        f"  failures) and its assembly state. A key-log line is {KEY_LOG_LINE_BYTES} B (`KeyRecord.line`), so a billion objects leave",
-        f"  {1e9 * KEY_LOG_LINE_BYTES / GB:,.0f} GB of key logs. The ExpireKeyLogs rule expires them after `-c keep_key_logs_days`",
+        f"  failures) and its assembly state. A key-log line is {KEY_LOG_LINE_BYTES} B (`KeyRecord.line`), stored gzip'd a part at a time",
+        f"  ({KEY_LOG_STORED_BYTES:.0f} B a line, `key_log_stored_bytes`), so a billion objects leave {1e9 * KEY_LOG_STORED_BYTES / GB:,.0f} GB of key logs",
+        f"  (they were {1e9 * KEY_LOG_LINE_BYTES / GB:,.0f} GB as plain lines). The ExpireKeyLogs rule expires them after `-c keep_key_logs_days`",
         f"  ({KEEP_KEY_LOGS_DAYS} by default), but the bucket is versioned: expiry leaves a delete marker, and the part is",
         f"  deleted {NONCURRENT_DAYS} days later by the noncurrent-version rule, so it is billed for {KEEP_KEY_LOGS_DAYS + NONCURRENT_DAYS} days,",
         "  and its tag with it ($0.01 per 10,000 tags a month).",

@@ -136,8 +136,12 @@ class Admissions:
         except AtCapacity as exc:
             self._full[msg.job_id] = self.clock()
             return Admission(Verdict.AT_CAP, job, reason=str(exc))
-        status = self.status(msg.job_id, lease.epoch)
-        return Admission(self._by_status(msg, status), job, lease, status)
+        try:
+            status = self.status(msg.job_id, lease.epoch)
+            return Admission(self._by_status(msg, status), job, lease, status)
+        except BaseException:  # a failed read: the lease is given back here, as no caller holds it yet
+            self.ledger.release(msg.job_id, lease)
+            raise
 
     def _by_status(self, msg: BatchMessage, status: str) -> Verdict:
         if status in (CANCELLING, CANCELLED):  # its owner cancelled it: queued work is dropped, uncounted

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gzip
 import io
 import json
 import tempfile
@@ -20,6 +21,10 @@ from s3bulk.report import FailureDigest, write_report
 CountedAttempts = Callable[[str, Sequence[str]], Mapping[str, str]]
 # Key-log parts carry this tag: S3 lifecycle filters take a prefix, not jobs/*/keys/, so the expiry rule matches the tag.
 KEY_LOG_TAG = "s3bulk-part=keys"
+# Key-log parts are gzip'd JSON lines: level 6 stores a copied object's 520-byte line in about 43 bytes (level 9: 41, at
+# twice the CPU; level 1: 47), so the key logs, once s3bulk's largest cost at scale, store at a twelfth.
+KEYS_SUFFIX = ".jsonl.gz"
+KEYS_GZIP_LEVEL = 6
 ATTEMPT = "~"  # a worker's part is named BATCH~ATTEMPT.jsonl; a lister's (rows, extraneous) has no attempt
 JSONL = "application/x-ndjson"
 
@@ -38,8 +43,8 @@ class ReportBucket:
         self.readers = readers  # parallel part reads; the client's pool also serves failures.jsonl's upload (4 more)
 
     @staticmethod
-    def _name(part: str, attempt: str) -> str:
-        return f"{part}{ATTEMPT}{attempt}.jsonl" if attempt else f"{part}.jsonl"
+    def _name(part: str, attempt: str, suffix: str = ".jsonl") -> str:
+        return f"{part}{ATTEMPT}{attempt}{suffix}" if attempt else f"{part}{suffix}"
 
     def put_failures(self, job_id: str, part: str, failures: Iterable[dict[str, str]], attempt: str = "") -> int:
         lines = [json.dumps(f, ensure_ascii=False) for f in failures]
@@ -51,15 +56,17 @@ class ReportBucket:
         return len(lines)
 
     def put_keys(self, job_id: str, part: str, lines: IO[str], attempt: str = "") -> None:
-        """The batch's per-key log part (docs/key-log.md), named by the try that wrote it."""
+        """The batch's per-key log part (docs/key-log.md), named by the try that wrote it: gzip'd JSON lines, about 43
+        bytes an object where the lines are 520 (bench/cost_model.py measures it), which Athena and DuckDB read as
+        they are (by the .gz name)."""
         lines.seek(0)
-        body = lines.read().encode("utf-8")
-        if body:
+        text = lines.read()
+        if text:
             self.client.put_object(
                 Bucket=self.bucket,
-                Key=f"jobs/{job_id}/keys/{self._name(part, attempt)}",
-                Body=body,
-                ContentType=JSONL,
+                Key=f"jobs/{job_id}/keys/{self._name(part, attempt, KEYS_SUFFIX)}",
+                Body=gzip.compress(text.encode("utf-8"), KEYS_GZIP_LEVEL, mtime=0),
+                ContentType="application/gzip",
                 Tagging=KEY_LOG_TAG,  # the bucket's lifecycle rule expires key-log parts by this tag (-c keep_key_logs_days)
             )
 
@@ -80,8 +87,8 @@ class ReportBucket:
         """A try that lost the count: its parts are emptied (best effort; the report skips them anyway). Emptied, not
         deleted, so a worker needs no delete permission anywhere a copy-only deployment does not grant one."""
         with contextlib.suppress(Exception):
-            for kind in ("failures", "keys"):
-                self.client.put_object(Bucket=self.bucket, Key=f"jobs/{job_id}/{kind}/{self._name(part, attempt)}", Body=b"")
+            for kind, suffix in (("failures", ".jsonl"), ("keys", KEYS_SUFFIX)):
+                self.client.put_object(Bucket=self.bucket, Key=f"jobs/{job_id}/{kind}/{self._name(part, attempt, suffix)}", Body=b"")
 
     # -- a stopped job's batches, parked here until its resume (aws/held.py) ------------------------
     def park(self, job_id: str, batch_id: str, body: str) -> None:
@@ -128,7 +135,10 @@ class ReportBucket:
         return self._read(key)
 
     def keys_part(self, job_id: str, part: str, attempt: str) -> bytes:
-        """A try's key-log part, empty when it wrote none."""
+        """A try's key-log part's lines, empty when it wrote none (or one written before parts were gzip'd, as is)."""
+        body = self._get(f"jobs/{job_id}/keys/{self._name(part, attempt, KEYS_SUFFIX)}")
+        if body:
+            return gzip.decompress(body)
         return self._get(f"jobs/{job_id}/keys/{self._name(part, attempt)}") or b""
 
     def iter_parts(

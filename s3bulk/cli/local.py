@@ -30,6 +30,7 @@ from s3bulk.local.undo import undo_log
 from s3bulk.ops.extraneous import empty_source_message, first_selected
 from s3bulk.ops.pools import connections_needed
 from s3bulk.ops.process import ProcessCode, load_code
+from s3bulk.report.keylog import open_for_append
 from s3bulk.s3.clients import ClientSettings, S3Clients, for_side, has_credentials
 from s3bulk.s3.faststore import open_store
 from s3bulk.s3.ratecontrol import RateControl
@@ -168,7 +169,7 @@ def _open_key_log(path: str | None, flag: str = "--key-log") -> IO[str] | None:
     if not path:
         return None
     try:
-        return open(path, "a", encoding="utf-8", buffering=1024 * 1024)
+        return open_for_append(path)
     except OSError as exc:
         raise UsageError(f"{flag} {path}: {exc.strerror}; give a writable file path") from None
 

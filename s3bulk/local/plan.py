@@ -97,8 +97,17 @@ def load_prices(path: str | Path | None = None) -> dict[str, Any]:
     """The shipped list prices, with a --prices file's over them (a file naming only some prices keeps the rest)."""
     prices: dict[str, Any] = json.loads(resources.files("s3bulk").joinpath("data/prices.json").read_text())
     if path:
-        prices.update(json.loads(Path(path).read_text()))
+        _merge(prices, json.loads(Path(path).read_text()))
     return prices
+
+
+def _merge(into: dict[str, Any], over: dict[str, Any]) -> None:
+    """`over`'s prices laid over `into`'s, table by table (a file naming one restore tier keeps the others)."""
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
 
 
 # In-place operations that are one PUT-class call per object, and the reads their undo journal adds (ops/batch.py).

@@ -8,6 +8,7 @@ manifest (`source.manifest.path`), nothing is listed again.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import sys
@@ -21,13 +22,14 @@ from s3bulk.job import Job, JobError, Manifest
 from s3bulk.job.retry import failed_objects, manifest_rows, refused_rows, retry_job
 from s3bulk.local.preflight import UsageError
 from s3bulk.report import failures_file
+from s3bulk.report.keylog import readable
 
 
 def failure_lines(path: Path) -> Iterator[dict[str, Any]]:
     """A run's failures: a report.json's (or, when it lists only the first ones, its failures file's), or the lines of a
     JSONL file (a key log, or a failures file)."""
     try:
-        with open(path, encoding="utf-8") as f:
+        with io.TextIOWrapper(readable(open(path, "rb")), encoding="utf-8") as f:  # a key log may be gzip'd
             head = f.read(1)
             f.seek(0)
             if head == "{":
@@ -48,8 +50,9 @@ def failure_lines(path: Path) -> Iterator[dict[str, Any]]:
                         yield dict(json.loads(line))
                     except (ValueError, TypeError):
                         raise UsageError(f"--retry-failed {path}: line {n} is not JSON; give a report.json or a key log") from None
-    except OSError as exc:
-        raise UsageError(f"--retry-failed {path}: {exc.strerror}; give the report or key log of a run of this job") from None
+    except (OSError, EOFError) as exc:  # EOFError: a gzip'd key log cut short
+        why = getattr(exc, "strerror", None) or str(exc)
+        raise UsageError(f"--retry-failed {path}: {why}; give the report or key log of a run of this job") from None
 
 
 def retry_failed(job: Job, path: Path, state: Path) -> Job:

@@ -7,6 +7,8 @@ and the exports that point `s3bulk` (and the AWS CLI, boto3, s5cmd) at it.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -25,7 +27,10 @@ def exports(endpoint: str) -> list[str]:
     ]
 
 
-def seed(endpoint: str, objects: int) -> str:
+SEED_CHUNK = 1000  # objects put between two looks at Ctrl-C
+
+
+def seed(endpoint: str, objects: int, stop: Callable[[], bool] | None = None) -> str:
     """The demo job's buckets, and its source filled as `s3bulk demo` fills it: what events/demo-copy.json then copies."""
     from s3bulk.job import load_job
     from s3bulk.local.demo import DEMO_JOB, demo_seeds, put_seeds
@@ -35,9 +40,14 @@ def seed(endpoint: str, objects: int) -> str:
     assert job.destination is not None
     client = make_s3_client(ClientSettings(endpoint_url=endpoint, access_key=ACCESS_KEY, secret_key=SECRET_KEY), 32)
     for bucket in (job.source.bucket, job.destination.bucket):
-        client.create_bucket(Bucket=bucket)
-    put_seeds(client, job.source.bucket, demo_seeds(objects, job.source.prefix))
-    return f"s3://{job.source.bucket}/{job.source.prefix} holds {objects:,} objects; s3://{job.destination.bucket} is empty"
+        with contextlib.suppress(client.exceptions.BucketAlreadyOwnedByYou):  # a --dir kept from an earlier start
+            client.create_bucket(Bucket=bucket)
+    seeds = demo_seeds(objects, job.source.prefix)
+    for start in range(0, len(seeds), SEED_CHUNK):  # Ctrl-C is heard between chunks
+        if stop is not None and stop():
+            return f"seeding stopped after {start:,} objects"
+        put_seeds(client, job.source.bucket, seeds[start : start + SEED_CHUNK])
+    return f"s3://{job.source.bucket}/{job.source.prefix} holds the {objects:,} demo objects (s3://{job.destination.bucket} is where it copies)"
 
 
 def serve(*, port: int, data_dir: Path | None, console: Console, interrupt: Interrupt, objects: int = 0) -> int:
@@ -55,7 +65,8 @@ def serve(*, port: int, data_dir: Path | None, console: Console, interrupt: Inte
         where = f"data in {data_dir} (kept)" if data_dir is not None else "data in a temporary directory, removed on stop"
         console.print(f"S3 server on {server.endpoint_url}; {where}; Ctrl-C stops it", markup=False, soft_wrap=True)
         if objects:
-            console.print(f"seeded for events/demo-copy.json: {seed(server.endpoint_url, objects)}", markup=False, soft_wrap=True)
+            said = seed(server.endpoint_url, objects, interrupt.event.is_set)
+            console.print(f"seeded for events/demo-copy.json: {said}", markup=False, soft_wrap=True)
         console.print("To use it from another shell:", markup=False)
         for line in exports(server.endpoint_url):
             console.print(f"  {line}", markup=False, soft_wrap=True)

@@ -29,6 +29,7 @@ from s3bulk.ops.lock import retention_doc
 from s3bulk.ops.pools import part_pool
 from s3bulk.ops.rewind import WHAT as REWOUND
 from s3bulk.ops.rewind import current_state, restore_state
+from s3bulk.report.keylog import readable
 from s3bulk.store import ObjectStore
 
 # Each undo journal entry's `what` (ops/batch.py's undo_entry calls) and the operation that writes it: what undo puts back.
@@ -180,6 +181,12 @@ def undo_log(log: IO[bytes], store: ObjectStore, *, concurrency: int = 16, dry_r
     file passed, not a log with nothing to undo. Nothing was undone then, as no line had an entry.
     An empty file, or a key log with no undo entries, is a log with nothing to undo.
     """
+    name = getattr(log, "name", None)
+    try:
+        log = readable(log)  # a --key-log PATH.gz, or the stack's gzip'd parts, read as they are
+    except (EOFError, OSError, zlib.error) as exc:  # gzip's first bytes, then a cut or corrupt stream: nothing done
+        shown = name if isinstance(name, str) else "LOG"
+        raise JobError(f"{shown}: not a key log (gzip'd, but unreadable: {exc}); pass the file written by s3bulk run --key-log") from None
     result = UndoResult()
     queues: list[queue.Queue[tuple[str, dict[str, Any]] | None]] = [queue.Queue(maxsize=4) for _ in range(concurrency)]
     parts = part_pool()
@@ -202,7 +209,6 @@ def undo_log(log: IO[bytes], store: ObjectStore, *, concurrency: int = 16, dry_r
             t.join()
         parts.shutdown()
     if result.unreadable and not result.records:
-        name = getattr(log, "name", None)
         fields = " and ".join(f'"{f}"' for f in RECORD_FIELDS)
         raise JobError(
             f"{name if isinstance(name, str) else 'LOG'}: not a key log (no line has the {fields} fields of one); "

@@ -10,11 +10,15 @@ latest `at` is the one that counts.
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
+import shutil
+import tempfile
 import threading
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import IO, Any, Protocol
+from typing import IO, Any, Protocol, cast
 
 FORMAT_VERSION = 1
 
@@ -106,3 +110,35 @@ class JsonlKeyLog:
     def flush(self) -> None:
         with self._lock:
             self._out.flush()
+
+
+# A key log's first two bytes when it is gzip'd (a `--key-log PATH.gz`, or the stack's parts: reportbucket.py).
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def open_for_append(path: str) -> IO[str]:
+    """A key log opened to append to: gzip'd when its name ends in .gz (each run adds a gzip member; readers take
+    the members as one stream), about 43 bytes an object where plain lines take 520."""
+    if path.endswith(".gz"):
+        return gzip.open(path, "at", encoding="utf-8", compresslevel=6)
+    return open(path, "a", encoding="utf-8", buffering=1024 * 1024)
+
+
+def readable(fh: IO[bytes]) -> IO[bytes]:
+    """A key log's bytes, whether gzip'd or not (told by its first bytes, not its name). A gzip'd one is inflated into
+    a temporary file first, a chunk at a time, so a reader may seek in it (undo reads a log from its end) at no more
+    memory than a chunk; a truncated or corrupt one raises EOFError or OSError here, before anything is done."""
+    if not fh.seekable():  # a pipe: read through a buffer that can look ahead
+        fh = cast(IO[bytes], io.BufferedReader(cast(Any, fh)))
+        head = cast(io.BufferedReader, fh).peek(2)[:2]
+    else:
+        at = fh.tell()
+        head = fh.read(2)
+        fh.seek(at)
+    if head != GZIP_MAGIC:
+        return fh
+    out = tempfile.TemporaryFile()  # noqa: SIM115 - returned open; gone when closed
+    with gzip.GzipFile(fileobj=fh) as inflating:
+        shutil.copyfileobj(inflating, out, 1024 * 1024)
+    out.seek(0)
+    return out

@@ -25,13 +25,13 @@ def test_demo_runs_a_verified_copy_on_the_embedded_server(tmp_path: Path) -> Non
 
 def test_demo_stack_runs_the_synthesized_pipeline_here_and_verifies_every_object_apart_from_s3bulk(tmp_path: Path) -> None:
     env = {k: v for k, v in cli_env(tmp_path).items() if not k.startswith("AWS_")}  # nothing to configure, no account
-    proc = run_cli("demo", "--stack", "--objects", "300", env=env)
+    proc = run_cli("demo", "--stack", env=env)  # as README shows it: 3,000 objects
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     assert "state machine S3Bulk-jobs" in out and "$ s3bulk submit events/demo-copy.json" in out
-    assert "succeeded  294/294" in out  # the watch's last line: every listed object done
-    assert '"succeeded": 294' in out and '"failed": 0' in out  # s3bulk report
-    assert "verified: 294 objects byte for byte" in out and "On AWS" in out
+    assert "succeeded  2,940/2,940" in out  # the watch's last line: every listed object done
+    assert '"succeeded": 2940' in out and '"failed": 0' in out  # s3bulk report
+    assert "verified: 2,940 objects byte for byte" in out and "On AWS" in out
     assert "Traceback" not in out and "Exception=" not in out
 
 

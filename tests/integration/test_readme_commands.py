@@ -1,4 +1,4 @@
-"""Every command README shows, run as README shows it: `s3bulk serve --seed`, its printed exports, then each command
+"""Every command of README's sh blocks, run as README shows it: `s3bulk serve --seed`, its printed exports, then each command
 of the first-job block in order against that server, each checked by its exit code and the whole by boto3.
 
 A command this test does not know fails it, so a new README line is never left unchecked. The set-up block's two
@@ -41,7 +41,9 @@ def test_the_elsewhere_commands_are_what_their_tests_run() -> None:
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(r"^demo: .*\n\t\$\(BIN\)/s3bulk demo\n", makefile, re.M)
     assert re.search(r"^test: .*\n\t\$\(BIN\)/pytest", makefile, re.M) and "make test" in (ROOT / ".ci" / "run").read_text()
-    assert '"demo", "--stack"' in (ROOT / "tests" / "integration" / "test_demo.py").read_text()
+    demo_tests = (ROOT / "tests" / "integration" / "test_demo.py").read_text()
+    name = RUN_ELSEWHERE[".venv/bin/s3bulk demo --stack"].rsplit("::", 1)[1]
+    assert f"def {name}(" in demo_tests and 'run_cli("demo", "--stack", env=env)' in demo_tests  # README's command, as shown
 
 
 def test_every_readme_command_runs_as_shown_against_s3bulk_serve(tmp_path: Path) -> None:
@@ -68,7 +70,9 @@ def test_every_readme_command_runs_as_shown_against_s3bulk_serve(tmp_path: Path)
                     assert all(env[k] == v for k, v in shown.items() if k != "AWS_ENDPOINT_URL_S3"), shown
                 elif argv[0] == ".venv/bin/s3bulk":
                     assert server is not None, f"{line}: README runs it before starting the server"
-                    proc = subprocess.run(["bash", "-c", line], cwd=work, env=env, capture_output=True, text=True, timeout=300)
+                    proc = subprocess.run(
+                        ["bash", "-o", "pipefail", "-c", line], cwd=work, env=env, capture_output=True, text=True, timeout=300
+                    )
                     assert proc.returncode == 0, (line, proc.stdout[-2000:], proc.stderr[-2000:])
                 else:
                     raise AssertionError(f"README shows a command this test does not know: {line}")

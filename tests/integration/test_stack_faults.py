@@ -260,7 +260,8 @@ def test_the_report_holds_only_the_failures_of_the_try_that_was_counted(aws: Aws
     assert sorted(f["error"] for f in reports.iter_failures(job_id, ledger.counted_attempts)) == ["AccessDenied", "BadRow"]
     assert sorted(f["error"] for f in reports.iter_failures(job_id)) == ["AccessDenied", "BadRow", "Stale"]  # unfiltered
     parts = aws.s3.list_objects_v2(Bucket=REPORTS, Prefix=f"jobs/{job_id}/keys/")["Contents"]
-    assert {o["Key"].rsplit("/", 1)[1]: o["Size"] for o in parts} == {"b1~tryA.jsonl": 0, "b1~tryB.jsonl": len(spool.getvalue())}
+    assert {o["Key"].rsplit("/", 1)[1]: o["Size"] > 0 for o in parts} == {"b1~tryA.jsonl.gz": False, "b1~tryB.jsonl.gz": True}
+    assert reports.keys_part(job_id, "b1", "tryB").decode() == spool.getvalue()  # gzip'd, read back as written
     assert ledger.counted_attempts(job_id, ["b1", "b2", "b3"]) == {"b1": "tryB", "b2": "tryD"}
 
 

@@ -7,6 +7,7 @@ delete takes the markers too, whose order does not matter to it. Listings stay i
 
 from __future__ import annotations
 
+import gzip
 import io
 from collections.abc import Iterator
 from typing import Any
@@ -105,8 +106,9 @@ def test_an_undelete_on_the_stack_brings_back_each_deleted_key_and_undo_of_its_k
 
     reports = stack.bucket_of("Reports")
     parts = [o["Key"] for o in s3.list_objects_v2(Bucket=reports, Prefix="jobs/undelete/keys/")["Contents"]]
-    log = b"".join(s3.get_object(Bucket=reports, Key=k)["Body"].read() for k in sorted(parts))
-    assert sum(1 for line in log.splitlines() if b'"what": "version"' in line or b'"what":"version"' in line) == len(deleted)
+    log = b"".join(s3.get_object(Bucket=reports, Key=k)["Body"].read() for k in sorted(parts))  # gzip members, as downloaded
+    lines = gzip.decompress(log).splitlines()
+    assert sum(1 for line in lines if b'"what": "version"' in line or b'"what":"version"' in line) == len(deleted)
     s3.put_object(Bucket=SRC, Key=deleted[0], Body=b"written after the undelete")
     result = undo_log(io.BytesIO(log), S3Store(s3))
     assert (result.restored, result.changed_since, result.failed) == (len(deleted) - 1, 1, 0), result.examples

@@ -9,6 +9,7 @@ import pytest
 
 from bench.cost_model import (
     KEY_LOG_LINE_BYTES,
+    KEY_LOG_STORED_BYTES,
     LATENCY_S,
     MAX_SHARDS,
     MESSAGE_BYTES,
@@ -138,13 +139,38 @@ def test_every_counted_batch_puts_its_key_log_part_to_the_report_bucket() -> Non
 
 def test_key_logs_are_stored_for_their_retention_and_30_days_more_as_noncurrent_versions() -> None:
     """ExpireKeyLogs expires a tagged part after keep_key_logs_days; the versioned bucket keeps it 30 days more."""
-    gb = 1e8 * KEY_LOG_LINE_BYTES / 1024**3  # ~49 GB at ~520 B a line
+    gb = 1e8 * KEY_LOG_STORED_BYTES / 1024**3  # ~4 GB: ~44 B a line, gzip'd a part at a time
     for days in (30, 7):
         r = at_scale(1e8, 16, 50, 10, 0.6, keep_days=days)
         months = (days + 30) / (730 / 24)
         assert r.costs["S3 key-log storage"] == pytest.approx(gb * months * 0.023)
         assert r.costs["S3 key-log tags"] == pytest.approx(1e5 * months * 0.01 / 10_000)  # one tag per part
     assert 400 < KEY_LOG_LINE_BYTES < 700
+    assert KEY_LOG_STORED_BYTES <= 60  # issue 42's bound: a tenth of the plain lines, or better
+
+
+def test_a_stored_key_log_part_is_the_gzip_of_its_lines_and_reads_back_whole() -> None:
+    import io
+
+    from s3bulk.aws.reportbucket import ReportBucket
+
+    class Client:
+        def __init__(self) -> None:
+            self.objects: dict[str, bytes] = {}
+
+        def put_object(self, Bucket: str, Key: str, Body: bytes, **_: object) -> None:
+            self.objects[Key] = Body
+
+        def get_object(self, Bucket: str, Key: str) -> dict[str, object]:
+            return {"Body": io.BytesIO(self.objects[Key])}
+
+    client = Client()
+    reports = ReportBucket(client, "reports")
+    text = "".join(f'{{"key": "k{i}", "outcome": "succeeded"}}\n' for i in range(1000))
+    reports.put_keys("job", "b1", io.StringIO(text), "try1")
+    [(key, body)] = client.objects.items()
+    assert key == "jobs/job/keys/b1~try1.jsonl.gz" and body[:2] == b"\x1f\x8b" and len(body) < len(text) / 5
+    assert reports.keys_part("job", "b1", "try1").decode() == text
 
 
 def test_the_completion_check_reads_the_listing_shards_in_one_query_and_each_counter_shard_by_its_own_key() -> None:

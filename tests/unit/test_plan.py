@@ -284,3 +284,12 @@ def test_a_prices_file_naming_some_prices_keeps_the_shipped_others(tmp_path: Pat
     prices = load_prices(mine)
     assert (prices["region"], prices["s3_get_head_per_1000"]) == ("eu-west-1", 0.00042)
     assert prices["kms_request_per_10000"] == PRICES["kms_request_per_10000"]
+
+
+def test_a_prices_file_naming_one_restore_tier_keeps_the_other_tiers(tmp_path: Path) -> None:
+    mine = tmp_path / "prices.json"
+    mine.write_text(json.dumps({"restore_retrieval": {"GLACIER": {"Bulk": {"per_gb": 0.001, "per_1000_requests": 0.02}}}}))
+    prices = load_prices(mine)
+    assert prices["restore_retrieval"]["GLACIER"]["Bulk"]["per_gb"] == 0.001
+    assert prices["restore_retrieval"]["GLACIER"]["Standard"] == PRICES["restore_retrieval"]["GLACIER"]["Standard"]
+    assert prices["restore_retrieval"]["DEEP_ARCHIVE"] == PRICES["restore_retrieval"]["DEEP_ARCHIVE"]

@@ -139,3 +139,25 @@ def test_a_stopped_jobs_batch_waits_uncounted_and_is_cancelled_only_once_the_job
     outcome = worker.work(msg, lambda: 900.0)
     assert outcome.cancelled and ledger.finished == [("0000-000000001-000", 2)]
     assert {f["error"] for f in reports.put} == {"JobStopped"}
+
+
+def test_a_status_read_that_fails_under_the_hold_gives_the_lease_back() -> None:
+    """Admissions.admit holds the batch's lease before it reads the job's status: a throttled or failed read must not
+    leave the lease held (a capped job would lose a slot, a stopped job's report would wait for it)."""
+
+    class Refusing(StoppedLedger):
+        def status(self, job_id: str, *, consistent: bool = False) -> str:
+            raise RuntimeError("ProvisionedThroughputExceededException")
+
+    msg = BatchMessage(job_id="j", batch_id="0000-000000001-000", items=[("p/a", 1, '"e"')])
+    ledger = Refusing(at=0.0)
+    worker = WorkerService(
+        ledger=cast(DynamoLedger, ledger),
+        store=MemoryStore(),
+        reports=cast(ReportBucket, Failures()),
+        allow=AllowList(frozenset({"b-b"}), frozenset(), frozenset({"b-b"})),
+        concurrency=1,
+    )
+    with pytest.raises(RuntimeError, match="ProvisionedThroughput"):
+        worker.work(msg, lambda: 900.0)
+    assert ledger.held == 0
