@@ -718,6 +718,80 @@ SCALE_ROWS = [
 ]
 
 
+# -- ceilings the stack meets beside listing, workers and S3 (issue 42) --------------------------------------------------
+# DynamoDB serves 3,000 read and 1,000 write units a second per partition key; the job item is the hottest key: 1.40
+# read units per batch (tests/integration/test_stack_partitions.py measures it on the whole stack).
+PARTITION_RRU, JOB_ITEM_RRU_PER_BATCH = 3000, 1.40
+# A new on-demand table serves up to 4,000 write and 12,000 read units a second at once (more as traffic grows); per
+# batch the stack writes about 6 units (finish_batch's transaction, the lease's hold and release) and per page 4 (the
+# checkpoint), and reads about 3 (marker, job item, counter shard).
+NEW_TABLE_WRU, NEW_TABLE_RRU = 4000, 12000
+WRU_PER_BATCH, WRU_PER_PAGE, RRU_PER_BATCH = 6, 4, 3
+# SQS holds at most 120,000 messages in flight per queue; a worker holds its invocation's 5 messages.
+SQS_IN_FLIGHT, MESSAGES_PER_WORKER = 120_000, 5
+# An account's concurrent Lambda executions by default (a new account's may be 10): one job holds K + workers + 4.
+ACCOUNT_CONCURRENCY = 1000
+
+
+def ceilings(row: AtScale) -> list[tuple[str, float, str]]:
+    """(ceiling, objects/s it allows, what it is) for one row of the at-scale table: each beside the three rates."""
+    keys = KEYS_PER_MESSAGE
+    per_batch_wru = WRU_PER_BATCH + WRU_PER_PAGE  # a page sends one batch at the default 1,000 keys
+    return [
+        ("job item's partition (reads)", PARTITION_RRU / JOB_ITEM_RRU_PER_BATCH * keys, "3,000 RRU/s per key; 1.40 a batch"),
+        ("new on-demand table (writes)", NEW_TABLE_WRU / per_batch_wru * keys, "4,000 WRU/s at first; about 10 a batch"),
+        ("new on-demand table (reads)", NEW_TABLE_RRU / RRU_PER_BATCH * keys, "12,000 RRU/s at first; about 3 a batch"),
+        ("SQS in flight", SQS_IN_FLIGHT / (row.concurrency * MESSAGES_PER_WORKER) * row.workers_per_s, "120,000 messages a queue"),
+        ("KMS, SSE-KMS without Bucket Keys", KMS_RATE_LARGEST / 2, "50,000 requests/s (us-east-1); 2 an object"),
+    ]
+
+
+def ceilings_section() -> list[str]:
+    """Which of the stack's other ceilings binds, for each row of the at-scale table."""
+    lines = [
+        "",
+        "### Ceilings beside listing, workers and S3",
+        "",
+        "The rates above are not the only limits a job meets. Each of these allows at most so many objects a second",
+        "(`ceilings`; batches of 1,000 keys); a row is slowed only where one is below its own rate. Lambda's account",
+        f"concurrency is a count, not a rate: a row needs K + MaximumConcurrency + 4 executions of the account's {ACCOUNT_CONCURRENCY:,}",
+        "(by default; a new account's may be 10, and `s3bulk doctor` says what to request).",
+        "",
+        "| ceiling | objects/s it allows | what it is |",
+        "|---|---:|---|",
+    ]
+    sample = at_scale(1e9, MAX_SHARDS, 1000, 1000, 0.27)
+    lines += [f"| {name} | {rate:,.0f} | {what} |" for name, rate, what in ceilings(sample)]
+    lines += [
+        "",
+        "| objects | K | MaximumConcurrency | prefixes | the job's rate /s | lowest other ceiling | Lambda executions needed |",
+        "|---:|---:|---:|---:|---:|---|---:|",
+    ]
+    for objects in (1e8, 1e9):
+        for k, conc, prefixes in SCALE_ROWS:
+            row = at_scale(objects, k, conc, prefixes, 0.27)
+            name, rate, _ = min(ceilings(row)[:-1], key=lambda c: c[1])  # KMS only for SSE-KMS jobs: said apart above
+            needed = k + conc + 4
+            over = " (over the default)" if needed > ACCOUNT_CONCURRENCY else ""
+            binds = " **binds**" if rate < row.per_s else f" ({row.per_s / rate:.0%} used)"
+            lines.append(
+                f"| {objects / 1e6:,.0f} M | {k} | {conc:,} | {prefixes:,} | {row.per_s:,.0f} | {name}: {rate:,.0f}{binds} | {needed:,}{over} |"
+            )
+    rows = [at_scale(1e9, k, conc, prefixes, 0.27) for k, conc, prefixes in SCALE_ROWS]
+    fastest = max(rows, key=lambda r: r.per_s)
+    name, rate, _ = min(ceilings(fastest)[:-1], key=lambda c: c[1])
+    kms = KMS_RATE_LARGEST / 2
+    n_over = sum(1 for k, conc, _ in SCALE_ROWS if k + conc + 4 > ACCOUNT_CONCURRENCY)
+    lines += [
+        "",
+        f"None of the DynamoDB or SQS ceilings binds in these rows: the fastest, {fastest.per_s:,.0f} objects/s, uses",
+        f"{fastest.per_s / rate:.0%} of the lowest ({name}; a table that has run at that rate before serves more). KMS binds,",
+        f"for SSE-KMS objects without S3 Bucket Keys, in every row above {kms:,.0f} objects/s; and {n_over} of the {len(SCALE_ROWS)} rows",
+        "need more Lambda executions than an account has by default: ask for more before running them.",
+    ]
+    return lines
+
+
 def _quantity(q: float) -> str:
     return f"{q:,.0f}" if q >= 100 or q == int(q) else f"{q:,.2f}"
 
@@ -1122,6 +1196,7 @@ def render(cpu_ms: float, source: str) -> str:
     lines += filters_section()
     lines += kms_section()
     lines += render_at_scale(cpu_ms)
+    lines += ceilings_section()
     lines += finalize_at_scale()
     return "\n".join(lines) + "\n"
 

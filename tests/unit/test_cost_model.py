@@ -231,3 +231,15 @@ def test_finalize_fits_one_call_at_100m_objects_10_percent_failed_and_loops_past
     assert "Finalize call(s)" in " ".join(finalize_at_scale(1e9, 0.10)) and " 1 Finalize call(s)" not in " ".join(
         finalize_at_scale(1e9, 0.10)
     )
+
+
+def test_the_models_ceilings_say_which_binds_and_none_of_dynamodb_or_sqs_binds_the_fastest_row() -> None:
+    from bench.cost_model import SCALE_ROWS, ceilings, ceilings_section
+
+    fastest = max((at_scale(1e9, k, c, p, 0.27) for k, c, p in SCALE_ROWS), key=lambda r: r.per_s)
+    named = {name: rate for name, rate, _ in ceilings(fastest)}
+    assert named["job item's partition (reads)"] == pytest.approx(3000 / 1.40 * 1000)
+    assert named["KMS, SSE-KMS without Bucket Keys"] == 25_000  # 50,000 requests/s, 2 an object
+    assert all(rate > fastest.per_s for name, rate in named.items() if not name.startswith("KMS"))
+    text = "\n".join(ceilings_section())
+    assert "1,044 (over the default)" in text and "**binds**" not in text
