@@ -77,20 +77,8 @@ LISTING_ATTEMPTS = 4
 
 
 class StoreBase:
-    """Thin: each method is one API call, retried by botocore (standard mode, bounded; docs/retries.md).
-
-    FastS3Store sends its three hot calls on fastpath.py instead, which retries them itself with the same bounds.
-
-    With `regions` (docs/regions.md), each call goes through the client for its bucket's
-    Region (a copy: the destination's). A stale cached Region is fixed by botocore's own
-    S3RegionRedirectorv2, which resends once (also with a custom endpoint), and
-    BucketRegions copies what it learned into the shared cache. Without `regions`,
-    every call uses `client`, as before.
-
-    `breaker` (s3bulk/breakers/outage.py) hears how every attempt went, on both request paths, and
-    keeps a call going while its endpoint does not answer, until the endpoint answers or the
-    breaker trips; scoped views share it.
-    """
+    """The state every S3Store call reads (client per Region, rate control, breaker, request options) and the one
+    way a call is made; S3Store's docstring says how they behave."""
 
     def __init__(
         self,

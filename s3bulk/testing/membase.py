@@ -108,7 +108,7 @@ def _md5(body: Body) -> str:
 
 
 class MemoryBase:
-    """Thread-safe; `calls` counts requests by operation so tests can prove e.g. 'no HEAD per small object'."""
+    """The buckets, versions, uploads, lock, faults and request counts every MemoryStore call shares."""
 
     def __init__(self, page_size: int = 1000) -> None:
         self.page_size = page_size

@@ -61,3 +61,12 @@ def test_reader_bench_reads_every_byte_with_every_reader_and_tabulates(seaweed: 
     ):
         assert f"| {label} |" in text
     assert "x s3transfer" in text
+
+
+def test_key_log_bytes_bench_measures_both_runtimes() -> None:
+    from bench.key_log_bytes import local, stack
+
+    n, stored, plain = local(200)
+    assert n == 196 and 0 < stored < plain  # the demo job excludes its scratch objects
+    copied, per = stack(200)
+    assert copied == 200 and per > 0

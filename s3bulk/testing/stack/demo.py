@@ -62,7 +62,7 @@ def run_stack_demo(*, objects: int, console: Console, cli_main: Callable[[list[s
     try:
         console.print("[bold]s3bulk demo --stack[/]: starting an embedded S3 server (SeaweedFS) on 127.0.0.1 ...")
         with SeaweedServer() as server, mock.patch.dict(os.environ, {"CDK_OUTDIR": outdir}):
-            from s3bulk.testing.stack import StackOnMoto, cli_flags, synthesize
+            from s3bulk.testing.stack import StackOnMoto, cli_flags, resources_of, synthesize
 
             console.print("synthesizing the CDK app (app.py) as cdk deploy would, without building the Lambda assets ...")
             context = {"read_buckets": f"{src['bucket']},{dst['bucket']}", "write_buckets": dst["bucket"], "aws:cdk:bundling-stacks": []}
@@ -81,7 +81,8 @@ def run_stack_demo(*, objects: int, console: Console, cli_main: Callable[[list[s
                 seeds = demo_seeds(objects, src["prefix"])
                 console.print(f"seeding {len(seeds):,} objects into s3://{src['bucket']}/{src['prefix']}")
                 md5s = put_seeds(s3, src["bucket"], seeds)
-                deployment = Deployment(stack.state_machine_arn, _table(template), stack.bucket_of("Reports"))
+                [table] = resources_of(template, "AWS::DynamoDB::Table")  # provisioned under its logical id
+                deployment = Deployment(stack.state_machine_arn, table, stack.bucket_of("Reports"))
                 flags = cli_flags(deployment)
                 job_file = Path(outdir) / "demo-stack.json"
                 job_id = f"demo-stack-{int(time.time())}"
@@ -106,10 +107,3 @@ def run_stack_demo(*, objects: int, console: Console, cli_main: Callable[[list[s
         return code
     finally:
         shutil.rmtree(outdir, ignore_errors=True)
-
-
-def _table(template: dict[str, object]) -> str:
-    resources = template["Resources"]
-    assert isinstance(resources, dict)
-    [name] = [k for k, r in resources.items() if r["Type"] == "AWS::DynamoDB::Table"]
-    return str(name)

@@ -135,7 +135,7 @@ def _s3_object(bucket: str, key: str) -> str:
     return f"arn:aws:s3:::{bucket}/{key}"
 
 
-def _copy_source(src: Any) -> tuple[str, str, str]:
+def copy_source(src: Any) -> tuple[str, str, str]:
     if isinstance(src, dict):
         return str(src["Bucket"]), str(src["Key"]), str(src.get("VersionId") or "")
     text = str(src).lstrip("/")
@@ -206,7 +206,7 @@ def _s3(op: str, p: dict[str, Any], region: str = "us-east-1") -> list[Need]:
     if op in {"UploadPart", "CompleteMultipartUpload"}:
         return [Need("s3:PutObject", _s3_object(bucket, str(p["Key"])))]
     if op in {"CopyObject", "UploadPartCopy"}:
-        sb, sk, sv = _copy_source(p["CopySource"])
+        sb, sk, sv = copy_source(p["CopySource"])
         read = Need("s3:GetObjectVersion" if sv else "s3:GetObject", _s3_object(sb, sk))
         dst = _s3_object(bucket, str(p["Key"]))
         return [read, *(_object_writes(p, dst) if op == "CopyObject" else [Need("s3:PutObject", dst)])]
@@ -407,7 +407,7 @@ class IamGate:
         """S3's own check, after IAM's: ExpectedBucketOwner (and a copy's ExpectedSourceBucketOwner) must name the
         account that owns the bucket, else 403 AccessDenied. Each request is logged with what it carried."""
         bucket = str(params.get("Bucket", ""))
-        source = _copy_source(params["CopySource"])[0] if "CopySource" in params else ""
+        source = copy_source(params["CopySource"])[0] if "CopySource" in params else ""
         expected, expected_source = str(params.get("ExpectedBucketOwner") or ""), str(params.get("ExpectedSourceBucketOwner") or "")
         with self._lock:
             self.s3_requests.append((principal, op, bucket, expected, source, expected_source))

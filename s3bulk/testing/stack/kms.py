@@ -17,7 +17,7 @@ from typing import Any
 
 from moto.s3.models import s3_backends
 
-from s3bulk.testing.stack.iam import Need, _copy_source
+from s3bulk.testing.stack.iam import Need, copy_source
 
 READS = {"GetObject"}  # HeadObject returns metadata only: no data key is decrypted
 WRITES = {"PutObject", "CopyObject"}
@@ -83,7 +83,7 @@ class MotoKms:
         if op in READS:
             keys.append(("kms:Decrypt", self._object_key(bucket, str(params["Key"]), params.get("VersionId")) or ""))
         if op in {"CopyObject", "UploadPartCopy"}:
-            sb, sk, sv = _copy_source(params["CopySource"])
+            sb, sk, sv = copy_source(params["CopySource"])
             keys.append(("kms:Decrypt", self._object_key(sb, sk, sv) or ""))
         if op in WRITES:
             keys.append(("kms:GenerateDataKey", self._written(bucket, params) or ""))

@@ -28,7 +28,7 @@ class Context:
         return 600_000
 
 
-# A copy of aws_harness.sqs_event, on purpose: this script may import nothing from the repository, or
+# A copy of s3bulk/testing/stack/aws.py sqs_event, on purpose: this script may import nothing from the repository, or
 # the project's own s3bulk would shadow the asset's and the test would prove nothing.
 def sqs_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]:
     return {
