@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint versitygw bench bench-relay-memory bench-quick bench-concurrency bench-cold-start bench-listing-shards bench-reader schema synth
+.PHONY: demo test lint versitygw runtime-python bench bench-relay-memory bench-quick bench-concurrency bench-cold-start bench-listing-shards bench-reader schema synth
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,7 +38,12 @@ TEST_WORKERS ?= 2
 versitygw: $(VENV)/.dev
 	$(BIN)/python -c 'from tests.integration.versitygw import ensure_versitygw; ensure_versitygw()'
 
-test: lint versitygw
+# CPython of the functions' runtime version (infra/runtime.py): it compiles the assets' bytecode at synth and runs
+# them on a bare interpreter in the tests. Built once into ~/.cache/s3bulk from Debian's source, ~2 min on 2 cores.
+runtime-python: $(VENV)/.runtime
+	$(BIN)/python -m infra.runtime
+
+test: lint versitygw runtime-python
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
 
 bench-cold-start: $(VENV)/.runtime

@@ -1,7 +1,8 @@
 """The Lambda asset: its size (unzipped and zipped) and the cold-start import time of each handler, with and without bytecode.
 
 Builds the asset with the stack's own bundler (infra/bundling.py) for this
-machine's architecture, then imports each handler in fresh interpreters that see
+machine's architecture, then imports each handler in fresh interpreters of the
+functions' Python version (infra/runtime.py) that see
 only the asset (as /var/task), once with the precompiled pycs and once with them
 removed (what every init paid before: the runtime compiled the code, and could
 not write the pycs back to the read-only /var/task). Medians of --runs.
@@ -20,12 +21,11 @@ import platform
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import zipfile
 from pathlib import Path
 
-from infra import bundling
+from infra import bundling, runtime
 
 HANDLERS = ("validate", "lister", "worker", "progress", "finalize")
 PROBE = "import time, importlib; t = time.perf_counter(); importlib.import_module({mod!r}); print(time.perf_counter() - t)"
@@ -58,8 +58,10 @@ def main() -> None:
         shutil.copytree(compiled, source_only, ignore=shutil.ignore_patterns("__pycache__"))
         raw_src, zipped_src = sizes(source_only)
         print(f"without bytecode: {raw_src / 2**20:.1f} MiB unzipped, {zipped_src / 2**20:.1f} MiB zipped")
-        base = getattr(sys, "_base_executable", sys.executable)
-        print(f"\nimport time of each handler, median of {args.runs} fresh interpreters ({machine}, {os.cpu_count()} cores)")
+        base = runtime.ensure()  # the runtime's Python version: the pycs are its own
+        print(
+            f"\nimport time of each handler on Python {runtime.RELEASE}, median of {args.runs} fresh interpreters ({machine}, {os.cpu_count()} cores)"
+        )
         print(f"{'handler':<10} {'with pycs':>10} {'without':>10} {'saved':>8}")
         for name in HANDLERS:
             module = f"functions.{name}.handler"

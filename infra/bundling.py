@@ -20,9 +20,14 @@ synth). The vendored tree is built once per requirements hash and kept under
 Bytecode: every module is compiled with `unchecked-hash` pycs, so Lambda's init
 imports them without compiling (the runtime's bytecode check would otherwise
 compare the zip's 2-second mtimes) and the files are the same on every build;
-`ddir=/var/task` puts the paths Lambda will show into tracebacks. This needs the
-runtime's Python version at synth; on another version the asset is left
-uncompiled (correct, slower to start) with a warning.
+`-d /var/task` puts the paths Lambda will show into tracebacks. A pyc is per
+Python version, so an interpreter of the runtime's version compiles them
+(`infra/runtime.py find`: the synthesizing one, `python3.13` on PATH, or the
+one `make runtime-python` builds); without one the asset is left uncompiled
+(correct, slower to start) with a warning.
+
+Platform: python3.13 runs on Amazon Linux 2023 (glibc 2.34), so pip takes
+manylinux_2_28 wheels (current pyarrow ships no others) as well as manylinux2014.
 
 The asset hash is computed here from what goes in (requirements, platform,
 Python version and every source file), so it is stable across syntheses and
@@ -31,10 +36,8 @@ changes exactly when the code or a pin does.
 
 from __future__ import annotations
 
-import compileall
 import hashlib
 import os
-import py_compile
 import shutil
 import subprocess
 import sys
@@ -46,6 +49,8 @@ from typing import Any
 import aws_cdk as cdk
 import jsii
 from aws_cdk import aws_lambda as lambda_
+
+from infra import runtime
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUIREMENTS = ROOT / "requirements-lambda.txt"
@@ -63,8 +68,9 @@ PRUNED = (
     "pyarrow/*flight*",
 )
 CACHE = ROOT / "build" / "lambda-deps"
-RUNTIME_PYTHON = (3, 11)
-PLATFORMS = {"arm64": "manylinux2014_aarch64", "x86_64": "manylinux2014_x86_64"}
+RUNTIME_PYTHON = runtime.VERSION
+# The newest manylinux the runtime's glibc (2.34) loads; pip is also given manylinux2014 (`pip_platforms`).
+PLATFORMS = {"arm64": "manylinux_2_28_aarch64", "x86_64": "manylinux_2_28_x86_64"}
 # The code the functions run: the shared core and the AWS side, never the local runtime or the test doubles.
 SOURCES = ("s3bulk", "functions")
 EXCLUDED = ("s3bulk/local", "s3bulk/testing", "s3bulk/cli")
@@ -92,8 +98,14 @@ def _python_tag() -> str:
     return f"{RUNTIME_PYTHON[0]}.{RUNTIME_PYTHON[1]}"
 
 
+def pip_platforms(platform: str) -> list[str]:
+    """pip's --platform takes one tag and no older ones: a manylinux_2_28 platform also takes manylinux2014 wheels."""
+    older = platform.replace("manylinux_2_28_", "manylinux2014_")
+    return [platform] if older == platform else [platform, older]
+
+
 def _compiles() -> bool:
-    return sys.version_info[:2] == RUNTIME_PYTHON
+    return runtime.find() is not None
 
 
 def _pins(requirements: Path) -> bytes:
@@ -140,22 +152,22 @@ def asset_hash(platform: str, process_code: Path | None = None, requirements: Pa
 
 def _compile(directory: Path, ddir: str = TASK_ROOT) -> None:
     """`ddir`: where `directory` will sit in the function, for the paths tracebacks show."""
-    if not _compiles():
+    python = runtime.find()
+    if python is None:
         warnings.warn(
-            f"synth runs Python {sys.version_info[0]}.{sys.version_info[1]}, the functions run {_python_tag()}: "
-            "the asset is not precompiled, so each cold start compiles it",
+            f"no Python {_python_tag()} found (the functions' runtime): the asset is not precompiled, so each cold start "
+            f"compiles what it imports; `make runtime-python` builds one, or set S3BULK_RUNTIME_PYTHON",
             stacklevel=2,
         )
         return
-    ok = compileall.compile_dir(
-        str(directory),
-        ddir=ddir,
-        quiet=1,
-        workers=0,
-        invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
+    done = subprocess.run(
+        [python, "-I", "-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "unchecked-hash", "-d", ddir, str(directory)],
+        capture_output=True,
+        text=True,
+        check=False,
     )
-    if not ok:
-        raise RuntimeError(f"compiling the Lambda asset in {directory} failed")
+    if done.returncode != 0:
+        raise RuntimeError(f"compiling the Lambda asset in {directory} failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
 
 
 def _prune(tree: Path) -> None:
@@ -178,7 +190,7 @@ def vendored(platform: str, cache: Path = CACHE, requirements: Path | None = Non
         subprocess.run(
             [
                 sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile",
-                "--platform", platform, "--only-binary=:all:", "--implementation", "cp", "--python-version", _python_tag(),
+                *(f"--platform={p}" for p in pip_platforms(platform)), "--only-binary=:all:", "--implementation", "cp", "--python-version", _python_tag(),
                 "--target", str(work), "-r", str(requirements or REQUIREMENTS),
             ],
             check=True,
@@ -247,7 +259,7 @@ def lambda_code(architecture: lambda_.Architecture, process_code: Path | None = 
         asset_hash_type=cdk.AssetHashType.CUSTOM,
         asset_hash=asset_hash(platform, process_code, requirements),
         bundling=cdk.BundlingOptions(
-            image=lambda_.Runtime.PYTHON_3_11.bundling_image,  # never pulled: the local bundling always succeeds
+            image=lambda_.Runtime.PYTHON_3_13.bundling_image,  # never pulled: the local bundling always succeeds
             local=VendoredBundling(platform, process_code, requirements),
         ),
     )

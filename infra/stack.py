@@ -59,10 +59,7 @@ from s3bulk.metrics import NAMESPACE, SERVICE
 # never redelivered while a worker (and its retries) may still hold it.
 VISIBILITY_RATIO = 6
 MAX_RECEIVES = 5
-# Python 3.11, deliberately: the asset's bytecode is compiled at synth by the Python that
-# synthesizes, and the runtime-fidelity test runs the handlers on that same interpreter,
-# so the runtime must match the version CI builds and tests with. Lambda deprecates
-# python3.11 on 2027-06-30; moving is RUNTIME_PYTHON plus this line, once CI runs that version.
+# python3.13 on Amazon Linux 2023 (infra/runtime.py says why and where its interpreter comes from).
 RUNTIME = lambda_.Runtime(f"python{RUNTIME_PYTHON[0]}.{RUNTIME_PYTHON[1]}", lambda_.RuntimeFamily.PYTHON)
 # arm64 (Graviton): about 20% cheaper per GB-second than x86_64 for the same work.
 ARCH = lambda_.Architecture.ARM_64
@@ -457,8 +454,8 @@ class S3BulkStack(GrantingStack):
                 "what it did."
             )
         reasons["AwsSolutions::AwsSolutions-L1"] = (
-            "Functions run Python 3.11, the version the shared core is built and tested on (CI, CLI and Lambda alike); "
-            "moving to a newer runtime is a project-wide change, not a per-function one."
+            f"Functions run {RUNTIME.name} on Amazon Linux 2023, the version the suite runs the assets on (a bare "
+            "interpreter of it in the runtime-fidelity tests); a newer runtime is a project-wide move, not a per-function one."
         )
         for fn in (self.validate_fn, self.lister_fn, self.progress_fn, self.finalize_fn):
             logical = self.get_logical_id(fn.node.default_child)  # type: ignore[arg-type]

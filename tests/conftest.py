@@ -30,3 +30,11 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     while _made:
         shutil.rmtree(_made.pop(), ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def runtime_python() -> str:
+    """An interpreter of the functions' runtime version (`make test` builds it first; built here if it is missing)."""
+    from infra import runtime
+
+    return runtime.ensure()

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
-import marshal
+import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -46,15 +46,31 @@ def test_the_asset_holds_the_lambda_side_code_and_nothing_of_the_local_runtime_o
         assert not (asset / gone).exists(), gone
 
 
-@pytest.mark.skipif(sys.version_info[:2] != bundling.RUNTIME_PYTHON, reason="bytecode is compiled only by the runtime's Python version")
-def test_every_module_is_precompiled_with_unchecked_hash_pycs_for_the_task_root(asset: Path) -> None:
-    sources = [p for p in asset.rglob("*.py") if "wrapt-stubs" not in p.parts]
-    missing = [p for p in sources if not Path(importlib.util.cache_from_source(str(p))).is_file()]
-    assert missing == []
-    pyc = Path(importlib.util.cache_from_source(str(asset / "s3bulk" / "aws" / "worker.py"))).read_bytes()
-    assert pyc[:4] == importlib.util.MAGIC_NUMBER
-    assert int.from_bytes(pyc[4:8], "little") == 0b01  # hash-based, source never checked: no compile, no mtime compare
-    assert marshal.loads(pyc[16:]).co_filename == "/var/task/s3bulk/aws/worker.py"
+# Run by the runtime's interpreter: a pyc's magic number, cache tag and marshal format are its version's.
+_CHECK_PYCS = """
+import importlib.util, json, marshal, sys
+from pathlib import Path
+root = Path(sys.argv[1])
+sources = [p for p in root.rglob("*.py") if "wrapt-stubs" not in p.parts]
+missing = [str(p) for p in sources if not Path(importlib.util.cache_from_source(str(p))).is_file()]
+pyc = Path(importlib.util.cache_from_source(str(root / "s3bulk" / "aws" / "worker.py"))).read_bytes()
+print(json.dumps({
+    "sources": len(sources), "missing": missing, "magic": pyc[:4] == importlib.util.MAGIC_NUMBER,
+    "flags": int.from_bytes(pyc[4:8], "little"), "filename": marshal.loads(pyc[16:]).co_filename,
+}))
+"""
+
+
+def test_every_module_is_precompiled_for_the_runtimes_python_with_unchecked_hash_pycs_for_the_task_root(
+    asset: Path, runtime_python: str
+) -> None:
+    out = subprocess.run([runtime_python, "-I", "-c", _CHECK_PYCS, str(asset)], capture_output=True, text=True, timeout=120, check=True)
+    seen = json.loads(out.stdout)
+    assert seen["sources"] > 500 and seen["missing"] == []
+    assert seen["magic"] is True  # compiled by the runtime's version, not by the Python that synthesized
+    assert seen["flags"] == 0b01  # hash-based, source never checked: no compile, no mtime compare
+    assert seen["filename"] == "/var/task/s3bulk/aws/worker.py"
+    assert not list(asset.rglob(f"*.{sys.implementation.cache_tag}.pyc"))  # nothing for the synthesizing Python's own version
 
 
 def test_two_builds_are_byte_identical(asset: Path, tmp_path: Path) -> None:

@@ -43,7 +43,7 @@ def test_the_lister_asset_vendors_the_pinned_arm64_pyarrow_pruned_and_fits_lambd
     pin = next(line.split("==")[1] for line in bundling.MANIFEST_REQUIREMENTS.read_text().splitlines() if line.startswith("pyarrow=="))
     assert f"__version__ = version = '{pin}'" in (lister_asset / "pyarrow" / "_generated_version.py").read_text()
     assert list((lister_asset / "pyarrow").glob("libparquet.so.*"))
-    [orc] = (lister_asset / "pyarrow").glob("_orc.cpython-311-aarch64-linux-gnu.so")
+    [orc] = (lister_asset / "pyarrow").glob(f"_orc.cpython-{bundling.RUNTIME_PYTHON[0]}{bundling.RUNTIME_PYTHON[1]}-aarch64-linux-gnu.so")
     assert orc.is_file()
     assert not [p for p in (lister_asset / "pyarrow").iterdir() if "flight" in p.name or p.name in {"include", "tests"}]
     assert (lister_asset / "botocore").is_dir() and (lister_asset / "s3bulk" / "source" / "columnar.py").is_file()

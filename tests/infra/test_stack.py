@@ -436,7 +436,7 @@ def test_a_first_deploy_with_any_bucket_names_synthesizes_and_deploys_no_schedul
     tag_writes = {"s3:DeleteObjectTagging", "s3:DeleteObjectVersionTagging"}
     assert not [a for a in _actions(statements(t)) if a.startswith("s3:Delete") and a not in tag_writes]
     functions = resources(t, "AWS::Lambda::Function").values()
-    assert {(f["Properties"]["Runtime"], f["Properties"]["Architectures"][0]) for f in functions} == {("python3.11", "arm64")}
+    assert {(f["Properties"]["Runtime"], f["Properties"]["Architectures"][0]) for f in functions} == {("python3.13", "arm64")}
     assert all("Layers" not in f["Properties"] for f in functions)  # every dependency is in the asset
 
 

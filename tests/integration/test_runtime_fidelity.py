@@ -1,14 +1,16 @@
-"""The Lambda asset as it will run: a bare Python with an old runtime SDK, the synthesized asset as /var/task.
+"""The Lambda assets as they will run: a bare Python of the runtime's version with an old runtime SDK, the asset as /var/task.
 
-The python3.11 runtime ships whatever boto3/botocore AWS last put in a Region,
+The python3.13 runtime ships whatever boto3/botocore AWS last put in a Region,
 older ones among them (1.30.x with urllib3 1.26, before
-`Config(request_checksum_calculation=...)` existed). These tests build the asset
+`Config(request_checksum_calculation=...)` existed). These tests build the assets
 with the stack's own bundler (for this machine's architecture, the only
-difference from the deployed arm64 asset), put it first on the path of an
-interpreter that has nothing else but that old SDK, and drive a copy job through
-the four real handlers against a moto server. The negative control rebuilds the
-layout the stack used before vendoring (our code alone, Powertools as a layer,
-the runtime's SDK) and shows it failing on the first S3 client.
+difference from the deployed arm64 asset), put one first on the path of an
+interpreter of the runtime's version (not the suite's) that has nothing else but
+that old SDK, and drive a job through the four real handlers against a moto
+server: a copy from a listing on the functions' asset, and copies from a Parquet
+object list and an ORC inventory on the Lister's. The negative control rebuilds
+the layout the stack used before vendoring (our code alone, Powertools as a
+layer, the runtime's SDK) and shows it failing on the first S3 client.
 """
 
 from __future__ import annotations
@@ -42,33 +44,33 @@ SRC, DST, REPORTS, TABLE = "fidelity-src", "fidelity-dst", "fidelity-reports", "
 N = 60
 
 
+MACHINE = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "arm64", "arm64": "arm64"}[platform.machine().lower()]
+
+
 def _pip_target(target: Path, requirements: list[str]) -> Path:
+    """Wheels for the runtime's Python version and this machine, whatever version runs the suite."""
     subprocess.run(
         [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "--no-compile",
-            "--target",
-            str(target),
-            *requirements,
+            sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile",
+            "--only-binary=:all:", "--implementation", "cp", "--python-version", "{}.{}".format(*bundling.RUNTIME_PYTHON),
+            *(f"--platform={p}" for p in bundling.pip_platforms(bundling.PLATFORMS[MACHINE])),
+            "--target", str(target), *requirements,
         ],
         check=True,
         timeout=600,
-    )
+    )  # fmt: skip
     return target
 
 
 @pytest.fixture(scope="module")
-def lambda_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A venv with no packages at all, on the base interpreter (not the project's venv)."""
+def lambda_python(tmp_path_factory: pytest.TempPathFactory, runtime_python: str) -> Path:
+    """A venv with no packages at all, on an interpreter of the runtime's version (not the project's venv)."""
     venv = tmp_path_factory.mktemp("bare") / "venv"
-    base = getattr(sys, "_base_executable", sys.executable)
-    subprocess.run([base, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
-    return venv / "bin" / "python"
+    subprocess.run([runtime_python, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    version = subprocess.run([python, "-c", "import sys; print(*sys.version_info[:2])"], capture_output=True, text=True, check=True)
+    assert tuple(int(v) for v in version.stdout.split()) == bundling.RUNTIME_PYTHON
+    return python
 
 
 @pytest.fixture(scope="module")
@@ -136,10 +138,17 @@ def _drive(python: Path, path: list[Path], stack: Stack) -> subprocess.Completed
 
 @pytest.fixture(scope="module")
 def vendored_task(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The function asset as the stack bundles it (for this machine's architecture)."""
-    machine = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "arm64", "arm64": "arm64"}[platform.machine().lower()]
+    """The functions' asset as the stack bundles it (for this machine's architecture)."""
     task = tmp_path_factory.mktemp("var-task")
-    bundling.build(task, bundling.PLATFORMS[machine])
+    bundling.build(task, bundling.PLATFORMS[MACHINE])
+    return task
+
+
+@pytest.fixture(scope="module")
+def lister_task(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Lister's asset (the functions' plus pyarrow) as the stack bundles it, for this machine's architecture."""
+    task = tmp_path_factory.mktemp("var-task-lister")
+    bundling.build(task, bundling.PLATFORMS[MACHINE], requirements=bundling.MANIFEST_REQUIREMENTS)
     return task
 
 
@@ -158,6 +167,41 @@ def test_the_vendored_asset_runs_a_copy_job_through_the_handlers_on_an_old_runti
     for i in range(N):
         body = stack.s3.get_object(Bucket=stack.cfg["dst"], Key=f"out/{i:03d} ü")["Body"].read()
         assert body == f"object {i}".encode() * (i + 1)
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "orc-inventory"])
+def test_the_listers_asset_reads_a_parquet_list_and_an_orc_inventory_on_the_runtimes_python(
+    lambda_python: Path, runtime_sdk: Path, stack: Stack, lister_task: Path, fmt: str
+) -> None:
+    """pyarrow's manylinux_2_28 wheel for the runtime's version, as the Lister's asset vendors it: every third key listed."""
+    import pyarrow as pa
+
+    from bench.inventory_copy import encode
+
+    src, keys = stack.cfg["src"], [f"in/{i:03d} ü" for i in range(0, N, 3)]
+    sizes = [len(f"object {i}".encode() * (i + 1)) for i in range(0, N, 3)]
+    if fmt == "parquet":
+        table = pa.table({"bucket": [src] * len(keys), "key": keys})
+        stack.s3.put_object(Bucket=src, Key="lists/keys.parquet", Body=encode(table, "Parquet", 7))
+        manifest = {"bucket": src, "key": "lists/keys.parquet", "format": "parquet"}
+    else:
+        rows = {"bucket": [src] * len(keys), "key": keys, "is_latest": [True] * len(keys), "is_delete_marker": [False] * len(keys)}
+        data = encode(pa.table({**rows, "size": pa.array(sizes, pa.int64())}), "ORC", 7)
+        stack.s3.put_object(Bucket=src, Key="inv/data/part-0.orc", Body=data)
+        files = [{"key": "inv/data/part-0.orc", "size": len(data), "MD5checksum": "unchecked"}]
+        doc = {"destinationBucket": f"arn:aws:s3:::{src}", "fileFormat": "ORC", "fileSchema": "(its own)", "files": files}
+        stack.s3.put_object(Bucket=src, Key="inv/manifest.json", Body=json.dumps(doc).encode())
+        manifest = {"bucket": src, "key": "inv/manifest.json", "format": "inventory"}
+    stack.cfg["job"] = {**stack.cfg["job"], "source": {"bucket": src, "prefix": "in/", "manifest": manifest}}
+
+    proc = _drive(lambda_python, [lister_task, runtime_sdk], stack)
+
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert Path(out["pyarrow_file"]).is_relative_to(lister_task) and out["python"] == list(bundling.RUNTIME_PYTHON)
+    assert (out["result"]["status"], out["result"]["failed"]) == ("succeeded", 0)
+    copied = {o["Key"] for o in stack.s3.list_objects_v2(Bucket=stack.cfg["dst"]).get("Contents", [])}
+    assert copied == {"out/" + k[3:] for k in keys}
 
 
 def test_a_function_over_its_memory_size_is_ended_as_lambda_ends_it(

@@ -391,7 +391,7 @@ class StackOnMoto:
         role = f"arn:aws:iam::{DEFAULT_ACCOUNT_ID}:role/s3bulk-stack"
         arn = str(
             lam.create_function(
-                FunctionName=name, Runtime="python3.11", Role=role, Handler=handler, Code={"ZipFile": b"0"}, Timeout=int(timeout_s)
+                FunctionName=name, Runtime="python3.13", Role=role, Handler=handler, Code={"ZipFile": b"0"}, Timeout=int(timeout_s)
             )["FunctionArn"]
         )
         self.functions[name] = Function(name, handler, timeout_s, 128, self.concurrency)

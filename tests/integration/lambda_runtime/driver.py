@@ -106,8 +106,17 @@ def main() -> None:
             if m["MessageId"] not in failed:
                 sqs.delete_message(QueueUrl=cfg["queue_url"], ReceiptHandle=m["ReceiptHandle"])
     result = finalize.handler({"job_id": job_id}, Context())
-    out = {"botocore": botocore.__version__, "botocore_file": botocore.__file__, "result": result, "peak_rss_mb": memory["peak_mb"]}
-    print(json.dumps(out))
+    pyarrow = sys.modules.get("pyarrow")
+    out = {
+        "python": list(sys.version_info[:2]),
+        "botocore": botocore.__version__,
+        "botocore_file": botocore.__file__,
+        "pyarrow_file": getattr(pyarrow, "__file__", None),
+        "result": result,
+        "peak_rss_mb": memory["peak_mb"],
+    }
+    print(json.dumps(out), flush=True)
+    os._exit(0)  # pyarrow's threads can abort an interpreter's teardown; a Lambda never tears its own down
 
 
 if __name__ == "__main__":
