@@ -49,7 +49,12 @@ def test_the_source_comes_from_the_mirrors_apt_names_in_either_form_security_arc
     )
     (tmp_path / "sources.list.d" / "ignored.txt").write_text("deb http://never.example/debian bookworm main\n")
     mirrors = runtime.debian_mirrors((tmp_path / "sources.list", tmp_path / "sources.list.d"))
-    assert mirrors == ["http://one.example/debian", "http://two.example/debian", "https://one.example/debian", "http://mirror.example/debian-security"]
+    assert mirrors == [
+        "http://one.example/debian",
+        "http://two.example/debian",
+        "https://one.example/debian",
+        "http://mirror.example/debian-security",
+    ]
 
 
 def test_a_source_whose_checksum_differs_is_refused_naming_both_digests(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
