@@ -23,6 +23,7 @@ from typing import Any
 from infra.config import MAX_INLINE_MAP, DeployConfig
 from s3bulk import metrics
 from s3bulk.aws.admission import STATUS_TTL_S
+from s3bulk.aws.history import HISTORY_LIMIT, RENEW_AT
 from s3bulk.aws.ledger import (
     COUNTER_SHARDS,
     LISTER_COUNTERS,
@@ -33,7 +34,7 @@ from s3bulk.aws.ledger import (
     list_shard_key,
     marker_key,
 )
-from s3bulk.aws.lister import LIST_MARGIN_S
+from s3bulk.aws.lister import LIST_MARGIN_S, PAGES_PER_STEP
 from s3bulk.aws.messages import pack
 from s3bulk.aws.reportbucket import KEY_LOG_TAG, KEYS_GZIP_LEVEL
 from s3bulk.job import parse_job
@@ -266,8 +267,14 @@ def batch_check_rru() -> int:
 
 FINISH_BATCH_WRU = 2 * (wru(MARKER_ITEM) + wru(COUNTER_ITEM))  # TransactWriteItems: marker Put + counter Update, 2x
 LEASE_WRU = 2  # ledger.hold and ledger.release: an UpdateItem each of a lease shard (well under 1 KB)
-# ledger.checkpoint: a transaction of the listing shard's update and `pending` on the counter shard of the page's batch (2x)
-CHECKPOINT_WRU = 2 * (wru(LIST_SHARD_ITEM) + wru(COUNTER_ITEM))
+
+
+def checkpoint_wru(batches: float) -> float:
+    """ledger.checkpoint of one step of pages: a transaction (2x) of the listing shard's update and `pending` on each
+    counter shard the step's `batches` count on (ids spread evenly over COUNTER_SHARDS: the distinct ones expected)."""
+    counters: float = COUNTER_SHARDS * (1 - (1 - 1 / COUNTER_SHARDS) ** batches)
+    return 2 * (wru(LIST_SHARD_ITEM) + counters * wru(COUNTER_ITEM))
+
 
 # -- Step Functions (infra/state_machine.py), for a job without the delete guard ---------------------------------
 # Validate, CreateLedgerEntry, KeepIdsOnly, PlanListing, DeleteGuard?, Confirm?, ListShards, AwaitCompletion, Finalize,
@@ -339,11 +346,27 @@ def worker_threads_for(cpu_ms_per_object: float, memory_mb: int = WORKER_MB) -> 
     return threads
 
 
-def worker_memory_for(cpu_ms_per_object: float, threads: int, sizes: tuple[int, ...] = (512, 768, 1024, 1280, 1769, 2048, 3008)) -> int:
-    """The stack's worker_memory_mb: the largest size whose worker is still CPU-bound with `threads` (the cheapest per
-    object) among those whose memory holds that many threads' bodies; the smallest of those when none is CPU-bound."""
+def request_threads_for(cpu_ms_per_object: float, memory_mb: int = WORKER_MB) -> int:
+    """The stack's worker_request_threads, for jobs that hold no bodies (S3 moves the bytes): the smallest power of two
+    (at least 8) that keeps enough requests in flight for the worker's CPU share, with no memory cap to meet."""
+    needed = cpu_rate(cpu_ms_per_object, memory_mb) * LATENCY_S
+    threads = 8
+    while threads < needed:
+        threads *= 2
+    return threads
+
+
+def worker_memory_for(
+    cpu_ms_per_object: float,
+    threads: int,
+    sizes: tuple[int, ...] = (512, 768, 1024, 1280, 1769, 2048, 3008),
+    request_threads: int | None = None,
+) -> int:
+    """The stack's worker_memory_mb: the largest size whose worker is still CPU-bound with `request_threads` (the
+    cheapest per object; `threads` when not given) among those whose memory holds `threads` streaming threads' bodies;
+    the smallest of those when none is CPU-bound."""
     fits = [m for m in sizes if floor_threads(m) >= threads]
-    bound = [m for m in fits if cpu_rate(cpu_ms_per_object, m) <= threads / LATENCY_S]
+    bound = [m for m in fits if cpu_rate(cpu_ms_per_object, m) <= (request_threads or threads) / LATENCY_S]
     return max(bound) if bound else min(fits)
 
 
@@ -417,6 +440,9 @@ def job_items(
     """
     batches = objects / KEYS_PER_MESSAGE  # a 1,000-key page is one message, one batch
     pages = objects / LIST_PAGE_KEYS
+    # lister.PAGES_PER_STEP pages a step (one intent, one checkpoint); each lister call ends its last step early
+    steps = pages / PAGES_PER_STEP + lister_calls_per_shard(list_seconds) * shards
+    step_wru = checkpoint_wru(batches / pages * PAGES_PER_STEP)
     invocations = batches / MESSAGES_PER_INVOCATION
     calls = lister_calls_per_shard(list_seconds)
     lister_calls = shards * calls
@@ -428,14 +454,15 @@ def job_items(
     ) / 1024
     transitions = SFN_FIXED + shards * (SFN_PER_SHARD + SFN_PER_LISTER_CALL * calls) + SFN_PER_POLL * timeouts
 
-    send_units = math.ceil(MESSAGE_BYTES * LIST_PAGE_KEYS / KEYS_PER_MESSAGE / SQS_CHUNK)  # one SendMessageBatch per page
+    # one SendMessageBatch per step (its messages fit QueueSender's 10 and 1 MiB a call), billed by 64 KB of payload
+    send_units = math.ceil(MESSAGE_BYTES * batches / pages * PAGES_PER_STEP / SQS_CHUNK)
     receive_units = math.ceil(MESSAGES_PER_INVOCATION * MESSAGE_BYTES / SQS_CHUNK)  # one ReceiveMessage per invocation
-    sqs = pages * send_units + invocations * receive_units + invocations
+    sqs = steps * send_units + invocations * receive_units + invocations
 
     job_wru = wru(JOB_ITEM)
     created = wru({k: v for k, v in JOB_ITEM.items() if k not in ("shards", "completion_token")})
     fixed_writes = created + 2 * (shards + 1) + job_wru  # CreateLedgerEntry, ledger.plan's transaction, Finalize's set_status
-    writes = batches * (FINISH_BATCH_WRU + LEASE_WRU) + pages * CHECKPOINT_WRU + 2 * lister_calls + (1 + timeouts) * job_wru + fixed_writes
+    writes = batches * (FINISH_BATCH_WRU + LEASE_WRU) + steps * step_wru + 2 * lister_calls + (1 + timeouts) * job_wru + fixed_writes
     status_reads = min(batches, busy_workers * seconds / STATUS_TTL_S)  # eventually consistent: half a unit each
     per_batch_rru = 1 + batch_check_rru()  # is_batch_done (the minimum: 1), then ledger.progress(batch_id=)
     # PlanListing's load and spec; Finalize's load; a full read each time a counter shard drains (about once each)
@@ -491,7 +518,7 @@ def job_items(
             sqs,
             "64 KB request",
             SQS_REQUEST,
-            f"{pages:,.0f} SendMessageBatch x {send_units} (one {MESSAGE_BYTES / 1000:,.0f} KB message) + {invocations:,.0f} "
+            f"{steps:,.0f} SendMessageBatch x {send_units} ({PAGES_PER_STEP} messages of {MESSAGE_BYTES / 1000:,.0f} KB) + {invocations:,.0f} "
             f"ReceiveMessage x {receive_units} ({MESSAGES_PER_INVOCATION} messages) + {invocations:,.0f} DeleteMessageBatch",
         ),
         LineItem(
@@ -500,8 +527,8 @@ def job_items(
             writes,
             "WRU",
             DDB_WRU,
-            f"{batches:,.0f} batches x {FINISH_BATCH_WRU + LEASE_WRU} (a transaction of 2 items of 1 KB, 2x, and the lease's hold and release) + {pages:,.0f} pages x "
-            f"{CHECKPOINT_WRU} + {(1 + timeouts) * job_wru + fixed_writes:,} for the job",
+            f"{batches:,.0f} batches x {FINISH_BATCH_WRU + LEASE_WRU} (a transaction of 2 items of 1 KB, 2x, and the lease's hold and release) + {steps:,.0f} "
+            f"checkpoints of {PAGES_PER_STEP} pages x {step_wru:.1f} + {(1 + timeouts) * job_wru + fixed_writes:,} for the job",
         ),
         LineItem(
             "DynamoDB reads (completion check per batch)",
@@ -525,10 +552,10 @@ def job_items(
         LineItem(
             "S3 report bucket PUTs (key-log part per batch)",
             "ReportBucket.put_keys, put_failures, put_intent; finalize",
-            batches + pages + lister_calls + 4,
+            batches + steps + lister_calls + 4,
             "PUT",
             S3_PUT,
-            f"{batches:,.0f} key-log parts (+1 failures part per batch with a failure) + {pages:,.0f} page intents + "
+            f"{batches:,.0f} key-log parts (+1 failures part per batch with a failure) + {steps:,.0f} intents ({PAGES_PER_STEP} pages each) + "
             f"{lister_calls:,} intent GETs (one per lister call, at PUT price to round up) + report.json, failures.jsonl, "
             "its assembly state, 1 LIST",
         ),
@@ -672,7 +699,7 @@ def at_scale(
     Each of the K listers pages its own shard for the whole listing time, so listing bills K times that.
     """
     listing = shards * lister_keys_per_s()
-    worker = worker_sizing(cpu_ms_per_object, WORKER_MB, worker_threads_for(cpu_ms_per_object)).objects_per_s
+    worker = worker_sizing(cpu_ms_per_object, WORKER_MB, request_threads_for(cpu_ms_per_object)).objects_per_s  # a copy holds no bodies
     workers = concurrency * worker
     s3 = prefixes * S3_PUT_PER_PREFIX
     per_s, bound = min((listing, "listing"), (workers, "workers"), (s3, "S3 PUT limit"))
@@ -714,6 +741,7 @@ SCALE_ROWS = [
     (16, 200, 100),
     (16, 1000, 100),
     (32, 1000, 100),
+    (MAX_SHARDS, 50, 30),
     (MAX_SHARDS, 1000, 1000),
 ]
 
@@ -723,23 +751,39 @@ SCALE_ROWS = [
 # read units per batch (tests/integration/test_stack_partitions.py measures it on the whole stack).
 PARTITION_RRU, JOB_ITEM_RRU_PER_BATCH = 3000, 1.40
 # A new on-demand table serves up to 4,000 write and 12,000 read units a second at once (more as traffic grows); per
-# batch the stack writes about 6 units (finish_batch's transaction, the lease's hold and release) and per page 4 (the
-# checkpoint), and reads about 3 (marker, job item, counter shard).
+# batch the stack writes about 6 units (finish_batch's transaction, the lease's hold and release) and its share of its
+# step's checkpoint (`checkpoint_wru`), and reads about 3 (marker, job item, counter shard).
 NEW_TABLE_WRU, NEW_TABLE_RRU = 4000, 12000
-WRU_PER_BATCH, WRU_PER_PAGE, RRU_PER_BATCH = 6, 4, 3
+WRU_PER_BATCH, RRU_PER_BATCH = 6, 3
 # SQS holds at most 120,000 messages in flight per queue; a worker holds its invocation's 5 messages.
 SQS_IN_FLIGHT, MESSAGES_PER_WORKER = 120_000, 5
 # An account's concurrent Lambda executions by default (a new account's may be 10): one job holds K + workers + 4.
 ACCOUNT_CONCURRENCY = 1000
+# Step Functions history events (assumed from the event types each state writes): a Lambda task in the listing Map writes
+# entered, scheduled, started, succeeded and exited, and its Choice entered and exited (7 per lister call); each shard's
+# iteration starts, succeeds and ends in a Succeed state (4); a timed-out wait, a dozen (s3bulk/aws/history.py); the
+# job's other steps about 40. Past RENEW_AT events the job goes on in a new execution (aws/history.py).
+HISTORY_PER_LISTER_CALL, HISTORY_PER_SHARD, HISTORY_PER_POLL, HISTORY_FIXED = 7, 4, 12, 40
+
+
+def history_events(row: AtScale) -> float:
+    """Step Functions history events a row's job writes in all (its executions together)."""
+    list_seconds = row.objects / row.listing_per_s
+    calls = lister_calls_per_shard(list_seconds)
+    return (
+        HISTORY_FIXED
+        + row.shards * (HISTORY_PER_SHARD + HISTORY_PER_LISTER_CALL * calls)
+        + HISTORY_PER_POLL * poll_timeouts(row.seconds, list_seconds)
+    )
 
 
 def ceilings(row: AtScale) -> list[tuple[str, float, str]]:
     """(ceiling, objects/s it allows, what it is) for one row of the at-scale table: each beside the three rates."""
     keys = KEYS_PER_MESSAGE
-    per_batch_wru = WRU_PER_BATCH + WRU_PER_PAGE  # a page sends one batch at the default 1,000 keys
+    per_batch_wru = WRU_PER_BATCH + checkpoint_wru(PAGES_PER_STEP) / PAGES_PER_STEP  # a page is one batch at 1,000 keys
     return [
         ("job item's partition (reads)", PARTITION_RRU / JOB_ITEM_RRU_PER_BATCH * keys, "3,000 RRU/s per key; 1.40 a batch"),
-        ("new on-demand table (writes)", NEW_TABLE_WRU / per_batch_wru * keys, "4,000 WRU/s at first; about 10 a batch"),
+        ("new on-demand table (writes)", NEW_TABLE_WRU / per_batch_wru * keys, f"4,000 WRU/s at first; about {per_batch_wru:.0f} a batch"),
         ("new on-demand table (reads)", NEW_TABLE_RRU / RRU_PER_BATCH * keys, "12,000 RRU/s at first; about 3 a batch"),
         ("SQS in flight", SQS_IN_FLIGHT / (row.concurrency * MESSAGES_PER_WORKER) * row.workers_per_s, "120,000 messages a queue"),
         ("KMS, SSE-KMS without Bucket Keys", KMS_RATE_LARGEST / 2, "50,000 requests/s (us-east-1); 2 an object"),
@@ -764,8 +808,8 @@ def ceilings_section() -> list[str]:
     lines += [f"| {name} | {rate:,.0f} | {what} |" for name, rate, what in ceilings(sample)]
     lines += [
         "",
-        "| objects | K | MaximumConcurrency | prefixes | the job's rate /s | lowest other ceiling | Lambda executions needed |",
-        "|---:|---:|---:|---:|---:|---|---:|",
+        "| objects | K | MaximumConcurrency | prefixes | the job's rate /s | lowest other ceiling | Lambda executions needed | history events (executions) |",
+        "|---:|---:|---:|---:|---:|---|---:|---:|",
     ]
     for objects in (1e8, 1e9):
         for k, conc, prefixes in SCALE_ROWS:
@@ -775,7 +819,8 @@ def ceilings_section() -> list[str]:
             over = " (over the default)" if needed > ACCOUNT_CONCURRENCY else ""
             binds = " **binds**" if rate < row.per_s else f" ({row.per_s / rate:.0%} used)"
             lines.append(
-                f"| {objects / 1e6:,.0f} M | {k} | {conc:,} | {prefixes:,} | {row.per_s:,.0f} | {name}: {rate:,.0f}{binds} | {needed:,}{over} |"
+                f"| {objects / 1e6:,.0f} M | {k} | {conc:,} | {prefixes:,} | {row.per_s:,.0f} | {name}: {rate:,.0f}{binds} | {needed:,}{over} "
+                f"| {history_events(row):,.0f} ({1 + int(history_events(row) // RENEW_AT)}) |"
             )
     rows = [at_scale(1e9, k, conc, prefixes, 0.27) for k, conc, prefixes in SCALE_ROWS]
     fastest = max(rows, key=lambda r: r.per_s)
@@ -788,6 +833,9 @@ def ceilings_section() -> list[str]:
         f"{fastest.per_s / rate:.0%} of the lowest ({name}; a table that has run at that rate before serves more). KMS binds,",
         f"for SSE-KMS objects without S3 Bucket Keys, in every row above {kms:,.0f} objects/s; and {n_over} of the {len(SCALE_ROWS)} rows",
         "need more Lambda executions than an account has by default: ask for more before running them.",
+        f"Step Functions ends an execution at {HISTORY_LIMIT:,} history events; a job past {RENEW_AT:,} goes on in a new one",
+        f"(`aws/history.py`), so history bounds no row: the longest, {max(history_events(r) for r in rows):,.0f} events, is",
+        f"{1 + int(max(history_events(r) for r in rows) // RENEW_AT)} execution(s) (events: `history_events`, assumed per state).",
     ]
     return lines
 
@@ -827,7 +875,7 @@ def _bill(items: list[LineItem] | tuple[LineItem, ...]) -> list[str]:
 
 
 def render_at_scale(cpu_ms: float) -> list[str]:
-    worker = worker_sizing(cpu_ms, WORKER_MB, worker_threads_for(cpu_ms)).objects_per_s
+    worker = worker_sizing(cpu_ms, WORKER_MB, request_threads_for(cpu_ms)).objects_per_s
     lister = lister_keys_per_s()
     lines = [
         "",
@@ -862,8 +910,8 @@ def render_at_scale(cpu_ms: float) -> list[str]:
         "  `state_machine.shard_loop` repeats until the shard is done: K x the listing time in GB-s, K x the calls in requests.",
         f"  A worker takes {MESSAGES_PER_INVOCATION} messages per invocation (the event source's batch_size).",
         f"- **SQS**: a 1,000-key page is one message of {MESSAGE_BYTES / 1000:,.0f} KB (`messages.pack`, {len(SAMPLE_KEY)}-character keys),",
-        "  sent in one SendMessageBatch (`queue.QueueSender`: up to 10 messages and 1 MiB a call); SQS bills each 64 KB of",
-        f"  a call's payload, so a send is {math.ceil(MESSAGE_BYTES / SQS_CHUNK)} requests, a worker's ReceiveMessage of {MESSAGES_PER_INVOCATION} messages",
+        f"  and a lister sends a step of {PAGES_PER_STEP} pages in one SendMessageBatch (`queue.QueueSender`: up to 10 messages and 1 MiB a",
+        f"  call); SQS bills each 64 KB of a call's payload, so a step's send is {math.ceil(PAGES_PER_STEP * MESSAGE_BYTES / SQS_CHUNK)} requests, a worker's ReceiveMessage of {MESSAGES_PER_INVOCATION} messages",
         f"  {math.ceil(MESSAGES_PER_INVOCATION * MESSAGE_BYTES / SQS_CHUNK)}, and its DeleteMessageBatch 1.",
         "- **DynamoDB**, on demand (`s3bulk/aws/ledger/`): per batch, `finish_batch`'s TransactWriteItems (the batch",
         f"  marker's Put and its counter shard's Update, 1 KB each, at 2 WRU per KB in a transaction: {FINISH_BATCH_WRU} WRU), the",
@@ -879,8 +927,9 @@ def render_at_scale(cpu_ms: float) -> list[str]:
         f"  counter: a Query of the K listing shards ({item_bytes(LIST_SHARD_ITEM)} B each: three 50-character keys, a {CURSOR_CHARS}-character",
         f"  cursor; 1 RRU per 4 KB together) and a BatchGetItem of the {COUNTER_SHARDS} counter shards (each under a partition key of its",
         f"  own, so 1,000 workers never meet on one key): {query_rru(1)} RRU at K = 1, {query_rru(MAX_SHARDS)} at {MAX_SHARDS}, about once per",
-        "  counter shard per job. Per page, the lister's checkpoint: a transaction of its listing shard's update and `pending`",
-        f"  on the counter shard of the page's batch ({CHECKPOINT_WRU} WRU). Per container every {STATUS_TTL_S:.0f} s, an eventually consistent",
+        f"  counter shard per job. Per step of {PAGES_PER_STEP} pages (`lister.PAGES_PER_STEP`), the lister's checkpoint: a transaction of its",
+        f"  listing shard's update and `pending` on each counter shard its batches count on ({checkpoint_wru(PAGES_PER_STEP):.1f} WRU, where a",
+        f"  checkpoint a page cost {checkpoint_wru(1):.0f}). Per container every {STATUS_TTL_S:.0f} s, an eventually consistent",
         "  read of the job's status (0.5 RRU).",
         f"- **Step Functions**: {SFN_FIXED} transitions per job (Validate, CreateLedgerEntry, KeepIdsOnly, PlanListing,",
         "  DeleteGuard?, Confirm?, ListShards, AwaitCompletion, Finalize, ReportWritten?, WithinTolerance?, JobSucceeded), per shard",
@@ -890,8 +939,8 @@ def render_at_scale(cpu_ms: float) -> list[str]:
         "  or move with `max_delete` adds the count pass.",
         "- **The report bucket** (`s3bulk/aws/reportbucket.py`): each counted batch PUTs its key-log part (`put_keys`), tagged",
         f"  `{KEY_LOG_TAG}` in the same PUT (no request of its own); a batch with a failure PUTs a failures part too",
-        "  (`put_failures`), and a try that lost the count to a duplicate empties both (2 PUTs). Each listing page that sends",
-        "  batches first PUTs its intent (`put_intent`: what a lister that dies before its checkpoint sends again), and each",
+        "  (`put_failures`), and a try that lost the count to a duplicate empties both (2 PUTs). Each listing step that sends",
+        f"  batches ({PAGES_PER_STEP} pages) first PUTs its intent (`put_intent`: what a lister that dies before its checkpoint sends again), and each",
         "  lister call GETs its shard's. Finalize writes report.json, failures.jsonl (one multipart part per 8 MiB of",
         f"  failures) and its assembly state. A key-log line is {KEY_LOG_LINE_BYTES} B (`KeyRecord.line`), stored gzip'd a part at a time",
         f"  ({KEY_LOG_STORED_BYTES:.0f} B a line, `key_log_stored_bytes`), so a billion objects leave {1e9 * KEY_LOG_STORED_BYTES / GB:,.0f} GB of key logs",
@@ -952,6 +1001,9 @@ def render_at_scale(cpu_ms: float) -> list[str]:
     k1 = at_scale(1e8, 1, 200, 100, cpu_ms)
     lean = at_scale(1e8, 16, 4, 1, cpu_ms)
     wide = at_scale(1e8, 16, 200, 100, cpu_ms)
+    target = at_scale(1e9, MAX_SHARDS, 50, 30, cpu_ms)
+    target_logs = sum(target.costs[k] for k in ("S3 key-log storage", "S3 key-log tags", "S3 report bucket PUTs (key-log part per batch)"))
+    target_ddb = sum(target.costs[k] for k in ("DynamoDB writes (finish_batch, checkpoint)", "DynamoDB reads (completion check per batch)"))
     lines += [
         "",
         f"**What limits what.** With K = 16 the listers send {k16.listing_per_s:,.0f} keys/s, so at 100 M objects listing is not the",
@@ -959,7 +1011,7 @@ def render_at_scale(cpu_ms: float) -> list[str]:
         f"takes {_duration(k16.seconds)} for 100 M and {_duration(at_scale(1e9, 16, 50, 1, cpu_ms).seconds)} for 1 B whatever the tool (SQS keeps messages 14 days).",
         f"With one shard (K = 1: `list_shards=1`, or a source of one page) listing ({k1.listing_per_s:,.0f}/s)",
         f"becomes the bound as soon as S3 has two partitioned prefixes: {_duration(k1.seconds)} for 100 M however many workers run.",
-        "Workers are the bound in none of these rows: 50 of them copy 15 prefixes' worth of PUTs. Past S3's limit more",
+        f"Workers are the bound in none of these rows: 50 of them copy {50 * worker / S3_PUT_PER_PREFIX:.0f} prefixes' worth of PUTs. Past S3's limit more",
         f"concurrency only costs: 100 M on one prefix costs ${k16.costs['Lambda workers (GB-s)']:,.2f} of workers at MaximumConcurrency 50 and",
         f"${lean.costs['Lambda workers (GB-s)']:,.2f} at 4 (= 3,500 / {worker:,.0f}), in the same time. Set MaximumConcurrency near",
         "prefixes x 3,500 / (objects/s per worker); a worker slowed by SlowDown or `adaptive_rate` is billed while it waits.",
@@ -967,6 +1019,11 @@ def render_at_scale(cpu_ms: float) -> list[str]:
         f"${wide.costs['S3 key-log storage'] + wide.costs['S3 key-log tags'] + wide.costs['S3 report bucket PUTs (key-log part per batch)']:,.2f} "
         f"of ${wide.total:,.2f} for 100 M, kept {KEEP_KEY_LOGS_DAYS} + {NONCURRENT_DAYS} days; `-c keep_key_logs_days=7` makes their storage",
         f"${at_scale(1e8, 16, 200, 100, cpu_ms, keep_days=7).costs['S3 key-log storage']:,.2f}.",
+        "",
+        f"**A billion for $25.** 1 B objects into 30 partitioned prefixes, K = {MAX_SHARDS}, MaximumConcurrency 50: {_duration(target.seconds)}",
+        f"({target.bound}) for ${target.total:,.2f} of s3bulk's own cost: workers ${target.costs['Lambda workers (GB-s)']:,.2f} (a copy runs on",
+        f"{request_threads_for(cpu_ms)} request threads, CPU-bound), key logs ${target_logs:,.2f} (gzip'd parts, an intent per {PAGES_PER_STEP} pages),",
+        f"DynamoDB ${target_ddb:,.2f}. No other ceiling binds it (the table below). Batch Operations' fees for the same job: ${batch_operations(1e9):,.2f}.",
         "",
         f"Against Batch Operations: its fees for 100 M objects are ${batch_operations(1e8):,.2f} and for 1 B ${batch_operations(1e9):,.2f}; s3bulk's",
         f"own cost is ${k16.total:,.2f} / ${at_scale(1e9, 16, 50, 1, cpu_ms).total:,.2f} at the default concurrency on one prefix, and",
@@ -1116,8 +1173,9 @@ def kms_section() -> list[str]:
 
 
 def render(cpu_ms: float, source: str) -> str:
-    threads = worker_threads_for(cpu_ms, WORKER_MB)
-    memory = worker_memory_for(cpu_ms, threads)
+    streaming = worker_threads_for(cpu_ms, WORKER_MB)
+    threads = request_threads_for(cpu_ms, WORKER_MB)  # what a copy of small objects runs on: it holds no bodies
+    memory = worker_memory_for(cpu_ms, streaming, request_threads=threads)
     sizes = [worker_sizing(cpu_ms, m, threads) for m in (512, 768, 1024, 1280, 1769, 3008)]
     costs = per_million(cpu_ms, 1024, 50, threads)
     total = sum(costs.values())
@@ -1143,22 +1201,18 @@ def render(cpu_ms: float, source: str) -> str:
         lines.append(f"| {s.memory_mb:,} | {s.objects_per_s:,.0f} | {bound} | {s.gb_seconds:,.0f} | {s.dollars:.4f} |")
     lines += [
         "",
-        "The stack's defaults follow (`worker_threads_for`, `worker_memory_for`; infra/config.py holds them and a unit test checks",
-        "them against this model and docs/benchmarks.json):",
-        f"**{threads} threads**: the smallest power of two that keeps enough requests in flight for a {WORKER_MB:,} MB worker's",
-        f"CPU share ({cpu_rate(cpu_ms, WORKER_MB):,.0f} objects/s x {LATENCY_S * 1000:.0f} ms = {cpu_rate(cpu_ms, WORKER_MB) * LATENCY_S:.0f} in flight),",
-        f"capped at what large-body jobs (relay, process) fit: {BODY_MB_PER_THREAD} MiB per thread beyond the body budget of a quarter",
-        f"of the memory, {floor_threads(WORKER_MB)} threads at {WORKER_MB:,} MB. And **{memory:,} MB**: the largest size still CPU-bound at",
-        "that many threads among those that hold their bodies (the smallest of those when none is CPU-bound).",
-        *(
-            [
-                f"At {cpu_ms:.2f} ms per object the cap binds: a {WORKER_MB:,} MB worker copying small objects is latency-bound",
-                f"({threads / LATENCY_S:,.0f} objects/s, where its CPU would allow {cpu_rate(cpu_ms, WORKER_MB):,.0f}); "
-                "a thread count per kind of job (copies hold no bodies) is what would use the rest.",
-            ]
-            if worker_sizing(cpu_ms, WORKER_MB, threads).objects_per_s < cpu_rate(cpu_ms, WORKER_MB) - 1e-6
-            else []
-        ),
+        "The stack's defaults follow (`request_threads_for`, `worker_threads_for`, `worker_memory_for`; infra/config.py holds them",
+        "and a unit test checks them against this model and docs/benchmarks.json). A worker has two object pools:",
+        f"**{threads} request threads** (`worker_request_threads`) for every job S3 moves the bytes of (copy, delete, tag ...: no",
+        f"bodies held): the smallest power of two that keeps enough requests in flight for a {WORKER_MB:,} MB worker's CPU share",
+        f"({cpu_rate(cpu_ms, WORKER_MB):,.0f} objects/s x {LATENCY_S * 1000:.0f} ms = {cpu_rate(cpu_ms, WORKER_MB) * LATENCY_S:.0f} in flight);",
+        f"**{streaming} streaming threads** (`worker_threads`) for relay and process jobs, the same rule capped at what their bodies",
+        f"fit: {BODY_MB_PER_THREAD} MiB per thread beyond the body budget of a quarter of the memory, {floor_threads(WORKER_MB)} threads at {WORKER_MB:,} MB.",
+        f"And **{memory:,} MB**: the largest size still CPU-bound at {threads} request threads among those that hold {streaming} streaming",
+        "threads' bodies (the smallest of those when none is CPU-bound).",
+        f"A copy of small objects at {cpu_ms:.2f} ms each is then CPU-bound at {worker_sizing(cpu_ms, WORKER_MB, threads).objects_per_s:,.0f} objects/s per worker;",
+        f"on {streaming} threads, as before the request pool, it was latency-bound at {worker_sizing(cpu_ms, WORKER_MB, streaming).objects_per_s:,.0f}, and paid",
+        f"{worker_sizing(cpu_ms, WORKER_MB, streaming).gb_seconds / worker_sizing(cpu_ms, WORKER_MB, threads).gb_seconds:.1f}x the GB-seconds.",
         "**MaximumConcurrency 50** caps a job near "
         f"{50 * worker_sizing(cpu_ms, 1024, threads).objects_per_s:,.0f} objects/s. S3 sustains about 3,500 writes/s per prefix, so a job",
         f"reaches that cap only when its keys span {50 * worker_sizing(cpu_ms, 1024, threads).objects_per_s / 3500:.0f}+ prefixes; "

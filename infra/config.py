@@ -41,7 +41,10 @@ class DeployConfig:
     worker_memory_mb: int = 1024
     worker_timeout_s: int = 600
     worker_batch_size: int = 5
-    worker_threads: int = 32
+    worker_threads: int = 32  # threads a worker streams bodies with (relay, process): its memory holds each one's buffers
+    # Threads for every other job (S3 moves the bytes; the worker holds none): as many as keep the worker's CPU share
+    # busy at S3's latency (bench/cost_model.py worker_threads_for), twice what streaming fits in 1,024 MB.
+    worker_request_threads: int = 64
     list_shards: int = DEFAULT_LIST_SHARDS  # listing shards per job, listed in parallel
     poll_seconds: int = 600  # the completion wait's safety net (infra/state_machine.py)
     alarm_email: str | None = None  # subscribed to an SNS topic every alarm notifies
@@ -88,6 +91,7 @@ class DeployConfig:
             worker_batch_size=int(get("worker_batch_size") or 5),
             worker_timeout_s=int(get("worker_timeout_s") or 600),
             worker_threads=int(get("worker_threads") or 32),
+            worker_request_threads=int(get("worker_request_threads") or 64),
             list_shards=int(get("list_shards") or DEFAULT_LIST_SHARDS),
             poll_seconds=int(get("poll_seconds") or 600),
             alarm_email=str(get("alarm_email") or "").strip() or None,
@@ -134,6 +138,9 @@ class DeployConfig:
                 "context worker_timeout_s: a Worker runs 300-900 s (Lambda's limit is 900; it starts no object in its last "
                 "150 s); pass e.g. -c worker_timeout_s=900"
             )
+        for name in ("worker_threads", "worker_request_threads"):
+            if not 1 <= getattr(self, name) <= 512:
+                raise ValueError(f"context {name}: a worker runs 1-512 object threads (each holds a connection); pass e.g. -c {name}=64")
         if not 2 <= self.worker_max_concurrency <= 1000:
             raise ValueError("context worker_max_concurrency: SQS event sources allow 2-1000; pick a value in that range")
         if self.process_code is not None and not self.process_code.is_dir():

@@ -177,6 +177,7 @@ class S3BulkStack(GrantingStack):
             "S3BULK_WRITE_BUCKETS": ",".join(config.write_buckets),
             "S3BULK_DELETE_BUCKETS": ",".join(config.delete_buckets),
             "S3BULK_CONCURRENCY": str(config.worker_threads),
+            "S3BULK_REQUEST_CONCURRENCY": str(config.worker_request_threads),
             # Validate refuses a relay or process job the workers' memory cannot stream (s3bulk/bodies/memory.py).
             "S3BULK_WORKER_MEMORY_MB": str(config.worker_memory_mb),
             # A stopped job's report waits for the work in flight to drain: at most a worker's batch or a lister's call

@@ -41,7 +41,8 @@ class AwsConfig:
     queue_url: str
     report_bucket: str
     allow: AllowList
-    concurrency: int = DEFAULT_CONCURRENCY
+    concurrency: int = DEFAULT_CONCURRENCY  # a worker's threads for jobs that stream bodies (relay, process)
+    request_concurrency: int | None = None  # ... and for every other job (S3 moves the bytes); None: `concurrency`
     max_receives: int = 5
     work_margin: float = WORK_MARGIN_S
     hard_margin: float = HARD_MARGIN_S  # with this much left, a worker stops waiting for objects in flight
@@ -67,6 +68,7 @@ class AwsConfig:
             report_bucket=env.get("S3BULK_REPORT_BUCKET", ""),
             allow=AllowList.from_env(env),
             concurrency=int(env.get("S3BULK_CONCURRENCY", DEFAULT_CONCURRENCY)),
+            request_concurrency=int(env["S3BULK_REQUEST_CONCURRENCY"]) if env.get("S3BULK_REQUEST_CONCURRENCY") else None,
             max_receives=int(env.get("S3BULK_MAX_RECEIVES", 5)),
             work_margin=float(env.get("S3BULK_WORK_MARGIN_S", WORK_MARGIN_S)),
             hard_margin=float(env.get("S3BULK_HARD_MARGIN_S", HARD_MARGIN_S)),
@@ -109,7 +111,7 @@ def reports(cfg: AwsConfig) -> ReportBucket:
 def store(cfg: AwsConfig) -> S3Store:
     """Each bucket's requests go to its own Region (s3bulk/s3/regions.py), so allow-listed buckets may live anywhere;
     each pinned bucket's carry its owner."""
-    clients = S3Clients(SETTINGS, connections_needed(cfg.concurrency))
+    clients = S3Clients(SETTINGS, connections_needed(max(cfg.concurrency, cfg.request_concurrency or 0)))
     home = open_store(clients, fast=cfg.request_path != "botocore", max_keys=cfg.list_page_size)
     home.pin_owners(cfg.allow.owner_of)  # -c bucket_owner: the deployment's own buckets only, not a foreign side's
     return home
@@ -176,6 +178,7 @@ def worker_service(cfg: AwsConfig) -> WorkerService:
         reports=reports(cfg),
         allow=cfg.allow,
         concurrency=cfg.concurrency,
+        request_concurrency=cfg.request_concurrency,
         margin=cfg.work_margin,
         hard_margin=cfg.hard_margin,
         rate=s3.rate,

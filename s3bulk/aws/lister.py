@@ -1,4 +1,4 @@
-"""Plan a job's listing shards, and list one shard's pages into batches on the queue, checkpointing each page."""
+"""Plan a job's listing shards, and list one shard's pages into batches on the queue, a step of pages per checkpoint."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from itertools import islice, takewhile
 from s3bulk.aws.allowlist import AllowList
 from s3bulk.aws.intents import PageIntent
 from s3bulk.aws.ledger import MAX_LIST_SHARDS, DynamoLedger, ListShard
-from s3bulk.aws.messages import pack
+from s3bulk.aws.messages import BatchMessage, pack
 from s3bulk.aws.queue import QueueSender
 from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.aws.steps import OpenSide, TimeLeft, job_stores
@@ -33,6 +33,15 @@ from s3bulk.store import UNKNOWN_SIZE, ObjectInfo, ObjectStore, StoreError
 LIST_MARGIN_S = 30.0
 # Manifest rows the lister reads per checkpoint, as many as a ListObjectsV2 page holds.
 MANIFEST_PAGE = 1000
+
+# Pages a lister lists before it stores their intent, sends their batches and checkpoints them, as one step. Each
+# step costs an intent PUT and a checkpoint transaction, so a billion keys in steps of 8 pages cost 125,000 of each
+# where a step a page cost a million ($5.00 of PUTs and 4,000,000 WRU: docs/cost-model.md); the workers get a step's
+# batches about a second later than a page at a time would send them. A lister that dies inside a step lists its
+# unsent pages again: none of their ids is on the queue yet.
+PAGES_PER_STEP = 8
+# ... and a step ends sooner once its messages hold this many bytes (a page of long keys is several messages).
+STEP_BYTES = 4 * 1024 * 1024
 
 # How often a lister asks whether its job still runs (one small read): a stopped job's listers stop within this.
 STATUS_EVERY_S = 30.0
@@ -153,14 +162,18 @@ def _list_shard(
     syncing = mapper is not None and (job.options.if_exists != "overwrite" or job.options.delete_extraneous)
     state, pages = _redo_intent(job_id, state, ledger=ledger, sender=sender, reports=reports)
     asked = time.monotonic()
-    while not state.done and time_left() > margin:
+    # The step being listed: each page's intent and messages, and the shard as it will be once they are recorded.
+    step: list[PageIntent] = []
+    sending_now: list[BatchMessage] = []
+    at = state
+    while not at.done and time_left() > margin:
         if time.monotonic() - asked >= STATUS_EVERY_S:
             # Stopping an execution does not stop a Lambda already running: a lister of a job its owner stopped (or an
             # outage stopped) sends no more pages; the resume lists on from this shard's checkpoint.
             asked = time.monotonic()
             halted(ledger, job_id)
-        page_no, last_key = state.page, state.last_key if state.page else (state.after or None)
-        page = list_shard_page(lister(store, src, job.operation), src.bucket, src.prefix, Shard(state.after, state.upto), state.cursor)
+        page_no, last_key = at.page, at.last_key if at.page else (at.after or None)
+        page = list_shard_page(lister(store, src, job.operation), src.bucket, src.prefix, Shard(at.after, at.upto), at.cursor)
         objs, last = page.objects, page.done
         listed = [(o, selector.matches(o)) for o in objs]
         selected = [o for o, chosen in listed if chosen]
@@ -168,14 +181,14 @@ def _list_shard(
         rechecks: dict[str, bool] = {}
         part = f"{shard:04d}-{page_no:09d}"
         if syncing and mapper is not None and (objs or last):
-            todo, rechecks, kept, extraneous, failures = _sync_page(dst_store, job, mapper, selector, listed, last_key, last, state.upto)
+            todo, rechecks, kept, extraneous, failures = _sync_page(dst_store, job, mapper, selector, listed, last_key, last, at.upto)
             skipped, failed = len(kept), len(failures)
             if kept:
                 _put_key_lines(reports, job_id, job, f"{part}-skipped", kept)
             if failures:
                 reports.put_failures(job_id, f"{part}-extraneous", failures)
         sending = deletes(job.operation, todo)  # what the delete guard holds to its count
-        borrowed = _hold_to_count(ledger, job, job_id, state, sending)
+        borrowed = _hold_to_count(ledger, job, job_id, at, sending)
         messages = [] if job.options.dry_run else list(pack(job_id, part, todo, job.options.batch_size, rechecks=rechecks))
         intent = PageIntent.of(
             messages,
@@ -193,12 +206,36 @@ def _list_shard(
             sent=sending,
             borrowed=borrowed,
         )
-        if messages:  # a page that sends nothing can be listed again safely: no id of it is on the queue
-            reports.put_intent(job_id, intent)
-        sender.send(messages)
-        state, recorded = _record(job_id, state, intent, [m.batch_id for m in messages], ledger=ledger)
+        step.append(intent)
+        sending_now += messages
+        at = _advanced(at, intent)
+        # A page that deleted or failed something ends its step: what it did is recorded before anything else is listed.
+        if at.done or extraneous or failed or len(step) >= PAGES_PER_STEP or sum(len(m) for i in step for m in i.messages) >= STEP_BYTES:
+            state, recorded = _send_step(job_id, state, step, sending_now, ledger=ledger, sender=sender, reports=reports)
+            pages += recorded
+            step, sending_now, at = [], [], state
+    if step:  # time is short: what was listed goes out before the call ends
+        state, recorded = _send_step(job_id, state, step, sending_now, ledger=ledger, sender=sender, reports=reports)
         pages += recorded
     return ListOutcome(job_id, shard, state.done, pages)
+
+
+def _send_step(
+    job_id: str,
+    state: ListShard,
+    step: list[PageIntent],
+    messages: list[BatchMessage],
+    *,
+    ledger: DynamoLedger,
+    sender: QueueSender,
+    reports: ReportBucket,
+) -> tuple[ListShard, int]:
+    """Store the step's intent (when it sends anything), send its batches, checkpoint its pages."""
+    intent = PageIntent.joined(step)
+    if messages:  # a step that sends nothing can be listed again safely: no id of it is on the queue
+        reports.put_intent(job_id, intent)
+    sender.send(messages)
+    return _record(job_id, state, intent, [m.batch_id for m in messages], ledger=ledger)
 
 
 class JobHalted(RuntimeError):
@@ -213,9 +250,22 @@ def halted(ledger: DynamoLedger, job_id: str) -> None:
         raise JobHalted(f"job {job_id} is {status}; its listing goes on when it is resumed (s3bulk resume {job_id})")
 
 
+def _advanced(state: ListShard, intent: PageIntent) -> ListShard:
+    """The shard once `intent`'s pages are recorded."""
+    return replace(
+        state,
+        page=intent.page + intent.pages,
+        cursor=intent.cursor,
+        done=intent.done,
+        last_key=intent.last_key,
+        sent=state.sent + intent.sent,
+        borrowed=state.borrowed + intent.borrowed,
+    )
+
+
 def _record(job_id: str, state: ListShard, intent: PageIntent, batch_ids: list[str], *, ledger: DynamoLedger) -> tuple[ListShard, int]:
-    """Checkpoint a sent page; the shard's state after it, and 1 if this call recorded it (0 if another invocation had:
-    then carry on from that invocation's checkpoint)."""
+    """Checkpoint sent pages; the shard's state after them, and how many pages this call recorded (0 if another
+    invocation had: then carry on from that invocation's checkpoint)."""
     recorded = ledger.checkpoint(
         job_id,
         state.index,
@@ -233,25 +283,17 @@ def _record(job_id: str, state: ListShard, intent: PageIntent, batch_ids: list[s
         last_key=intent.last_key,
         sent=intent.sent,
         borrowed=intent.borrowed,
+        pages=intent.pages,
     )
     if not recorded:
         return ledger.list_shard(job_id, state.index), 0
-    advanced = replace(
-        state,
-        page=intent.page + 1,
-        cursor=intent.cursor,
-        done=intent.done,
-        last_key=intent.last_key,
-        sent=state.sent + intent.sent,
-        borrowed=state.borrowed + intent.borrowed,
-    )
-    return advanced, 1
+    return _advanced(state, intent), intent.pages
 
 
 def _redo_intent(
     job_id: str, state: ListShard, *, ledger: DynamoLedger, sender: QueueSender, reports: ReportBucket
 ) -> tuple[ListShard, int]:
-    """A page an earlier invocation stored and sent (some of it) but never recorded: send exactly it again and record it."""
+    """A step an earlier invocation stored and sent (some of it) but never recorded: send exactly it again and record it."""
     if state.done:
         return state, 0
     intent = reports.intent(job_id, state.index)

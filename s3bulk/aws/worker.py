@@ -19,6 +19,7 @@ from s3bulk.aws.queue import Returns
 from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.aws.steps import WORKER_TIME_S, OpenSide, TimeLeft, job_stores
 from s3bulk.bodies.budget import MemoryBudget
+from s3bulk.bodies.memory import streams_bodies
 from s3bulk.breakers.failure import THROTTLING, Trip, over, ranked
 from s3bulk.breakers.outage import EndpointUnreachable
 from s3bulk.errors import error_code, error_message
@@ -149,6 +150,7 @@ class WorkerService:
         allow: AllowList,
         concurrency: int,
         margin: float = WORK_MARGIN_S,
+        request_concurrency: int | None = None,
         hard_margin: float = HARD_MARGIN_S,
         rate: RateControl | None = None,
         completion: Completion | None = None,
@@ -179,7 +181,10 @@ class WorkerService:
         self.returns = returns
         self.max_receives = max_receives
         self.clock = clock
+        # Two object pools: streaming jobs (relay, process) hold each thread's buffers, so their threads are what the
+        # memory holds (bodies/memory.py); every other job holds no bodies and takes as many as keep its CPU busy.
         self.pool = BoundedExecutor(concurrency, name="s3bulk-worker")
+        self.request_pool = BoundedExecutor(request_concurrency or concurrency, name="s3bulk-request")
         self.parts = part_pool()
         # What each batch may do now (time, allow-list, duplicates, the cap, the job's status): asked once per batch.
         self.admission = Admissions(ledger, allow, margin=margin, hands_on=returns is not None, clock=clock, wall=wall)
@@ -301,7 +306,7 @@ class WorkerService:
                 runner = BatchRunner(
                     job,
                     store,
-                    self.pool,
+                    self.pool_for(job),
                     self.parts,
                     keylog=keylog,
                     processor=self._processor(msg.job_id, job, store, dst_store),
@@ -381,10 +386,16 @@ class WorkerService:
             raise WorkerTimedOut(f"batch {msg.batch_id}: objects still in flight with {self.hard_margin:.0f} s of the worker's time left")
         return _child(msg, frozen.rest, attempt, frozenset(id(it) for it in frozen.long))
 
+    def pool_for(self, job: Job) -> BoundedExecutor:
+        """The object pool a job's batches run on: the streaming one (its threads are what the memory holds) for relay
+        and process jobs, the request pool for every other."""
+        return self.pool if streams_bodies(job) else self.request_pool
+
     def _replace_pools(self) -> None:
         """The pools' threads still working a frozen batch's objects are left to end (or to be frozen with the
         container); the next batches get threads of their own."""
         self.pool = BoundedExecutor(self.pool.max_workers, name="s3bulk-worker")
+        self.request_pool = BoundedExecutor(self.request_pool.max_workers, name="s3bulk-request")
         self.parts = part_pool()
 
     def _break_if_failing(

@@ -286,6 +286,15 @@ def test_validate_is_told_the_workers_memory_so_it_can_refuse_a_job_they_cannot_
     assert env["S3BULK_CONCURRENCY"] == "32"  # the workers' threads, the rule's other half
 
 
+def test_the_worker_runs_jobs_that_hold_no_bodies_on_64_threads_and_streaming_jobs_on_32(template: Template) -> None:
+    [worker] = [f for logical, f in resources(template, "AWS::Lambda::Function").items() if logical.startswith("Worker")]
+    env = worker["Properties"]["Environment"]["Variables"]
+    assert (env["S3BULK_CONCURRENCY"], env["S3BULK_REQUEST_CONCURRENCY"]) == ("32", "64")
+    assert DeployConfig.from_context({**CONTEXT, "worker_request_threads": "128"}.get).worker_request_threads == 128
+    with pytest.raises(ValueError, match=r"^context worker_request_threads: a worker runs 1-512 object threads"):
+        DeployConfig.from_context({**CONTEXT, "worker_request_threads": "0"}.get)
+
+
 def test_a_scheduled_relay_the_workers_memory_cannot_stream_is_refused_at_synth() -> None:
     relay = {"operation": "copy", "source": {"bucket": "a-b"}, "destination": {"bucket": "c-d"}, "options": {"transfer": "relay"}}
     cfg = DeployConfig(("a-b",), ("c-d",), (), worker_memory_mb=512, schedules=(Schedule("nightly", "rate(1 day)", relay),))

@@ -422,7 +422,7 @@ def test_s3bulk_cancel_mid_job_drops_queued_work_uncounted_and_the_report_says_e
     monkeypatch.setattr(DynamoLedger, "checkpoint", slow_pages)
     monkeypatch.setattr(FastS3Store, "copy_object", slow_copies)
     monkeypatch.setattr(lister, "STATUS_EVERY_S", 0.0)
-    env = {**ENV, "S3BULK_LIST_PAGE_SIZE": "10", "S3BULK_LIST_SHARDS": "1", "S3BULK_CONCURRENCY": "2"}
+    env = {**ENV, "S3BULK_LIST_PAGE_SIZE": "10", "S3BULK_LIST_SHARDS": "1", "S3BULK_CONCURRENCY": "2", "S3BULK_REQUEST_CONCURRENCY": "2"}
     with StackOnMoto(template, buckets=(SRC, DST), env=env) as stack:
         seed()
         job_id = "cancelled-from-the-cli"

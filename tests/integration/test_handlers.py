@@ -21,6 +21,8 @@ from functions.lister import handler as lister_handler
 from functions.validate import handler as validate_handler
 from functions.worker import handler as worker_handler
 from s3bulk.aws.ledger import RISE_SPACING_S, DynamoLedger
+from s3bulk.aws.lister import PAGES_PER_STEP
+from s3bulk.aws.reportbucket import ReportBucket
 from s3bulk.job import JobError, parse_job
 from s3bulk.local.engine import Engine
 from s3bulk.s3 import storebase
@@ -170,6 +172,31 @@ def test_a_2100_object_copy_runs_end_to_end_with_exact_counts_and_bytes(aws: Aws
     assert (report["listed"], report["succeeded"], report["failed"], report["failures"]) == (N, N, 0, [])
 
 
+def test_a_lister_stores_one_intent_and_one_checkpoint_per_step_of_pages_not_per_page(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nine pages in one call: a step of PAGES_PER_STEP (8) and the last one, each one intent PUT and one checkpoint."""
+    seed(aws)
+    job_id = start(aws)
+    calls: dict[str, list[int]] = {"intents": [], "checkpoints": []}
+    put_intent, checkpoint = ReportBucket.put_intent, DynamoLedger.checkpoint
+
+    def counted_intent(self: ReportBucket, job: str, intent: Any) -> None:
+        calls["intents"].append(intent.pages)
+        put_intent(self, job, intent)
+
+    def counted_checkpoint(self: DynamoLedger, *args: Any, **kwargs: Any) -> bool:
+        calls["checkpoints"].append(kwargs.get("pages", 1))
+        return checkpoint(self, *args, **kwargs)
+
+    monkeypatch.setattr(ReportBucket, "put_intent", counted_intent)
+    monkeypatch.setattr(DynamoLedger, "checkpoint", counted_checkpoint)
+    [result] = list_all(job_id, pages_per_call=20)
+    assert (result["done"], result["pages"]) == (True, -(-N // PAGE))
+    assert calls == {"intents": [PAGES_PER_STEP, 1], "checkpoints": [PAGES_PER_STEP, 1]}
+    work_all(aws)
+    rec = aws.ledger.load(job_id)
+    assert (rec.counters["listed"], rec.counters["succeeded"], rec.counters["pending"], rec.counters["batches"]) == (N, N, 0, 9)
+
+
 def test_a_duplicate_delivery_is_counted_once(aws: Aws) -> None:
     seed(aws, 600)
     job_id = start(aws)
@@ -212,12 +239,14 @@ def test_a_lister_crash_between_send_and_checkpoint_resends_without_double_count
 def list_with_a_death_before_page_1s_checkpoint(
     job_id: str, monkeypatch: pytest.MonkeyPatch, meanwhile: Callable[[], None] = lambda: None
 ) -> None:
-    """List the job, its lister dying once between sending page 1 and recording it (`meanwhile` runs then), then again."""
+    """List the job, its lister dying once between sending the step of pages that holds page 1 and recording it
+    (`meanwhile` runs then), then again."""
     real = DynamoLedger.checkpoint
     crashes = iter([True])
 
     def crash_once(self: DynamoLedger, *args: Any, **kwargs: Any) -> bool:
-        if args[2] == 1 and next(crashes, False):  # (job_id, shard, page, ...)
+        first = args[2]  # (job_id, shard, page, ...): the step's first page, and kwargs["pages"] of them
+        if first <= 1 < first + kwargs.get("pages", 1) and next(crashes, False):
             meanwhile()
             raise RuntimeError("lister killed after sending page 1")
         return real(self, *args, **kwargs)

@@ -188,7 +188,7 @@ def test_a_batch_that_needs_three_invocations_counts_what_each_finished_and_copi
         return str(real(self, *args, **kwargs))
 
     monkeypatch.setattr(FastS3Store, "copy_object", slow_copy)
-    env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_WORK_MARGIN_S": "3.5", "S3BULK_CONCURRENCY": "2"}
+    env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_WORK_MARGIN_S": "3.5", "S3BULK_CONCURRENCY": "2", "S3BULK_REQUEST_CONCURRENCY": "2"}
     with StackOnMoto(template, buckets=(SRC, DST), env=env, timeouts={"Worker": 9}, pollers=1) as stack:
         keys = seed()[:30]
         for key in seed()[30:]:
@@ -226,7 +226,13 @@ def _one_copy_hangs(monkeypatch: pytest.MonkeyPatch) -> None:
 # and an 8 s worker that stops starting objects 3 s before its end: a cold environment builds its clients inside its
 # first invocation's time, as on AWS, which on a loaded machine took over 4 s. The queue's visibility follows the
 # worker's Timeout (the stack sets 6x; just over 1x here, to keep the test short).
-DIES_ENV = {"S3BULK_POLL_SECONDS": "1", "S3BULK_WORK_MARGIN_S": "3", "S3BULK_HARD_MARGIN_S": "1.5", "S3BULK_CONCURRENCY": "2"}
+DIES_ENV = {
+    "S3BULK_POLL_SECONDS": "1",
+    "S3BULK_WORK_MARGIN_S": "3",
+    "S3BULK_HARD_MARGIN_S": "1.5",
+    "S3BULK_CONCURRENCY": "2",
+    "S3BULK_REQUEST_CONCURRENCY": "2",
+}
 # The strike tests' worker: 12 s, so its window stays well over an ordinary copy's time on a loaded machine. At 8 s, with
 # the other test worker copying 100,000 objects beside it, a cold environment's first copy (its clients built inside
 # it) outlasted half the window at two freezes and an ordinary object beside the hung one failed WorkerTimedOut.
@@ -351,7 +357,7 @@ def test_an_object_whose_multipart_copy_outlasts_an_invocation_goes_on_in_the_ne
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(FastS3Store, "upload_part_copy", slow)
-    env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_WORK_MARGIN_S": "10", "S3BULK_CONCURRENCY": "2"}
+    env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_WORK_MARGIN_S": "10", "S3BULK_CONCURRENCY": "2", "S3BULK_REQUEST_CONCURRENCY": "2"}
     with StackOnMoto(template, buckets=(SRC, DST), env=env, timeouts={"Worker": 12}, visibility_scale=13 / 3600) as stack:
         body = bytes(range(256)) * (61 * 1024 * 1024 // 256)
         stack.s3.put_object(Bucket=SRC, Key="in/big", Body=body, Metadata={"m": "1"})
@@ -385,7 +391,7 @@ def test_a_relayed_object_that_outlasts_an_invocation_pauses_and_goes_on_from_it
         return str(real(self, bucket, key, upload_id, number, *args, **kwargs))
 
     monkeypatch.setattr(FastS3Store, "upload_part", slow)
-    env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_WORK_MARGIN_S": "14", "S3BULK_CONCURRENCY": "2"}
+    env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_WORK_MARGIN_S": "14", "S3BULK_CONCURRENCY": "2", "S3BULK_REQUEST_CONCURRENCY": "2"}
     with StackOnMoto(template, buckets=(SRC, DST), env=env, timeouts={"Worker": 24}, visibility_scale=25 / 3600) as stack:
         body = bytes(range(256)) * (136 * 1024 * 1024 // 256)
         stack.s3.put_object(Bucket=SRC, Key="in/big", Body=body, Metadata={"m": "1"})

@@ -121,6 +121,7 @@ def stack(moto_endpoint: str, tmp_path: Path) -> Iterator[Stack]:
         "S3BULK_WRITE_BUCKETS": dst,
         "S3BULK_DELETE_BUCKETS": "",
         "S3BULK_CONCURRENCY": "8",
+        "S3BULK_REQUEST_CONCURRENCY": "64",  # the stack's default: a copy's threads, within the worker's memory
         "S3BULK_LIST_PAGE_SIZE": "25",
     }
     job = {"operation": "copy", "source": {"bucket": src, "prefix": "in/"}, "destination": {"bucket": dst, "prefix": "out/"}}

@@ -65,7 +65,7 @@ def copied(stack: StackOnMoto) -> int:
 def test_a_destination_refusing_every_write_trips_the_breaker_and_the_resume_after_the_fix_redoes_the_failed_and_sends_the_held_at_once(
     template: dict[str, Any], refusing: list[Callable[[str], bool]], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_OUTAGE_STOP_S": "2", "S3BULK_CONCURRENCY": "4"}
+    env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_OUTAGE_STOP_S": "2", "S3BULK_CONCURRENCY": "4", "S3BULK_REQUEST_CONCURRENCY": "4"}
     with StackOnMoto(template, buckets=(SRC, DST), env=env) as stack:
         backend = s3_backends[DEFAULT_ACCOUNT_ID]["aws"]  # setup, not under test: straight into moto's S3
         for i in range(N):

@@ -17,6 +17,7 @@ from bench.cost_model import (
     THREADS,
     at_scale,
     batch_operations,
+    cpu_rate,
     fixed_monthly,
     item_bytes,
     lister_calls_per_shard,
@@ -24,11 +25,13 @@ from bench.cost_model import (
     per_million,
     query_rru,
     render,
+    request_threads_for,
     s3_requests,
     worker_memory_for,
     worker_sizing,
     worker_threads_for,
 )
+from s3bulk.aws.lister import PAGES_PER_STEP
 
 
 def test_a_cpu_bound_worker_costs_the_same_gb_seconds_at_any_memory_size() -> None:
@@ -63,13 +66,16 @@ def test_at_100_million_objects_on_one_prefix_the_s3_put_limit_bounds_the_job_an
     assert r.seconds == pytest.approx(1e8 / 3500 + 0.08)  # ~7.9 h
     # 50 workers x 1 GB x 28,571.5 s, at $0.0000133334 per GB-s
     assert r.costs["Lambda workers (GB-s)"] == pytest.approx(50 * (1e8 / 3500 + 0.08) * 0.0000133334)  # ~$19.05
-    # 100,000 pages of one ~100 KB message: a SendMessageBatch of 2 billed requests each; 20,000 invocations, each a
+    # 100,000 pages of one ~100 KB message, sent a step of 8 at a time (each of the 16 shards' 5 lister calls ends one
+    # step early): 12,580 SendMessageBatch of ~790 KB (13 billed requests each); 20,000 invocations, each a
     # ReceiveMessage of 5 messages (~500 KB: 8 requests) and a DeleteMessageBatch; $0.40 per million
-    assert r.costs["SQS (send, receive, delete)"] == pytest.approx((1e5 * 2 + 2e4 * 8 + 2e4) * 0.40 / 1e6)  # $0.152
-    # 100,000 transactions of 4 WRU, 100,000 leases held and released (2 WRU) and 100,000 checkpoints, each a
-    # transaction of its listing shard and the counter shard its batch is pending on (2 x 2 WRU), at $0.625/M (+ the
-    # job's own few writes and the lister calls' leases)
-    assert r.costs["DynamoDB writes (finish_batch, checkpoint)"] == pytest.approx(1e6 * 0.625e-6, abs=3e-4)
+    assert PAGES_PER_STEP == 8
+    assert r.costs["SQS (send, receive, delete)"] == pytest.approx((12_580 * 13 + 2e4 * 8 + 2e4) * 0.40 / 1e6)  # $0.137
+    # 100,000 transactions of 4 WRU, 100,000 leases held and released (2 WRU) and 12,580 checkpoints, each a
+    # transaction (2x) of its listing shard and the counter shards its 8 batches are pending on (about 7.2 of the 32
+    # distinct): 2 x 8.2 WRU, at $0.625/M (+ the job's own few writes and the lister calls' leases)
+    distinct = 32 * (1 - (31 / 32) ** 8)
+    assert r.costs["DynamoDB writes (finish_batch, checkpoint)"] == pytest.approx((6e5 + 12_580 * 2 * (1 + distinct)) * 0.625e-6, abs=3e-4)
     # Per counted batch: the marker (1 RRU), the job item (1) and its own counter shard (1), at $0.125/M; a full read
     # (the job item, 16 listing shards of ~0.5 KB in 2, 32 counter shards by key) per drained counter shard, about 33;
     # plus a status read (0.5 RRU) per container every 30 s: 50 x 28,571 s / 30
@@ -113,7 +119,19 @@ def test_the_stacks_worker_defaults_are_the_models_for_the_measured_cpu_per_obje
     cpu_ms, _ = measured_cpu_ms(json.loads((ROOT / "docs" / "benchmarks.json").read_text()))
     defaults = DeployConfig(read_buckets=(), write_buckets=(), delete_buckets=())
     assert defaults.worker_threads == worker_threads_for(cpu_ms, defaults.worker_memory_mb)
-    assert defaults.worker_memory_mb == worker_memory_for(cpu_ms, defaults.worker_threads)
+    assert defaults.worker_request_threads == request_threads_for(cpu_ms, defaults.worker_memory_mb)
+    assert defaults.worker_memory_mb == worker_memory_for(cpu_ms, defaults.worker_threads, request_threads=defaults.worker_request_threads)
+
+
+def test_jobs_that_hold_no_bodies_get_the_threads_their_cpu_share_needs_with_no_memory_cap() -> None:
+    # At 0.30 ms/object a 1,024 MB worker's CPU copies 1,930 objects/s: 58 in flight at 30 ms, so 64 threads, which
+    # streaming could not hold (64 x 24 MiB) and a copy need not.
+    assert (request_threads_for(0.30, 1024), worker_threads_for(0.30, 1024)) == (64, 32)
+    assert worker_sizing(0.30, 1024, 64).objects_per_s == pytest.approx(cpu_rate(0.30, 1024))  # CPU-bound: nothing idle
+    assert worker_sizing(0.30, 1024, 32).objects_per_s == pytest.approx(32 / LATENCY_S)  # latency-bound on 32
+    assert request_threads_for(2.0, 1024) == 16 and request_threads_for(0.1, 3008) == 512
+    # The memory choice is CPU-bound at the request threads among sizes that hold the streaming threads' bodies.
+    assert worker_memory_for(0.30, 32, request_threads=64) == 1024
 
 
 def test_each_of_the_k_listers_bills_the_whole_listing_time_in_calls_of_270_seconds() -> None:
@@ -132,9 +150,10 @@ def test_each_of_the_k_listers_bills_the_whole_listing_time_in_calls_of_270_seco
 
 def test_every_counted_batch_puts_its_key_log_part_to_the_report_bucket() -> None:
     r = at_scale(1e8, 16, 50, 10, 0.6)
-    # 100,000 key-log parts (ReportBucket.put_keys) + 100,000 page intents (put_intent) + one intent GET for each of the
-    # 16 shards' 5 lister calls + Finalize's report.json, failures.jsonl, assembly state and LIST, at $0.005 per 1,000
-    assert r.costs["S3 report bucket PUTs (key-log part per batch)"] == pytest.approx((2e5 + 16 * 5 + 4) * 0.005 / 1000)
+    # 100,000 key-log parts (ReportBucket.put_keys) + an intent per step of 8 pages (put_intent; each of the 16 shards'
+    # 5 lister calls ends one step early: 12,580) + one intent GET per lister call + Finalize's report.json,
+    # failures.jsonl, assembly state and LIST, at $0.005 per 1,000
+    assert r.costs["S3 report bucket PUTs (key-log part per batch)"] == pytest.approx((1e5 + 12_580 + 16 * 5 + 4) * 0.005 / 1000)
 
 
 def test_key_logs_are_stored_for_their_retention_and_30_days_more_as_noncurrent_versions() -> None:
@@ -243,3 +262,21 @@ def test_the_models_ceilings_say_which_binds_and_none_of_dynamodb_or_sqs_binds_t
     assert all(rate > fastest.per_s for name, rate in named.items() if not name.startswith("KMS"))
     text = "\n".join(ceilings_section())
     assert "1,044 (over the default)" in text and "**binds**" not in text
+
+
+def test_a_billion_objects_into_30_prefixes_take_under_8_hours_for_at_most_25_dollars(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 42's bound on the model's own rates and counts: 40 listers, 50 workers on 64 request threads, S3's limit on
+    30 prefixes the job's pace, and no other ceiling (DynamoDB, SQS in flight, history) below it."""
+    from bench import cost_model
+
+    r = at_scale(1e9, MAX_SHARDS, 50, 30, 0.27)
+    assert (r.bound, r.per_s) == ("S3 PUT limit", 30 * 3500) and r.seconds < 8 * 3600  # ~2.6 h
+    assert r.total <= 25
+    assert all(rate > r.per_s for _, rate, _ in cost_model.ceilings(r)[:-1])  # KMS aside: only for SSE-KMS jobs
+    assert cost_model.history_events(r) < cost_model.RENEW_AT  # one execution
+    # What each change bought: a checkpoint and an intent a page, and copies on the streaming threads, cost more.
+    monkeypatch.setattr(cost_model, "PAGES_PER_STEP", 1)
+    assert at_scale(1e9, MAX_SHARDS, 50, 30, 0.27).total > r.total + 4
+    monkeypatch.undo()
+    monkeypatch.setattr(cost_model, "request_threads_for", lambda cpu, memory=1024: worker_threads_for(cpu, memory))
+    assert at_scale(1e9, MAX_SHARDS, 50, 30, 0.27).costs["Lambda workers (GB-s)"] > 1.9 * r.costs["Lambda workers (GB-s)"]

@@ -26,6 +26,7 @@ from s3bulk.bodies.memory import (
     streams_bodies,
 )
 from s3bulk.job import JobError, parse_job
+from s3bulk.ops.pools import PART_WORKERS
 
 SECRET = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:other-keys"
 ALLOW = AllowList(
@@ -92,6 +93,28 @@ def test_the_worker_takes_its_body_budget_from_its_own_memory_and_threads(monkey
     for memory, threads, budget in (("1024", "32", 128), ("2048", "32", 512), ("1024", "8", 256)):
         cfg = env.AwsConfig.from_env({"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": memory, "S3BULK_CONCURRENCY": threads})
         assert env.worker_service(cfg).budget.limit == budget * MiB
+
+
+def test_jobs_that_hold_no_bodies_run_on_the_request_pool_and_streaming_jobs_on_the_threads_their_memory_holds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    cfg = env.AwsConfig.from_env({"S3BULK_CONCURRENCY": "32", "S3BULK_REQUEST_CONCURRENCY": "64"})
+    worker = env.worker_service(cfg)
+    assert (worker.pool.max_workers, worker.request_pool.max_workers) == (32, 64)
+    assert [worker.pool_for(job(d)) is worker.request_pool for d in (COPY, RELAY, ACROSS, PROCESS, REMOTE)] == [
+        True,
+        False,
+        False,
+        False,
+        True,
+    ]
+    assert worker.budget.limit == body_budget_mb(1024, 32) * MiB  # the budget is the streaming threads' alone
+    # Every thread of the larger pool, and the part workers, get a connection of their own.
+    assert env.store(cfg).client.meta.config.max_pool_connections == 64 + PART_WORKERS
+    # A deployment from before the request pool (no S3BULK_REQUEST_CONCURRENCY): one size for both.
+    older = env.worker_service(env.AwsConfig.from_env({"S3BULK_CONCURRENCY": "32"}))
+    assert older.request_pool.max_workers == 32
 
 
 def test_validate_reads_the_workers_memory_and_threads_from_the_environment() -> None:

@@ -184,8 +184,9 @@ class ListingMixin(LedgerBase):
         sent: int = 0,
         borrowed: int = 0,
         batch_ids: Sequence[str] = (),
+        pages: int = 1,
     ) -> bool:
-        """Record one fully sent page of a listing shard; False if another invocation already recorded it.
+        """Record `pages` fully sent pages of a listing shard, from `page` on; False if another invocation already recorded them.
 
         `failed` counts entries that failed before any worker saw them (bad manifest rows,
         extraneous objects not deleted); `extraneous` the destination objects a sync deleted.
@@ -197,7 +198,7 @@ class ListingMixin(LedgerBase):
             raise ValueError(f"checkpoint: {batches} batches but {len(batch_ids)} batch ids")
         values: dict[str, Any] = {
             ":page": {"N": str(page)},
-            ":next": {"N": str(page + 1)},
+            ":next": {"N": str(page + pages)},
             ":done": {"BOOL": done},
             ":scanned": {"N": str(scanned)},
             ":listed": {"N": str(listed)},
