@@ -21,7 +21,7 @@ from s3bulk.local import preflight
 from s3bulk.local.engine import JobAbort, resolve_concurrency
 from s3bulk.local.interrupt import Interrupt
 from s3bulk.local.ledger import LedgerError, LocalLedger, spec_hash, state_dir
-from s3bulk.local.plan import STACK_THREADS, STACK_WORKERS, cost, eta_seconds, load_prices, make_plan, storage_saved
+from s3bulk.local.plan import STACK_WORKERS, cost, eta_seconds, load_prices, make_plan, storage_saved
 from s3bulk.local.preflight import UsageError, check_report_path, check_state_dir, origin_of, profile_problem
 from s3bulk.local.progress import human_bytes
 from s3bulk.local.retry import retry_failed
@@ -337,7 +337,7 @@ def plan(args: argparse.Namespace, console: Console) -> int:
         "prices": {"region": prices["region"], "as_of": prices["as_of"]},
         "eta_seconds": {
             "local": round(eta_seconds(plan, concurrency), 1),
-            "stack": round(eta_seconds(plan, STACK_THREADS, STACK_WORKERS), 1),
+            "stack": round(eta_seconds(plan, plan.stack_threads, STACK_WORKERS), 1),
         },
     }
     if job.operation == "abort-uploads":

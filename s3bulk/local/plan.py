@@ -14,6 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, cast
 
+from s3bulk.bodies.memory import streams_bodies
 from s3bulk.bodies.reader import RANGE_SIZE
 from s3bulk.bodies.writer import MAX_PARTS
 from s3bulk.bodies.writer import PART_SIZE as WRITE_PART
@@ -37,7 +38,8 @@ REQUEST_LATENCY_S = 0.030
 PROCESS_CEILING = 1700.0
 # The deployed stack's sizing (infra/config.py defaults) and per-invocation shape.
 STACK_WORKERS = 50
-STACK_THREADS = 32
+STACK_THREADS = 32  # a worker's streaming threads (relay, process: worker_threads)
+STACK_REQUEST_THREADS = 64  # ... and every other job's (S3 moves the bytes: worker_request_threads)
 WORKER_MEMORY_GB = 1.0
 KEYS_PER_MESSAGE = 1000
 MESSAGES_PER_INVOCATION = 5
@@ -78,6 +80,12 @@ class Plan:
     filter_requests: dict[str, int] = field(default_factory=dict)
     # The KMS requests S3 makes for SSE-KMS objects without S3 Bucket Keys (count_kms); priced apart, the same for both runners.
     kms: dict[str, int] = field(default_factory=dict)
+    streams: bool = False  # relay and process jobs stream bodies through the worker: the stack's streaming threads
+
+    @property
+    def stack_threads(self) -> int:
+        """The threads a stack worker runs this job's objects on (aws/worker.py pool_for)."""
+        return STACK_THREADS if self.streams else STACK_REQUEST_THREADS
 
     def add(self, size: int, storage_class: str | None) -> None:
         self.objects += 1
@@ -282,7 +290,7 @@ def cost(plan: Plan, prices: dict[str, Any]) -> dict[str, float]:
     journal = s3_cost(plan.journal, prices)
     messages = math.ceil(plan.objects / KEYS_PER_MESSAGE)
     invocations = math.ceil(messages / MESSAGES_PER_INVOCATION)
-    worker_seconds = plan.objects / (STACK_THREADS / REQUEST_LATENCY_S)
+    worker_seconds = plan.objects / (plan.stack_threads / REQUEST_LATENCY_S)
     lam = worker_seconds * WORKER_MEMORY_GB * prices["lambda_gb_second"] + invocations * prices["lambda_request_per_million"] / 1e6
     sqs = messages * (1 + 2 * MESSAGE_SQS_UNITS) * prices["sqs_request_per_million"] / 1e6  # send, receive, delete
     ddb = messages * 4 * prices["dynamodb_write_unit_per_million"] / 1e6  # one transactional batch write: 2 items x 2 units
@@ -395,7 +403,7 @@ class _CountingLists:
 def from_count(job: Job, objects: int, size: int) -> Plan:
     """The plan of a selection known by its count alone (objects, bytes: the stack's count before a confirmation), each
     object taken at the average size: exact for the per-object requests, an estimate where parts depend on sizes."""
-    plan = Plan(job.operation)
+    plan = Plan(job.operation, streams=streams_bodies(job))
     if objects <= 0:
         return plan
     one = Plan(job.operation)
@@ -415,7 +423,8 @@ def make_plan(job: Job, store: ObjectStore, dst_store: ObjectStore | None = None
     Memory stays bounded: objects are counted as they stream past, never kept.
     """
     dry = job.model_copy(update={"options": job.options.model_copy(update={"dry_run": True})})
-    plan = Plan(job.operation, restore_tier=(job.restore or Restore()).tier if job.operation == "restore" else None)
+    restore_tier = (job.restore or Restore()).tier if job.operation == "restore" else None
+    plan = Plan(job.operation, restore_tier=restore_tier, streams=streams_bodies(job))
     if job.process is not None and job.process.batchops_lambda is not None:
         plan.tasks_per_invocation = job.process.tasks_per_invocation
     if job.operation in IN_PLACE_COPIES:

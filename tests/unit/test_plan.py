@@ -36,12 +36,15 @@ def test_cost_matches_a_hand_computed_example() -> None:
     # Class A (PUT/COPY/POST/LIST): 1000 + 2 + 10 + 40 + 10 = 1,062 at $0.005 per 1,000 = $0.00531;
     # class B (GET/HEAD): 20 at $0.0004 per 1,000 = $0.000008.
     assert c["s3_requests"] == pytest.approx(0.005318)
-    # One message, one invocation; 1,000 objects at 32 threads / 30 ms = 0.9375 s x 1 GB x $0.0000133334 + $0.0000002.
-    assert c["lambda"] == pytest.approx(0.9375 * 0.0000133334 + 0.2e-6)
+    # One message, one invocation; 1,000 objects at 64 request threads / 30 ms = 0.46875 s x 1 GB x $0.0000133334 +
+    # $0.0000002 (a copy holds no bodies); a relay streams on the 32 streaming threads: twice the seconds.
+    assert c["lambda"] == pytest.approx(0.46875 * 0.0000133334 + 0.2e-6)
+    streaming = Plan("copy", objects=1000, streams=True)
+    assert cost(streaming, PRICES)["lambda"] == pytest.approx(0.9375 * 0.0000133334 + 0.2e-6)
     assert c["sqs"] == pytest.approx(5 * 0.4e-6)  # send + receive + delete, a ~100 KB message is 2 units each
     assert c["dynamodb"] == pytest.approx(4 * 0.625e-6)
     assert c["step_functions"] == pytest.approx(40 * 0.025 / 1000)
-    assert c["stack_total"] == pytest.approx(0.005318 + 0.9375 * 0.0000133334 + 0.2e-6 + 2e-6 + 2.5e-6 + 0.001)
+    assert c["stack_total"] == pytest.approx(0.005318 + 0.46875 * 0.0000133334 + 0.2e-6 + 2e-6 + 2.5e-6 + 0.001)
     assert c["batch_operations_total"] == pytest.approx(0.005318 + 0.25 + 0.001)
 
 
