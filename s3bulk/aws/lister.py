@@ -119,11 +119,11 @@ def list_step(
     margin: float = LIST_MARGIN_S,
     open_side: OpenSide | None = None,
 ) -> ListOutcome:
-    """List one shard's pages from its cursor until it is done or time is short, checkpointing after each page.
+    """List one shard's pages from its cursor until it is done or time is short, a step of pages per checkpoint.
 
-    A page's intent (aws/intents.py) is stored before its messages are sent; a death
+    A step's intent (aws/intents.py) is stored before its messages are sent; a death
     between the send and the checkpoint is redone from the intent, never by listing
-    the page again. A page that runs past the shard's end keeps only the shard's keys,
+    its pages again. A page that runs past the shard's end keeps only the shard's keys,
     and ends the shard.
     """
     job = ledger.spec(job_id)
