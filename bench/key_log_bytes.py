@@ -4,7 +4,9 @@
 
 Locally: `s3bulk run --key-log keys.jsonl.gz` of the demo copy on the embedded SeaweedFS. On the stack: the same
 kind of copy through the whole stack on moto (s3bulk/testing/stack), its gzip'd key-log parts summed from the report
-bucket. Each prints bytes stored per object and, for the local log, its lines' size as plain JSON.
+bucket. Each prints bytes stored per object and, for the local log, its lines' size as plain JSON; the stack also
+prints the report bucket's PUTs per million objects by the role that made them (the harness logs every S3 request):
+the Worker's key-log parts and the Lister's intents, one a step of pages (lister.PAGES_PER_STEP).
 """
 
 from __future__ import annotations
@@ -41,8 +43,9 @@ def local(objects: int) -> tuple[int, float, float]:
         return n, len(raw) / n, len(plain) / n
 
 
-def stack(objects: int) -> tuple[int, float]:
-    """(objects copied, bytes its key-log parts store per object) for a copy through the whole stack on moto."""
+def stack(objects: int) -> tuple[int, float, dict[str, int]]:
+    """(objects copied, bytes its key-log parts store per object, the report bucket's PUTs by role) for a copy through
+    the whole stack on moto."""
     os.environ.setdefault("CDK_OUTDIR", tempfile.mkdtemp(prefix="s3bulk-bench-cdk-"))
     logging.getLogger("moto").setLevel(logging.CRITICAL)
     warnings.filterwarnings("ignore", message="No application metrics to publish")
@@ -70,7 +73,11 @@ def stack(objects: int) -> tuple[int, float]:
         pages = s3.get_paginator("list_objects_v2").paginate(Bucket=reports, Prefix="jobs/key-log-bytes/keys/")
         stored = sum(o["Size"] for p in pages for o in p.get("Contents", []))
         copied = json.loads(s3.get_object(Bucket=reports, Key="jobs/key-log-bytes/report.json")["Body"].read())["succeeded"]
-        return int(copied), stored / copied
+        puts: dict[str, int] = {}
+        for principal, op, bucket, *_ in run.iam.s3_requests:
+            if bucket == reports and op == "PutObject":
+                puts[principal] = puts.get(principal, 0) + 1  # the function's logical id
+        return int(copied), stored / copied, puts
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,8 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     n, stored, plain = local(args.objects)
     print(f"local: {n:,} objects, {stored:.1f} bytes an object stored gzip'd, {plain:.0f} as plain lines")
-    copied, per = stack(args.objects)
+    copied, per, puts = stack(args.objects)
     print(f"stack: {copied:,} objects, {per:.1f} bytes an object stored in gzip'd parts")
+    for role, n in sorted(puts.items()):
+        print(f"stack: report-bucket PUTs by {role}: {n:,} ({n / copied * 1e6:,.0f} per million objects)")
     return 0
 
 

@@ -68,5 +68,8 @@ def test_key_log_bytes_bench_measures_both_runtimes() -> None:
 
     n, stored, plain = local(200)
     assert n == 196 and 0 < stored < plain  # the demo job excludes its scratch objects
-    copied, per = stack(200)
+    copied, per, puts = stack(200)
     assert copied == 200 and per > 0
+    # One page, one batch: the Worker's key-log part and the Lister's one intent (a step of pages), nothing per object.
+    assert [n for role, n in puts.items() if role.startswith("Lister")] == [1], puts
+    assert [n for role, n in puts.items() if role.startswith("Worker")] == [1], puts

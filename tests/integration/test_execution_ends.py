@@ -279,6 +279,7 @@ def test_an_execution_its_owner_stops_is_a_resumable_stop_its_batches_held_and_t
 
     monkeypatch.setattr(DynamoLedger, "checkpoint", slow_pages)
     monkeypatch.setattr(lister, "STATUS_EVERY_S", 0.0)  # a lister asks before every page (30 s on AWS)
+    monkeypatch.setattr(lister, "PAGES_PER_STEP", 1)  # a checkpoint a page: the slow checkpoints pace the listing page by page
     # One listing shard of 12 pages. SQS's in-flight limit (120,000 on AWS) scaled to 3: a stopped job's batches handed
     # back to the queue would hold it, and every other job's receives would be refused.
     env = {**ENV, "S3BULK_LIST_PAGE_SIZE": "10", "S3BULK_LIST_SHARDS": "1", "S3BULK_OUTAGE_STOP_S": "2"}
@@ -362,6 +363,7 @@ def test_s3bulk_stop_stops_a_running_job_resumably_and_s3bulk_resume_finishes_it
 
     monkeypatch.setattr(DynamoLedger, "checkpoint", slow_pages)
     monkeypatch.setattr(lister, "STATUS_EVERY_S", 0.0)
+    monkeypatch.setattr(lister, "PAGES_PER_STEP", 1)  # a checkpoint a page: the slow checkpoints pace the listing page by page
     env = {**ENV, "S3BULK_LIST_PAGE_SIZE": "10", "S3BULK_LIST_SHARDS": "1", "S3BULK_OUTAGE_STOP_S": "2"}
     with StackOnMoto(template, buckets=(SRC, DST), env=env) as stack:
         keys = seed()
@@ -422,6 +424,7 @@ def test_s3bulk_cancel_mid_job_drops_queued_work_uncounted_and_the_report_says_e
     monkeypatch.setattr(DynamoLedger, "checkpoint", slow_pages)
     monkeypatch.setattr(FastS3Store, "copy_object", slow_copies)
     monkeypatch.setattr(lister, "STATUS_EVERY_S", 0.0)
+    monkeypatch.setattr(lister, "PAGES_PER_STEP", 1)  # a checkpoint a page: the slow checkpoints pace the listing page by page
     env = {**ENV, "S3BULK_LIST_PAGE_SIZE": "10", "S3BULK_LIST_SHARDS": "1", "S3BULK_CONCURRENCY": "2", "S3BULK_REQUEST_CONCURRENCY": "2"}
     with StackOnMoto(template, buckets=(SRC, DST), env=env) as stack:
         seed()
