@@ -22,8 +22,10 @@ import tempfile
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+WRITES: dict[str, int] = {}  # ReportBucket calls on the stack, by method
 
 
 def local(objects: int) -> tuple[int, float, float]:
@@ -51,9 +53,18 @@ def stack(objects: int) -> tuple[int, float, dict[str, int]]:
     warnings.filterwarnings("ignore", message="No application metrics to publish")
     import boto3
 
+    from s3bulk.aws.reportbucket import ReportBucket
     from s3bulk.testing.stack import StackOnMoto, synthesize
     from s3bulk.testing.stack.aws import REGION
 
+    for name in ("put_keys", "put_failures", "put_intent", "discard"):  # what each report-bucket write is for
+        real = getattr(ReportBucket, name)
+
+        def counted(self: ReportBucket, *args: object, _real: Any = real, _name: str = name, **kwargs: object) -> object:
+            WRITES[_name] = WRITES.get(_name, 0) + 1
+            return _real(self, *args, **kwargs)
+
+        setattr(ReportBucket, name, counted)
     template = synthesize({"read_buckets": "kl-src,kl-dst", "write_buckets": "kl-dst", "aws:cdk:bundling-stacks": []})
     with StackOnMoto(template, buckets=("kl-src", "kl-dst"), env={"S3BULK_POLL_SECONDS": "2"}, staged_assets=False) as run:
         s3 = boto3.client("s3", region_name=REGION)
@@ -90,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"stack: {copied:,} objects, {per:.1f} bytes an object stored in gzip'd parts")
     for role, n in sorted(puts.items()):
         print(f"stack: report-bucket PUTs by {role}: {n:,} ({n / copied * 1e6:,.0f} per million objects)")
+    print("stack: report-bucket writes by kind: " + ", ".join(f"{k} {n:,}" for k, n in sorted(WRITES.items())))
     return 0
 
 
