@@ -43,7 +43,7 @@ class DeployConfig:
     worker_batch_size: int = 5
     worker_threads: int = 32  # threads a worker streams bodies with (relay, process): its memory holds each one's buffers
     # Threads for every other job (S3 moves the bytes; the worker holds none): as many as keep the worker's CPU share
-    # busy at S3's latency (bench/cost_model.py worker_threads_for), twice what streaming fits in 1,024 MB.
+    # busy at S3's latency (bench/cost_model.py request_threads_for), twice what streaming fits in 1,024 MB.
     worker_request_threads: int = 64
     list_shards: int = DEFAULT_LIST_SHARDS  # listing shards per job, listed in parallel
     poll_seconds: int = 600  # the completion wait's safety net (infra/state_machine.py)

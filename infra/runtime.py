@@ -20,6 +20,7 @@ import fcntl
 import functools
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -35,8 +36,10 @@ RELEASE = "3.13.5"
 # Debian trixie's python3.13 source: the upstream release tarball, byte for byte, at this path of any Debian mirror.
 SOURCE_PATH = "pool/main/p/python3.13/python3.13_3.13.5.orig.tar.xz"
 SOURCE_SHA256 = "93e583f243454e6e9e4588ca2c2662206ad961659863277afcdb96801647d640"
-# Headers the build needs for what the functions import: ssl (botocore), zlib (gzip'd key logs), ctypes, bz2, lzma.
-BUILD_PACKAGES = ("libssl-dev", "zlib1g-dev", "libffi-dev", "libbz2-dev", "liblzma-dev")
+# The compiler, and the headers for what the functions import: ssl (botocore), zlib (gzip'd key logs), ctypes, bz2, lzma.
+BUILD_PACKAGES = ("gcc", "make", "libssl-dev", "zlib1g-dev", "libffi-dev", "libbz2-dev", "liblzma-dev")
+# CPython's build succeeds without an optional module whose headers are missing: a build is kept only if these import.
+NEEDED_MODULES = ("ssl", "zlib", "ctypes", "bz2", "lzma")
 BUILD_TIMEOUT = 3600.0
 APT_SOURCES = (Path("/etc/apt/sources.list"), Path("/etc/apt/sources.list.d"))
 
@@ -84,8 +87,8 @@ def debian_mirrors(sources: tuple[Path, ...] = APT_SOURCES) -> list[str]:
     uris: list[str] = []
     for line in (raw.strip() for raw in lines):
         if line.startswith("deb ") or line.startswith("deb-src "):
-            words = [w for w in line.split()[1:] if not w.startswith("[") and not w.endswith("]")]
-            found = words[:1]
+            rest = re.sub(r"^\[[^\]]*\]\s*", "", line.split(None, 1)[1])  # the options, however many: [arch=amd64 signed-by=...]
+            found = rest.split()[:1]
         elif line.startswith("URIs:"):
             found = line.split()[1:]
         else:
@@ -143,7 +146,10 @@ def _install_build_packages() -> None:
 def _build(work: Path, prefix: Path) -> None:
     tarball = _fetch_source(work)
     with tarfile.open(tarball) as tar:
-        tar.extractall(work, filter="data")
+        if hasattr(tarfile, "data_filter"):  # Python 3.11.4 and later (Debian 12's 3.11.2 has no filters)
+            tar.extractall(work, filter="data")
+        else:
+            tar.extractall(work)  # the tarball's checksum is pinned
     tarball.unlink()
     [src] = [p for p in work.iterdir() if p.is_dir()]
     jobs = str(os.cpu_count() or 2)
@@ -181,12 +187,21 @@ def ensure() -> str:
             print(f"building CPython {RELEASE} (the functions' runtime) into {final}: minutes, once", file=sys.stderr, flush=True)
             prefix = work / "prefix"
             _build(work, prefix)
+            check = subprocess.run(
+                [str(prefix / "bin" / NAME), "-I", "-c", f"import {', '.join(NEEDED_MODULES)}"], capture_output=True, text=True, check=False
+            )
+            if check.returncode != 0:  # kept, it would be taken for a good build for ever
+                raise RuntimePythonError(
+                    f"the CPython {RELEASE} built lacks a module the functions import ({check.stderr.strip().splitlines()[-1]}): "
+                    f"install {' '.join(BUILD_PACKAGES)} and run it again"
+                )
             if final.exists():
                 shutil.rmtree(final)
             os.rename(prefix, final)  # the interpreter finds its library next to its binary, so the move is safe
             print(f"built CPython {RELEASE} in {time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
         finally:
             shutil.rmtree(work, ignore_errors=True)
+    _version_of.cache_clear()  # a broken build's answer must not stand for this one's
     if _version_of(str(python)) != VERSION:
         raise RuntimePythonError(f"the CPython built into {final} does not run")
     return str(python)

@@ -43,6 +43,12 @@ class AwsConfig:
     allow: AllowList
     concurrency: int = DEFAULT_CONCURRENCY  # a worker's threads for jobs that stream bodies (relay, process)
     request_concurrency: int | None = None  # ... and for every other job (S3 moves the bytes); None: `concurrency`
+
+    @property
+    def threads(self) -> int:
+        """The most object threads a worker runs at once (either pool): every client's connections are sized to it."""
+        return max(self.concurrency, self.request_concurrency or 0)
+
     max_receives: int = 5
     work_margin: float = WORK_MARGIN_S
     hard_margin: float = HARD_MARGIN_S  # with this much left, a worker stops waiting for objects in flight
@@ -111,7 +117,7 @@ def reports(cfg: AwsConfig) -> ReportBucket:
 def store(cfg: AwsConfig) -> S3Store:
     """Each bucket's requests go to its own Region (s3bulk/s3/regions.py), so allow-listed buckets may live anywhere;
     each pinned bucket's carry its owner."""
-    clients = S3Clients(SETTINGS, connections_needed(max(cfg.concurrency, cfg.request_concurrency or 0)))
+    clients = S3Clients(SETTINGS, connections_needed(cfg.threads))
     home = open_store(clients, fast=cfg.request_path != "botocore", max_keys=cfg.list_page_size)
     home.pin_owners(cfg.allow.owner_of)  # -c bucket_owner: the deployment's own buckets only, not a foreign side's
     return home
@@ -134,7 +140,7 @@ class SideStores:
         key = (side.endpoint_url, side.region, side.credentials_secret)
         with self._lock:
             if key not in self._stores:
-                clients = S3Clients(for_side(SETTINGS, side), connections_needed(self.cfg.concurrency))
+                clients = S3Clients(for_side(SETTINGS, side), connections_needed(self.cfg.threads))
                 self._stores[key] = open_store(
                     clients, fast=self.cfg.request_path != "botocore", max_keys=self.cfg.list_page_size, rate=self.home.rate
                 )
@@ -160,7 +166,7 @@ def completion() -> Completion:
 def code_loader(cfg: AwsConfig) -> Callable[[Process], ProcessCode]:
     """Loads a process job's code: from the bundled directory, or a connection to its allow-listed Lambda."""
     search = [Path(cfg.process_code)] if cfg.process_code else []
-    connect = lambda_invoker(SETTINGS, connections_needed(cfg.concurrency))
+    connect = lambda_invoker(SETTINGS, connections_needed(cfg.threads))
     return lambda process: load_code(process, search, connect, confined=True)  # the deployer's code, nothing else
 
 

@@ -28,8 +28,8 @@ from s3bulk.source.shards import Shard, list_shard_page, plan_ranges
 from s3bulk.source.sync import decide, join
 from s3bulk.store import UNKNOWN_SIZE, ObjectInfo, ObjectStore, StoreError
 
-# The lister starts no new page with less than this left; a page is one LIST plus
-# at most a few SendMessageBatch calls, seconds at worst.
+# The lister starts no new page with less than this left; a page is one LIST, and the step it ends is an intent PUT,
+# a few SendMessageBatch calls and a checkpoint: seconds at worst.
 LIST_MARGIN_S = 30.0
 # Manifest rows the lister reads per checkpoint, as many as a ListObjectsV2 page holds.
 MANIFEST_PAGE = 1000
@@ -38,7 +38,8 @@ MANIFEST_PAGE = 1000
 # step costs an intent PUT and a checkpoint transaction, so a billion keys in steps of 8 pages cost 125,000 of each
 # where a step a page cost a million ($5.00 of PUTs and 4,000,000 WRU: docs/cost-model.md); the workers get a step's
 # batches about a second later than a page at a time would send them. A lister that dies inside a step lists its
-# unsent pages again: none of their ids is on the queue yet.
+# unsent pages again: none of their ids is on the queue yet. A shard the delete guard holds (options.max_delete) steps
+# a page at a time: the room each page borrows is taken before its checkpoint, and a re-listed page borrows again.
 PAGES_PER_STEP = 8
 # ... and a step ends sooner once its messages hold this many bytes (a page of long keys is several messages).
 STEP_BYTES = 4 * 1024 * 1024
@@ -162,9 +163,11 @@ def _list_shard(
     syncing = mapper is not None and (job.options.if_exists != "overwrite" or job.options.delete_extraneous)
     state, pages = _redo_intent(job_id, state, ledger=ledger, sender=sender, reports=reports)
     asked = time.monotonic()
-    # The step being listed: each page's intent and messages, and the shard as it will be once they are recorded.
+    # The step being listed: each page's intent, messages and skipped objects' key lines (written with the step, so a
+    # lister that dies inside it leaves none behind), and the shard as it will be once they are recorded.
     step: list[PageIntent] = []
     sending_now: list[BatchMessage] = []
+    kept_lines: list[tuple[str, list[KeyRecord]]] = []
     at = state
     while not at.done and time_left() > margin:
         if time.monotonic() - asked >= STATUS_EVERY_S:
@@ -184,7 +187,7 @@ def _list_shard(
             todo, rechecks, kept, extraneous, failures = _sync_page(dst_store, job, mapper, selector, listed, last_key, last, at.upto)
             skipped, failed = len(kept), len(failures)
             if kept:
-                _put_key_lines(reports, job_id, job, f"{part}-skipped", kept)
+                kept_lines.append((f"{part}-skipped", kept))
             if failures:
                 reports.put_failures(job_id, f"{part}-extraneous", failures)
         sending = deletes(job.operation, todo)  # what the delete guard holds to its count
@@ -210,27 +213,33 @@ def _list_shard(
         sending_now += messages
         at = _advanced(at, intent)
         # A page that deleted or failed something ends its step: what it did is recorded before anything else is listed.
-        if at.done or extraneous or failed or len(step) >= PAGES_PER_STEP or sum(len(m) for i in step for m in i.messages) >= STEP_BYTES:
-            state, recorded = _send_step(job_id, state, step, sending_now, ledger=ledger, sender=sender, reports=reports)
+        full = len(step) >= (1 if at.counted is not None else PAGES_PER_STEP) or sum(len(m) for i in step for m in i.messages) >= STEP_BYTES
+        if at.done or extraneous or failed or full:
+            state, recorded = _send_step(job_id, job, state, step, sending_now, kept_lines, ledger=ledger, sender=sender, reports=reports)
             pages += recorded
-            step, sending_now, at = [], [], state
+            step, sending_now, kept_lines, at = [], [], [], state
     if step:  # time is short: what was listed goes out before the call ends
-        state, recorded = _send_step(job_id, state, step, sending_now, ledger=ledger, sender=sender, reports=reports)
+        state, recorded = _send_step(job_id, job, state, step, sending_now, kept_lines, ledger=ledger, sender=sender, reports=reports)
         pages += recorded
     return ListOutcome(job_id, shard, state.done, pages)
 
 
 def _send_step(
     job_id: str,
+    job: Job,
     state: ListShard,
     step: list[PageIntent],
     messages: list[BatchMessage],
+    kept_lines: list[tuple[str, list[KeyRecord]]],
     *,
     ledger: DynamoLedger,
     sender: QueueSender,
     reports: ReportBucket,
 ) -> tuple[ListShard, int]:
-    """Store the step's intent (when it sends anything), send its batches, checkpoint its pages."""
+    """Write the step's skipped objects' key lines, store its intent (when it sends anything), send its batches,
+    checkpoint its pages."""
+    for name, records in kept_lines:
+        _put_key_lines(reports, job_id, job, name, records)
     intent = PageIntent.joined(step)
     if messages:  # a step that sends nothing can be listed again safely: no id of it is on the queue
         reports.put_intent(job_id, intent)
@@ -404,7 +413,8 @@ def _sync_page(
 
 
 def _put_key_lines(reports: ReportBucket, job_id: str, job: Job, part: str, records: list[KeyRecord]) -> None:
-    """key-log lines the lister writes itself (skipped objects, bad manifest rows: no worker sees them); one part per page, so a redo overwrites it."""
+    """key-log lines the lister writes itself (skipped objects, bad manifest rows: no worker sees them); one part per page,
+    written with its step (a manifest page: before its checkpoint), so a page listed again overwrites it."""
     if job.options.dry_run:
         return
     with tempfile.SpooledTemporaryFile(1024 * 1024, "w+", encoding="utf-8") as spool:

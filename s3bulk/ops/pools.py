@@ -8,7 +8,7 @@ from s3bulk.ops.executor import BoundedExecutor
 # On the fast request path 64 threads give 95% of the best copies/s both direct and at
 # +20 ms (128 is ~5% faster but costs more CPU per object); 32 gives 84-87%.
 # Measured with bench/concurrency_sweep.py; see docs/architecture.md. The local default;
-# the Lambda worker's comes from the stack (worker_threads).
+# the Lambda worker's come from the stack (worker_request_threads, and worker_threads for relay and process).
 DEFAULT_CONCURRENCY = 64
 # Part copies of large objects run on their own small pool so they never wait
 # behind (or deadlock with) the object tasks that submit them. 8 stays (issue 29): copying

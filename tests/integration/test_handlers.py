@@ -20,6 +20,7 @@ from functions.finalize import handler as finalize_handler
 from functions.lister import handler as lister_handler
 from functions.validate import handler as validate_handler
 from functions.worker import handler as worker_handler
+from s3bulk.aws import lister as lister_module
 from s3bulk.aws.ledger import RISE_SPACING_S, DynamoLedger
 from s3bulk.aws.lister import PAGES_PER_STEP
 from s3bulk.aws.reportbucket import ReportBucket
@@ -28,6 +29,7 @@ from s3bulk.local.engine import Engine
 from s3bulk.s3 import storebase
 from s3bulk.s3 import stores as s3store
 from s3bulk.s3.ratecontrol import RateControl
+from s3bulk.source.shards import list_shard_page
 from tests.integration.aws_harness import REGION, Context, create_queues, create_table, pump, receive, sqs_event
 from tests.integration.helpers import md5
 
@@ -195,6 +197,32 @@ def test_a_lister_stores_one_intent_and_one_checkpoint_per_step_of_pages_not_per
     work_all(aws)
     rec = aws.ledger.load(job_id)
     assert (rec.counters["listed"], rec.counters["succeeded"], rec.counters["pending"], rec.counters["batches"]) == (N, N, 0, 9)
+
+
+def test_a_lister_dead_inside_a_step_lists_its_unsent_pages_again_and_the_job_ends_exact(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lister dies listing the third page of its first step: nothing of the step was stored or sent, so the next call
+    lists from the last checkpoint (the plan) and every key is copied once."""
+    expected = seed(aws)
+    job_id = start(aws)
+    real, calls = list_shard_page, {"pages": 0}
+
+    def dies_on_the_third_page(*args: Any, **kwargs: Any) -> Any:
+        calls["pages"] += 1
+        if calls["pages"] == 3:
+            raise RuntimeError("lister killed while listing")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(lister_module, "list_shard_page", dies_on_the_third_page)
+    [shard] = lister_handler.handler({"job_id": job_id}, Context())["shards"]
+    with pytest.raises(RuntimeError, match="killed while listing"):
+        lister_handler.handler({"job_id": job_id, "shard": shard}, Context([600.0] * 20))
+    assert receive(aws.sqs, aws.queue_url) == [] and aws.ledger.list_shard(job_id, shard).page == 0
+    assert ReportBucket(aws.s3, REPORTS).intent(job_id, shard) is None
+    assert lister_handler.handler({"job_id": job_id, "shard": shard}, Context([600.0] * 20))["done"]
+    work_all(aws)
+    rec = aws.ledger.load(job_id)
+    assert (rec.counters["listed"], rec.counters["succeeded"], rec.counters["pending"], rec.counters["batches"]) == (N, N, 0, 9)
+    assert dest_bodies(aws) == {"out/" + k[3:]: v for k, v in expected.items()}
 
 
 def test_a_duplicate_delivery_is_counted_once(aws: Aws) -> None:

@@ -101,7 +101,7 @@ def test_jobs_that_hold_no_bodies_run_on_the_request_pool_and_streaming_jobs_on_
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     cfg = env.AwsConfig.from_env({"S3BULK_CONCURRENCY": "32", "S3BULK_REQUEST_CONCURRENCY": "64"})
     worker = env.worker_service(cfg)
-    assert (worker.pool.max_workers, worker.request_pool.max_workers) == (32, 64)
+    assert (worker.pool.max_workers, worker.request_pool.max_workers, cfg.threads) == (32, 64, 64)
     assert [worker.pool_for(job(d)) is worker.request_pool for d in (COPY, RELAY, ACROSS, PROCESS, REMOTE)] == [
         True,
         False,
