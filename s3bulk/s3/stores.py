@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from botocore.exceptions import ReadTimeoutError, ResponseStreamingError
+from botocore.exceptions import IncompleteReadError, ReadTimeoutError, ResponseStreamingError
 
 from s3bulk.s3.listings import ListingCalls
 from s3bulk.s3.params import apply_carry, content_md5, encryption_of, grant_headers, version_param
@@ -23,6 +23,11 @@ from s3bulk.store import (
     crc32_header,
     quoted_etag,
 )
+
+# A body that stopped coming: timed out, reset, or closed before its Content-Length (botocore's IncompleteReadError,
+# raised by the body's own length check). Each is the endpoint failing, not the object: a ConnectionError (or
+# ReadTimeout) that the retries and the outage breaker take as no answer, never a failure of that object.
+CUT_SHORT = (ReadTimeoutError, ResponseStreamingError, IncompleteReadError)
 
 
 class S3Store(ListingCalls, UploadCalls):
@@ -226,7 +231,7 @@ class S3Store(ListingCalls, UploadCalls):
         body = r["Body"]
         try:
             yield from body.iter_chunks(READ_CHUNK)
-        except (ReadTimeoutError, ResponseStreamingError) as exc:
+        except CUT_SHORT as exc:
             raise StoreError("ReadTimeout" if isinstance(exc, ReadTimeoutError) else "ConnectionError", str(exc)) from exc
         finally:
             body.close()
@@ -247,7 +252,7 @@ class S3Store(ListingCalls, UploadCalls):
                     raise StoreError("IncompleteBody", f"asked for bytes {first}-{last} and got more")
                 data[got:end] = chunk
                 got = end
-        except (ReadTimeoutError, ResponseStreamingError) as exc:
+        except CUT_SHORT as exc:
             raise StoreError("ReadTimeout" if isinstance(exc, ReadTimeoutError) else "ConnectionError", str(exc)) from exc
         finally:
             body.close()

@@ -3,6 +3,7 @@ again, never taken as the end of the listing (a stalled connection through a pro
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import pytest
@@ -46,3 +47,22 @@ def test_a_real_empty_listing_is_an_empty_last_page() -> None:
     with stub:
         page = s3.list_page("b", "")
     assert page.objects == [] and page.next_token is None and s3.retries == 0
+
+
+@pytest.mark.parametrize("ranged", [False, True])
+def test_a_body_closed_before_its_content_length_is_the_endpoint_failing_not_the_object(ranged: bool) -> None:
+    """botocore's own length check raises IncompleteReadError for a GET body cut short (a proxy that went down mid-object):
+    a ConnectionError the retries and the outage breaker take as no answer, never the object's own failure."""
+    from botocore.response import StreamingBody
+
+    from s3bulk.breakers.outage import unreachable
+
+    s3, stub = store()
+    stub.add_response("get_object", {"Body": StreamingBody(io.BytesIO(b"only 18 bytes here"), 100), "ContentLength": 100})
+    with stub, pytest.raises(StoreError) as caught:
+        if ranged:
+            s3.read_range("b", "k", 0, 99)
+        else:
+            b"".join(s3.read_object("b", "k"))
+    assert caught.value.code == "ConnectionError" and "expected is 100" in caught.value.message
+    assert unreachable(caught.value)
