@@ -27,6 +27,7 @@ from s3bulk.aws.history import HISTORY_LIMIT, RENEW_AT
 from s3bulk.aws.ledger import (
     COUNTER_SHARDS,
     LISTER_COUNTERS,
+    MAX_LIST_SHARDS,
     WORKER_COUNTERS,
     counter_key,
     counter_shard,
@@ -312,7 +313,7 @@ LIST_PAGE_KEYS = 1000
 LISTER_IO_S = 0.025  # per page, after the LIST: SendMessageBatch (one 1,000-key message) + the checkpoint UpdateItem
 LISTER_CPU_MS_PER_PAGE = 20.0  # one full core: parse the page (8-20 ms measured by bench.listing_shards), filter, pack, sign
 PROBES_PER_PLAN = 400  # PlanListing's LISTs of two keys at most (`bench.listing_shards --store plan`: ~300-600 at K = 16-32 on 10-123 M keys), a rounding error either way
-MAX_SHARDS = MAX_INLINE_MAP  # infra/config.py: -c list_shards takes at most 40 (an inline Map runs 40 iterations at once)
+MAX_SHARDS = MAX_LIST_SHARDS  # infra/config.py: -c list_shards takes 1-1,000 (past 40, a Distributed Map: MAX_INLINE_MAP)
 BODY_BUDGET_SHARE = 0.25  # a worker's MemoryBudget: a quarter of its memory (s3bulk/aws/env.py)
 BODY_MB_PER_THREAD = 24  # beyond the budget, per thread: one 8 MiB range, one 8 MiB part, one 8 MiB write buffer
 
@@ -741,15 +742,18 @@ SCALE_ROWS = [
     (16, 200, 100),
     (16, 1000, 100),
     (32, 1000, 100),
-    (MAX_SHARDS, 50, 30),
+    (MAX_INLINE_MAP, 50, 30),
+    (MAX_INLINE_MAP, 1000, 1000),
+    (100, 1000, 1000),
     (MAX_SHARDS, 1000, 1000),
 ]
 
 
 # -- ceilings the stack meets beside listing, workers and S3 (issue 42) --------------------------------------------------
 # DynamoDB serves 3,000 read and 1,000 write units a second per partition key; the job item is the hottest key: 1.40
-# read units per batch (tests/integration/test_stack_partitions.py measures it on the whole stack).
-PARTITION_RRU, JOB_ITEM_RRU_PER_BATCH = 3000, 1.40
+# read units per batch (tests/integration/test_stack_partitions.py measures it on the whole stack). The listing shards'
+# items share the job's partition key: each step's checkpoint writes its shard's item in a transaction (2x).
+PARTITION_RRU, JOB_ITEM_RRU_PER_BATCH, PARTITION_WRU = 3000, 1.40, 1000
 # A new on-demand table serves up to 4,000 write and 12,000 read units a second at once (more as traffic grows); per
 # batch the stack writes about 6 units (finish_batch's transaction, the lease's hold and release) and its share of its
 # step's checkpoint (`checkpoint_wru`), and reads about 3 (marker, job item, counter shard).
@@ -767,7 +771,7 @@ HISTORY_PER_LISTER_CALL, HISTORY_PER_SHARD, HISTORY_PER_POLL, HISTORY_FIXED = 7,
 
 
 def history_events(row: AtScale) -> float:
-    """Step Functions history events a row's job writes in all (its executions together)."""
+    """Step Functions history events a row's job writes in all (its executions together, children too)."""
     list_seconds = row.objects / row.listing_per_s
     calls = lister_calls_per_shard(list_seconds)
     return (
@@ -777,12 +781,27 @@ def history_events(row: AtScale) -> float:
     )
 
 
+def executions(row: AtScale) -> str:
+    """The executions a row's job runs in: its own (one more each RENEW_AT events), and past 40 shards one child per
+    shard on the Distributed Map, each holding its shard's events (far under RENEW_AT: a call every ~14 minutes)."""
+    if row.shards <= MAX_INLINE_MAP:
+        return str(1 + int(history_events(row) // RENEW_AT))
+    calls = lister_calls_per_shard(row.objects / row.listing_per_s)
+    own = history_events(row) - row.shards * (HISTORY_PER_SHARD + HISTORY_PER_LISTER_CALL * calls)
+    return f"{1 + int(own // RENEW_AT)} + {row.shards:,} children"
+
+
 def ceilings(row: AtScale) -> list[tuple[str, float, str]]:
     """(ceiling, objects/s it allows, what it is) for one row of the at-scale table: each beside the three rates."""
     keys = KEYS_PER_MESSAGE
     per_batch_wru = WRU_PER_BATCH + checkpoint_wru(PAGES_PER_STEP) / PAGES_PER_STEP  # a page is one batch at 1,000 keys
     return [
         ("job item's partition (reads)", PARTITION_RRU / JOB_ITEM_RRU_PER_BATCH * keys, "3,000 RRU/s per key; 1.40 a batch"),
+        (
+            "job's partition (listers' checkpoints)",
+            PARTITION_WRU / (2 * wru(LIST_SHARD_ITEM)) * PAGES_PER_STEP * LIST_PAGE_KEYS,
+            f"1,000 WRU/s per key; {2 * wru(LIST_SHARD_ITEM)} a step of {PAGES_PER_STEP} pages",
+        ),
         ("new on-demand table (writes)", NEW_TABLE_WRU / per_batch_wru * keys, f"4,000 WRU/s at first; about {per_batch_wru:.0f} a batch"),
         ("new on-demand table (reads)", NEW_TABLE_RRU / RRU_PER_BATCH * keys, "12,000 RRU/s at first; about 3 a batch"),
         ("SQS in flight", SQS_IN_FLIGHT / (row.concurrency * MESSAGES_PER_WORKER) * row.workers_per_s, "120,000 messages a queue"),
@@ -820,24 +839,39 @@ def ceilings_section() -> list[str]:
             binds = " **binds**" if rate < row.per_s else f" ({row.per_s / rate:.0%} used)"
             lines.append(
                 f"| {objects / 1e6:,.0f} M | {k} | {conc:,} | {prefixes:,} | {row.per_s:,.0f} | {name}: {rate:,.0f}{binds} | {needed:,}{over} "
-                f"| {history_events(row):,.0f} ({1 + int(history_events(row) // RENEW_AT)}) |"
+                f"| {history_events(row):,.0f} ({executions(row)}) |"
             )
     rows = [at_scale(1e9, k, conc, prefixes, 0.27) for k, conc, prefixes in SCALE_ROWS]
-    fastest = max(rows, key=lambda r: r.per_s)
+    bound = [r for r in rows if min(rate for _, rate, _ in ceilings(r)[:-1]) < r.per_s]
+    free = [r for r in rows if r not in bound]
+    fastest = max(free, key=lambda r: r.per_s)
     name, rate, _ = min(ceilings(fastest)[:-1], key=lambda c: c[1])
     kms = KMS_RATE_LARGEST / 2
     n_over = sum(1 for k, conc, _ in SCALE_ROWS if k + conc + 4 > ACCOUNT_CONCURRENCY)
+    longest = max(longest_execution(r) for r in rows)
     lines += [
         "",
-        f"None of the DynamoDB or SQS ceilings binds in these rows: the fastest, {fastest.per_s:,.0f} objects/s, uses",
-        f"{fastest.per_s / rate:.0%} of the lowest ({name}; a table that has run at that rate before serves more). KMS binds,",
+        f"Up to K = {MAX_INLINE_MAP} none of the DynamoDB or SQS ceilings binds: the fastest such row, {fastest.per_s:,.0f} objects/s, uses",
+        f"{fastest.per_s / rate:.0%} of the lowest ({name}). Past it, {len(bound)} of the 1 B rows run faster than a **new**",
+        "on-demand table takes writes at first (4,000 WRU/s); DynamoDB raises a table's ceiling as its traffic grows (it",
+        "serves twice its previous peak at once) and a table can be pre-warmed (`WarmThroughput`); until then the job runs",
+        "at the table's pace, throttled writes retried. KMS binds,",
         f"for SSE-KMS objects without S3 Bucket Keys, in every row above {kms:,.0f} objects/s; and {n_over} of the {len(SCALE_ROWS)} rows",
         "need more Lambda executions than an account has by default: ask for more before running them.",
         f"Step Functions ends an execution at {HISTORY_LIMIT:,} history events; a job past {RENEW_AT:,} goes on in a new one",
-        f"(`aws/history.py`), so history bounds no row: the longest, {max(history_events(r) for r in rows):,.0f} events, is",
-        f"{1 + int(max(history_events(r) for r in rows) // RENEW_AT)} execution(s) (events: `history_events`, assumed per state).",
+        f"(`aws/history.py`), and past {MAX_INLINE_MAP} shards each shard's events are in a child execution of its own, so history",
+        f"bounds no row: the most in one execution is {longest:,.0f} events (events: `history_events`, assumed per state).",
     ]
     return lines
+
+
+def longest_execution(row: AtScale) -> float:
+    """The most history events any one of a row's executions holds, before a renewal splits it."""
+    calls = lister_calls_per_shard(row.objects / row.listing_per_s)
+    per_shard = HISTORY_PER_SHARD + HISTORY_PER_LISTER_CALL * calls
+    if row.shards <= MAX_INLINE_MAP:
+        return min(history_events(row), RENEW_AT)
+    return min(max(history_events(row) - row.shards * per_shard, per_shard), RENEW_AT)
 
 
 def _quantity(q: float) -> str:
@@ -895,8 +929,8 @@ def render_at_scale(cpu_ms: float) -> list[str]:
         "  estimated size) measured 98-99% at K = 2, 85-90% at K = 4-8 and 75-79% at 16: on that small source it cuts no finer",
         "  than 10,000 keys, so 16 ranges hold up to 20,000 keys, not 18,750; on 10-123 M keys its largest range is at most",
         "  7% over an equal share. A source whose keys all sit in one page is one shard, and then the K = 1 rows apply.",
-        f"  S3 serves 5,500 LIST/s per prefix; K listers send about K x 6 per second. The stack takes K <= {MAX_SHARDS}",
-        "  (`-c list_shards`, infra/config.py: an inline Map runs at most 40 iterations at once).",
+        f"  S3 serves 5,500 LIST/s per prefix; K listers send about K x 6 per second. The stack takes K <= {MAX_SHARDS:,}",
+        f"  (`-c list_shards`, infra/config.py: an inline Map up to {MAX_INLINE_MAP}, a Distributed Map past {MAX_INLINE_MAP}).",
         f"- **workers**: MaximumConcurrency x {worker:,.0f} objects/s (a {WORKER_MB:,} MB worker, from the table above).",
         f"- **S3**: {S3_PUT_PER_PREFIX:,} COPY/s (PUT class) per partitioned prefix of the destination. A new prefix starts as one",
         "  partition; S3 adds partitions under sustained load (over minutes to hours, not on request), and only where keys",
@@ -976,7 +1010,7 @@ def render_at_scale(cpu_ms: float) -> list[str]:
         "| shards K | keys/s | 100 M listed in | 1 B listed in |",
         "|---:|---:|---:|---:|",
     ]
-    for k in (1, 4, 16, 32, MAX_SHARDS):
+    for k in (1, 4, 16, 32, MAX_INLINE_MAP, 100, MAX_SHARDS):
         rate = k * lister
         lines.append(f"| {k} | {rate:,.0f} | {_duration(1e8 / rate)} | {_duration(1e9 / rate)} |")
     lines += [
@@ -1001,7 +1035,7 @@ def render_at_scale(cpu_ms: float) -> list[str]:
     k1 = at_scale(1e8, 1, 200, 100, cpu_ms)
     lean = at_scale(1e8, 16, 4, 1, cpu_ms)
     wide = at_scale(1e8, 16, 200, 100, cpu_ms)
-    target = at_scale(1e9, MAX_SHARDS, 50, 30, cpu_ms)
+    target = at_scale(1e9, MAX_INLINE_MAP, 50, 30, cpu_ms)
     target_logs = sum(target.costs[k] for k in ("S3 key-log storage", "S3 key-log tags", "S3 report bucket PUTs (key-log part per batch)"))
     target_ddb = sum(target.costs[k] for k in ("DynamoDB writes (finish_batch, checkpoint)", "DynamoDB reads (completion check per batch)"))
     lines += [
@@ -1020,7 +1054,7 @@ def render_at_scale(cpu_ms: float) -> list[str]:
         f"of ${wide.total:,.2f} for 100 M, kept {KEEP_KEY_LOGS_DAYS} + {NONCURRENT_DAYS} days; `-c keep_key_logs_days=7` makes their storage",
         f"${at_scale(1e8, 16, 200, 100, cpu_ms, keep_days=7).costs['S3 key-log storage']:,.2f}.",
         "",
-        f"**A billion for $25.** 1 B objects into 30 partitioned prefixes, K = {MAX_SHARDS}, MaximumConcurrency 50: {_duration(target.seconds)}",
+        f"**A billion for $25.** 1 B objects into 30 partitioned prefixes, K = {MAX_INLINE_MAP}, MaximumConcurrency 50: {_duration(target.seconds)}",
         f"({target.bound}) for ${target.total:,.2f} of s3bulk's own cost: workers ${target.costs['Lambda workers (GB-s)']:,.2f} (a copy runs on",
         f"{request_threads_for(cpu_ms)} request threads, CPU-bound), key logs ${target_logs:,.2f} (gzip'd parts, an intent per {PAGES_PER_STEP} pages),",
         f"DynamoDB ${target_ddb:,.2f}. No other ceiling binds it (the table below). Batch Operations' fees for the same job: ${batch_operations(1e9):,.2f}.",

@@ -126,6 +126,7 @@ class Run:
     server_cpu: float
     missing: int = 0  # keys of the source no shard listed (0: every key exactly once)
     probes: int = 0  # the plan's probes
+    own_seconds: float = 0.0  # the plan, then the longest shard on a core of its own (list_shards): K Lambdas' time
 
 
 @dataclass
@@ -153,14 +154,22 @@ def _session_cpu(sid: int | None) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def list_shards(stores: Sequence[ObjectStore], prefix: str, ranges: Ranges) -> tuple[list[list[str]], int]:
-    """Every shard paged to its end by its own thread, as one lister Lambda each; keys per shard, pages."""
+# Seconds each thread slept in LatentStore's requests: with its CPU time, what the lister would take on a core of its own.
+_SLEPT = threading.local()
+
+
+def list_shards(stores: Sequence[ObjectStore], prefix: str, ranges: Ranges) -> tuple[list[list[str]], int, float]:
+    """Every shard paged to its end by its own thread, as one lister Lambda each; keys per shard, pages, and the longest
+    shard's own seconds (its requests' latency slept plus its thread's CPU: its time on a core of its own, as each
+    lister Lambda has; only the synthetic store's latency is counted, so elsewhere it is CPU alone)."""
     out: list[list[str]] = [[] for _ in ranges]
     pages = [0] * len(ranges)
+    own = [0.0] * len(ranges)
     errors: list[BaseException] = []
 
     def lister(i: int) -> None:
         store, shard, token = stores[i % len(stores)], Shard(*ranges[i]), None
+        _SLEPT.seconds, cpu0 = 0.0, time.thread_time()
         try:
             while True:
                 page = list_shard_page(store, BUCKET, prefix, shard, token)
@@ -171,6 +180,8 @@ def list_shards(stores: Sequence[ObjectStore], prefix: str, ranges: Ranges) -> t
                 token = page.next_token
         except BaseException as exc:  # noqa: BLE001 - re-raised by the caller
             errors.append(exc)
+        finally:
+            own[i] = time.thread_time() - cpu0 + _SLEPT.seconds
 
     threads = [threading.Thread(target=lister, args=(i,)) for i in range(len(ranges))]
     for t in threads:
@@ -179,7 +190,7 @@ def list_shards(stores: Sequence[ObjectStore], prefix: str, ranges: Ranges) -> t
         t.join()
     if errors:
         raise errors[0]
-    return out, sum(pages)
+    return out, sum(pages), max(own)
 
 
 def measure(
@@ -198,7 +209,7 @@ def measure(
         ranges = planner()
         t1 = time.perf_counter()
         planned = probes() - p0
-        listed, pages = list_shards(stores, prefix, ranges)
+        listed, pages, longest = list_shards(stores, prefix, ranges)
         t2 = time.perf_counter()
         cpu, srv = time.process_time() - cpu0, sum(_session_cpu(s) for s in server_sid) - srv0
         flat = [key for shard in listed for key in shard]
@@ -210,7 +221,8 @@ def measure(
             for (after, upto), got in zip(ranges, listed, strict=True):
                 print(f"    shard ({after!r}, {upto!r}]: {len(got):,} keys, first {got[:1]}", flush=True)
             print(f"    first keys not listed: {lost[:3]}", flush=True)
-        results.append(Run(t2 - t0, t1 - t0, pages, cpu, srv, len(keys) - len(set(flat)) if not exact else 0, planned))
+        missing = len(keys) - len(set(flat)) if not exact else 0
+        results.append(Run(t2 - t0, t1 - t0, pages, cpu, srv, missing, planned, t1 - t0 + longest))
     return ranges, results
 
 
@@ -246,7 +258,16 @@ def sweep(
                     planners[name](k)
                     plans.append((time.perf_counter() - t0, counting.probes - p0))
                 rs = [
-                    Run(r.seconds - r.plan_seconds + p, p, r.pages, r.client_cpu, r.server_cpu, r.missing, n)
+                    Run(
+                        r.seconds - r.plan_seconds + p,
+                        p,
+                        r.pages,
+                        r.client_cpu,
+                        r.server_cpu,
+                        r.missing,
+                        n,
+                        r.own_seconds - r.plan_seconds + p,
+                    )
                     for r, (p, n) in zip(done.runs, plans, strict=True)
                 ]
                 rows.append(Row(name, k, len(ranges), rs, same_as=done.k))
@@ -263,13 +284,19 @@ def _median_s(row: Row) -> float:
     return statistics.median(r.seconds for r in row.runs)
 
 
-def table(title: str, rows: Sequence[Row], keys: int) -> str:
+def table(title: str, rows: Sequence[Row], keys: int, own: bool = False) -> str:
+    """The sweep's rows; `own` adds each K's rate and efficiency with a core per lister (Run.own_seconds), as K lister
+    Lambdas have: this machine's 2 cores shared by K threads are not what the stack runs on."""
     base = keys / _median_s(next(r for r in rows if r.k == 1))
+    own_base = keys / statistics.median(x.own_seconds for x in next(r for r in rows if r.k == 1).runs)
+    extra = " keys/s, a core each | efficiency, a core each |" if own else ""
     lines = [
         f"**{title}**",
         "",
-        "| planner | K | shards | keys/s (median) | min-max | speed-up | efficiency | plan s | plan probes | LIST requests | client CPU ms/page | server + toxiproxy CPU ms/page |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| planner | K | shards | keys/s (median) | min-max | speed-up | efficiency |"
+        + extra
+        + " plan s | plan probes | LIST requests | client CPU ms/page | server + toxiproxy CPU ms/page |",
+        "|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if own else "") + "---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         rates = [keys / x.seconds for x in r.runs]
@@ -281,10 +308,12 @@ def table(title: str, rows: Sequence[Row], keys: int) -> str:
         missing = max(x.missing for x in r.runs)
         if missing:
             note += f" **{missing:,} keys not listed**"
+        own_rate = keys / statistics.median(x.own_seconds for x in r.runs)
+        cells = f" {own_rate:,.0f} | {own_rate / own_base / r.k:.0%} |" if own else ""
         lines.append(
             f"| {r.planner} | {r.k}{note} | {r.shards} | {med:,.0f} | {min(rates):,.0f}-{max(rates):,.0f} | {med / base:.2f}x | "
-            f"{med / base / r.k:.0%} | {statistics.median(x.plan_seconds for x in r.runs):.2f} | {statistics.median(x.probes for x in r.runs):,.0f} | "
-            f"{pages:,.0f} | {cpu:.1f} | " + (f"{srv:.1f} |" if srv else "- |")
+            f"{med / base / r.k:.0%} |{cells} {statistics.median(x.plan_seconds for x in r.runs):.2f} | "
+            f"{statistics.median(x.probes for x in r.runs):,.0f} | {pages:,.0f} | {cpu:.1f} | " + (f"{srv:.1f} |" if srv else "- |")
         )
     return "\n".join(lines)
 
@@ -305,7 +334,9 @@ class LatentStore(GeneratedStore):
         delimiter: str | None = None,
         max_keys: int | None = None,
     ) -> ListPage:
-        time.sleep(self.probe_s if max_keys is not None and max_keys < self.page else self.page_s)
+        pause = self.probe_s if max_keys is not None and max_keys < self.page else self.page_s
+        time.sleep(pause)
+        _SLEPT.seconds = getattr(_SLEPT, "seconds", 0.0) + pause
         return super().list_page(bucket, prefix, token, start_after, delimiter, max_keys)
 
     def scoped(self, options: object) -> LatentStore:
@@ -377,7 +408,7 @@ def synthetic_leg(args: argparse.Namespace, ks: Sequence[int]) -> str:
     keys = [f"in/{i:09d}" for i in range(args.synthetic_keys)]
     rows = sweep("synthetic", [store], store, "in/", keys, ks, args.runs)
     title = f"synthetic store, {args.synthetic_keys:,} flat keys, {args.page_ms} ms per 1,000-key page, {args.probe_ms} ms per probe"
-    return table(title, rows, len(keys))
+    return table(title, rows, len(keys), own=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,7 +15,8 @@ from s3bulk.aws.lister import DEFAULT_LIST_SHARDS
 from s3bulk.bodies.memory import WorkerSize, check_worker_memory
 from s3bulk.job import SECRET_ARN, JobError, parse_job
 
-# Step Functions runs at most this many iterations of an inline Map at once, whatever its MaxConcurrency says.
+# Step Functions runs at most this many iterations of an inline Map at once, whatever its MaxConcurrency says: past it,
+# the listing shards run on a Distributed Map (infra/state_machine.py).
 MAX_INLINE_MAP = 40
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -121,10 +122,10 @@ class DeployConfig:
                 raise ValueError(f"context kms_keys: {key!r} is not a KMS key ARN; pass -c kms_keys=arn:aws:kms:REGION:ACCOUNT:key/ID")
         if self.alarm_email is not None and not re.fullmatch(r"[^@\s,]+@[^@\s,]+\.[^@\s,]+", self.alarm_email):
             raise ValueError(f"context alarm_email: {self.alarm_email!r} is not an email address; pass -c alarm_email=you@example.com")
-        if not 1 <= self.list_shards <= min(MAX_LIST_SHARDS, MAX_INLINE_MAP):
+        if not 1 <= self.list_shards <= MAX_LIST_SHARDS:
             raise ValueError(
-                f"context list_shards: a job lists in 1-{MAX_INLINE_MAP} shards at once (Step Functions runs at most "
-                f"{MAX_INLINE_MAP} iterations of an inline Map at once); pass e.g. -c list_shards=16"
+                f"context list_shards: a job lists in 1-{MAX_LIST_SHARDS} shards at once (up to {MAX_INLINE_MAP} on an inline "
+                f"Map, more on a Distributed Map); pass e.g. -c list_shards=16"
             )
         if not 1 <= self.keep_key_logs_days <= 3650:
             raise ValueError("context keep_key_logs_days: key-log parts are kept 1-3650 days; pass e.g. -c keep_key_logs_days=30")

@@ -25,7 +25,7 @@ from aws_cdk import (
     aws_sqs as sqs,
 )
 
-from infra.config import DeployConfig
+from infra.config import MAX_INLINE_MAP, DeployConfig
 
 
 def _bucket_arns(buckets: tuple[str, ...]) -> list[str]:
@@ -245,6 +245,16 @@ class GrantingStack(cdk.Stack):
         )
         for fn in (self.lister_fn, self.progress_fn):
             fn.add_to_role_policy(iam.PolicyStatement(actions=["states:GetExecutionHistory"], resources=[executions]))
+        if config.list_shards > MAX_INLINE_MAP:
+            # On a Distributed Map each shard's ListShard runs in a child execution (ARN `...:execution:MACHINE/LABEL:ID`)
+            # and asks about that child's own history.
+            children = self.format_arn(
+                service="states",
+                resource="execution",
+                resource_name=f"{cdk.Aws.STACK_NAME}-jobs/*",
+                arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
+            )
+            self.lister_fn.add_to_role_policy(iam.PolicyStatement(actions=["states:GetExecutionHistory"], resources=[children]))
         resume = iam.PolicyStatement(actions=["states:SendTaskSuccess"], resources=[self.state_machine_arn])
         worker.add_to_role_policy(resume)
         counter.add_to_role_policy(resume)

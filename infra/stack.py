@@ -45,7 +45,7 @@ from aws_cdk import (
 from constructs import Construct
 
 from infra.bundling import MANIFEST_REQUIREMENTS, PROCESS_DIR, RUNTIME_PYTHON, TASK_ROOT, lambda_code
-from infra.config import DeployConfig, concurrency_needed
+from infra.config import MAX_INLINE_MAP, DeployConfig, concurrency_needed
 from infra.grants import GrantingStack, account_of
 from infra.monitoring import Monitoring
 from infra.state_machine import build_state_machine
@@ -466,6 +466,18 @@ class S3BulkStack(GrantingStack):
                 f"Object-level actions on the deploy-time allow-listed bucket {bucket}; a bulk job may touch any key in it, "
                 "and the lister and worker also check the allow-list at run time."
             )
+        if self.config.list_shards > MAX_INLINE_MAP:
+            machine = self.get_logical_id(self.state_machine.node.default_child)  # type: ignore[arg-type]
+            executions = "Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:"
+            name = f'{{"Fn::Select":[6,{{"Fn::Split":[":",{{"Ref":"{machine}"}}]}}]}}'
+            children = "the child executions the Distributed Map of the listing shards (-c list_shards above 40) starts"
+            reasons[f"{iam5}[{executions}{name}:*]"] = f"The state machine describes and stops its own executions' {children}."
+            for label in ("ListShards", "CountShards"):
+                reasons[f"{iam5}[{executions}{name}/{label}:*]"] = f"The state machine describes and stops {children}."
+            reasons[
+                f"{iam5}[Resource::arn:{_nag(self.partition, 'Partition')}:states:{_nag(self.region, 'Region')}:"
+                f"{_nag(self.account, 'AccountId')}:execution:<AWS::StackName>-jobs/*]"
+            ] = f"ListShard reads the length of its own child execution's history: {children}."
         for rule, reason in reasons.items():
             cdk.Validations.of(self).acknowledge(cdk.Acknowledgment(id=rule, reason=reason))
 

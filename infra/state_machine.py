@@ -21,6 +21,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
+from infra.config import MAX_INLINE_MAP
 from s3bulk.aws.finish import CONTINUE
 from s3bulk.aws.ledger import CANCELLED, CANCELLING
 
@@ -333,7 +334,9 @@ def build_state_machine(
 
     plan = job_task("PlanListing", lister, "$.plan")
 
-    def shard_loop(map_name: str, task_name: str, choice_name: str, done_name: str, result_path: str, phase: str) -> sfn.Map:
+    def shard_loop(
+        map_name: str, task_name: str, choice_name: str, done_name: str, result_path: str, phase: str
+    ) -> sfn.Map | sfn.DistributedMap:
         """A Map over the plan's shards whose item calls the lister until its answer says done (each call ends before its
         timeout and the loop calls it again), several shards at once."""
         extra = {"phase": phase} if phase != "list" else {"execution": sfn.JsonPath.string_at("$$.Execution.Id")}
@@ -355,14 +358,52 @@ def build_state_machine(
             .when(renewing(result_path), sfn.Succeed(scope, f"{done_name}Paused"))
             .otherwise(task)
         )
-        loop = sfn.Map(
-            scope,
-            map_name,
-            items_path="$.plan.shards",
-            item_selector={"job_id.$": "$.job_id", "shard.$": "$$.Map.Item.Value"},
-            max_concurrency=list_concurrency,
-            result_path=sfn.JsonPath.DISCARD,
-        )
+        loop: sfn.Map | sfn.DistributedMap
+        selector = {"job_id.$": "$.job_id", "shard.$": "$$.Map.Item.Value"}
+        if list_concurrency > MAX_INLINE_MAP:
+            # A Distributed Map fails with States.ExceedToleratedFailureThreshold, not its child's error: the child writes
+            # the job's report with its own step's error first (Finalize, as ReportFailure does; the parent's ReportFailure
+            # then finds it written and keeps it), and ends with that error.
+            failed = sfn.Fail(scope, f"{task_name}Error", error_path="$.error.Error", cause_path="$.error.Cause")
+            report = tasks.LambdaInvoke(
+                scope,
+                f"{task_name}Report",
+                lambda_function=finalize,
+                payload=sfn.TaskInput.from_object(
+                    {"job_id": sfn.JsonPath.string_at("$.job_id"), "error": sfn.JsonPath.object_at("$.error")}
+                ),
+                payload_response_only=True,
+                result_path="$.failure_report",
+                retry_on_service_exceptions=False,
+            )
+            _retry(report, [*LAMBDA_TRANSIENT, "States.Timeout"])
+            report.add_catch(failed, errors=["States.ALL"], result_path="$.report_error")
+            report.next(sfn.Choice(scope, f"{task_name}Reported?").when(unfinished("$.failure_report"), report).otherwise(failed))
+            task.add_catch(report, errors=["States.ALL"], result_path="$.error")
+        if list_concurrency <= MAX_INLINE_MAP:
+            loop = sfn.Map(
+                scope,
+                map_name,
+                items_path="$.plan.shards",
+                item_selector=selector,
+                max_concurrency=list_concurrency,
+                result_path=sfn.JsonPath.DISCARD,
+            )
+        else:
+            # Past the 40 iterations an inline Map runs at once: each shard's loop is a child execution of its own (its
+            # own 25,000-event history, which its ListShard asks about), up to 10,000 at once. The plan's shard numbers
+            # are the items, inline (at most 1,000 small numbers). Any child failing fails the map (no failure is
+            # tolerated); the child ends with its step's own error, and the parent's ReportFailure writes the report.
+            loop = sfn.DistributedMap(
+                scope,
+                map_name,
+                items_path="$.plan.shards",
+                item_selector=selector,
+                max_concurrency=list_concurrency,
+                result_path=sfn.JsonPath.DISCARD,
+                map_execution_type=sfn.StateMachineType.STANDARD,
+                label=map_name,
+            )
         loop.item_processor(task)
         loop.add_catch(report_failure, errors=["States.ALL"], result_path="$.error")
         return loop

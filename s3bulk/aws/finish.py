@@ -23,6 +23,9 @@ DRAIN_POLL_S = 2.0
 
 # Step errors that are the job's own verdict (its spec, its delete guard), not a fault to resume past.
 FAILS_THE_JOB = ("JobError",)
+# A Distributed Map's own error when a child failed (infra/state_machine.py); the child wrote the report with its step's
+# error first, and that report stands.
+CHILD_FAILED = "States.ExceedToleratedFailureThreshold"
 
 
 def finalize(
@@ -52,6 +55,8 @@ def finalize(
     queued batches kept) unless the error is its own verdict (FAILS_THE_JOB); before, FAILED.
     """
     rec = ledger.load(job_id)
+    if error is not None and error.startswith(CHILD_FAILED) and rec.report is not None and rec.status != "RUNNING":
+        return {"job_id": job_id, "report_done": True, "status": rec.status.lower(), "report": rec.report, "reported_by": "child"}
     planned = rec.shards is not None and rec.status == "RUNNING"
     if error is not None and writer == "finalize" and planned and not error.startswith(FAILS_THE_JOB):
         # A step that failed for good once the listing was planned (a lister's call still refused after its retries,

@@ -573,8 +573,25 @@ def test_shards_are_listed_in_parallel_up_to_the_deploy_time_setting(template: T
     assert '\\"MaxConcurrency\\":4' in json.dumps(resources(t, "AWS::StepFunctions::StateMachine"))
     with pytest.raises(ValueError, match=r"^context list_shards: "):
         DeployConfig.from_context({**CONTEXT, "list_shards": "0"}.get)
-    with pytest.raises(ValueError, match=r"^context list_shards: .*at most 40 iterations of an inline Map"):
-        DeployConfig.from_context({**CONTEXT, "list_shards": "41"}.get)
+    with pytest.raises(ValueError, match=r"^context list_shards: a job lists in 1-1000 shards"):
+        DeployConfig.from_context({**CONTEXT, "list_shards": "1001"}.get)
+    assert listing.get("ItemProcessor", {}).get("ProcessorConfig", {"Mode": "INLINE"})["Mode"] == "INLINE"
+
+
+def test_more_than_40_listing_shards_run_on_a_distributed_map_whose_children_may_read_their_own_history() -> None:
+    """An inline Map runs at most 40 iterations at once: -c list_shards=200 makes ListShards and CountShards Distributed
+    Maps of Standard child executions, 200 at once, and lets ListShard read its child execution's history."""
+    t = _template({"list_shards": "200"})
+    [sm] = resources(t, "AWS::StepFunctions::StateMachine").values()
+    definition = json.loads("".join(p if isinstance(p, str) else "0" for p in sm["Properties"]["DefinitionString"]["Fn::Join"][1]))
+    for name in ("ListShards", "CountShards"):
+        state = definition["States"][name]
+        assert state["ItemProcessor"]["ProcessorConfig"] == {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"}, name
+        assert (state["MaxConcurrency"], state["ItemsPath"], state["Label"]) == (200, "$.plan.shards", name)
+        assert state["Catch"][0]["Next"] == "ReportFailure"
+    histories = [json.dumps(r) for r in _grants(t, "states:GetExecutionHistory", "Lister")]
+    assert any('-jobs/*"' in r for r in histories), histories  # execution:STACK-jobs/LABEL:ID, a child's ARN
+    assert any(r for r in _grants(t, "states:StartExecution", "Orchestration"))
 
 
 def test_every_failed_timed_out_or_aborted_execution_reaches_the_execution_ended_function(template: Template) -> None:

@@ -31,6 +31,7 @@ from bench.cost_model import (
     worker_sizing,
     worker_threads_for,
 )
+from infra.config import MAX_INLINE_MAP
 from s3bulk.aws.history import RENEW_AT
 from s3bulk.aws.lister import PAGES_PER_STEP
 
@@ -256,13 +257,18 @@ def test_finalize_fits_one_call_at_100m_objects_10_percent_failed_and_loops_past
 def test_the_models_ceilings_say_which_binds_and_none_of_dynamodb_or_sqs_binds_the_fastest_row() -> None:
     from bench.cost_model import SCALE_ROWS, ceilings, ceilings_section
 
-    fastest = max((at_scale(1e9, k, c, p, 0.27) for k, c, p in SCALE_ROWS), key=lambda r: r.per_s)
+    inline = [at_scale(1e9, k, c, p, 0.27) for k, c, p in SCALE_ROWS if k <= MAX_INLINE_MAP]
+    fastest = max(inline, key=lambda r: r.per_s)
     named = {name: rate for name, rate, _ in ceilings(fastest)}
     assert named["job item's partition (reads)"] == pytest.approx(3000 / 1.40 * 1000)
     assert named["KMS, SSE-KMS without Bucket Keys"] == 25_000  # 50,000 requests/s, 2 an object
     assert all(rate > fastest.per_s for name, rate in named.items() if not name.startswith("KMS"))
+    # Past 40 shards a new on-demand table's first 4,000 WRU/s binds, and the model says so row by row.
+    k1000 = at_scale(1e9, 1000, 1000, 1000, 0.27)
+    lowest = min(ceilings(k1000)[:-1], key=lambda c: c[1])
+    assert lowest[0] == "new on-demand table (writes)" and lowest[1] < k1000.per_s
     text = "\n".join(ceilings_section())
-    assert "1,044 (over the default)" in text and "**binds**" not in text
+    assert "1,044 (over the default)" in text and text.count("**binds**") == 4 and "1 + 1,000 children" in text
 
 
 def test_a_billion_objects_into_30_prefixes_take_under_8_hours_for_at_most_25_dollars(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -270,14 +276,14 @@ def test_a_billion_objects_into_30_prefixes_take_under_8_hours_for_at_most_25_do
     30 prefixes the job's pace, and no other ceiling (DynamoDB, SQS in flight, history) below it."""
     from bench import cost_model
 
-    r = at_scale(1e9, MAX_SHARDS, 50, 30, 0.27)
+    r = at_scale(1e9, MAX_INLINE_MAP, 50, 30, 0.27)
     assert (r.bound, r.per_s) == ("S3 PUT limit", 30 * 3500) and r.seconds < 8 * 3600  # ~2.6 h
     assert r.total <= 25
     assert all(rate > r.per_s for _, rate, _ in cost_model.ceilings(r)[:-1])  # KMS aside: only for SSE-KMS jobs
     assert cost_model.history_events(r) < RENEW_AT  # one execution
     # What each change bought: a checkpoint and an intent a page, and copies on the streaming threads, cost more.
     monkeypatch.setattr(cost_model, "PAGES_PER_STEP", 1)
-    assert at_scale(1e9, MAX_SHARDS, 50, 30, 0.27).total > r.total + 4
+    assert at_scale(1e9, MAX_INLINE_MAP, 50, 30, 0.27).total > r.total + 4
     monkeypatch.undo()
     monkeypatch.setattr(cost_model, "request_threads_for", lambda cpu, memory=1024: worker_threads_for(cpu, memory))
-    assert at_scale(1e9, MAX_SHARDS, 50, 30, 0.27).costs["Lambda workers (GB-s)"] > 1.9 * r.costs["Lambda workers (GB-s)"]
+    assert at_scale(1e9, MAX_INLINE_MAP, 50, 30, 0.27).costs["Lambda workers (GB-s)"] > 1.9 * r.costs["Lambda workers (GB-s)"]

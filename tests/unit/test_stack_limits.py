@@ -57,6 +57,16 @@ def test_a_state_over_256_kib_and_an_unbounded_inline_map_are_caught() -> None:
             "ListShards": {"Type": "Map", "MaxConcurrency": 16, "ItemProcessor": {"States": {}}},
             "Wide": {"Type": "Map", "ItemProcessor": {"States": {}}},
             "Distributed": {"Type": "Map", "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED"}, "States": {}}},
+            "Thousand": {
+                "Type": "Map",
+                "MaxConcurrency": 1000,
+                "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED"}, "States": {}},
+            },
+            "TooWide": {
+                "Type": "Map",
+                "MaxConcurrency": 10001,
+                "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED"}, "States": {}},
+            },
         }
     }
-    assert [m.split(":")[0] for m in inline_maps_over_concurrency(definition)] == ["Map state Wide"]
+    assert [m.split(":")[0] for m in inline_maps_over_concurrency(definition)] == ["Map state Wide", "Map state TooWide"]

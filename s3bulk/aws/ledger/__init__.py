@@ -2,10 +2,12 @@
 
 One table. A job's own partition holds what few writers touch; what every worker writes has partition keys of its own,
 so 1,000 workers never meet on one key (DynamoDB serves about 1,000 writes/s and 3,000 reads/s per partition):
-  pk=job#ID sk=job          the job: spec, status, the number of listing shards once planned (`shards`) and how many
-                            of them are done (`shards_done`), the completion token
+  pk=job#ID sk=job          the job: spec, status, the number of listing shards once planned (`shards`, with the
+                            `plan_token` of the staged plan that won) and how many of them are done (`shards_done`),
+                            the completion token
   pk=job#ID sk=count#list#NNNN  one listing shard: its key range (after, upto], its own page number and cursor, done,
-                            and the counters its lister adds (scanned, listed, batches sent ...); at most 40
+                            and the counters its lister adds (scanned, listed, batches sent ...); at most 1,000
+  pk=job#ID sk=plan#TOKEN#NNN  a planner's staged ranges (100 a part): the committed token's become the shard items
   pk=job#ID#count#NN sk=count  one of COUNTER_SHARDS counter items the workers add to; a batch picks its shard by a
                             hash of its id
   pk=job#ID#lease#NN sk=lease  one of COUNTER_SHARDS lease items: `working`, the invocations (workers, listers)

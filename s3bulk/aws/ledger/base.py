@@ -35,7 +35,7 @@ class LedgerBase:
         return dict(item)
 
     def _list_shards(self, job_id: str) -> list[dict[str, Any]]:
-        """Every listing shard of the job: one Query of the job's partition (at most 40 small items), strongly consistent."""
+        """Every listing shard of the job: one Query of the job's partition (at most 1,000 small items, a few pages), strongly consistent."""
         items: list[dict[str, Any]] = []
         kw: dict[str, Any] = {}
         while True:

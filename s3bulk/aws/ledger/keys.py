@@ -42,8 +42,13 @@ COUNTER_SHARDS = 32
 CONFLICT_ATTEMPTS = 12
 CONFLICT_BASE_S = 0.02
 CONFLICT_CAP_S = 2.0
-# Listing shards a job may have: one transaction records them all (DynamoDB allows 100 items).
-MAX_LIST_SHARDS = 99
+# Listing shards a job may have: a Distributed Map runs them (infra/state_machine.py), the plan records them in parts
+# (ListingMixin.plan), and each lister's step checkpoints its own item of the job's partition.
+MAX_LIST_SHARDS = 1000
+# A staged plan item holds this many ranges: two keys of at most 1,024 bytes each, under DynamoDB's 400 KB an item.
+PLAN_RANGES_PER_ITEM = 100
+# A transaction writes at most this many items (DynamoDB's limit).
+TRANSACTION_ITEMS = 100
 # A job its owner cancelled, until its report is written (then CANCELLED): final, never resumed.
 CANCELLING = "CANCELLING"
 CANCELLED = "CANCELLED"
@@ -80,6 +85,11 @@ def marker_key(job_id: str, batch_id: str) -> dict[str, Any]:
 
 def list_shard_key(index: int) -> str:
     return f"count#list#{index:04d}"
+
+
+def plan_part_key(job_id: str, token: str, part: int) -> dict[str, Any]:
+    """A staged plan's part (ListingMixin.plan): in the job's partition, apart from the listing shards' prefix."""
+    return _key(job_id, f"plan#{token}#{part:03d}")
 
 
 def counter_shard(batch_id: str, shards: int = COUNTER_SHARDS) -> int:

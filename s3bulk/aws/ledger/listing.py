@@ -8,6 +8,7 @@ number, so no page is counted twice), and the guard's pass over the same range (
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,7 +16,17 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from s3bulk.aws.ledger.base import LedgerBase
-from s3bulk.aws.ledger.keys import DEFAULT_TTL_DAYS, MAX_LIST_SHARDS, _key, job_key, list_shard_key, pending_updates
+from s3bulk.aws.ledger.keys import (
+    DEFAULT_TTL_DAYS,
+    MAX_LIST_SHARDS,
+    PLAN_RANGES_PER_ITEM,
+    TRANSACTION_ITEMS,
+    _key,
+    job_key,
+    list_shard_key,
+    pending_updates,
+    plan_part_key,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,37 +61,79 @@ class GuardShard:
 class ListingMixin(LedgerBase):
     # -- listing shards ---------------------------------------------------------------------------
     def plan(self, job_id: str, ranges: list[tuple[str, str | None]]) -> int:
-        """Record the job's listing shards once, atomically; returns how many there are (a re-plan keeps the first)."""
+        """Record the job's listing shards once; returns how many there are (a re-plan keeps the first).
+
+        Up to MAX_LIST_SHARDS shards are more items than a transaction holds, so a plan is written in three moves, each
+        safe to lose or repeat: this call stages its ranges under a token of its own (PLAN_RANGES_PER_ITEM a part);
+        one conditional write of the job item commits a token with the count (the first commit wins); then the
+        committed plan's shard items are created, each only if absent, so a planner retried or late never resets a
+        shard a lister has moved on, nor mixes two plans' ranges. Listers start after PlanListing returns, that is
+        after every shard item exists.
+        """
         if not 1 <= len(ranges) <= MAX_LIST_SHARDS:
             raise ValueError(f"a job is listed in 1-{MAX_LIST_SHARDS} shards, not {len(ranges)}")
         expires = {"N": str(int(time.time() + DEFAULT_TTL_DAYS * 86400))}
-        puts = []
+        token = uuid.uuid4().hex
+        for part, start in enumerate(range(0, len(ranges), PLAN_RANGES_PER_ITEM)):
+            staged = {
+                **plan_part_key(job_id, token, part),
+                "ranges": {"L": [_range_value(r) for r in ranges[start : start + PLAN_RANGES_PER_ITEM]]},
+                "expires_at": expires,
+            }
+            self._put(staged)
+        if not self._update_if(
+            job_key(job_id),
+            UpdateExpression="SET shards = :k, plan_token = :t",
+            ConditionExpression="attribute_exists(pk) AND attribute_not_exists(shards)",
+            ExpressionAttributeValues={":k": {"N": str(len(ranges))}, ":t": {"S": token}},
+        ):
+            item = self._job_item(job_id, "shards, plan_token")
+            if "shards" not in item:
+                raise RuntimeError(f"job {job_id!r}: its plan was neither recorded nor found")
+            if "plan_token" not in item:
+                return int(item["shards"]["N"])  # planned in one transaction, shard items with it (before plans were staged)
+            ranges = self._staged_plan(job_id, item["plan_token"]["S"], int(item["shards"]["N"]))
+        self._create_shards(job_id, ranges, expires)
+        return len(ranges)
+
+    def _put(self, item: dict[str, Any]) -> None:
+        self._write(lambda: self.client.put_item(TableName=self.table, Item=item))
+
+    def _transact(self, items: list[dict[str, Any]]) -> None:
+        self._write(lambda: self.client.transact_write_items(TransactItems=items))
+
+    def _staged_plan(self, job_id: str, token: str, count: int) -> list[tuple[str, str | None]]:
+        """The committed plan's ranges, read back from its staged parts."""
+        keys = [plan_part_key(job_id, token, part) for part in range(-(-count // PLAN_RANGES_PER_ITEM))]
+        parts = sorted(self._get_many(keys, None), key=lambda item: str(item["sk"]["S"]))
+        ranges = [_range_of(value) for part in parts for value in part["ranges"]["L"]]
+        if len(ranges) != count:
+            raise RuntimeError(f"job {job_id!r}: its committed plan holds {len(ranges)} ranges, not {count}")
+        return ranges
+
+    def _create_shards(self, job_id: str, ranges: Sequence[tuple[str, str | None]], expires: dict[str, str]) -> None:
+        """Each shard's item, only where none is yet (a transaction of TRANSACTION_ITEMS at a time; the items that exist
+        already are left out and the rest written again)."""
+        items = []
         for i, (after, upto) in enumerate(ranges):
             item: dict[str, Any] = {**_key(job_id, list_shard_key(i)), "page": {"N": "0"}, "done": {"BOOL": False}, "expires_at": expires}
             if after:
                 item["after"] = {"S": after}
             if upto is not None:
                 item["upto"] = {"S": upto}
-            puts.append({"Put": {"TableName": self.table, "Item": item}})
-        plan = {
-            "Update": {
-                "TableName": self.table,
-                "Key": job_key(job_id),
-                "UpdateExpression": "SET shards = :k",
-                "ConditionExpression": "attribute_exists(pk) AND attribute_not_exists(shards)",
-                "ExpressionAttributeValues": {":k": {"N": str(len(ranges))}},
-            }
-        }
-        try:
-            self._write(lambda: self.client.transact_write_items(TransactItems=[plan, *puts]))
-            return len(ranges)
-        except ClientError as exc:
-            reasons = exc.response.get("CancellationReasons") or []
-            if reasons and reasons[0].get("Code") == "ConditionalCheckFailed":
-                planned = self._job_item(job_id, "shards").get("shards")
-                if planned is not None:
-                    return int(planned["N"])
-            raise
+            items.append(item)
+        for start in range(0, len(items), TRANSACTION_ITEMS):
+            todo = items[start : start + TRANSACTION_ITEMS]
+            while todo:
+                puts = [{"Put": {"TableName": self.table, "Item": it, "ConditionExpression": "attribute_not_exists(pk)"}} for it in todo]
+                try:
+                    self._transact(puts)
+                    break
+                except ClientError as exc:
+                    reasons = exc.response.get("CancellationReasons") or []
+                    if len(reasons) != len(todo) or not any(r.get("Code") == "ConditionalCheckFailed" for r in reasons):
+                        raise
+                    todo = [it for it, r in zip(todo, reasons, strict=True) if r.get("Code") != "ConditionalCheckFailed"]
 
     def list_shard(self, job_id: str, index: int) -> ListShard:
         r = self.client.get_item(TableName=self.table, Key=_key(job_id, list_shard_key(index)), ConsistentRead=True)
@@ -288,3 +341,13 @@ def counted_selection(job: dict[str, Any], shards: list[dict[str, Any]]) -> tupl
     if not _all_counted(job, shards):
         return None
     return sum(int(s.get("would_act", {}).get("N", "0")) for s in shards), sum(int(s.get("would_bytes", {}).get("N", "0")) for s in shards)
+
+
+def _range_value(r: tuple[str, str | None]) -> dict[str, Any]:
+    after, upto = r
+    return {"L": [{"S": after}, {"NULL": True} if upto is None else {"S": upto}]}
+
+
+def _range_of(value: dict[str, Any]) -> tuple[str, str | None]:
+    after, upto = value["L"]
+    return str(after["S"]), (None if "NULL" in upto else str(upto["S"]))

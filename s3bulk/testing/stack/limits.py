@@ -121,10 +121,12 @@ class Limits:
 
 
 INLINE_MAP_CONCURRENCY = 40
+DISTRIBUTED_MAP_CONCURRENCY = 10_000  # child executions a Distributed Map runs at once
 
 
 def inline_maps_over_concurrency(definition: dict[str, Any]) -> list[str]:
-    """Inline Map states that ask for more than 40 iterations at once (0 or absent: unbounded), which AWS caps at 40."""
+    """Inline Map states that ask for more than 40 iterations at once (0 or absent: unbounded), which AWS caps at 40,
+    and Distributed Maps past their 10,000 child executions at once."""
     out: list[str] = []
 
     def walk(states: dict[str, Any]) -> None:
@@ -135,6 +137,8 @@ def inline_maps_over_concurrency(definition: dict[str, Any]) -> list[str]:
                 wanted = int(state.get("MaxConcurrency", 0))
                 if mode == "INLINE" and not 0 < wanted <= INLINE_MAP_CONCURRENCY:
                     out.append(f"Map state {name}: MaxConcurrency {wanted or 'unbounded'}; an inline Map runs at most 40 at once")
+                if mode == "DISTRIBUTED" and wanted > DISTRIBUTED_MAP_CONCURRENCY:
+                    out.append(f"Map state {name}: MaxConcurrency {wanted}; a Distributed Map runs at most 10,000 children at once")
                 walk(processor.get("States", {}))
             for branch in state.get("Branches", []):
                 walk(branch.get("States", {}))

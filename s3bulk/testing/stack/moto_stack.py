@@ -33,6 +33,7 @@ from s3bulk.aws.history import HISTORY_LIMIT
 from s3bulk.aws.ledger import DynamoLedger
 from s3bulk.testing.stack.assets import Asset, assets_of, imports_from_assets
 from s3bulk.testing.stack.aws import REGION
+from s3bulk.testing.stack.distributed import Children
 from s3bulk.testing.stack.event_source import IN_FLIGHT_LIMIT, SqsEventSource
 from s3bulk.testing.stack.fastpath import through_moto as fast_path_through_moto
 from s3bulk.testing.stack.faults import Faults, hook_dynamo_clients
@@ -157,6 +158,7 @@ class StackOnMoto:
         self.user_stops: dict[str, tuple[str, str]] = {}  # execution ARN -> StopExecution's (error, cause)
         self.task_tokens: dict[str, list[str]] = {}  # execution ARN -> the task tokens its .waitForTaskToken tasks were given
         self.refused_after_stop: list[str] = []  # "ARN: function": a task moto's interpreter started after StopExecution
+        self.children = Children()  # a Distributed Map's child executions (stack/distributed.py)
         self.assets: dict[str, Asset] = {}  # each function's staged deployment package (stack/assets.py)
         self.refused_imports: list[str] = []  # "function: importer imports module" its package does not hold
         self._stack = ExitStack()
@@ -175,6 +177,10 @@ class StackOnMoto:
                 return self._name(f"{arg[0]}.{arg[1]}")
             if key == "Fn::Join":
                 return str(arg[0]).join(str(self.resolve(p)) for p in arg[1])
+            if key == "Fn::Split":
+                return str(self.resolve(arg[1])).split(str(arg[0]))
+            if key == "Fn::Select":
+                return self.resolve(arg[1])[int(arg[0])]
             if key.startswith("Fn::"):
                 raise NotImplementedError(f"intrinsic {key} is not emulated: {value}")
         return {k: self.resolve(v) for k, v in value.items()}
@@ -216,6 +222,7 @@ class StackOnMoto:
                 partitions=Partitions(self.partition_scale),
             )
             self.limits.refused += inline_maps_over_concurrency(self.definition)
+            self._stack.enter_context(self.children.emulated())
             self._stack.enter_context(self.iam.enforced(self.limits))
             self.fast_requests = self._stack.enter_context(fast_path_through_moto(self.iam))
             self._stack.enter_context(mock.patch.object(LambdaSimpleBackend, "invoke", self._lambda_invoke()))
@@ -300,6 +307,7 @@ class StackOnMoto:
         self.state_machine_arn = self.sfn.create_state_machine(
             name=self.resolve(sm.get("StateMachineName", logical)), definition=definition, roleArn=role
         )["stateMachineArn"]
+        self.names |= {logical: self.state_machine_arn, f"{logical}.Name": self.state_machine_arn.rsplit(":", 1)[1]}
         by_arn = {self.names[f"{logical}.Arn"]: fn for logical, fn in self.functions.items()}
         for logical, p in resources_of(self.template, "AWS::Events::Rule").items():
             pattern = EventPattern.load(json.dumps(self.resolve(p["EventPattern"])))
@@ -328,10 +336,10 @@ class StackOnMoto:
         moto's interpreter (5.2) may still take a running task's error through a Catch to the next task (a lister's
         JobHalted to Finalize), or start a Map iteration's: such a task is refused here, not invoked, and recorded."""
         real, stops, refused = lambda_eval_utils.execute_lambda_function_integration, self.user_stops, self.refused_after_stop
-        tokens = self.task_tokens
+        tokens, children = self.task_tokens, self.children
 
         def execute(env: Any, parameters: dict[str, Any], region: str, state_credentials: Any) -> None:
-            arn = str(env.states.context_object.context_object_data["Execution"]["Id"])
+            arn = children.parent_of(str(env.states.context_object.context_object_data["Execution"]["Id"]))
             if arn in stops:
                 refused.append(f"{arn}: {parameters.get('FunctionName')}")
                 raise RuntimeError("the execution was stopped (StopExecution): AWS starts no task after it")

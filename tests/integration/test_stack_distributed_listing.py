@@ -1,0 +1,158 @@
+"""Listing past 40 shards: the synthesized state machine's Distributed Map on moto's interpreter, each shard's loop a
+child execution of its own (s3bulk/testing/stack/distributed.py gives it its ARN and history, and fails the map when a
+child fails, as AWS does), every key listed and acted on exactly once, checked with boto3."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from moto.core.models import DEFAULT_ACCOUNT_ID
+from moto.s3.models import s3_backends
+
+from s3bulk.aws import history
+from s3bulk.aws import lister as lister_module
+from s3bulk.job import JobError
+from s3bulk.source.shards import Shard
+from s3bulk.testing.stack import StackOnMoto, synthesize
+from tests.integration.test_stack_on_moto import DST, ENV, SRC, report
+
+CONTEXT: dict[str, object] = {"read_buckets": f"{SRC},{DST}", "write_buckets": DST, "delete_buckets": SRC, "list_shards": 100}
+N = 200_000  # objects of the manifest job; a CSV manifest, so that moto's listing (0.6 s a page at 200,000 keys) stays out
+KEEP = 1_000  # objects beside them under the same prefix, in no manifest: never touched
+
+
+def hex_key(i: int) -> str:
+    """Distinct for every i below 2**32 (an odd multiplier is a bijection mod 2**32): keys spread as hashed names do."""
+    return f"in/{i * 2654435761 % 2**32:08x}"
+
+
+def put_direct(keys: list[str], body: bytes = b"x") -> None:
+    """Straight into moto's S3 backend: setup, not under test (100x faster than PutObject through boto3)."""
+    backend = s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
+    for key in keys:
+        backend.put_object(SRC, key, body)
+
+
+def keys_left(stack: StackOnMoto, prefix: str) -> set[str]:
+    return {
+        o["Key"] for page in stack.s3.get_paginator("list_objects_v2").paginate(Bucket=SRC, Prefix=prefix) for o in page.get("Contents", ())
+    }
+
+
+@pytest.fixture(scope="module")
+def template() -> dict[str, Any]:
+    return synthesize(CONTEXT)
+
+
+def test_the_listing_map_is_distributed_with_each_shard_in_a_standard_child(template: dict[str, Any]) -> None:
+    with StackOnMoto(template, buckets=(SRC, DST), env=ENV) as stack:
+        for name in ("ListShards", "CountShards"):
+            state = stack.definition["States"][name]
+            assert state["ItemProcessor"]["ProcessorConfig"] == {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"}
+            assert state["MaxConcurrency"] == 100
+
+
+def test_a_200000_object_manifest_delete_lists_in_100_shards_on_a_distributed_map_and_deletes_exactly_its_objects(
+    template: dict[str, Any],
+) -> None:
+    selected = [hex_key(i) for i in range(N)]
+    kept = {f"in/keep-{i:04d}" for i in range(KEEP)}
+    body = "".join(f"{SRC},{k}\n" for k in selected).encode()
+    env = {**ENV, "S3BULK_CSV_SHARD_BYTES": str(len(body) // 100)}
+    with StackOnMoto(template, buckets=(SRC, DST), env=env) as stack:
+        put_direct(selected + sorted(kept))
+        stack.s3.put_object(Bucket=SRC, Key="lists/keys.csv", Body=body)
+        job = {
+            "operation": "delete",
+            "source": {"bucket": SRC, "prefix": "in/", "manifest": {"bucket": SRC, "key": "lists/keys.csv", "format": "csv"}},
+            "options": {"batch_size": 1000},
+        }
+        ex = stack.run(job, timeout=900)
+        assert ex.status == "SUCCEEDED", f"{ex.status}: {ex.description.get('cause')}\n{stack.describe()}"
+        assert len(json.loads(ex.description["output"])["plan"]["shards"]) == 100
+        children = [arn for arn in stack.children.parents if "/ListShards:" in arn]
+        assert len(children) == 100 and not stack.children.failed  # a child execution per shard, each of its own
+        r = report(stack, ex.description.get("output"))
+        assert (r["listed"], r["succeeded"], r["failed"]) == (N, N, 0)
+        assert keys_left(stack, "in/") == kept  # every listed object deleted, and no other (boto3's own listing)
+
+
+def cut_evenly(monkeypatch: pytest.MonkeyPatch, keys: list[str], k: int) -> None:
+    """PlanListing cuts the source into k ranges at known places (a cut between two keys, every third one on a key)
+    instead of probing: the planner cuts no finer than several pages a shard, so > 40 shards would take > 400,000 keys,
+    where moto lists a page in 0.6 s. Any cuts cover the keys exactly once (tests/unit/test_shard_listing_property.py);
+    this is the stack listing them, each range in a child execution."""
+    ordered = sorted(keys)
+    cuts = [ordered[len(ordered) * i // k] if i % 3 else ordered[len(ordered) * i // k][:-1] + "~" for i in range(1, k)]
+
+    def planned(store: Any, bucket: str, prefix: str, target: int) -> list[Shard]:
+        assert target == 100
+        return [Shard(after, upto) for after, upto in zip(["", *cuts], [*cuts, None], strict=True)]
+
+    monkeypatch.setattr(lister_module, "plan_ranges", planned)
+
+
+def test_a_prefix_cut_in_more_than_40_key_ranges_lists_each_in_a_child_that_asks_its_own_history(
+    template: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[str] = []
+    real = history.History.events
+
+    def events(self: history.History, arn: str) -> int:
+        asked.append(arn)
+        return real(self, arn)
+
+    monkeypatch.setattr(history.History, "events", events)
+    selected = [hex_key(i) for i in range(12_000)]
+    cut_evenly(monkeypatch, selected, 60)
+    with StackOnMoto(template, buckets=(SRC, DST), env=ENV) as stack:
+        put_direct(selected)
+        put_direct([f"keep/{i:03d}" for i in range(300)])
+        ex = stack.run({"operation": "delete", "source": {"bucket": SRC, "prefix": "in/"}, "options": {"batch_size": 500}}, timeout=600)
+        assert ex.status == "SUCCEEDED", f"{ex.status}: {ex.description.get('cause')}\n{stack.describe()}"
+        shards = len(json.loads(ex.description["output"])["plan"]["shards"])
+        assert shards == 60  # more than an inline Map runs at once
+        r = report(stack, ex.description.get("output"))
+        assert (r["listed"], r["succeeded"], r["failed"]) == (12_000, 12_000, 0)
+        assert keys_left(stack, "in/") == set() and len(keys_left(stack, "keep/")) == 300
+        # Each ListShard asked about its own child's history (IAM allowed the child's ARN); CheckProgress, the parent's.
+        children = {arn for arn in stack.children.parents if "/ListShards:" in arn}
+        assert len(children) == shards and {arn for arn in asked if arn in children} == children
+        assert {stack.children.parents[arn] for arn in children} == {arn for arn in asked if arn not in children}
+        assert all(stack.children.histories[arn].get_event_history() for arn in children)
+
+
+def test_a_shard_that_fails_fails_the_map_and_the_report_names_its_own_error(
+    template: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AWS fails a Distributed Map with States.ExceedToleratedFailureThreshold; the child reports its step's error first,
+    so the job's report names what went wrong, not the map's threshold."""
+    real = lister_module._list_shard
+
+    def one_shard_fails(job_id: str, shard: int, *args: Any) -> Any:
+        if shard == 3:
+            raise JobError("job.source.manifest: row 7 names bucket 'other', which this deployment may not read")
+        return real(job_id, shard, *args)
+
+    monkeypatch.setattr(lister_module, "_list_shard", one_shard_fails)
+    keys = [hex_key(i) for i in range(8_000)]
+    cut_evenly(monkeypatch, keys, 50)
+    with StackOnMoto(template, buckets=(SRC, DST), env=ENV) as stack:
+        put_direct(keys)
+        ex = stack.run({"operation": "delete", "source": {"bucket": SRC, "prefix": "in/"}, "options": {"batch_size": 500}}, timeout=600)
+        assert ex.status == "FAILED", f"{ex.status}\n{stack.describe()}"
+        # Its child failed (and any other that called after the job failed: JobHalted), so the map did.
+        assert stack.children.failed and all("/ListShards:" in arn for arn in stack.children.failed)
+        r = report(stack, ex.description.get("output") or json.dumps({"job_id": stack_job_id(stack)}))
+        assert r["status"] == "failed" and "row 7 names bucket 'other'" in str(r.get("error")), r
+        assert "ExceedToleratedFailureThreshold" not in str(r.get("error"))
+
+
+def stack_job_id(stack: StackOnMoto) -> str:
+    """The one job the stack's ledger holds."""
+    table = next(name for name in stack.names if name.startswith("Ledger") and "." not in name)
+    items = stack.ddb.scan(TableName=table, FilterExpression="sk = :j", ExpressionAttributeValues={":j": {"S": "job"}})["Items"]
+    [item] = items
+    return str(item["pk"]["S"]).removeprefix("job#")
