@@ -16,7 +16,6 @@ no package registry ships a CPython interpreter, and the machine's C toolchain b
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import functools
 import hashlib
 import os
@@ -25,10 +24,11 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
+
+from infra.buildcache import build_once
 
 VERSION = (3, 13)
 NAME = f"python{VERSION[0]}.{VERSION[1]}"
@@ -172,35 +172,29 @@ def ensure() -> str:
     if found:
         return found
     final = cache_dir()
-    final.parent.mkdir(parents=True, exist_ok=True)
-    with open(final.parent / f"python-{RELEASE}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one build per machine; a second process waits and reuses it
-        python = final / "bin" / NAME
-        if python.is_file() and _version_of(str(python)) == VERSION:
-            return str(python)
-        for stale in final.parent.glob(f".python-{RELEASE}-*"):
-            shutil.rmtree(stale, ignore_errors=True)
+    python = final / "bin" / NAME
+
+    def build(work: Path) -> Path:
         _install_build_packages()
-        work = Path(tempfile.mkdtemp(prefix=f".python-{RELEASE}-", dir=final.parent))
-        try:
-            started = time.monotonic()
-            print(f"building CPython {RELEASE} (the functions' runtime) into {final}: minutes, once", file=sys.stderr, flush=True)
-            prefix = work / "prefix"
-            _build(work, prefix)
-            check = subprocess.run(
-                [str(prefix / "bin" / NAME), "-I", "-c", f"import {', '.join(NEEDED_MODULES)}"], capture_output=True, text=True, check=False
+        prefix = work / "prefix"
+        _build(work, prefix)
+        check = subprocess.run(
+            [str(prefix / "bin" / NAME), "-I", "-c", f"import {', '.join(NEEDED_MODULES)}"], capture_output=True, text=True, check=False
+        )
+        if check.returncode != 0:  # kept, it would be taken for a good build for ever
+            raise RuntimePythonError(
+                f"the CPython {RELEASE} built lacks a module the functions import ({check.stderr.strip().splitlines()[-1]}): "
+                f"install {' '.join(BUILD_PACKAGES)} and run it again"
             )
-            if check.returncode != 0:  # kept, it would be taken for a good build for ever
-                raise RuntimePythonError(
-                    f"the CPython {RELEASE} built lacks a module the functions import ({check.stderr.strip().splitlines()[-1]}): "
-                    f"install {' '.join(BUILD_PACKAGES)} and run it again"
-                )
-            if final.exists():
-                shutil.rmtree(final)
-            os.rename(prefix, final)  # the interpreter finds its library next to its binary, so the move is safe
-            print(f"built CPython {RELEASE} in {time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+        return prefix  # the interpreter finds its library next to its binary, so the move is safe
+
+    build_once(
+        final,
+        f"python-{RELEASE}",
+        ready=lambda: python.is_file() and _version_of(str(python)) == VERSION,
+        build=build,
+        what=f"CPython {RELEASE} (the functions' runtime)",
+    )
     _version_of.cache_clear()  # a broken build's answer must not stand for this one's
     if _version_of(str(python)) != VERSION:
         raise RuntimePythonError(f"the CPython built into {final} does not run")

@@ -10,7 +10,6 @@ data in a temp dir removed on stop. `LoopbackServer` is the process handling bot
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import importlib.util
 import os
 import shutil
@@ -25,6 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from infra.buildcache import build_once
 from s3bulk.local.server import ACCESS_KEY, SECRET_KEY, LocalServerError, free_ports
 
 VERSION = "v1.8.0"
@@ -68,42 +68,26 @@ def ensure_versitygw() -> str:
     if binary.is_file():
         return str(binary)
     go = find_go()
-    final.parent.mkdir(parents=True, exist_ok=True)
-    with open(final.parent / f"versitygw-{VERSION}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also when this process dies
-        if binary.is_file():
-            return str(binary)  # another process built it while this one waited
-        for stale in final.parent.glob(f".versitygw-{VERSION}-*"):
-            shutil.rmtree(stale, ignore_errors=True)  # a build killed before its cleanup: only the lock's holder builds
-        build = Path(tempfile.mkdtemp(prefix=f".versitygw-{VERSION}-", dir=final.parent))
+
+    def build(work: Path) -> Path:
         try:
-            started = time.monotonic()
-            print(
-                f"building versitygw {VERSION} with {' '.join(go)} into {final} (minutes on a cold Go cache; once)",
-                file=sys.stderr,
-                flush=True,
+            done = subprocess.run(
+                [*go, "install", f"{MODULE}@{VERSION}"],
+                env=dict(os.environ, GOBIN=str(work), GOFLAGS=f"{os.environ.get('GOFLAGS', '')} -mod=mod".strip()),
+                capture_output=True,
+                text=True,
+                timeout=BUILD_TIMEOUT,
+                check=False,
+                cwd=final.parent,
             )
-            try:
-                done = subprocess.run(
-                    [*go, "install", f"{MODULE}@{VERSION}"],
-                    env=dict(os.environ, GOBIN=str(build), GOFLAGS=f"{os.environ.get('GOFLAGS', '')} -mod=mod".strip()),
-                    capture_output=True,
-                    text=True,
-                    timeout=BUILD_TIMEOUT,
-                    check=False,
-                    cwd=final.parent,
-                )
-            except subprocess.TimeoutExpired as e:
-                raise LocalServerError(f"building versitygw {VERSION} took over {BUILD_TIMEOUT:.0f}s") from e
-            if done.returncode != 0 or not (build / "versitygw").is_file():
-                raise LocalServerError(f"building versitygw {VERSION} failed ({done.returncode}):\n{done.stderr[-3000:]}")
-            if final.exists():
-                shutil.rmtree(final)  # a directory left without its binary
-            build.chmod(0o755)
-            os.rename(build, final)
-            print(f"built versitygw {VERSION} in {time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
-        finally:
-            shutil.rmtree(build, ignore_errors=True)
+        except subprocess.TimeoutExpired as e:
+            raise LocalServerError(f"building versitygw {VERSION} took over {BUILD_TIMEOUT:.0f}s") from e
+        if done.returncode != 0 or not (work / "versitygw").is_file():
+            raise LocalServerError(f"building versitygw {VERSION} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+        work.chmod(0o755)
+        return work
+
+    build_once(final, f"versitygw-{VERSION}", ready=binary.is_file, build=build, what=f"versitygw {VERSION} with {' '.join(go)}")
     return str(binary)
 
 
