@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from infra.config import MAX_INLINE_MAP, DeployConfig
-from s3bulk import metrics
+from s3bulk import metrics, pace
 from s3bulk.aws.admission import STATUS_TTL_S
 from s3bulk.aws.history import HISTORY_LIMIT, RENEW_AT
 from s3bulk.aws.ledger import (
@@ -39,6 +39,21 @@ from s3bulk.aws.lister import LIST_MARGIN_S, PAGES_PER_STEP
 from s3bulk.aws.messages import pack
 from s3bulk.aws.reportbucket import KEY_LOG_TAG, KEYS_GZIP_LEVEL
 from s3bulk.job import parse_job
+from s3bulk.pace import (
+    KMS_RATE_LARGEST,
+    KMS_RATE_SMALLEST,
+    LATENCY_S,
+    LIST_PAGE_KEYS,
+    LIST_PAGE_S,
+    LISTER_CPU_MS_PER_PAGE,
+    LISTER_IO_S,
+    LISTER_MB,
+    MB_PER_VCPU,
+    S3_PUT_PER_PREFIX,
+    WORKER_MB,
+    cpu_rate,
+    lister_keys_per_s,
+)
 from s3bulk.report.keylog import KeyRecord
 from s3bulk.store import ObjectInfo
 
@@ -63,9 +78,6 @@ S3_COPY = _price("s3_put_copy_post_list_per_1000", 1000)  # PUT/COPY/POST/LIST c
 S3_LIST = S3_COPY
 S3_PUT = S3_COPY
 KMS_REQUEST = _price("kms_request_per_10000", 10_000)  # a request to a symmetric key, which S3 makes for the caller
-# KMS's shared request rate for symmetric cryptographic operations, per account and Region (adjustable): 50,000/s in
-# us-east-1, us-west-2 and eu-west-1, down to 5,500/s in the smallest Regions.
-KMS_RATE_LARGEST, KMS_RATE_SMALLEST = 50_000, 5_500
 S3_DELETE = _price("s3_delete_per_1000", 1000)  # DeleteObjects, as `s3bulk plan` prices it
 S3_GET = _price("s3_get_head_per_1000", 1000)  # GET/HEAD class: GetObjectTagging and HeadObject
 S3_GB_MONTH = _price("s3_standard_gb_month")
@@ -87,10 +99,7 @@ HOURS_PER_MONTH = 730  # AWS's month for monthly prices
 DAYS_PER_MONTH = HOURS_PER_MONTH / 24
 GB = 1024**3
 
-MB_PER_VCPU = 1769  # Lambda gives one full vCPU at 1,769 MB and CPU in proportion to memory
-LATENCY_S = 0.030  # a small-object CopyObject round trip on S3, typical
 THREADS = 32  # the sizing table's default; the stack's own is worker_threads_for() of the measured CPU per object
-WORKER_MB = 1024
 
 # -- the stack as deployed (infra/config.py defaults, infra/stack.py, infra/state_machine.py) ------------------------
 STACK = DeployConfig(read_buckets=(), write_buckets=(), delete_buckets=())
@@ -99,7 +108,6 @@ MESSAGES_PER_INVOCATION = STACK.worker_batch_size  # the worker's SqsEventSource
 POLL_SECONDS = STACK.poll_seconds  # AwaitCompletion's timeout (the task-token wait), then CheckProgress
 KEEP_KEY_LOGS_DAYS = STACK.keep_key_logs_days  # infra/stack.py ExpireKeyLogs: key-log parts expire after this many days
 NONCURRENT_DAYS = 30  # the report bucket is versioned: an expired part stays 30 more days as a noncurrent version
-LISTER_MB = 512  # infra/stack.py: the Lister function (PlanListing, ListShard)
 LISTER_TIMEOUT_S = 300.0  # its timeout (5 min); list_step starts no page with LIST_MARGIN_S or less left
 LISTER_RUN_S = LISTER_TIMEOUT_S - LIST_MARGIN_S
 # The other steps' functions (infra/stack.py) and how long one call takes, assumed: a few DynamoDB calls each.
@@ -307,11 +315,6 @@ IDLE_POLLERS = 5  # the worker's event source polls an empty queue with 5 poller
 LONG_POLL_S = 20  # each a ReceiveMessage that waits 20 s
 
 # -- at scale: 100 M and 1 B objects (at_scale) -----------------------------------------------------
-S3_PUT_PER_PREFIX = 3500  # COPY is a PUT-class request: S3 sustains about 3,500/s per partitioned prefix
-LIST_PAGE_S = 0.080  # ListObjectsV2, 1,000 keys, on S3 (what bench.listing_shards' synthetic store injects)
-LIST_PAGE_KEYS = 1000
-LISTER_IO_S = 0.025  # per page, after the LIST: SendMessageBatch (one 1,000-key message) + the checkpoint UpdateItem
-LISTER_CPU_MS_PER_PAGE = 20.0  # one full core: parse the page (8-20 ms measured by bench.listing_shards), filter, pack, sign
 PROBES_PER_PLAN = 400  # PlanListing's LISTs of two keys at most (`bench.listing_shards --store plan`: ~300-600 at K = 16-32 on 10-123 M keys), a rounding error either way
 MAX_SHARDS = MAX_LIST_SHARDS  # infra/config.py: -c list_shards takes 1-1,000 (past 40, a Distributed Map: MAX_INLINE_MAP)
 BODY_BUDGET_SHARE = 0.25  # a worker's MemoryBudget: a quarter of its memory (s3bulk/aws/env.py)
@@ -324,11 +327,6 @@ class Sizing:
     objects_per_s: float
     gb_seconds: float
     dollars: float
-
-
-def cpu_rate(cpu_ms_per_object: float, memory_mb: int) -> float:
-    """Objects/s a worker's CPU share allows."""
-    return (memory_mb / MB_PER_VCPU) * 1000 / cpu_ms_per_object
 
 
 def floor_threads(memory_mb: int) -> int:
@@ -378,12 +376,6 @@ def worker_sizing(cpu_ms_per_object: float, memory_mb: int, threads: int = THREA
     rate = min(cpu_bound, latency_bound)
     gb_s = 1e6 / rate * memory_mb / 1024
     return Sizing(memory_mb, rate, gb_s, gb_s * LAMBDA_GB_S)
-
-
-def lister_keys_per_s(memory_mb: int = LISTER_MB) -> float:
-    """One lister: LIST, then send and checkpoint, one page after the other, its CPU at the share its memory buys."""
-    page_s = LIST_PAGE_S + LISTER_IO_S + LISTER_CPU_MS_PER_PAGE / 1000 / (memory_mb / MB_PER_VCPU)
-    return LIST_PAGE_KEYS / page_s
 
 
 @dataclass(frozen=True)
@@ -703,12 +695,14 @@ def at_scale(
     worker = worker_sizing(cpu_ms_per_object, WORKER_MB, request_threads_for(cpu_ms_per_object)).objects_per_s  # a copy holds no bodies
     workers = concurrency * worker
     s3 = prefixes * S3_PUT_PER_PREFIX
-    per_s, bound = min((listing, "listing"), (workers, "workers"), (s3, "S3 PUT limit"))
+    others = pace.ceilings(concurrency, workers, checkpoint_wru=checkpoint_wru(PAGES_PER_STEP), shard_item_wru=wru(LIST_SHARD_ITEM))
+    rates = [(listing, "listing"), (workers, "workers"), (s3, "S3 PUT limit")] + [(rate, name) for name, rate, _ in others[:-1]]
+    per_s, bound = min(rates)  # KMS (the last ceiling) only for SSE-KMS jobs: said apart
     seconds = objects / per_s + LIST_PAGE_S
     list_seconds = objects / listing  # each shard's lister pages objects / K keys at one lister's rate
-    # Throttled by S3, every worker the queue's backlog invokes waits out SlowDown, billed; fed by a slower
-    # listing, only as many run as the messages keep busy.
-    busy_workers = concurrency if bound == "S3 PUT limit" else per_s / worker
+    # Throttled by S3 (or DynamoDB), every worker the queue's backlog invokes waits out SlowDown (retries throttled
+    # writes), billed; fed by a slower listing, only as many run as the messages keep busy.
+    busy_workers = per_s / worker if bound in ("listing", "workers") else concurrency
     worker_gb_s = busy_workers * seconds * WORKER_MB / 1024
     items = job_items(objects, shards, busy_workers, seconds, list_seconds, worker_gb_s, keep_days)
     return AtScale(objects, shards, concurrency, prefixes, listing, workers, s3, per_s, bound, seconds, tuple(items))
@@ -750,17 +744,6 @@ SCALE_ROWS = [
 
 
 # -- ceilings the stack meets beside listing, workers and S3 (issue 42) --------------------------------------------------
-# DynamoDB serves 3,000 read and 1,000 write units a second per partition key; the job item is the hottest key: 1.40
-# read units per batch (tests/integration/test_stack_partitions.py measures it on the whole stack). The listing shards'
-# items share the job's partition key: each step's checkpoint writes its shard's item in a transaction (2x).
-PARTITION_RRU, JOB_ITEM_RRU_PER_BATCH, PARTITION_WRU = 3000, 1.40, 1000
-# A new on-demand table serves up to 4,000 write and 12,000 read units a second at once (more as traffic grows); per
-# batch the stack writes about 6 units (finish_batch's transaction, the lease's hold and release) and its share of its
-# step's checkpoint (`checkpoint_wru`), and reads about 3 (marker, job item, counter shard).
-NEW_TABLE_WRU, NEW_TABLE_RRU = 4000, 12000
-WRU_PER_BATCH, RRU_PER_BATCH = 6, 3
-# SQS holds at most 120,000 messages in flight per queue; a worker holds its invocation's 5 messages.
-SQS_IN_FLIGHT, MESSAGES_PER_WORKER = 120_000, 5
 # An account's concurrent Lambda executions by default (a new account's may be 10): one job holds K + workers + 4.
 ACCOUNT_CONCURRENCY = 1000
 # Step Functions history events (assumed from the event types each state writes): a Lambda task in the listing Map writes
@@ -792,21 +775,11 @@ def executions(row: AtScale) -> str:
 
 
 def ceilings(row: AtScale) -> list[tuple[str, float, str]]:
-    """(ceiling, objects/s it allows, what it is) for one row of the at-scale table: each beside the three rates."""
-    keys = KEYS_PER_MESSAGE
-    per_batch_wru = WRU_PER_BATCH + checkpoint_wru(PAGES_PER_STEP) / PAGES_PER_STEP  # a page is one batch at 1,000 keys
-    return [
-        ("job item's partition (reads)", PARTITION_RRU / JOB_ITEM_RRU_PER_BATCH * keys, "3,000 RRU/s per key; 1.40 a batch"),
-        (
-            "job's partition (listers' checkpoints)",
-            PARTITION_WRU / (2 * wru(LIST_SHARD_ITEM)) * PAGES_PER_STEP * LIST_PAGE_KEYS,
-            f"1,000 WRU/s per key; {2 * wru(LIST_SHARD_ITEM)} a step of {PAGES_PER_STEP} pages",
-        ),
-        ("new on-demand table (writes)", NEW_TABLE_WRU / per_batch_wru * keys, f"4,000 WRU/s at first; about {per_batch_wru:.0f} a batch"),
-        ("new on-demand table (reads)", NEW_TABLE_RRU / RRU_PER_BATCH * keys, "12,000 RRU/s at first; about 3 a batch"),
-        ("SQS in flight", SQS_IN_FLIGHT / (row.concurrency * MESSAGES_PER_WORKER) * row.workers_per_s, "120,000 messages a queue"),
-        ("KMS, SSE-KMS without Bucket Keys", KMS_RATE_LARGEST / 2, "50,000 requests/s (us-east-1); 2 an object"),
-    ]
+    """(ceiling, objects/s it allows, what it is) for one row of the at-scale table: each beside the three rates
+    (s3bulk/pace.py, with this model's checkpoint write units, computed from the items' sizes)."""
+    return pace.ceilings(
+        row.concurrency, row.workers_per_s, checkpoint_wru=checkpoint_wru(PAGES_PER_STEP), shard_item_wru=wru(LIST_SHARD_ITEM)
+    )
 
 
 def ceilings_section() -> list[str]:
@@ -842,7 +815,7 @@ def ceilings_section() -> list[str]:
                 f"| {history_events(row):,.0f} ({executions(row)}) |"
             )
     rows = [at_scale(1e9, k, conc, prefixes, 0.27) for k, conc, prefixes in SCALE_ROWS]
-    bound = [r for r in rows if min(rate for _, rate, _ in ceilings(r)[:-1]) < r.per_s]
+    bound = [r for r in rows if r.bound not in ("listing", "workers", "S3 PUT limit")]
     free = [r for r in rows if r not in bound]
     fastest = max(free, key=lambda r: r.per_s)
     name, rate, _ = min(ceilings(fastest)[:-1], key=lambda c: c[1])
@@ -852,10 +825,10 @@ def ceilings_section() -> list[str]:
     lines += [
         "",
         f"Up to K = {MAX_INLINE_MAP} none of the DynamoDB or SQS ceilings binds: the fastest such row, {fastest.per_s:,.0f} objects/s, uses",
-        f"{fastest.per_s / rate:.0%} of the lowest ({name}). Past it, {len(bound)} of the 1 B rows run faster than a **new**",
-        "on-demand table takes writes at first (4,000 WRU/s); DynamoDB raises a table's ceiling as its traffic grows (it",
-        "serves twice its previous peak at once) and a table can be pre-warmed (`WarmThroughput`); until then the job runs",
-        "at the table's pace, throttled writes retried. KMS binds,",
+        f"{fastest.per_s / rate:.0%} of the lowest ({name}). Past it, {len(bound)} of the 1 B rows would run faster than a",
+        "**new** on-demand table takes writes at first (4,000 WRU/s), so they run at the table's pace, their workers",
+        "retrying throttled writes (billed: the model counts every worker busy). DynamoDB raises a table's ceiling as its",
+        "traffic grows (it serves twice its previous peak at once), and a table can be pre-warmed (`WarmThroughput`). KMS binds,",
         f"for SSE-KMS objects without S3 Bucket Keys, in every row above {kms:,.0f} objects/s; and {n_over} of the {len(SCALE_ROWS)} rows",
         "need more Lambda executions than an account has by default: ask for more before running them.",
         f"Step Functions ends an execution at {HISTORY_LIMIT:,} history events; a job past {RENEW_AT:,} goes on in a new one",

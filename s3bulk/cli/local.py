@@ -21,7 +21,7 @@ from s3bulk.local import preflight
 from s3bulk.local.engine import JobAbort, resolve_concurrency
 from s3bulk.local.interrupt import Interrupt
 from s3bulk.local.ledger import LedgerError, LocalLedger, spec_hash, state_dir
-from s3bulk.local.plan import STACK_WORKERS, cost, eta_seconds, load_prices, make_plan, storage_saved
+from s3bulk.local.plan import cost, eta_seconds, load_prices, make_plan, stack_pace, storage_saved
 from s3bulk.local.preflight import UsageError, check_report_path, check_state_dir, origin_of, profile_problem
 from s3bulk.local.progress import human_bytes
 from s3bulk.local.retry import retry_failed
@@ -318,6 +318,7 @@ def plan(args: argparse.Namespace, console: Console) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_FAILED
     dollars = cost(plan, prices)
+    on_stack = stack_pace(plan)
     doc: dict[str, Any] = {
         "operation": plan.operation,
         "scanned": plan.scanned,
@@ -337,7 +338,12 @@ def plan(args: argparse.Namespace, console: Console) -> int:
         "prices": {"region": prices["region"], "as_of": prices["as_of"]},
         "eta_seconds": {
             "local": round(eta_seconds(plan, concurrency), 1),
-            "stack": round(eta_seconds(plan, plan.stack_threads, STACK_WORKERS), 1),
+            "stack": round(on_stack.seconds, 1),
+        },
+        "stack_pace": {
+            "bound": on_stack.bound,
+            "objects_per_s": round(on_stack.per_s, 1),
+            "rates": {name: round(rate, 1) for name, rate in on_stack.rates},
         },
     }
     if job.operation == "abort-uploads":
@@ -394,7 +400,14 @@ def plan(args: argparse.Namespace, console: Console) -> int:
         markup=False,
     )
     eta = doc["eta_seconds"]
-    console.print(f"ETA: {eta['local']:,.0f} s here at {concurrency} threads; {eta['stack']:,.0f} s on the stack", markup=False)
+    rates = doc["stack_pace"]["rates"]
+    console.print(
+        f"ETA: {eta['local']:,.0f} s here at {concurrency} threads; {eta['stack']:,.0f} s on the stack (defaults: 16 listing "
+        f"shards, 50 workers, a new destination prefix), bound by {on_stack.bound} at {on_stack.per_s:,.0f} objects/s "
+        f"(listing {rates['listing']:,.0f}/s, workers {rates['workers']:,.0f}/s, S3 {rates['S3 request rate']:,.0f}/s; "
+        "docs/cost-model.md has the rest)",
+        markup=False,
+    )
     if doc["objects_upper_bound"]:
         reads = ", ".join(f"{k} {v:,}" for k, v in doc["filter_requests"].items()) or "none"
         console.print(

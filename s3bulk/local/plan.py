@@ -24,6 +24,7 @@ from s3bulk.local.engine import Engine
 from s3bulk.ops.acl import AclsEnabled
 from s3bulk.ops.copies import part_ranges
 from s3bulk.ops.items import NEEDS_HEAD, heads_anyway, needs_nothing
+from s3bulk.pace import Pace, pace, s3_objects_per_s
 from s3bulk.source.selection import as_it_was, hides
 from s3bulk.store import UNKNOWN_SIZE, Encryption, ListPage, ObjectInfo, ObjectStore, RequestOptions, StoreError
 
@@ -38,6 +39,7 @@ REQUEST_LATENCY_S = 0.030
 PROCESS_CEILING = 1700.0
 # The deployed stack's sizing (infra/config.py defaults) and per-invocation shape.
 STACK_WORKERS = 50
+STACK_LIST_SHARDS = 16  # -c list_shards
 STACK_THREADS = 32  # a worker's streaming threads (relay, process: worker_threads)
 STACK_REQUEST_THREADS = 64  # ... and every other job's (S3 moves the bytes: worker_request_threads)
 WORKER_MEMORY_GB = 1.0
@@ -358,6 +360,18 @@ def restore_fees(plan: Plan, prices: dict[str, Any]) -> float:
             continue  # not archived (nothing restored), or a tier the class does not offer (the run fails those)
         dollars += objects / 1000 * rate["per_1000_requests"] + size / GiB * rate["per_gb"]
     return dollars
+
+
+def stack_pace(plan: Plan, *, workers: int = STACK_WORKERS, shards: int = STACK_LIST_SHARDS, prefixes: int = 1) -> Pace:
+    """The job's pace on a stack deployed with the defaults (s3bulk/pace.py, the model docs/cost-model.md prices 1 B
+    objects with): listing, workers, S3's request rate on `prefixes` partitioned prefixes of the destination (one for a
+    new prefix), and the DynamoDB, SQS and KMS ceilings; the lowest binds."""
+    objects = plan.objects or 1
+    listed = {"ListObjectsV2", "ListObjectVersions", "ListMultipartUploads", "ListParts"}
+    gets = sum(n for k, n in plan.requests.items() if k in GET_CLASS) / objects
+    puts = sum(n for k, n in plan.requests.items() if k not in GET_CLASS | listed) / objects
+    s3 = s3_objects_per_s(puts, gets, prefixes)
+    return pace(plan.objects, shards=shards, concurrency=workers, threads=plan.stack_threads, s3_per_s=s3, kms=bool(plan.kms))
 
 
 def eta_seconds(plan: Plan, concurrency: int, workers: int = 1) -> float:

@@ -10,18 +10,15 @@ import pytest
 from bench.cost_model import (
     KEY_LOG_LINE_BYTES,
     KEY_LOG_STORED_BYTES,
-    LATENCY_S,
     MAX_SHARDS,
     MESSAGE_BYTES,
     SCALE_ROWS,
     THREADS,
     at_scale,
     batch_operations,
-    cpu_rate,
     fixed_monthly,
     item_bytes,
     lister_calls_per_shard,
-    lister_keys_per_s,
     per_million,
     query_rru,
     render,
@@ -34,6 +31,7 @@ from bench.cost_model import (
 from infra.config import MAX_INLINE_MAP
 from s3bulk.aws.history import RENEW_AT
 from s3bulk.aws.lister import PAGES_PER_STEP
+from s3bulk.pace import LATENCY_S, cpu_rate, lister_keys_per_s
 
 
 def test_a_cpu_bound_worker_costs_the_same_gb_seconds_at_any_memory_size() -> None:
@@ -266,9 +264,10 @@ def test_the_models_ceilings_say_which_binds_and_none_of_dynamodb_or_sqs_binds_t
     # Past 40 shards a new on-demand table's first 4,000 WRU/s binds, and the model says so row by row.
     k1000 = at_scale(1e9, 1000, 1000, 1000, 0.27)
     lowest = min(ceilings(k1000)[:-1], key=lambda c: c[1])
-    assert lowest[0] == "new on-demand table (writes)" and lowest[1] < k1000.per_s
+    assert lowest[0] == k1000.bound == "new on-demand table (writes)" and lowest[1] == k1000.per_s < k1000.listing_per_s
     text = "\n".join(ceilings_section())
-    assert "1,044 (over the default)" in text and text.count("**binds**") == 4 and "1 + 1,000 children" in text
+    assert "1,044 (over the default)" in text and "**binds**" not in text and "1 + 1,000 children" in text
+    assert "2 of the 1 B rows would run faster than a" in text
 
 
 def test_a_billion_objects_into_30_prefixes_take_under_8_hours_for_at_most_25_dollars(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -287,3 +286,18 @@ def test_a_billion_objects_into_30_prefixes_take_under_8_hours_for_at_most_25_do
     monkeypatch.undo()
     monkeypatch.setattr(cost_model, "request_threads_for", lambda cpu, memory=1024: worker_threads_for(cpu, memory))
     assert at_scale(1e9, MAX_INLINE_MAP, 50, 30, 0.27).costs["Lambda workers (GB-s)"] > 1.9 * r.costs["Lambda workers (GB-s)"]
+
+
+def test_the_shared_pace_model_holds_the_numbers_this_model_computes_and_measures() -> None:
+    """s3bulk/pace.py (what `s3bulk plan` prices the stack's pace with) keeps constants this model derives: they agree."""
+    import json
+
+    from bench.cost_model import LIST_SHARD_ITEM, ROOT, checkpoint_wru, measured_cpu_ms, wru
+    from s3bulk import pace
+    from s3bulk.aws.lister import PAGES_PER_STEP
+
+    assert pace.PAGES_PER_STEP == PAGES_PER_STEP
+    assert pytest.approx(checkpoint_wru(PAGES_PER_STEP), abs=0.1) == pace.CHECKPOINT_WRU_PER_STEP
+    assert wru(LIST_SHARD_ITEM) == pace.SHARD_ITEM_WRU
+    cpu_ms, _ = measured_cpu_ms(json.loads((ROOT / "docs" / "benchmarks.json").read_text()))
+    assert pytest.approx(cpu_ms, abs=0.005) == pace.CPU_MS_PER_OBJECT

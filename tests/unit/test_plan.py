@@ -296,3 +296,35 @@ def test_a_prices_file_naming_one_restore_tier_keeps_the_other_tiers(tmp_path: P
     assert prices["restore_retrieval"]["GLACIER"]["Bulk"]["per_gb"] == 0.001
     assert prices["restore_retrieval"]["GLACIER"]["Standard"] == PRICES["restore_retrieval"]["GLACIER"]["Standard"]
     assert prices["restore_retrieval"]["DEEP_ARCHIVE"] == PRICES["restore_retrieval"]["DEEP_ARCHIVE"]
+
+
+def test_the_stacks_pace_names_what_binds_a_copy_a_delete_and_a_relay_on_the_shared_model() -> None:
+    """One model (s3bulk/pace.py) for `s3bulk plan` and docs/cost-model.md: a copy into one new prefix is held to S3's
+    3,500 PUTs a second; a delete (1,000 keys a DeleteObjects) by the 16 listers; a relay by its streaming workers."""
+    from s3bulk import pace
+    from s3bulk.local.plan import stack_pace
+
+    copy = stack_pace(Plan("copy", objects=1_000_000, requests={"CopyObject": 1_000_000, "ListObjectsV2": 1_000}))
+    assert (copy.bound, copy.per_s) == ("S3 request rate", pace.S3_PUT_PER_PREFIX)
+    assert copy.seconds == pytest.approx(1_000_000 / 3500 + pace.LIST_PAGE_S)
+    wide = stack_pace(Plan("copy", objects=1_000_000, requests={"CopyObject": 1_000_000}), prefixes=100, shards=40)
+    assert wide.bound == "workers" and wide.per_s == pytest.approx(50 * pace.worker_rate(64))
+    delete = stack_pace(Plan("delete", objects=1_000_000, requests={"DeleteObjects": 1_000, "ListObjectsV2": 1_000}))
+    assert delete.bound == "listing" and delete.per_s == pytest.approx(16 * pace.lister_keys_per_s())
+    relay = stack_pace(
+        Plan("copy", objects=1_000_000, streams=True, requests={"GetObject": 1_000_000, "PutObject": 1_000_000}), prefixes=100, shards=40
+    )
+    assert relay.bound == "workers" and relay.per_s == pytest.approx(50 * pace.worker_rate(32))
+    kms = stack_pace(
+        Plan("copy", objects=10, requests={"CopyObject": 10}, kms={"kms:Decrypt": 10}), prefixes=1000, workers=1000, shards=100
+    )
+    assert kms.bound == "KMS, SSE-KMS without Bucket Keys" and kms.per_s == pace.KMS_RATE_LARGEST / 2
+
+
+def test_plans_stack_defaults_are_the_deployments() -> None:
+    from infra.config import DeployConfig
+    from s3bulk.local.plan import STACK_LIST_SHARDS, STACK_REQUEST_THREADS, STACK_THREADS, STACK_WORKERS
+
+    config = DeployConfig(read_buckets=("b",), write_buckets=(), delete_buckets=())
+    assert (config.worker_max_concurrency, config.list_shards) == (STACK_WORKERS, STACK_LIST_SHARDS)
+    assert (config.worker_threads, config.worker_request_threads) == (STACK_THREADS, STACK_REQUEST_THREADS)
