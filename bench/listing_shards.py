@@ -10,7 +10,9 @@ Each K is timed from the plan to the last shard's last page. The plan comes from
               records the ranges it would write;
   even        K ranges of equal key counts, cut at known keys: the ceiling any planner could reach.
 Each shard is paged by its own thread (one lister Lambda) with shards.list_shard_page and its own
-store, and every run checks that the shards together listed every key exactly once.
+store, and every run checks that the shards together listed every key exactly once. On the synthetic store the
+table adds each K's rate with a core per lister (the plan, then the longest shard's injected latency plus its
+thread's CPU time): K threads share this machine's cores, K lister Lambdas do not.
 
 Two stores: SeaweedFS behind toxiproxy (+latency-ms per request, half each way), with a nested
 (100 folders) and a flat layout of --keys keys each, through FastS3Store as bench.listing uses it;

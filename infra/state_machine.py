@@ -380,30 +380,20 @@ def build_state_machine(
             report.add_catch(failed, errors=["States.ALL"], result_path="$.report_error")
             report.next(sfn.Choice(scope, f"{task_name}Reported?").when(unfinished("$.failure_report"), report).otherwise(failed))
             task.add_catch(report, errors=["States.ALL"], result_path="$.error")
+        shape: dict[str, Any] = {
+            "items_path": "$.plan.shards",
+            "item_selector": selector,
+            "max_concurrency": list_concurrency,
+            "result_path": sfn.JsonPath.DISCARD,
+        }
         if list_concurrency <= MAX_INLINE_MAP:
-            loop = sfn.Map(
-                scope,
-                map_name,
-                items_path="$.plan.shards",
-                item_selector=selector,
-                max_concurrency=list_concurrency,
-                result_path=sfn.JsonPath.DISCARD,
-            )
+            loop = sfn.Map(scope, map_name, **shape)
         else:
             # Past the 40 iterations an inline Map runs at once: each shard's loop is a child execution of its own (its
             # own 25,000-event history, which its ListShard asks about), up to 10,000 at once. The plan's shard numbers
             # are the items, inline (at most 1,000 small numbers). Any child failing fails the map (no failure is
-            # tolerated); the child ends with its step's own error, and the parent's ReportFailure writes the report.
-            loop = sfn.DistributedMap(
-                scope,
-                map_name,
-                items_path="$.plan.shards",
-                item_selector=selector,
-                max_concurrency=list_concurrency,
-                result_path=sfn.JsonPath.DISCARD,
-                map_execution_type=sfn.StateMachineType.STANDARD,
-                label=map_name,
-            )
+            # tolerated), after it wrote the job's report with its own step's error (above).
+            loop = sfn.DistributedMap(scope, map_name, **shape, map_execution_type=sfn.StateMachineType.STANDARD, label=map_name)
         loop.item_processor(task)
         loop.add_catch(report_failure, errors=["States.ALL"], result_path="$.error")
         return loop

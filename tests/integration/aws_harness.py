@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+import pytest
+from moto.core.botocore_stubber import BotocoreStubber
 
 from s3bulk.aws.ledger import JOBS_INDEX
 from s3bulk.testing.stack.aws import REGION, sqs_event
@@ -99,3 +103,16 @@ def create_queues(sqs: Any, max_receives: int) -> tuple[str, str, str]:
     url = sqs.create_queue(QueueName="s3bulk-work", Attributes={"RedrivePolicy": redrive, "VisibilityTimeout": "30"})["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     return url, arn, dlq_url
+
+
+def one_call_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Threads calling in-process moto take turns: its backends are not thread-safe, and DynamoDB applies each request
+    atomically, so one at a time is faithful (calls of different threads still interleave between requests)."""
+    serial = threading.Lock()
+    answer = BotocoreStubber.__call__
+
+    def one_at_a_time(self: BotocoreStubber, *args: Any, **kwargs: Any) -> Any:
+        with serial:
+            return answer(self, *args, **kwargs)
+
+    monkeypatch.setattr(BotocoreStubber, "__call__", one_at_a_time)

@@ -6,14 +6,13 @@ repeat each move, and race two planners, and check that the shards always hold o
 
 from __future__ import annotations
 
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from moto.core.botocore_stubber import BotocoreStubber
 
 from s3bulk.aws.ledger import MAX_LIST_SHARDS, DynamoLedger, job_key, list_shard_key
+from tests.integration.aws_harness import one_call_at_a_time
 from tests.integration.test_handlers import TABLE, Aws, aws, start
 
 __all__ = ["aws"]  # the fixture, imported for pytest
@@ -119,15 +118,7 @@ def test_a_planner_dead_before_its_commit_leaves_no_shard_and_the_retry_plans_af
 def test_two_planners_at_once_agree_on_one_plan_whole(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two PlanListing calls racing (a retry while the first still runs): both answer the same count, and the shards hold
     exactly one of the plans, never a mix."""
-    # moto's in-process backends are not thread-safe; DynamoDB applies each request atomically, so one at a time is faithful.
-    serial = threading.Lock()
-    answer = BotocoreStubber.__call__
-
-    def one_at_a_time(self: BotocoreStubber, *args: Any, **kwargs: Any) -> Any:
-        with serial:
-            return answer(self, *args, **kwargs)
-
-    monkeypatch.setattr(BotocoreStubber, "__call__", one_at_a_time)
+    one_call_at_a_time(monkeypatch)
     for attempt in range(3):
         job_id = start(aws)
         plans = [ranges_of(110, "a"), ranges_of(130, "b")]

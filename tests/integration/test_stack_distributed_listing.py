@@ -94,7 +94,7 @@ def cut_evenly(monkeypatch: pytest.MonkeyPatch, keys: list[str], k: int) -> None
     monkeypatch.setattr(lister_module, "plan_ranges", planned)
 
 
-def test_a_prefix_cut_in_more_than_40_key_ranges_lists_each_in_a_child_that_asks_its_own_history(
+def test_a_prefix_cut_in_more_than_40_key_ranges_is_counted_then_listed_each_range_in_a_child_that_asks_its_own_history(
     template: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     asked: list[str] = []
@@ -110,10 +110,13 @@ def test_a_prefix_cut_in_more_than_40_key_ranges_lists_each_in_a_child_that_asks
     with StackOnMoto(template, buckets=(SRC, DST), env=ENV) as stack:
         put_direct(selected)
         put_direct([f"keep/{i:03d}" for i in range(300)])
-        ex = stack.run({"operation": "delete", "source": {"bucket": SRC, "prefix": "in/"}, "options": {"batch_size": 500}}, timeout=600)
+        # max_delete: the delete guard counts every shard first, on the CountShards Distributed Map, then lists.
+        job = {"operation": "delete", "source": {"bucket": SRC, "prefix": "in/"}, "options": {"batch_size": 500, "max_delete": 12_000}}
+        ex = stack.run(job, timeout=600)
         assert ex.status == "SUCCEEDED", f"{ex.status}: {ex.description.get('cause')}\n{stack.describe()}"
         shards = len(json.loads(ex.description["output"])["plan"]["shards"])
         assert shards == 60  # more than an inline Map runs at once
+        assert "CountShards" in ex.entered() and len([a for a in stack.children.parents if "/CountShards:" in a]) == 60
         r = report(stack, ex.description.get("output"))
         assert (r["listed"], r["succeeded"], r["failed"]) == (12_000, 12_000, 0)
         assert keys_left(stack, "in/") == set() and len(keys_left(stack, "keep/")) == 300
@@ -156,3 +159,50 @@ def stack_job_id(stack: StackOnMoto) -> str:
     items = stack.ddb.scan(TableName=table, FilterExpression="sk = :j", ExpressionAttributeValues={":j": {"S": "job"}})["Items"]
     [item] = items
     return str(item["pk"]["S"]).removeprefix("job#")
+
+
+def test_a_shard_whose_child_history_grows_long_goes_on_in_the_jobs_next_execution_and_the_job_ends_exact(
+    template: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A child's history is its own (25,000 events, scaled down here, and enforced: the harness fails a child at it, as
+    AWS fails any execution). Its ListShard answers `renew` past RENEW_AT, the child ends, and the job goes on in a new
+    execution whose map runs the shard on from its checkpoint; every key deleted once, no child failed."""
+    monkeypatch.setattr(lister_module, "PAGES_PER_STEP", 1)  # a call lists a page (20 keys) and returns: a long loop
+    keys = [hex_key(i) for i in range(800)]
+    cut_evenly(monkeypatch, keys, 4)
+    env = {**ENV, "S3BULK_LIST_PAGE_SIZE": "20", "S3BULK_LIST_MARGIN_S": "3.9", "S3BULK_HISTORY_RENEW_AT": "40"}
+    with StackOnMoto(template, buckets=(SRC, DST), env=env, timeouts={"Lister": 4}, history_limit=120) as stack:
+        put_direct(keys)
+        arn = stack.sfn.start_execution(
+            stateMachineArn=stack.state_machine_arn,
+            input=json.dumps({"job_id": "long-shards", "operation": "delete", "source": {"bucket": SRC, "prefix": "in/"}}),
+            name="long-shards-1",
+        )["executionArn"]
+        chain = stack.follow_job(arn, "long-shards", timeout=300)
+        assert chain[-1].status == "SUCCEEDED", (chain[-1].description, stack.describe())
+        assert len(chain) >= 2 and not stack.children.failed and stack.history_failed == []
+        paused = [a for a, h in stack.children.histories.items() if "ShardListedPaused" in json.dumps(h.get_event_history(), default=str)]
+        assert paused  # a child went past RENEW_AT and handed its shard on
+        assert all(len(h.get_event_history()) < 120 for h in stack.children.histories.values())
+        r = report(stack, json.dumps({"job_id": "long-shards"}))
+        assert (r["listed"], r["succeeded"], r["failed"]) == (800, 800, 0)
+        assert keys_left(stack, "in/") == set()
+
+
+def test_a_child_that_reaches_the_history_limit_anyway_fails_the_map_and_stops_its_job_resumably(
+    template: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The harness enforces the limit on each child (the negative control of the test above): with no renewal, a shard's
+    child ends at its 120th event, the map fails, and the job stops, resumable, as at a parent's limit."""
+    monkeypatch.setattr(lister_module, "PAGES_PER_STEP", 1)
+    keys = [hex_key(i) for i in range(800)]
+    cut_evenly(monkeypatch, keys, 4)
+    env = {**ENV, "S3BULK_LIST_PAGE_SIZE": "20", "S3BULK_LIST_MARGIN_S": "3.9", "S3BULK_HISTORY_RENEW_AT": str(10**9)}
+    with StackOnMoto(template, buckets=(SRC, DST), env=env, timeouts={"Lister": 4}, history_limit=120) as stack:
+        put_direct(keys)
+        ex = stack.run({"job_id": "never-renews", "operation": "delete", "source": {"bucket": SRC, "prefix": "in/"}}, timeout=300)
+        assert (ex.status, ex.description.get("error")) == ("FAILED", "JobStopped"), stack.describe()
+        assert stack.children.failed
+        assert max(len(h.get_event_history()) for h in stack.children.histories.values()) == 120
+        assert report(stack, json.dumps({"job_id": "never-renews"}))["status"] == "stopped"
+        assert keys_left(stack, "in/")  # the listing never finished: some keys are left for the resume

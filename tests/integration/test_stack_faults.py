@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 from botocore.awsrequest import AWSResponse
-from moto.core.botocore_stubber import BotocoreStubber
 
 from functions.finalize import handler as finalize_handler
 from functions.lister import handler as lister_handler
@@ -28,7 +27,7 @@ from s3bulk.aws.completion import Completion, notify_if_complete
 from s3bulk.aws.ledger import BatchCounts, DynamoLedger
 from s3bulk.aws.messages import BatchMessage
 from s3bulk.aws.reportbucket import ReportBucket
-from tests.integration.aws_harness import Context, receive, sqs_event
+from tests.integration.aws_harness import Context, one_call_at_a_time, receive, sqs_event
 from tests.integration.test_handlers import MAX_RECEIVES, REPORTS, TABLE, Aws, aws, dest_bodies, list_all, seed, start, work_all
 
 __all__ = ["aws"]  # the fixture, imported for pytest
@@ -104,15 +103,7 @@ def test_a_job_with_conflicts_on_a_fifth_of_dynamodb_writes_finishes_with_exact_
 def test_concurrent_finishes_and_redeliveries_under_conflicts_count_each_batch_exactly_once(
     aws: Aws, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # moto's in-process backends are not thread-safe; DynamoDB applies each request atomically, so one at a time is faithful.
-    serial = threading.Lock()
-    answer = BotocoreStubber.__call__
-
-    def one_at_a_time(self: BotocoreStubber, *args: Any, **kwargs: Any) -> Any:
-        with serial:
-            return answer(self, *args, **kwargs)
-
-    monkeypatch.setattr(BotocoreStubber, "__call__", one_at_a_time)
+    one_call_at_a_time(monkeypatch)
     job_id = start(aws)
     ledger = DynamoLedger(aws.ddb, TABLE, sleep=lambda s: time.sleep(min(s, 0.005)))
     conflicts = Conflicts(0.3, seed=11)

@@ -7,8 +7,9 @@ the listing shards past 40 (infra/state_machine.py):
   history (s3bulk/aws/history.py), and IAM authorizes the call by that ARN;
 - a child that fails is counted and dropped, and the map succeeds. AWS fails the Map state with
   States.ExceedToleratedFailureThreshold once more children failed than it tolerates (none, unless the state says).
-Children here get their own ARN and history (GetExecutionHistory answers it), a failed child fails the map as AWS
-does, and a stop of the parent is a stop of its children (`parent_of`).
+Children here get their own ARN and history (GetExecutionHistory answers it; at the history limit the child fails, as
+any execution does), a failed child fails the map as AWS does, and a stop of the parent is a stop of its children
+(`parent_of`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, cast
 from unittest import mock
 
@@ -31,15 +32,36 @@ from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 from moto.stepfunctions.parser.asl.eval.event.event_manager import EventManager
 from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
+from s3bulk.aws.history import HISTORY_LIMIT
+
+
+class HistoryLimitReached(RuntimeError):
+    """A child execution's history reached Step Functions' limit: AWS fails the execution there."""
+
+
+class _LimitedHistory(EventManager):
+    """A child's own history, failing the child at the history limit as AWS fails any execution there."""
+
+    def __init__(self, limit: Callable[[], int]) -> None:
+        super().__init__()
+        self._limit = limit
+
+    def add_event(self, *args: Any, **kwargs: Any) -> int:
+        event_id = super().add_event(*args, **kwargs)
+        if event_id >= self._limit():
+            raise HistoryLimitReached(f"the execution reached the maximum number of history events ({self._limit()})")
+        return event_id
+
 
 class Children:
     """The child executions of every Distributed Map run in the harness: their parents, histories and failures."""
 
-    def __init__(self) -> None:
+    def __init__(self, history_limit: Callable[[], int] = lambda: HISTORY_LIMIT) -> None:
         self._lock = threading.Lock()
         self.parents: dict[str, str] = {}  # child ARN -> parent execution ARN
         self.histories: dict[str, EventManager] = {}
         self.failed: list[str] = []  # child ARNs that ended FAILED
+        self.history_limit = history_limit  # Step Functions' per execution (a test scales the harness's down)
 
     def parent_of(self, arn: str) -> str:
         """The top execution an ARN runs under (itself when it is no child)."""
@@ -63,7 +85,7 @@ class Children:
             machine = str(worker._map_run_record.map_state_machine_arn)  # ...:stateMachine:MACHINE/LABEL
             name = str(uuid.uuid4())
             arn = f"{machine.replace(':stateMachine:', ':execution:', 1)}:{name}"
-            history = EventManager()
+            history = _LimitedHistory(children.history_limit)
             with children._lock:
                 children.parents[arn] = parent
                 children.histories[arn] = history

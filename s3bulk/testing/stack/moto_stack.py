@@ -158,7 +158,7 @@ class StackOnMoto:
         self.user_stops: dict[str, tuple[str, str]] = {}  # execution ARN -> StopExecution's (error, cause)
         self.task_tokens: dict[str, list[str]] = {}  # execution ARN -> the task tokens its .waitForTaskToken tasks were given
         self.refused_after_stop: list[str] = []  # "ARN: function": a task moto's interpreter started after StopExecution
-        self.children = Children()  # a Distributed Map's child executions (stack/distributed.py)
+        self.children = Children(lambda: self.history_limit)  # a Distributed Map's child executions (stack/distributed.py)
         self.assets: dict[str, Asset] = {}  # each function's staged deployment package (stack/assets.py)
         self.refused_imports: list[str] = []  # "function: importer imports module" its package does not hold
         self._stack = ExitStack()
