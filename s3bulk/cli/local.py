@@ -21,7 +21,7 @@ from s3bulk.local import preflight
 from s3bulk.local.engine import JobAbort, resolve_concurrency
 from s3bulk.local.interrupt import Interrupt
 from s3bulk.local.ledger import LedgerError, LocalLedger, spec_hash, state_dir
-from s3bulk.local.plan import cost, eta_seconds, load_prices, make_plan, stack_pace, storage_saved
+from s3bulk.local.plan import STACK_LIST_SHARDS, STACK_WORKERS, cost, eta_seconds, load_prices, make_plan, stack_pace, storage_saved
 from s3bulk.local.preflight import UsageError, check_report_path, check_state_dir, origin_of, profile_problem
 from s3bulk.local.progress import human_bytes
 from s3bulk.local.retry import retry_failed
@@ -402,8 +402,8 @@ def plan(args: argparse.Namespace, console: Console) -> int:
     eta = doc["eta_seconds"]
     rates = doc["stack_pace"]["rates"]
     console.print(
-        f"ETA: {eta['local']:,.0f} s here at {concurrency} threads; {eta['stack']:,.0f} s on the stack (defaults: 16 listing "
-        f"shards, 50 workers, a new destination prefix), bound by {on_stack.bound} at {on_stack.per_s:,.0f} objects/s "
+        f"ETA: {eta['local']:,.0f} s here at {concurrency} threads; {eta['stack']:,.0f} s on the stack (defaults: {STACK_LIST_SHARDS} "
+        f"listing shards, {STACK_WORKERS} workers, a new destination prefix), bound by {on_stack.bound} at {on_stack.per_s:,.0f} objects/s "
         f"(listing {rates['listing']:,.0f}/s, workers {rates['workers']:,.0f}/s, S3 {rates['S3 request rate']:,.0f}/s; "
         "docs/cost-model.md has the rest)",
         markup=False,

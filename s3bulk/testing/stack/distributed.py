@@ -70,10 +70,6 @@ class Children:
                 arn = self.parents[arn]
         return arn
 
-    def started(self) -> int:
-        with self._lock:
-            return len(self.parents)
-
     @contextlib.contextmanager
     def emulated(self) -> Iterator[Children]:
         real_job, real_history = DistributedItemProcessorWorker._eval_job, StepFunctionsParserBackend.get_execution_history
