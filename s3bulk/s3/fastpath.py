@@ -22,7 +22,7 @@ import ipaddress
 import random
 import threading
 from base64 import b64encode
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -32,7 +32,9 @@ from xml.sax.saxutils import escape
 
 from s3bulk.breakers.outage import OutageBreaker
 from s3bulk.errors import ErrorKind, classify
-from s3bulk.s3.keytext import key_reader
+from s3bulk.s3 import fastxml
+from s3bulk.s3.fastxml import Answer, error_of
+from s3bulk.s3.keytext import EncodingClaims
 from s3bulk.s3.leanhttp import NO_ANSWER, LeanPools, no_answer_code, no_answer_message
 from s3bulk.s3.ratecontrol import THROTTLE_CODES, RateControl
 from s3bulk.s3.regions import BucketRegions, region_from_answer
@@ -40,8 +42,9 @@ from s3bulk.s3.sigv4 import EMPTY_SHA256, SAFE, Credentials, SigV4Signer, canoni
 from s3bulk.s3.versionorder import in_s3s_order
 from s3bulk.store import KeyFailure, ListPage, ObjectInfo, StoreError, quoted_etag, version_token
 
-S3NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
 _CR = {"\r": "&#13;"}
+# How a 2xx answer's body is read: fastxml.read for one call.
+Reader = Callable[[bytes], Answer]
 
 
 def _is_ip(host: str) -> bool:
@@ -50,28 +53,6 @@ def _is_ip(host: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _text(element: ElementTree.Element, name: str) -> str:
-    """A child's text, with or without the S3 namespace (servers differ)."""
-    return element.findtext(f"{S3NS}{name}") or element.findtext(name) or ""
-
-
-def _all(element: ElementTree.Element, name: str) -> list[ElementTree.Element]:
-    """Every `name` element under `element`, with or without the S3 namespace: a server that leaves it out must not
-    read as an empty listing."""
-    return list(element.iter(f"{S3NS}{name}")) + list(element.iter(name))
-
-
-def _error_of(body: bytes) -> tuple[str, str] | None:
-    """Code and message of an S3 <Error> document (including CopyObject's 200-with-error)."""
-    if b"<Error>" not in body:
-        return None
-    try:
-        root = ElementTree.fromstring(body)
-    except ElementTree.ParseError:
-        return "InternalError", "unparseable error response"
-    return (root.findtext("Code") or "Unknown", root.findtext("Message") or "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,8 +114,10 @@ class FastS3:
         rate: RateControl | None = None,
         regions: BucketRegions | None = None,
         breaker: OutageBreaker | None = None,
+        claims: EncodingClaims | None = None,
     ) -> None:
-        """Attempts and timeouts come from the client's Config, so both request paths behave alike."""
+        """Attempts and timeouts come from the client's Config, so both request paths behave alike. `claims`: the
+        store's record of which buckets' url encoding was checked (keytext.EncodingClaims), shared with botocore's path."""
         config = client.meta.config
         max_attempts = int((config.retries or {}).get("max_attempts") or 8)
         connect_timeout, read_timeout = float(config.connect_timeout), float(config.read_timeout)
@@ -155,6 +138,7 @@ class FastS3:
         self.retries = 0
         self.rate = rate or RateControl()
         self.breaker = breaker or OutageBreaker()
+        self.claims = claims or EncodingClaims()
         self._lock = threading.Lock()
 
     def _route(self, bucket: str) -> Route:
@@ -183,13 +167,22 @@ class FastS3:
         return f"{bucket}.{route.endpoint_host}", quoted or "/"
 
     def _send(
-        self, method: str, bucket: str, key: str | None, query: str, headers: dict[str, str], body: bytes, payload_hash: str
-    ) -> ElementTree.Element | None:
-        """Send to the bucket's Region; an answer naming another Region is learned and resent once, never more."""
+        self,
+        method: str,
+        bucket: str,
+        key: str | None,
+        query: str,
+        headers: dict[str, str],
+        body: bytes,
+        payload_hash: str,
+        read: Reader | None = None,
+    ) -> Answer | None:
+        """Send to the bucket's Region; an answer naming another Region is learned and resent once, never more.
+        `read` reads a 2xx answer's body (None: the body is not read)."""
         route = self._route(bucket)
         try:
             return self.breaker.guard(
-                route.endpoint, lambda: self._send_via(route, method, bucket, key, query, headers, body, payload_hash)
+                route.endpoint, lambda: self._send_via(route, method, bucket, key, query, headers, body, payload_hash, read)
             )
         except _WrongRegion as moved:
             if self.regions is None or moved.region == route.region:
@@ -200,7 +193,7 @@ class FastS3:
             route = self._route_in(moved.region)
         try:
             return self.breaker.guard(
-                route.endpoint, lambda: self._send_via(route, method, bucket, key, query, headers, body, payload_hash)
+                route.endpoint, lambda: self._send_via(route, method, bucket, key, query, headers, body, payload_hash, read)
             )
         except _WrongRegion as again:
             raise again.error from None
@@ -215,11 +208,13 @@ class FastS3:
         headers: dict[str, str],
         body: bytes,
         payload_hash: str,
-    ) -> ElementTree.Element | None:
-        """The parsed XML body of a 2xx response (None when it has none).
+        read: Reader | None,
+    ) -> Answer | None:
+        """A 2xx response's body as `read` reads it (None without `read`).
 
         A 2xx whose body does not parse was cut off in transit (a connection
         dropped mid-body without a Content-Length to betray it): retried like a reset.
+        So is XML that is not the call's result (fastxml.read); when it persists, it stops the call.
         """
         host, path = self._where(bucket, key, route)
         # A target starting with "/" goes to the pool as is: a full URL would be parsed, and
@@ -236,12 +231,10 @@ class FastS3:
                 r = pool.urlopen(method, target, body=body, headers=signed, preload_content=True, redirect=False, assert_same_host=False)
                 data = r.data
                 breaker.ok(endpoint)  # any HTTP answer, even an error, means the endpoint is there
-                err = _error_of(data) if (r.status >= 300 or method == "PUT") else None
+                err = error_of(data) if (r.status >= 300 or method == "PUT") else None
                 if err is None and r.status < 300:
                     self.rate.after_response(throttled=False)
-                    if not data and method == "DELETE":
-                        return None
-                    return ElementTree.fromstring(data)
+                    return read(data) if read is not None else None
                 code, message = err or (str(r.status), data[:200].decode("utf-8", "replace"))
                 exc = StoreError(code, message, r.status if r.status >= 300 else 500)
                 region = region_from_answer(r.status, r.headers, data)
@@ -251,6 +244,10 @@ class FastS3:
                 self.rate.after_response(throttled=code in THROTTLE_CODES)
             except ElementTree.ParseError as e:
                 exc = StoreError("IncompleteResponse", f"the response body was cut off: {e}", 500)
+            except StoreError as e:  # only `read` raises one here: not the call's result
+                if attempt == self.max_attempts:
+                    raise StoreError(e.code, e.message) from None  # persistent: not a passing fault
+                exc = e
             except NO_ANSWER as e:
                 exc = StoreError(no_answer_code(e), no_answer_message(e))
                 breaker.failed(endpoint, exc)
@@ -271,8 +268,9 @@ class FastS3:
         delimiter: str | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> ListPage:
-        """ListObjectsV2 with encoding-type=url (so control characters survive XML), decoded as botocore decodes it: only
-        when the response says it encoded (a server that ignores the parameter sends keys as they are, `+` and `%41` too)."""
+        """ListObjectsV2 with encoding-type=url (so control characters survive XML), decoded only when the response
+        says it encoded (a server that ignores the parameter sends keys as they are, `+` and `%41` too) and the claim
+        held when checked (keytext.EncodingClaims)."""
         params = {"list-type": "2", "encoding-type": "url", "max-keys": str(max_keys), "prefix": prefix}
         if delimiter:
             params["delimiter"] = delimiter
@@ -280,29 +278,51 @@ class FastS3:
             params["continuation-token"] = token
         elif start_after:
             params["start-after"] = start_after
-        query = canonical_query(params)
-        root = self._send("GET", bucket, None, query, dict(headers or {}), b"", EMPTY_SHA256)
-        assert root is not None
-        decode = key_reader(_text(root, "EncodingType"), bucket)
+        answer = self._listing("ListObjectsV2", bucket, params, headers)
+        decode = self._reader("ListObjectsV2", bucket, params, headers, answer)
         objects = []
-        for c in _all(root, "Contents"):
-            modified = _text(c, "LastModified")
+        for _, c in answer.entries:
+            modified = c.get("LastModified")
             objects.append(
                 ObjectInfo(
-                    decode(_text(c, "Key")),
-                    int(_text(c, "Size") or 0),
-                    quoted_etag(_text(c, "ETag")),
+                    decode(c.get("Key", "")),
+                    int(c.get("Size") or 0),
+                    quoted_etag(c.get("ETag", "")),
                     datetime.fromisoformat(modified) if modified else None,
-                    _text(c, "StorageClass") or None,
+                    c.get("StorageClass") or None,
                 )
             )
-        prefixes = [decode(_text(p, "Prefix")) for p in _all(root, "CommonPrefixes")]
-        token = _text(root, "NextContinuationToken") or None
-        if _text(root, "IsTruncated") != "true":
+        prefixes = [decode(p) for p in answer.prefixes]
+        token = answer.top.get("NextContinuationToken") or None
+        if answer.top["IsTruncated"] != "true":
             return ListPage(objects, None, prefixes)
         if token is None:  # read as the last page, it would silently drop every key after this one
             raise StoreError("IncompleteListing", "a truncated ListObjectsV2 page carried no NextContinuationToken", 500)
         return ListPage(objects, token, prefixes)
+
+    def _listing(
+        self, call: str, bucket: str, params: dict[str, str], headers: Mapping[str, str] | None, *, tolerant: bool = False
+    ) -> Answer:
+        answer = self._send(
+            "GET", bucket, None, canonical_query(params), dict(headers or {}), b"", EMPTY_SHA256,
+            lambda data: fastxml.read(call, data, tolerant=tolerant),
+        )  # fmt: skip
+        assert answer is not None
+        return answer
+
+    def _reader(
+        self, call: str, bucket: str, params: dict[str, str], headers: Mapping[str, str] | None, answer: Answer
+    ) -> Callable[[str], str]:
+        """How to read this answer's keys: the same page is asked again without encoding-type, once per bucket and
+        call, when its EncodingType claim must be checked (keytext.EncodingClaims)."""
+
+        def ask(encoded: bool) -> list[str]:
+            if encoded:
+                return self._listing(call, bucket, params, headers).keys()
+            plain = {k: v for k, v in params.items() if k != "encoding-type"}
+            return self._listing(call, bucket, plain, headers, tolerant=True).keys()
+
+        return self.claims.reader(bucket, call, answer.top.get("EncodingType"), answer.keys(), ask)
 
     def copy_object(
         self,
@@ -317,9 +337,9 @@ class FastS3:
         sent = {"x-amz-copy-source": quote(f"{src_bucket}/{src_key}".encode(), safe=SAFE), **(headers or {})}
         if storage_class:
             sent["x-amz-storage-class"] = storage_class
-        root = self._send("PUT", dst_bucket, dst_key, "", sent, b"", EMPTY_SHA256)
-        assert root is not None
-        return quoted_etag(_text(root, "ETag"))
+        answer = self._send("PUT", dst_bucket, dst_key, "", sent, b"", EMPTY_SHA256, lambda data: fastxml.read("CopyObject", data))
+        assert answer is not None
+        return quoted_etag(answer.top.get("ETag", ""))
 
     def delete_objects(
         self, bucket: str, keys: Sequence[str], headers: Mapping[str, str] | None = None, version_ids: Sequence[str] = ()
@@ -335,10 +355,15 @@ class FastS3:
             "Content-Type": "application/xml",
             **(headers or {}),
         }
-        root = self._send("POST", bucket, None, "delete=", sent, body, hashlib.sha256(body).hexdigest())
-        assert root is not None
-        errors = _all(root, "Error")
-        return [KeyFailure(_text(e, "Key"), _text(e, "Code") or "Unknown", _text(e, "Message"), _text(e, "VersionId")) for e in errors]
+        answer = self._send(
+            "POST", bucket, None, "delete=", sent, body, hashlib.sha256(body).hexdigest(), lambda data: fastxml.read("DeleteObjects", data)
+        )
+        assert answer is not None
+        return [
+            KeyFailure(e.get("Key", ""), e.get("Code") or "Unknown", e.get("Message", ""), e.get("VersionId", ""))
+            for kind, e in answer.entries
+            if kind == "Error"
+        ]
 
     def list_versions_page(
         self,
@@ -359,35 +384,31 @@ class FastS3:
             params["key-marker"] = key_marker
             if version_marker:
                 params["version-id-marker"] = version_marker
-        query = canonical_query(params)
-        root = self._send("GET", bucket, None, query, dict(headers or {}), b"", EMPTY_SHA256)
-        assert root is not None
-        # Keys come url-encoded only when the server says so (botocore decodes on the same condition): s3/keytext.py.
-        decode = key_reader(_text(root, "EncodingType"), bucket)
+        answer = self._listing("ListObjectVersions", bucket, params, headers)
+        # Keys come url-encoded only when the server says so and the claim held (s3/keytext.py).
+        decode = self._reader("ListObjectVersions", bucket, params, headers, answer)
         objects = []
-        for c in root:
-            marker = c.tag in (f"{S3NS}DeleteMarker", "DeleteMarker")
-            if not marker and c.tag not in (f"{S3NS}Version", "Version"):
-                continue
-            modified = _text(c, "LastModified")
+        for kind, c in answer.entries:
+            modified = c.get("LastModified")
             objects.append(
                 ObjectInfo(
-                    decode(_text(c, "Key")),
-                    int(_text(c, "Size") or 0),
-                    quoted_etag(_text(c, "ETag")),
+                    decode(c.get("Key", "")),
+                    int(c.get("Size") or 0),
+                    quoted_etag(c.get("ETag", "")),
                     datetime.fromisoformat(modified) if modified else None,
-                    _text(c, "StorageClass") or None,
-                    _text(c, "VersionId") or "null",
-                    _text(c, "IsLatest") == "true",
-                    marker,
+                    c.get("StorageClass") or None,
+                    c.get("VersionId") or "null",
+                    c.get("IsLatest") == "true",
+                    kind == "DeleteMarker",
                 )
             )
-        prefixes = [decode(_text(p, "Prefix")) for p in _all(root, "CommonPrefixes")]
+        prefixes = [decode(p) for p in answer.prefixes]
         nxt = None
-        if _text(root, "IsTruncated") == "true":
-            if not _text(root, "NextKeyMarker"):  # read as the last page, it would silently drop every key after it
+        top = answer.top
+        if top["IsTruncated"] == "true":
+            if not top.get("NextKeyMarker"):  # read as the last page, it would silently drop every key after it
                 raise StoreError("IncompleteListing", "a truncated ListObjectVersions page carried no NextKeyMarker", 500)
-            nxt = version_token(decode(_text(root, "NextKeyMarker")), _text(root, "NextVersionIdMarker"))
+            nxt = version_token(decode(top["NextKeyMarker"]), top.get("NextVersionIdMarker", ""))
         return ListPage(in_s3s_order(objects), nxt, prefixes)
 
     def delete_object(self, bucket: str, key: str, headers: Mapping[str, str] | None = None) -> None:

@@ -34,7 +34,7 @@ class FastS3Store(S3Store):
         breaker: OutageBreaker | None = None,
     ) -> None:
         super().__init__(client, max_keys=max_keys, rate=rate, regions=regions, breaker=breaker)
-        self.fast = FastS3(client, max_connections, rate=self.rate, regions=regions, breaker=self.breaker)
+        self.fast = FastS3(client, max_connections, rate=self.rate, regions=regions, breaker=self.breaker, claims=self.claims)
 
     @property
     def retries(self) -> int:

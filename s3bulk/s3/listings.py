@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from s3bulk.s3.keyorder import check_marked
-from s3bulk.s3.keytext import check_sent, key_reader
+from s3bulk.s3.keytext import unencoded
 from s3bulk.s3.storebase import LISTING_ATTEMPTS, LISTING_ELEMENTS, StoreBase
 from s3bulk.s3.versionorder import KINDS, merge_versions
 from s3bulk.store import (
@@ -38,16 +39,17 @@ class ListingCalls(StoreBase):
             kwargs["ContinuationToken"] = token
         elif start_after:
             kwargs["StartAfter"] = start_after
-        # botocore asks for EncodingType=url and decodes keys, so control characters survive the XML (s3/keytext.py).
-        r = self._listing(self._s3(bucket).list_objects_v2, kwargs)
-        check_sent(
-            r.get("EncodingType"), bucket, [o["Key"] for o in r.get("Contents", ())] + [p["Prefix"] for p in r.get("CommonPrefixes", ())]
-        )
+        # Asked for url-encoded keys, so control characters survive the XML; asked explicitly, so botocore leaves the keys
+        # as sent, and they are decoded here only when the answer says it encoded them and the claim held (s3/keytext.py).
+        kwargs["EncodingType"] = "url"
+        call = self._s3(bucket).list_objects_v2
+        r = self._listing(call, kwargs)
+        read = self._reader("ListObjectsV2", bucket, call, kwargs, r, _object_keys)
         objects = [
-            ObjectInfo(o["Key"], int(o.get("Size", 0)), quoted_etag(o.get("ETag")), o.get("LastModified"), o.get("StorageClass"))
+            ObjectInfo(read(o["Key"]), int(o.get("Size", 0)), quoted_etag(o.get("ETag")), o.get("LastModified"), o.get("StorageClass"))
             for o in r.get("Contents", ())
         ]
-        prefixes = [p["Prefix"] for p in r.get("CommonPrefixes", ())]
+        prefixes = [read(p["Prefix"]) for p in r.get("CommonPrefixes", ())]
         if r.get("IsTruncated") and not r.get("NextContinuationToken"):  # read as the last page, it would drop every key after it
             raise StoreError("IncompleteListing", "a truncated ListObjectsV2 page carried no NextContinuationToken", 500)
         page = ListPage(objects, r["NextContinuationToken"] if r.get("IsTruncated") else None, prefixes)
@@ -63,6 +65,20 @@ class ListingCalls(StoreBase):
                 return r
             self._count(1)
         raise StoreError("IncompleteBody", f"a listing answer came back without its elements {LISTING_ATTEMPTS} times", 200)
+
+    def _reader(
+        self, name: str, bucket: str, call: Any, kwargs: dict[str, Any], r: dict[str, Any], keys_of: Callable[[dict[str, Any]], list[str]]
+    ) -> Callable[[str], str]:
+        """How to read the keys of answer `r` to `call` (asked with EncodingType url): the same page is asked again
+        without encoding-type, once per bucket and call, when the answer's claim must be checked (keytext.EncodingClaims)."""
+
+        def ask(encoded: bool) -> list[str]:
+            if encoded:
+                return keys_of(self._listing(call, kwargs))
+            with unencoded():
+                return keys_of(self._listing(call, {k: v for k, v in kwargs.items() if k != "EncodingType"}))
+
+        return self.claims.reader(bucket, name, r.get("EncodingType"), keys_of(r), ask)
 
     def list_versions_page(
         self,
@@ -80,14 +96,13 @@ class ListingCalls(StoreBase):
             kwargs.update(version_markers(token))
         elif key_marker:
             kwargs["KeyMarker"] = key_marker
-        r = self._listing(self._s3(bucket).list_object_versions, kwargs)
-        sent = [v["Key"] for v in (*r.get("Versions", ()), *r.get("DeleteMarkers", ()))] + [
-            p["Prefix"] for p in r.get("CommonPrefixes", ())
-        ]
-        check_sent(r.get("EncodingType"), bucket, sent)
+        kwargs["EncodingType"] = "url"  # as list_page asks, and for the same reasons
+        call = self._s3(bucket).list_object_versions
+        r = self._listing(call, kwargs)
+        read = self._reader("ListObjectVersions", bucket, call, kwargs, r, _version_keys)
         versions = [
             ObjectInfo(
-                v["Key"],
+                read(v["Key"]),
                 int(v.get("Size", 0)),
                 quoted_etag(v.get("ETag")),
                 v.get("LastModified"),
@@ -99,13 +114,20 @@ class ListingCalls(StoreBase):
         ]
         markers = [
             ObjectInfo(
-                m["Key"], 0, "", m.get("LastModified"), None, str(m.get("VersionId") or "null"), bool(m.get("IsLatest")), delete_marker=True
+                read(m["Key"]),
+                0,
+                "",
+                m.get("LastModified"),
+                None,
+                str(m.get("VersionId") or "null"),
+                bool(m.get("IsLatest")),
+                delete_marker=True,
             )
             for m in r.get("DeleteMarkers", ())
         ]
-        prefixes = [p["Prefix"] for p in r.get("CommonPrefixes", ())]
+        prefixes = [read(p["Prefix"]) for p in r.get("CommonPrefixes", ())]
         truncated = _truncated(r, "ListObjectVersions")
-        nxt = version_token(r["NextKeyMarker"], r.get("NextVersionIdMarker") or "") if truncated else None
+        nxt = version_token(read(r["NextKeyMarker"]), r.get("NextVersionIdMarker") or "") if truncated else None
         page = ListPage(merge_versions(versions, markers, r.get(KINDS, "")), nxt, prefixes)
         return check_marked(bucket, page, kwargs.get("KeyMarker"))
 
@@ -126,9 +148,12 @@ class ListingCalls(StoreBase):
         elif key_marker:
             kwargs["KeyMarker"] = key_marker
         # botocore does not ask ListMultipartUploads for url-encoded keys as it does listings; asked here, and decoded
-        # only when the answer says it encoded them (a server that ignores the parameter sends keys as they are).
-        r = self._listing(self._s3(bucket).list_multipart_uploads, {**kwargs, "EncodingType": "url"})
-        plain = key_reader(r.get("EncodingType"), bucket)
+        # only when the answer says it encoded them and the claim held (a server that ignores the parameter sends keys
+        # as they are).
+        kwargs["EncodingType"] = "url"
+        call = self._s3(bucket).list_multipart_uploads
+        r = self._listing(call, kwargs)
+        plain = self._reader("ListMultipartUploads", bucket, call, kwargs, r, _upload_keys)
         uploads = [
             ObjectInfo(plain(u["Key"]), 0, "", u.get("Initiated"), u.get("StorageClass"), upload_id=str(u["UploadId"]))
             for u in r.get("Uploads", ())
@@ -137,6 +162,20 @@ class ListingCalls(StoreBase):
         truncated = _truncated(r, "ListMultipartUploads")
         nxt = version_token(plain(r["NextKeyMarker"]), r.get("NextUploadIdMarker") or "") if truncated else None
         return check_marked(bucket, ListPage(uploads, nxt, prefixes), kwargs.get("KeyMarker"))
+
+
+def _object_keys(r: dict[str, Any]) -> list[str]:
+    """A ListObjectsV2 answer's keys and prefixes as botocore parsed them: what an encoding claim is checked on."""
+    return [o.get("Key", "") for o in r.get("Contents", ())] + [p.get("Prefix", "") for p in r.get("CommonPrefixes", ())]
+
+
+def _version_keys(r: dict[str, Any]) -> list[str]:
+    entries = (*r.get("Versions", ()), *r.get("DeleteMarkers", ()))
+    return [v.get("Key", "") for v in entries] + [p.get("Prefix", "") for p in r.get("CommonPrefixes", ())]
+
+
+def _upload_keys(r: dict[str, Any]) -> list[str]:
+    return [u.get("Key", "") for u in r.get("Uploads", ())] + [p.get("Prefix", "") for p in r.get("CommonPrefixes", ())]
 
 
 def _truncated(r: dict[str, Any], call: str) -> bool:

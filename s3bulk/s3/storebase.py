@@ -15,6 +15,7 @@ from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from s3bulk.breakers.outage import OutageBreaker
 from s3bulk.s3.keyorder import KeyOrder
+from s3bulk.s3.keytext import EncodingClaims, allow_unencoded
 from s3bulk.s3.params import PARAMS, request_headers
 from s3bulk.s3.ratecontrol import RateControl
 from s3bulk.s3.regions import BucketRegions
@@ -96,15 +97,18 @@ class StoreBase:
         self.breaker = breaker or OutageBreaker()
         watch_outages(client, self.breaker)
         keep_version_order(client)
+        allow_unencoded(client)
         self.regions = regions
         if regions is not None:
             regions.prepare_clients(self.rate.attach)
             regions.prepare_clients(lambda other: watch_outages(other, self.breaker))
             regions.prepare_clients(keep_version_order)
+            regions.prepare_clients(allow_unencoded)
         self.opts = RequestOptions()
         self.pinned: Mapping[str, str] = {}  # bucket -> the account the deployment pins it to (pin_owners)
         self._count_retries = _Count()
         self.key_order = KeyOrder()
+        self.claims = EncodingClaims()  # which buckets' EncodingType url was checked, and what it was found to be
 
     def _s3(self, bucket: str) -> Any:
         """The client for the bucket's Region: a dict read once the Region is known."""

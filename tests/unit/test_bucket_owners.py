@@ -51,13 +51,20 @@ def test_every_view_of_a_pinned_store_sends_the_owner_even_when_the_job_names_no
     listing = {"Contents": [], "KeyCount": 0, "IsTruncated": False}
     with Stubber(client) as stub:
         for bucket, owner in (("src", MINE), ("dst", PARTNER)):
-            wanted = {"Bucket": bucket, "Prefix": "", "MaxKeys": 1000, "ExpectedBucketOwner": owner, "RequestPayer": "requester"}
+            wanted = {
+                "Bucket": bucket,
+                "Prefix": "",
+                "MaxKeys": 1000,
+                "ExpectedBucketOwner": owner,
+                "RequestPayer": "requester",
+                "EncodingType": "url",
+            }
             stub.add_response("list_objects_v2", listing, wanted)
             view.list_page(bucket, "")
         stub.add_response(
             "list_objects_v2",
             listing,
-            {"Bucket": "other", "Prefix": "", "MaxKeys": 1000, "RequestPayer": "requester"},
+            {"Bucket": "other", "Prefix": "", "MaxKeys": 1000, "RequestPayer": "requester", "EncodingType": "url"},
         )
         view.list_page("other", "")  # a bucket nobody pinned carries no owner
         stub.assert_no_pending_responses()

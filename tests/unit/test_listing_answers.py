@@ -64,10 +64,16 @@ def test_a_server_that_encodes_has_its_keys_decoded(monkeypatch: pytest.MonkeyPa
     body += (
         f"{_contents('a+b.bin', '%2541.bin', 'a%2Bb.bin')}<CommonPrefixes><Prefix>sub%2Bdir/</Prefix></CommonPrefixes></ListBucketResult>"
     )
-    fast, _ = _fast(monkeypatch, body)
+    # The claim is checked once: the same page without encoding-type names the decoded keys.
+    plain = f"<ListBucketResult {NS}><IsTruncated>false</IsTruncated>{_contents('a b.bin', '%41.bin', 'a+b.bin')}"
+    plain += "<CommonPrefixes><Prefix>sub+dir/</Prefix></CommonPrefixes></ListBucketResult>"
+    fast, pool = _fast(monkeypatch, body, plain, body)
     page = fast.list_page("b", "", None, None, 1000, "/")
     assert [o.key for o in page.objects] == ["a b.bin", "%41.bin", "a+b.bin"]
     assert page.prefixes == ["sub+dir/"]
+    assert ["encoding-type=url" in t for t in pool.targets] == [True, False]
+    assert [o.key for o in fast.list_page("b", "", None, None, 1000, "/").objects] == ["a b.bin", "%41.bin", "a+b.bin"]
+    assert len(pool.targets) == 3  # checked once per bucket and call, not per page
 
 
 def test_a_listing_without_the_s3_namespace_is_read_not_taken_for_an_empty_one(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -200,6 +206,9 @@ def test_a_key_a_server_could_not_carry_in_xml_is_an_error_not_a_name_that_does_
 def test_a_replacement_character_the_server_url_encoded_is_a_real_name(monkeypatch: pytest.MonkeyPatch) -> None:
     body = f"<ListBucketResult {NS}><EncodingType>url</EncodingType><IsTruncated>false</IsTruncated>"
     body += f"{_contents('p/%EF%BF%BD', 'p/%0B')}</ListBucketResult>"
-    fast, _ = _fast(monkeypatch, body)
+    # Asked without encoding-type to check the claim, the server sends the raw control character XML cannot carry.
+    raw = _contents("p/\ufffd", "p/\x0b")
+    plain = f"<ListBucketResult {NS}><IsTruncated>false</IsTruncated>{raw}</ListBucketResult>"
+    fast, _ = _fast(monkeypatch, body, plain)
     assert [o.key for o in fast.list_page("b", "p/", None, None, 1000).objects] == ["p/\ufffd", "p/\x0b"]
     check_sent("url", "b", ["p/\ufffd"])  # botocore decoded these already; an encoded answer lost nothing

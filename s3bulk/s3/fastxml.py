@@ -1,0 +1,104 @@
+"""The fast path's reading of S3's XML answers, as botocore reads them: elements matched by their local name whatever
+their namespace, and an answer that is not the call's result an error, never an empty page or an empty error list.
+
+A server answering `<ListBucketResult xmlns="another">` read as an empty listing when elements were matched only with
+S3's namespace or none: every job listed nothing and exited 0, and per-key DeleteObjects errors read as deleted.
+tests/unit/test_fastpath_xml.py feeds these readers and botocore's parser the same bodies and compares what they read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from xml.etree import ElementTree
+
+from s3bulk.s3.keytext import legible
+from s3bulk.store import StoreError
+
+UNRECOGNISED = "UnrecognisedAnswer"
+
+# Each call's result: its root element, the children S3 always sends in it, and its repeated entries.
+RESULTS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
+    "ListObjectsV2": ("ListBucketResult", ("IsTruncated",), ("Contents",)),
+    "ListObjectVersions": ("ListVersionsResult", ("IsTruncated",), ("Version", "DeleteMarker")),
+    "DeleteObjects": ("DeleteResult", (), ("Error", "Deleted")),
+    "CopyObject": ("CopyObjectResult", (), ()),
+}
+
+
+def local(tag: str) -> str:
+    """An element's name without its namespace (`{ns}Key` -> `Key`), as botocore matches names."""
+    return tag.rpartition("}")[2]
+
+
+def fields(element: ElementTree.Element) -> dict[str, str]:
+    """Each child's text by local name (the first of a name wins, as findtext's does)."""
+    out: dict[str, str] = {}
+    for child in element:
+        out.setdefault(local(child.tag), child.text or "")
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """One call's result: its single elements' text, its entries (kind, fields) in the answer's order, and its
+    CommonPrefixes."""
+
+    top: dict[str, str]
+    entries: list[tuple[str, dict[str, str]]]
+    prefixes: list[str]
+
+    def keys(self) -> list[str]:
+        """Every entry's key, then every common prefix, as sent: what an encoding claim is checked on."""
+        return [e.get("Key", "") for _, e in self.entries] + self.prefixes
+
+
+def unrecognised(call: str, why: str, status: int | None = 500) -> StoreError:
+    """Retried like a body cut in transit (status 500), and stops the call when it persists (status None)."""
+    root = RESULTS[call][0]
+    return StoreError(
+        UNRECOGNISED,
+        f"the server answered {call} with {why}, not S3's <{root}>: s3bulk cannot read it as the call's result, so "
+        "it stopped rather than take it for an empty one",
+        status,
+    )
+
+
+def read(call: str, body: bytes, *, tolerant: bool = False) -> Answer:
+    """The call's result in `body`; `tolerant` reads a character XML cannot carry as U+FFFD (keytext.legible).
+
+    ParseError for a body that is not XML (cut off in transit); UnrecognisedAnswer for XML that is not this call's
+    result: another root element, or without an element S3 always sends.
+    """
+    root = ElementTree.fromstring(legible(body) if tolerant else body)
+    name, required, kinds = RESULTS[call]
+    if local(root.tag) != name:
+        raise unrecognised(call, f"<{root.tag}>")
+    top: dict[str, str] = {}
+    entries: list[tuple[str, dict[str, str]]] = []
+    prefixes: list[str] = []
+    for child in root:
+        tag = local(child.tag)
+        if tag in kinds:
+            entries.append((tag, fields(child)))
+        elif tag == "CommonPrefixes":
+            prefixes.append(fields(child).get("Prefix", ""))
+        else:
+            top.setdefault(tag, child.text or "")
+    missing = [r for r in required if r not in top]
+    if missing:
+        raise unrecognised(call, f"a <{name}> without {', '.join(f'<{m}>' for m in missing)}")
+    return Answer(top, entries, prefixes)
+
+
+def error_of(body: bytes) -> tuple[str, str] | None:
+    """Code and message of an S3 <Error> document in any namespace (including CopyObject's 200-with-error)."""
+    if b"Error" not in body:
+        return None
+    try:
+        root = ElementTree.fromstring(body)
+    except ElementTree.ParseError:
+        return ("InternalError", "unparseable error response") if b"<Error" in body else None
+    if local(root.tag) != "Error":
+        return None
+    f = fields(root)
+    return f.get("Code") or "Unknown", f.get("Message", "")
