@@ -77,6 +77,11 @@ PERMANENT_HINTS = {
     "SizeMismatch": "verify: the copy differs; rerun the copy with if_exists overwrite",
     "ChecksumMismatch": "verify: the copy differs; rerun the copy with if_exists overwrite",
     "ContentMismatch": "verify: the copy differs; rerun the copy with if_exists overwrite",
+    "CopyContentMismatch": (
+        "the server's copy holds other bytes than the source (it copied another object, or its ETags are not content "
+        "MD5s): a move keeps its source; check the copy with a verify job, and the server's copy-source handling"
+    ),
+    "CopyNotConfirmed": "the server's copy is not the source's size: a move keeps its source; rerun, or check the server",
 }
 
 

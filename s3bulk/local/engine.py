@@ -578,4 +578,5 @@ class Engine:
         t.retried = totals.retried + sum(o.retried for o in open_batches)
         t.listing_done = self.tally.listing_done
         t.extraneous_deleted = self.tally.extraneous_deleted  # this run's deletes; the ledger records batches only
+        t.notes.update(self.tally.noted())  # this run's objects decided without content evidence (report.NOTES)
         return t

@@ -208,7 +208,7 @@ def count_object(job: Job, plan: Plan, obj: ObjectInfo) -> None:
     if size <= job.options.multipart_threshold:
         plan.count("CopyObject")
         return
-    plan.count("HeadObject", 2 if op == "move" else 1)  # a move confirms a multipart copy by HEAD
+    plan.count("HeadObject", 2)  # the source's, and the copy's: a multipart copy is confirmed by HEAD (ops/identity.py)
     plan.count("GetObjectTagging")
     plan.count("CreateMultipartUpload")
     plan.count("UploadPartCopy", len(part_ranges(size, job.options.part_size)))

@@ -31,9 +31,10 @@ from s3bulk.ops.delete import delete_batch
 from s3bulk.ops.encryption import encryption_doc, set_encryption, target_of
 from s3bulk.ops.executor import BoundedExecutor
 from s3bulk.ops.filters import ObjectFilter, Verdict
-from s3bulk.ops.items import NEEDS_HEAD, Done, Item, heads_anyway, naming_version, needs_nothing, undo_entry, write_outcome
+from s3bulk.ops.identity import BY_SIZE, confirm_copy
+from s3bulk.ops.items import NEEDS_HEAD, Done, Item, heads_anyway, naming_version, needs_nothing, said, undo_entry, write_outcome
 from s3bulk.ops.lock import retention_doc, set_legal_hold, set_retention
-from s3bulk.ops.move import confirm_copy, destination_already_moved
+from s3bulk.ops.move import destination_already_moved
 from s3bulk.ops.process import Processor, failure
 from s3bulk.ops.relay import relay_object
 from s3bulk.ops.restore import restore_object
@@ -43,10 +44,10 @@ from s3bulk.ops.tagging import tag_object
 from s3bulk.ops.uploads import ALREADY_GONE, abort_upload
 from s3bulk.ops.verify import verify_object
 from s3bulk.ops.versions import copy_history
-from s3bulk.report import Counted, Outcomes
+from s3bulk.report import BY_TIME_SKIPPED, SIZE_ONLY, UNDECIDED_COPIED, Counted, Outcomes
 from s3bulk.report.keylog import KeyLog
 from s3bulk.source.selection import MAPS_KEYS, folder_key
-from s3bulk.source.sync import Decision, checksums_match, decide
+from s3bulk.source.sync import Decision, decide, heads_match
 from s3bulk.store import UNKNOWN_SIZE, ObjectHead, ObjectInfo, ObjectStore, StoreError, UploadWatch
 
 # Pause before an object's next round: the client's own retries already spent ~10 s of backoff.
@@ -299,18 +300,26 @@ class BatchRunner:
             h = copy_history(
                 self.store, self.dst, self.parts, self.job.source.bucket, obj.key, dst.bucket, item.dst_key, self._copy_settings
             )
-            return Done(h.copied > 0, bytes=h.bytes, result=f"{h.copied} of {h.versions} versions copied")
+            weak: tuple[str, ...] = (SIZE_ONLY,) if h.size_only else ()
+            said_too = f"; {h.size_only} {said(weak)}" if h.size_only else ""
+            return Done(h.copied > 0, bytes=h.bytes, result=f"{h.copied} of {h.versions} versions copied{said_too}", notes=weak)
+        notes: tuple[str, ...] = ()  # how if_exists and the copy's confirmation were decided, where no content could say
+        source = item.head  # the source's HEAD, once read (a filter's, or a recheck's): the copy and its check use it
         try:
             obj = self._resolve(obj, item.head)
             if self._head_destination or (item.alone and self.job.options.if_exists != "overwrite"):
                 existing = self._destination_head(dst.bucket, item.dst_key)
                 decision = decide(self.job.options.if_exists, obj, existing.info(item.dst_key) if existing else None)
-                if self._skips(obj, decision, existing):
-                    return Done(False, obj=obj)
+                skip, notes, read = self._skips(obj, decision, existing)
+                source = read or source
+                if skip:
+                    return Done(False, obj=obj, notes=notes, result=said(notes))
             elif item.recheck is not None:
                 existing = self._destination_head(dst.bucket, item.dst_key)
-                if existing is not None and self._skips(obj, Decision(False, item.recheck), existing):
-                    return Done(False, obj=obj)
+                skip, notes, read = self._skips(obj, Decision(False, item.recheck), existing)
+                source = read or source
+                if skip:
+                    return Done(False, obj=obj, notes=notes, result=said(notes))
             pausable = self._pause_copies and not self.job.options.dry_run
             if self.relay:
                 done = relay_object(
@@ -325,7 +334,7 @@ class BatchRunner:
                     budget=self.budget,
                     keep_going=keep_going if pausable else None,
                     upload_id=item.upload_id,
-                    head=item.head,
+                    head=source,
                     watch=watch,
                 )
             else:
@@ -339,12 +348,13 @@ class BatchRunner:
                     self._copy_settings,
                     keep_going=keep_going if pausable else None,
                     upload_id=item.upload_id,
-                    head=item.head,
+                    head=source,
                     watch=watch,
                 )
-            if move:
-                confirm_copy(self.dst, obj, dst.bucket, item.dst_key, done)
-            return Done(True, done.etag, obj=obj)
+            # Every copy, not only a move's: a copy whose result contradicts its source fails (ops/identity.py).
+            if confirm_copy(self.store, self.dst, self.job.source.bucket, obj, dst.bucket, item.dst_key, done, source) == BY_SIZE:
+                notes += (SIZE_ONLY,)
+            return Done(True, done.etag, obj=obj, notes=notes, result=said(notes))
         except StoreError as exc:
             # A redelivered move whose source is already gone succeeded earlier if the destination matches.
             if move and exc.code == "NoSuchKey" and destination_already_moved(self.dst, obj, dst.bucket, item.dst_key):
@@ -382,12 +392,17 @@ class BatchRunner:
                 return None
             raise
 
-    def _skips(self, obj: ObjectInfo, decision: Decision, existing: ObjectHead | None) -> bool:
-        """Apply an if_exists decision; a recheck asks for the source's checksums (one HEAD) before its fallback."""
+    def _skips(self, obj: ObjectInfo, decision: Decision, existing: ObjectHead | None) -> tuple[bool, tuple[str, ...], ObjectHead | None]:
+        """Apply an if_exists decision; a recheck compares the source's HEAD (one more, returned for the copy to use)
+        with the destination's before its fallback, which is then counted (a skip by the modification order, or a copy
+        no content could decide)."""
         if decision.recheck is None or existing is None:
-            return decision.skip
-        same = checksums_match(self.store.head_object(self.job.source.bucket, obj.key, version_id=obj.version_id), existing)
-        return decision.recheck if same is None else same
+            return decision.skip, (), None
+        source = self.store.head_object(self.job.source.bucket, obj.key, version_id=obj.version_id)
+        same = heads_match(source, existing)
+        if same is not None:
+            return same, (), source
+        return decision.recheck, (BY_TIME_SKIPPED if decision.recheck else UNDECIDED_COPIED,), source
 
     def _act(self, item: Item, keep_going: Callable[[], bool] = _always, watch: UploadWatch | None = None) -> Done:
         """One object's work: the call(s) its operation needs, nothing more."""
@@ -487,6 +502,8 @@ class BatchRunner:
                     done = self._act(item, keep_going, watch)
                     if done.obj is not None:
                         item = replace(item, obj=done.obj)
+                    for note in done.notes:
+                        tally.note(note)
                     break
                 except StoreError as exc:
                     if classify(exc) is ErrorKind.PERMANENT or round_ == self.job.options.object_retries:
@@ -496,7 +513,7 @@ class BatchRunner:
                     tally.retry()
                     self.sleep(min(ROUND_PAUSE_MAX, ROUND_PAUSE * 2**round_) * random.uniform(0.5, 1.0))
             if self._deletes_later and done.changed:
-                return replace(item, dst_etag=done.dst_etag, attempts=attempts), False
+                return replace(item, dst_etag=done.dst_etag, attempts=attempts, result=done.result), False
             if done.changed:
                 tally.succeed(done.bytes if done.bytes is not None else max(item.obj.size, 0))
                 if keylog is not None:

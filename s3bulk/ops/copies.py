@@ -32,6 +32,7 @@ class CopySettings:
 class CopyDone:
     etag: str
     multipart: bool
+    source: ObjectHead | None = None  # the source's HEAD when the copy read one: confirming the copy needs no other
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,10 +82,11 @@ def copy_object(
     if obj.size <= settings.multipart_threshold and not upload_id:
         etag = store.copy_object(src_bucket, obj.key, dst_bucket, dst_key, storage_class=settings.storage_class, src_version=obj.version_id)
         return CopyDone(etag, multipart=False)
+    head = head or store.head_object(src_bucket, obj.key, version_id=obj.version_id)
     etag = multipart_copy(
         store, parts, src_bucket, obj, dst_bucket, dst_key, settings, head=head, keep_going=keep_going, upload_id=upload_id, watch=watch
     )
-    return CopyDone(etag, multipart=True)
+    return CopyDone(etag, multipart=True, source=head)
 
 
 def copy_in_place(

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from s3bulk.job import Job, relays
+from s3bulk.report import BY_TIME_SKIPPED, SIZE_ONLY, UNDECIDED_COPIED
 from s3bulk.report.keylog import KeyLog, KeyRecord
 from s3bulk.store import UNKNOWN_SIZE, ObjectHead, ObjectInfo
 
@@ -21,13 +22,15 @@ class Item:
     dst_etag: str = ""  # set once copied, for the per-key log of a move
     attempts: int = 0
     pos: str = ""  # a manifest row's position (resume cursor); listings use the key
-    # skip-unchanged with a multipart ETag: the worker compares checksums; this is the answer when they cannot decide
+    # skip-unchanged the listings cannot decide (a multipart or missing ETag): the worker compares both HEADs; this is
+    # the answer when they cannot decide either
     recheck: bool | None = None
     problem: tuple[str, str] | None = None  # (code, message): a manifest row that names no usable object
     upload_id: str = ""  # a multipart copy an earlier invocation paused (ops/copies.CopyPaused): go on with it
     strikes: int = 0  # invocations that had to end while this object was still in flight (the stack's worker)
     head: ObjectHead | None = None  # the HEAD source.content_type read: the operation uses it instead of its own
     alone: bool = False  # named by key only (an object redone after the breaker): no destination listing was joined with it
+    result: str = ""  # a confirmed move's result for the per-key log, written once its source is deleted
 
 
 # Operations that need an object's size or storage class, which a CSV manifest row does not give.
@@ -62,6 +65,20 @@ class Done:
     undo: dict[str, Any] | None = None  # the undo journal: the state it replaced, and the state it set (keys.py)
     bytes: int | None = None  # bytes written, when not the object's size (a copy of a key's versions)
     result: str = ""  # for the per-key log, when there is more to say than the outcome
+    notes: tuple[str, ...] = ()  # report.NOTES: how it was decided where no content evidence could say
+
+
+# What the per-key log says of an object one of report.NOTES decided.
+_SAID = {
+    SIZE_ONLY: "copy confirmed by size only: no ETag or checksum could compare it with its source",
+    UNDECIDED_COPIED: "copied: no ETag or checksum could say whether it was unchanged",
+    BY_TIME_SKIPPED: "skipped as unchanged by the modification order only: no ETag or checksum could compare",
+}
+
+
+def said(notes: tuple[str, ...]) -> str:
+    """The per-key log's result for an object decided without content evidence ("" for one that was not)."""
+    return "; ".join(_SAID[n] for n in notes)
 
 
 def write_outcome(
@@ -92,7 +109,7 @@ def write_outcome(
             message,
             version_id=item.obj.version_id,
             upload_id=item.obj.upload_id,
-            result=result or d.result,
+            result=result or d.result or item.result,
             undo=d.undo if outcome == "succeeded" else None,
         )
     )

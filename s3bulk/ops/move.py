@@ -1,27 +1,13 @@
-"""A move deletes a source only after its copy is confirmed."""
+"""A move deletes a source only after its copy is confirmed (ops/identity.py confirm_copy, the rule every copy applies)."""
 
 from __future__ import annotations
 
-from s3bulk.ops.copies import CopyDone
 from s3bulk.store import UNKNOWN_SIZE, ObjectInfo, ObjectStore, StoreError
 
 
 def etag_comparable(etag: str) -> bool:
     """Single-part ETags are content MD5s; multipart ones ('...-N') depend on part sizes."""
     return bool(etag) and "-" not in etag
-
-
-def confirm_copy(store: ObjectStore, obj: ObjectInfo, dst_bucket: str, dst_key: str, done: CopyDone) -> None:
-    """Raise unless the destination holds the source's bytes.
-
-    A matching MD5 ETag returned by the copy itself proves it with no extra
-    request; otherwise (multipart, SSE-KMS) a HEAD checks the destination size.
-    """
-    if not done.multipart and etag_comparable(obj.etag) and done.etag == obj.etag:
-        return
-    head = store.head_object(dst_bucket, dst_key)
-    if head.size != obj.size:
-        raise StoreError("CopyNotConfirmed", f"destination holds {head.size} bytes, source {obj.size}; source kept")
 
 
 def destination_already_moved(store: ObjectStore, obj: ObjectInfo, dst_bucket: str, dst_key: str) -> bool:

@@ -88,7 +88,7 @@ def relay_object(
         if exc.code == ABANDONED:  # frozen: the upload went on with the object to a child batch
             raise CopyPaused(writer.upload_id, writer.parts, total) from exc
         raise
-    return CopyDone(writer.etag, multipart=head.size > THRESHOLD)
+    return CopyDone(writer.etag, multipart=head.size > THRESHOLD, source=head)
 
 
 def _resume(writer: ObjectWriter, dst: ObjectStore, bucket: str, key: str, upload_id: str) -> int:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from s3bulk.ops.copies import CopySettings, copy_object
 from s3bulk.ops.executor import BoundedExecutor
+from s3bulk.ops.identity import BY_SIZE, confirm_copy
 from s3bulk.store import ObjectInfo, ObjectStore, StoreError
 
 
@@ -27,6 +28,7 @@ class HistoryCopied:
     versions: int
     copied: int
     bytes: int
+    size_only: int = 0  # versions whose copy nothing but its size could confirm (ops/identity.py)
 
 
 def key_versions(store: ObjectStore, bucket: str, key: str) -> list[ObjectInfo]:
@@ -84,7 +86,7 @@ def copy_history(
     """Copy the versions of `key` the destination lacks, oldest first; a delete marker is copied as a delete."""
     src = key_versions(store, src_bucket, key)
     dst = key_versions(dst_store, dst_bucket, dst_key)
-    copied = size = 0
+    copied = size = size_only = 0
 
     def kms(version: ObjectInfo) -> bool:
         return dst_store.head_object(dst_bucket, dst_key, version_id=version.version_id).encrypted_kms
@@ -93,10 +95,12 @@ def copy_history(
         if version.delete_marker:
             dst_store.delete_object(dst_bucket, dst_key)  # in a versioned bucket: a new delete marker
         else:
-            copy_object(store, parts, src_bucket, version, dst_bucket, dst_key, settings)
+            done = copy_object(store, parts, src_bucket, version, dst_bucket, dst_key, settings)
+            # The copy is the key's current version until the next one: a contradiction stops the history here.
+            size_only += confirm_copy(store, dst_store, src_bucket, version, dst_bucket, dst_key, done) == BY_SIZE
             size += version.size
         copied += 1
-    return HistoryCopied(len(src), copied, size)
+    return HistoryCopied(len(src), copied, size, size_only)
 
 
 def check_versioned(store: ObjectStore, bucket: str) -> None:

@@ -25,6 +25,14 @@ SHOWN_FAILURES = 20
 # report.json lists at most this many failures (with the count of each error code); the rest are in a JSONL beside it.
 REPORT_FAILURES = 1000
 
+# Objects whose outcome no content evidence decided, counted so the report says how many (issue 50): a copy nothing but
+# its size confirmed (ops/identity.py), and skip-unchanged pairs neither ETags nor checksums could compare, copied
+# (a listing without ETags) or skipped by the modification order (multipart ETags) (ops/batch.py, source/sync.py).
+SIZE_ONLY = "confirmed_by_size_only"
+UNDECIDED_COPIED = "unchanged_undecided_copied"
+BY_TIME_SKIPPED = "unchanged_by_time_skipped"
+NOTES = (SIZE_ONLY, UNDECIDED_COPIED, BY_TIME_SKIPPED)
+
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
@@ -53,6 +61,10 @@ class Outcomes(Protocol):
 
     def retry(self) -> None: ...
 
+    def note(self, what: str) -> None:
+        """One object decided without content evidence (one of NOTES)."""
+        ...
+
     def merge(self, counted: Counted) -> None: ...
 
 
@@ -63,11 +75,12 @@ class Counted:
     request's own bookkeeping; a worker owns its Counted, so plain increments are safe.
     """
 
-    __slots__ = ("bytes", "failures", "retried", "skipped", "succeeded")
+    __slots__ = ("bytes", "failures", "notes", "retried", "skipped", "succeeded")
 
     def __init__(self) -> None:
         self.succeeded = self.skipped = self.bytes = self.retried = 0
         self.failures: list[tuple[str, str, str]] = []
+        self.notes: Counter[str] = Counter()
 
     def succeed(self, size: int) -> None:
         self.succeeded += 1
@@ -82,15 +95,19 @@ class Counted:
     def retry(self) -> None:
         self.retried += 1
 
+    def note(self, what: str) -> None:
+        self.notes[what] += 1
+
     def merge(self, counted: Counted) -> None:
         self.succeeded += counted.succeeded
         self.skipped += counted.skipped
         self.bytes += counted.bytes
         self.retried += counted.retried
         self.failures += counted.failures
+        self.notes.update(counted.notes)
 
     def __bool__(self) -> bool:
-        return bool(self.succeeded or self.skipped or self.bytes or self.retried or self.failures)
+        return bool(self.succeeded or self.skipped or self.bytes or self.retried or self.failures or self.notes)
 
 
 class Tally:
@@ -102,6 +119,7 @@ class Tally:
         self.succeeded = self.skipped = self.failed = self.bytes = 0
         self.retried = 0  # extra rounds objects needed after the client's own retries gave up
         self.extraneous_deleted = 0  # sync: destination objects with no source, deleted (or, in a dry run, found)
+        self.notes: Counter[str] = Counter()  # objects decided without content evidence, by NOTES name
         self.listing_done = False
         self.first_failures: list[dict[str, str]] = []
         self.by_code: Counter[str] = Counter()  # failures by error code, for the failure breaker (breaker.py)
@@ -137,6 +155,15 @@ class Tally:
         with self._lock:
             self.extraneous_deleted += n
 
+    def note(self, what: str) -> None:
+        with self._lock:
+            self.notes[what] += 1
+
+    def noted(self) -> dict[str, int]:
+        """Each of NOTES with its count so far."""
+        with self._lock:
+            return {name: self.notes[name] for name in NOTES}
+
     def fail(self, key: str, error: str, message: str) -> None:
         with self._lock:
             self._fail(key, error, message)
@@ -157,6 +184,7 @@ class Tally:
             self.skipped += counted.skipped
             self.bytes += counted.bytes
             self.retried += counted.retried
+            self.notes.update(counted.notes)
             for key, error, message in counted.failures:
                 self._fail(key, error, message)
 
@@ -200,6 +228,7 @@ class BatchTally:
         self._lock = threading.Lock()
         self.succeeded = self.skipped = self.failed = self.bytes = self.retried = 0
         self.failures: list[tuple[str, str, str]] = []
+        self.notes: Counter[str] = Counter()
 
     def succeed(self, size: int) -> None:
         with self._lock:
@@ -223,6 +252,11 @@ class BatchTally:
             self.retried += 1
         self.parent.retry()
 
+    def note(self, what: str) -> None:
+        with self._lock:
+            self.notes[what] += 1
+        self.parent.note(what)
+
     def merge(self, counted: Counted) -> None:
         """A worker's outcomes: kept for the batch's commit, and forwarded to the job's Tally (progress)."""
         with self._lock:
@@ -232,6 +266,7 @@ class BatchTally:
             self.retried += counted.retried
             self.failed += len(counted.failures)
             self.failures += counted.failures
+            self.notes.update(counted.notes)
         self.parent.merge(counted)
 
 
@@ -249,12 +284,27 @@ class Counts:
     retries: int = 0  # requests the S3 client retried
     object_retries: int = 0  # extra rounds objects needed after the client's own retries gave up
     extraneous: int = 0  # sync: destination objects with no source, deleted (or, in a dry run, found)
+    # NOTES: objects decided without content evidence (a ledger records them under these names)
+    confirmed_by_size_only: int = 0
+    unchanged_undecided_copied: int = 0
+    unchanged_by_time_skipped: int = 0
 
     @classmethod
     def of_tally(cls, tally: Tally, retries: int) -> Counts:
         s = tally.snapshot()
+        notes = tally.noted()
         return cls(
-            s.scanned, s.listed, s.listed_bytes, s.succeeded, s.skipped, s.failed, s.bytes, retries, tally.retried, tally.extraneous_deleted
+            s.scanned,
+            s.listed,
+            s.listed_bytes,
+            s.succeeded,
+            s.skipped,
+            s.failed,
+            s.bytes,
+            retries,
+            tally.retried,
+            tally.extraneous_deleted,
+            **notes,
         )
 
     @classmethod
@@ -334,6 +384,9 @@ def summarize(
     }
     if counts.extraneous:
         out["would_delete_extraneous" if dry else "deleted_extraneous"] = counts.extraneous
+    for name in NOTES:  # only when some object was so decided: a report says what it could not check
+        if n := getattr(counts, name):
+            out[name] = n
     if dry:
         out["would_process"] = counts.listed - counts.skipped
     unfinished = counts.listed - counts.succeeded - counts.skipped - counts.failed

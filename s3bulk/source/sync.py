@@ -19,26 +19,34 @@ def multipart_etag(etag: str) -> bool:
 
 
 def unchanged(src: ObjectInfo, dst: ObjectInfo) -> bool:
-    """Same size, and the same ETag; where an ETag is multipart, a destination at least as new as the source.
+    """What the listings alone say: same size, and the same ETag; where an ETag is multipart, a destination at
+    least as new as the source; where a listing carries no ETag, changed.
 
-    Single-part ETags are MD5s of the bytes. A multipart copy (or a multipart source
-    copied whole) has a different ETag for the same bytes, and ListObjectsV2 carries no
-    checksum values. Such pairs are decided by the worker from both objects' checksums
-    (checksums_match); only where those cannot decide does this rule stand: the size
-    and the modification order, i.e. the destination was written after the source last changed.
+    Single-part ETags are MD5s of the bytes, and equal ETags of any kind mean equal bytes. A multipart copy (or a
+    multipart source copied whole) has a different ETag for the same bytes, and ListObjectsV2 carries no checksum
+    values. Such pairs, and pairs a listing gave no ETag for (some S3-compatible servers), are decided by the worker
+    from both objects' HEADs (heads_match); this rule stands only where those cannot decide: the modification order
+    for multipart ETags (the destination was written after the source last changed), a copy where there is no ETag.
     """
     if src.size != dst.size:
         return False
-    if src.etag and dst.etag and not multipart_etag(src.etag) and not multipart_etag(dst.etag):
-        return src.etag == dst.etag
+    if src.etag and src.etag == dst.etag:
+        return True
+    if not src.etag or not dst.etag:
+        return False
+    if not multipart_etag(src.etag) and not multipart_etag(dst.etag):
+        return False
     if src.last_modified is None or dst.last_modified is None:
         return False
     return dst.last_modified >= src.last_modified
 
 
-def needs_checksums(src: ObjectInfo, dst: ObjectInfo) -> bool:
-    """Same size, but an ETag is multipart, so only the objects' checksums (a HEAD each) can say whether the bytes match."""
-    return src.size == dst.size and bool(src.etag and dst.etag) and (multipart_etag(src.etag) or multipart_etag(dst.etag))
+def needs_heads(src: ObjectInfo, dst: ObjectInfo) -> bool:
+    """Same size, but the listings cannot compare the bytes (an ETag is multipart, or missing), so only the objects'
+    HEADs (a HEAD each: their ETags and checksums) can say whether they match."""
+    if src.size != dst.size or (src.etag and src.etag == dst.etag):
+        return False
+    return not src.etag or not dst.etag or multipart_etag(src.etag) or multipart_etag(dst.etag)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +54,7 @@ class Decision:
     """What if_exists makes of one source object and the destination object already there."""
 
     skip: bool
-    recheck: bool | None = None  # the worker compares checksums first; this is the answer if they cannot decide
+    recheck: bool | None = None  # the worker compares both HEADs first (heads_match); this is the answer if they cannot
 
 
 def decide(if_exists: str, src: ObjectInfo, existing: ObjectInfo | None) -> Decision:
@@ -55,7 +63,7 @@ def decide(if_exists: str, src: ObjectInfo, existing: ObjectInfo | None) -> Deci
         return Decision(False)
     if if_exists == "skip":
         return Decision(True)
-    if needs_checksums(src, existing):
+    if needs_heads(src, existing):
         return Decision(False, unchanged(src, existing))
     return Decision(unchanged(src, existing))
 
@@ -73,6 +81,24 @@ def checksums_match(src: ObjectHead, dst: ObjectHead) -> bool | None:
     if src.checksum == dst.checksum:
         return True
     return None if "-" in src.checksum or "-" in dst.checksum else False
+
+
+def heads_match(src: ObjectHead, dst: ObjectHead) -> bool | None:
+    """Whether two objects hold the same bytes, by their HEADs: True or False when they decide, None when they cannot.
+
+    Another size, or equal ETags, decide; so do full-object checksums (checksums_match), and two single-part ETags
+    that differ (as the listings' rule does: a copy, never a skip, where they might be SSE-KMS ETags of equal bytes).
+    """
+    if src.size != dst.size:
+        return False
+    if src.etag and src.etag == dst.etag:
+        return True
+    same = checksums_match(src, dst)
+    if same is not None:
+        return same
+    if src.etag and dst.etag and not multipart_etag(src.etag) and not multipart_etag(dst.etag):
+        return False
+    return None
 
 
 @dataclass(frozen=True, slots=True)
