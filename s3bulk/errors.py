@@ -81,6 +81,9 @@ PERMANENT_HINTS = {
         "the server's copy holds other bytes than the source (it copied another object, or its ETags are not content "
         "MD5s): a move keeps its source; check the copy with a verify job, and the server's copy-source handling"
     ),
+    "NotImplemented": (
+        "the server does not implement this call (501, permanent): use a server that does, or leave out the job field that needs it"
+    ),
     "CopyNotConfirmed": "the server's copy is not the source's size: a move keeps its source; rerun, or check the server",
 }
 
@@ -90,6 +93,8 @@ def classify(exc: BaseException) -> ErrorKind:
     if isinstance(exc, StoreError):
         if exc.code in RETRYABLE_CODES:
             return ErrorKind.RETRYABLE
+        if exc.status == 501 or exc.code == "NotImplemented":  # the server lacks the call: asking again cannot help
+            return ErrorKind.PERMANENT
         if exc.status is not None and (exc.status >= 500 or exc.status == 429):
             return ErrorKind.RETRYABLE
         return ErrorKind.PERMANENT

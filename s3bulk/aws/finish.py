@@ -160,7 +160,7 @@ def job_id_of(detail: dict[str, Any]) -> str | None:
     with contextlib.suppress(ValueError, AttributeError, KeyError, TypeError):  # an execution a job went on in (continue as new)
         return str(json.loads(raw)[CONTINUE]["job_id"])
     try:
-        job = parse_job(raw)
+        job = parse_job(raw, stored=True)
     except JobError:
         return None  # Validate refused it: no ledger entry was made
     name = detail.get("name")

@@ -23,7 +23,7 @@ from s3bulk.local.interrupt import Interrupt
 from s3bulk.local.ledger import LedgerError, LocalLedger, spec_hash, state_dir
 from s3bulk.local.plan import STACK_LIST_SHARDS, STACK_WORKERS, cost, eta_seconds, load_prices, make_plan, stack_pace, storage_saved
 from s3bulk.local.preflight import UsageError, check_report_path, check_state_dir, origin_of, profile_problem
-from s3bulk.local.progress import human_bytes
+from s3bulk.local.progress import human_bytes, mapping_lines
 from s3bulk.local.retry import retry_failed
 from s3bulk.local.run import execute
 from s3bulk.local.undo import undo_log
@@ -143,7 +143,7 @@ def _open_ledger(args: argparse.Namespace, here: ClientSettings) -> tuple[Job, L
             return job, LocalLedger.create(state, new_job_id(job), job, origin_of(here))
         if args.resume:
             ledger = LocalLedger.open(state, args.resume)
-            stored = parse_job(ledger.spec())
+            stored = parse_job(ledger.spec(), stored=True)
             job = _job_file(args) if args.job else _with_overrides(stored, args)
             if spec_hash(job) != spec_hash(stored):
                 ledger.close()
@@ -327,6 +327,7 @@ def plan(args: argparse.Namespace, console: Console) -> int:
         "skipped": plan.skipped,
         "extraneous_to_delete": plan.extraneous,
         "invalid_manifest_rows": plan.invalid_rows,
+        "key_mappings": [{"source": src, "destination": dst} for src, dst in plan.mappings],
         "by_storage_class": {k: {"objects": v[0], "bytes": v[1]} for k, v in sorted(plan.by_class.items())},
         "by_size": {k: {"objects": v[0], "bytes": v[1]} for k, v in plan.by_size.items()},
         "requests": dict(sorted(plan.requests.items())),
@@ -417,6 +418,8 @@ def plan(args: argparse.Namespace, console: Console) -> int:
         )
     if plan.skipped or plan.extraneous:
         console.print(f"skipped as existing/unchanged: {plan.skipped:,}; extraneous to delete: {plan.extraneous:,}", markup=False)
+    for line in mapping_lines(plan.mappings):
+        console.print(line, markup=False, highlight=False)
     if plan.invalid_rows:
         console.print(f"manifest rows that would fail (run reports each with its line): {plan.invalid_rows:,}", markup=False)
     return EXIT_OK

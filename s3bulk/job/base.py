@@ -115,6 +115,16 @@ class _Strict(BaseModel):
 _NOW = "now"
 
 
+# ... and the key that marks a stored job being re-read (a resume's ledger, the stack's items), which a rule added since
+# it was written must not refuse: it runs as it was checked then.
+_STORED = "stored"
+
+
+def _stored(info: ValidationInfo) -> bool:
+    context = info.context
+    return isinstance(context, dict) and bool(context.get(_STORED))
+
+
 def _now_of(info: ValidationInfo) -> datetime | None:
     """The time a new job is checked against, or None when a stored job is re-read (its dates may have passed since)."""
     context = info.context
@@ -141,3 +151,21 @@ def _check_prefix(prefix: str) -> str:
     if size > MAX_KEY_BYTES:
         raise ValueError(f"prefix is {size} UTF-8 bytes; S3 keys are at most {MAX_KEY_BYTES}, so shorten it")
     return prefix
+
+
+RAW_PREFIX_DOC = (
+    "true: prefix is a plain string, not a folder: a source selects every key starting with it (logs selects logs/..., "
+    "logs-old/... and logs2024.txt), a destination prepends it as it is (backup- gives backup-000001.dat). Without it, a "
+    "prefix must end in / (or be empty), as a prefix without its slash pulls in neighbours and maps logs/a to backup//a."
+)
+
+
+def check_folder(side: str, prefix: str, raw: bool, info: ValidationInfo) -> None:
+    """A prefix is a folder (ends in `/`) unless the job says it is a plain string: `logs` under `backup/` maps
+    `logs/a` to `backup//a` and selects `logs-old/` too, and `aws s3 cp` and s5cmd read such a prefix as a folder."""
+    if not prefix or prefix.endswith("/") or raw or _stored(info):
+        return
+    meant = f"every key starting with {prefix!r}" if side == "source" else f"{prefix!r} prepended as it is"
+    raise _FieldProblem(
+        "prefix", f"{prefix!r} does not end in '/': write {prefix + '/'!r} for the folder, or set {side}.raw_prefix: true for {meant}"
+    )

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from s3bulk.job.base import _NOW, JobError, _FieldProblem, _Strict
+from s3bulk.job.base import _NOW, _STORED, JobError, _FieldProblem, _Strict
 from s3bulk.job.model import Job
 from s3bulk.job.operations import _JOB_ID_PATTERN, _PATTERN_FIXES
 from s3bulk.store import RequestOptions
@@ -43,12 +43,13 @@ def _describe(err: dict[str, Any]) -> str:
     return f"{path}: {msg}"
 
 
-def parse_job(text: str | bytes, *, now: datetime | None = None) -> Job:
+def parse_job(text: str | bytes, *, now: datetime | None = None, stored: bool = False) -> Job:
     """Validate a job document; raise JobError with a one-line message naming the field.
 
     `now` also applies the rules only a new job can break (a retention date already past). Leave it
     out to re-read a stored job (a resume's ledger, the stack's items): it must still parse after
-    its dates have passed.
+    its dates have passed. `stored` says it is one: it runs as it was checked when it started, so
+    a rule added since (a source.prefix must end in /) does not refuse it.
     """
     try:
         raw = json.loads(text)
@@ -57,7 +58,10 @@ def parse_job(text: str | bytes, *, now: datetime | None = None) -> Job:
     if not isinstance(raw, dict):
         raise JobError('job: the file must hold a JSON object like {"operation": ..., "source": ...}')
     try:
-        return Job.model_validate_json(text, context={_NOW: now} if now is not None else None)
+        context: dict[str, object] = {_STORED: stored}
+        if now is not None:
+            context[_NOW] = now
+        return Job.model_validate_json(text, context=context)
     except ValidationError as exc:
         errors = [dict(e) for e in exc.errors()]
         first, rest = _first_problem(errors)

@@ -11,6 +11,7 @@ from s3bulk.job.base import (
     _ACCOUNT,
     _MEDIA_PATTERN,
     MAX_TAGS,
+    RAW_PREFIX_DOC,
     CannedAcl,
     Encryption,
     StorageClass,
@@ -19,6 +20,7 @@ from s3bulk.job.base import (
     _FieldProblem,
     _now_of,
     _Strict,
+    check_folder,
 )
 
 
@@ -112,7 +114,10 @@ class Source(_Endpoint):
         None,
         description="Act on the objects a manifest lists instead of listing the bucket; prefix and the filters still apply to its rows.",
     )
-    prefix: str = Field("", description="Only keys starting with this prefix (byte-exact, no normalisation).")
+    prefix: str = Field(
+        "", description="Only keys under this folder (ends in /; byte-exact, no normalisation); see raw_prefix for any string."
+    )
+    raw_prefix: bool = Field(False, description=RAW_PREFIX_DOC)
     all: bool = Field(False, description="Must be true to delete a whole bucket (no prefix).")
     include: list[str] = Field(default_factory=list, description="Glob patterns (fnmatch, `*` crosses `/`); a key must match one.")
     exclude: list[str] = Field(default_factory=list, description="Glob patterns; a key matching any is left out.")
@@ -225,6 +230,11 @@ class Source(_Endpoint):
         return value
 
     @model_validator(mode="after")
+    def _folder(self, info: ValidationInfo) -> Source:
+        check_folder("source", self.prefix, self.raw_prefix, info)
+        return self
+
+    @model_validator(mode="after")
     def _ranges(self) -> Source:
         if self.max_size is not None and self.max_size < self.min_size:
             raise _FieldProblem(
@@ -252,9 +262,10 @@ class Destination(_Endpoint):
         "",
         description=(
             "copy, move, verify: prepended to each key relative to source.prefix; process: prepended to the key "
-            "obj.write() is given, exactly as given (obj.relative_key gives copy's layout)."
+            "obj.write() is given, exactly as given (obj.relative_key gives copy's layout). Ends in / unless raw_prefix."
         ),
     )
+    raw_prefix: bool = Field(False, description=RAW_PREFIX_DOC)
     storage_class: StorageClass | None = Field(None, description="Storage class of the copies; null keeps S3's default (STANDARD).")
     expected_owner: str | None = Field(
         None, pattern=_ACCOUNT, description="12-digit account that must own the destination bucket; every request carries it."
@@ -272,6 +283,11 @@ class Destination(_Endpoint):
 
     _bucket = field_validator("bucket")(classmethod(lambda cls, v: _check_bucket(v)))
     _prefix = field_validator("prefix")(classmethod(lambda cls, v: _check_prefix(v)))
+
+    @model_validator(mode="after")
+    def _folder(self, info: ValidationInfo) -> Destination:
+        check_folder("destination", self.prefix, self.raw_prefix, info)
+        return self
 
     @model_validator(mode="after")
     def _kms(self) -> Destination:

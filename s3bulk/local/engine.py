@@ -43,6 +43,8 @@ from s3bulk.store import UNKNOWN_SIZE, ObjectInfo, ObjectStore, StoreError
 # Batches queued between the lister and the workers: enough to never starve the
 # pool, few enough that memory does not grow with the bucket.
 QUEUE_BATCHES = 4
+# Source -> destination keys a plan or a dry run shows, so a mapping's mistake is seen before anything is written.
+MAPPING_EXAMPLES = 5
 # Object bodies a process or relay job holds at once beyond one range and one part per thread (bodies/budget.py).
 LOCAL_BODY_BUDGET = 1024 * 1024 * 1024
 
@@ -146,6 +148,8 @@ class Engine:
         self._listing_error: BaseException | None = None
         self._selector = Selector(job.source, job.operation)
         self._map = key_mapper(job)
+        # The first source -> destination keys, for plan and a dry run to show: `backup//a` seen before it is written.
+        self.mappings: list[tuple[str, str]] = []
         self._extraneous = Extraneous(job, self.dst_store, self.tally, self._selector, self._map, spool=True)
         # The per-key log (--key-log): a dry run changes nothing, so it has no outcomes to record.
         self.keylog = JsonlKeyLog(key_log, self.job_id, job.operation) if key_log is not None and not job.options.dry_run else None
@@ -210,7 +214,15 @@ class Engine:
                 self.tally.seen(max(item.obj.size, 0), True)
             return iter(self._sample)
         items = self._items()
+        if self._map is not None:
+            items = self._noting_mappings(items)
         return self._past_canary(items) if self._canary_done else items
+
+    def _noting_mappings(self, items: Iterator[Item]) -> Iterator[Item]:
+        for item in items:
+            if len(self.mappings) < MAPPING_EXAMPLES and item.dst_key:
+                self.mappings.append((item.obj.key, item.dst_key))
+            yield item
 
     def _past_canary(self, items: Iterator[Item]) -> Iterator[Item]:
         """Leave out what the job's canary did: listed again, but counted (and committed) by the canary."""

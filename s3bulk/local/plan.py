@@ -67,6 +67,7 @@ class Plan:
     extraneous: int = 0  # sync: destination objects the run would delete
     markers: int = 0  # rewind: keys it would hide under a delete marker (what options.max_delete counts)
     invalid_rows: int = 0  # manifest rows the run would report as failed
+    mappings: list[tuple[str, str]] = field(default_factory=list)  # the first source -> destination keys
     restore_tier: str | None = None  # operation restore: the tier its retrieval fees are priced at
     tasks_per_invocation: int | None = None  # process with a Batch Operations Lambda: objects per invocation
     rekeys_in_place: bool = False  # set-encryption by UpdateObjectEncryption (AWS, to a key ARN), not by copies
@@ -474,6 +475,7 @@ def make_plan(job: Job, store: ObjectStore, dst_store: ObjectStore | None = None
     if job.operation in IN_PLACE_COPIES and (plan.requests.get("CopyObject") or plan.requests.get("CreateMultipartUpload")):
         plan.count("GetBucketOwnershipControls")  # asked once, at the first in-place copy
     plan.extraneous = engine.tally.extraneous_deleted
+    plan.mappings = engine.mappings
     plan.count("DeleteObjects", math.ceil(plan.extraneous / DELETE_BATCH))
     count_kms(job, plan, store, dst_store or store)
     return plan

@@ -184,6 +184,13 @@ def summary_table(report: Report, *, deletes: bool = False) -> Table:
     return table
 
 
+def mapping_lines(mappings: list[tuple[str, str]]) -> list[str]:
+    """The first source -> destination keys as lines (repr: a `//` or a trailing space shows)."""
+    if not mappings:
+        return []
+    return [f"first {len(mappings)} source -> destination keys:"] + [f"  {src!r} -> {dst!r}" for src, dst in mappings]
+
+
 def listed_where(report_path: str | None, every: Path | None = None) -> str:
     """Where a run's failures are listed, each with its key and error: the report (every failure past the first
     REPORT_FAILURES in `every`, the JSONL written with it), or the flag that writes one."""

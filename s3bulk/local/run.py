@@ -21,7 +21,7 @@ from s3bulk.local.engine import Engine, JobAbort, finish_journaled_deletes
 from s3bulk.local.interrupt import Interrupt, Interrupted, interruptible
 from s3bulk.local.ledger import LocalLedger
 from s3bulk.local.plan import make_plan
-from s3bulk.local.progress import EndpointWatch, ProgressDisplay, failures_table, listed_where, summary_table
+from s3bulk.local.progress import EndpointWatch, ProgressDisplay, failures_table, listed_where, mapping_lines, summary_table
 from s3bulk.ops.extraneous import empty_source_message, first_selected
 from s3bulk.ops.items import Item
 from s3bulk.ops.process import ProcessCode
@@ -229,6 +229,9 @@ def _finish(
         _quiet_failures(report, report_path, every)
     else:
         console.print(summary_table(report, deletes=job.options.delete_extraneous))
+        if job.options.dry_run:
+            for line in mapping_lines(engine.mappings):
+                console.print(line, markup=False, highlight=False)
         failures = failures_table(report, report_path, every)
         if failures is not None:
             console.print(failures)

@@ -20,11 +20,15 @@ REMEMBERED = 4096
 
 def out_of_order(bucket: str, key: str, before: bytes) -> StoreError:
     previous = before.decode("utf-8", "surrogatepass")
+    n = next((i for i, (a, b) in enumerate(zip(key, previous, strict=False)) if a != b), min(len(key), len(previous)))
+    if n < len(previous) and previous[n] == "/":  # it listed a/b before a-b: a filer's folder first
+        how = "this server lists a folder's keys before its siblings' (as SeaweedFS does): keep such sibling names apart, or use another server"
+    else:
+        how = "this server does not list in S3's order (a directory bucket does not either): use a server that does"
     return StoreError(
         "ListingOutOfOrder",
         f"s3://{bucket} listed {key!r} after {previous!r}, out of S3's key order (UTF-8 bytes); s3bulk shards, resumes "
-        "and syncs by that order, so it stopped rather than skip keys or delete the wrong ones. SeaweedFS lists a "
-        "folder's keys before its siblings' (a/b before a-b): keep such sibling names apart, or use another server",
+        f"and syncs by that order, so it stopped rather than skip keys or delete the wrong ones; {how}",
         400,
     )
 

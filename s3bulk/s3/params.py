@@ -122,8 +122,20 @@ def acl_params(policy: Mapping[str, Any] | None) -> dict[str, str]:
         return {}
     params = grant_headers({**policy, "Grants": [g for g in policy.get("Grants", []) if g.get("Permission") != "WRITE"]})
     if not params:
-        raise StoreError("AclNotCarried", f"the object's ACL has a grant that x-amz-grant-* cannot name: {dict(policy)}", 400)
+        unnamed = "; ".join(_grant_text(g) for g in policy.get("Grants", []) if not grant_headers({"Grants": [g]}))
+        raise StoreError(
+            "AclNotCarried",
+            f"the object's ACL has a grant a copy cannot name again ({unnamed or 'none named'}), so the copy would lose it; "
+            "give the object a canned ACL with a set-acl job, or remove that grant, then rerun",
+            400,
+        )
     return params
+
+
+def _grant_text(grant: Mapping[str, Any]) -> str:
+    grantee = dict(grant.get("Grantee", {}))
+    who = next((f"{field} {grantee[field]}" for field in ("ID", "URI", "EmailAddress") if grantee.get(field)), grantee.get("Type", "?"))
+    return f"{grant.get('Permission', '?')} to {who}"
 
 
 def version_param(version_id: str) -> dict[str, str]:

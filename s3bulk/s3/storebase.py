@@ -155,7 +155,10 @@ class StoreBase:
             self._count(meta.get("RetryAttempts", 0))
             err = exc.response.get("Error", {})
             code = str(err.get("Code") or meta.get("HTTPStatusCode") or "ClientError")
-            raise StoreError(code, str(err.get("Message") or code), meta.get("HTTPStatusCode")) from exc
+            message = str(err.get("Message") or code)
+            if meta.get("HTTPStatusCode") == 501:  # which call the server lacks, for the report's one line
+                message = f"{exc.operation_name}: {message}"
+            raise StoreError(code, message, meta.get("HTTPStatusCode")) from exc
         except (ReadTimeoutError, ConnectTimeoutError) as exc:
             raise StoreError("ReadTimeout" if isinstance(exc, ReadTimeoutError) else "ConnectTimeout", str(exc)) from exc
         except NO_ANSWER as exc:  # refused, reset, DNS, TLS: retryable, and no answer for the breaker

@@ -94,15 +94,15 @@ def folder_key(src_key: str, dst_key: str) -> str | None:
     """Why an object may not be written at its mapped key, else None: a key that is empty or ends in `/` where its source
     key does not is a folder's name (SeaweedFS keeps no bytes there, versitygw refuses it), so the bytes would be lost.
 
-    It happens when source.prefix is one whole key: `single/precious.dat` under destination.prefix `archive/` maps to
-    `archive/`. The fix is a destination.prefix that names the object, as `aws s3 mv` would name it.
+    It happens when source.prefix is one whole key (a raw_prefix): `single/precious.dat` under destination.prefix
+    `archive/` maps to `archive/`. The fix is a destination.prefix that names the object, as `aws s3 mv` would name it.
     """
     if src_key.endswith("/") or (dst_key and not dst_key.endswith("/")):
         return None
     base = src_key.rsplit("/", 1)[-1]
     return (
         f"source key {src_key!r} maps to the destination key {dst_key!r}, a folder's name, since source.prefix is the "
-        f"whole key; set destination.prefix to {dst_key + base!r}"
+        f"whole key; set destination.prefix to {dst_key + base!r} with destination.raw_prefix: true"
     )
 
 

@@ -63,7 +63,7 @@ def test_cli_exits_1_and_names_the_key_the_server_refused(
         {
             "operation": "copy",
             "source": {"bucket": src, "prefix": "in/"},
-            "destination": {"bucket": dst, "prefix": "renamed-with-a-longer-prefix-"},
+            "destination": {"bucket": dst, "prefix": "renamed-with-a-longer-prefix-", "raw_prefix": True},
         },
     )
     proc = run_cli("run", str(job), "--endpoint-url", seaweed, "--report", str(tmp_path / "r.json"), env=cli_env(tmp_path))

@@ -94,7 +94,7 @@ def test_retention_and_legal_hold_are_applied_to_every_selected_object_and_read_
             datetime(2035, 6, 30, tzinfo=UTC),
         )
 
-    hold = {"operation": "set-legal-hold", "source": {"bucket": bucket, "prefix": "records/00"}, "legal_hold": "ON"}
+    hold = {"operation": "set-legal-hold", "source": {"bucket": bucket, "prefix": "records/00", "raw_prefix": True}, "legal_hold": "ON"}
     code, report, _ = run_job(moto_endpoint, tmp_path, "hold", hold)
     assert (code, report["succeeded"]) == (0, 10)
     statuses = {k: direct.get_object_legal_hold(Bucket=bucket, Key=k)["LegalHold"].get("Status", "OFF") for k in keys}

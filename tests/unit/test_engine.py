@@ -153,7 +153,7 @@ def test_report_has_the_documented_fields(store: MemoryStore, tmp_path: Path) ->
 
 
 def test_listing_failure_fails_the_job_with_a_clear_error(store: MemoryStore) -> None:
-    report = Engine(parse_job('{"operation":"delete","source":{"bucket":"missing-b","prefix":"x"}}'), store).run()
+    report = Engine(parse_job('{"operation":"delete","source":{"bucket":"missing-b","prefix":"x/"}}'), store).run()
     assert report.status == "failed"
     assert report.error is not None and "NoSuchBucket" in report.error
     assert report.exit_code == 1
@@ -279,7 +279,7 @@ def test_a_move_of_a_prefix_that_is_one_whole_key_never_writes_its_bytes_to_a_fo
     store.put_object("dst-b", "archive/", b"")  # a folder marker: a sync must not take it for the copy
     job = parse_job(json.dumps({
         "operation": "move",
-        "source": {"bucket": "src-b", "prefix": "single/precious.dat"},
+        "source": {"bucket": "src-b", "prefix": "single/precious.dat", "raw_prefix": True},
         "destination": {"bucket": "dst-b", "prefix": dst_prefix},
         "options": {"if_exists": if_exists},
     }))  # fmt: skip
@@ -288,7 +288,7 @@ def test_a_move_of_a_prefix_that_is_one_whole_key_never_writes_its_bytes_to_a_fo
     assert (s["succeeded"], s["failed"], report.exit_code) == (1, 1, 1)
     [failure] = report.tally.failures()
     assert failure["key"] == "single/precious.dat" and failure["error"] == "InvalidDestinationKey"
-    assert f"set destination.prefix to '{dst_prefix}precious.dat'" in failure["message"]
+    assert f"set destination.prefix to '{dst_prefix}precious.dat' with destination.raw_prefix: true" in failure["message"]
     assert store.keys("src-b") == ["single/precious.dat"]  # the source stays: nothing was copied
     assert store.get_body("dst-b", f"{dst_prefix}.bak") == b"backup"  # the key beside it mapped to a real name and moved
     assert store.get_body("dst-b", "archive/") == b""

@@ -66,3 +66,29 @@ def test_archived_sources_are_permanent_and_say_restore_needed(code: str) -> Non
     exc = StoreError(code, "The operation is not valid for the object's storage class", 403)
     assert classify(exc) is ErrorKind.PERMANENT
     assert "restore needed" in error_message(exc)
+
+
+def test_a_501_is_permanent_and_says_the_server_lacks_the_call_not_to_rerun_later() -> None:
+    exc = StoreError("NotImplemented", "GetObjectTagging: A header you provided implies functionality that is not implemented", 501)
+    assert classify(exc) is ErrorKind.PERMANENT
+    message = error_message(exc)
+    assert "GetObjectTagging" in message and "does not implement" in message and "rerun later" not in message
+
+
+def test_listing_out_of_order_blames_the_server_it_came_from_and_names_seaweedfs_only_for_its_folder_order() -> None:
+    from s3bulk.s3.keyorder import out_of_order
+
+    folder_first = out_of_order("b", "d/a-b", b"d/a/b").message
+    assert "folder's keys before its siblings'" in folder_first
+    shuffled = out_of_order("b", "k/apple", b"k/zebra").message
+    assert "SeaweedFS" not in shuffled and "does not list in S3's order" in shuffled
+
+
+def test_an_acl_a_copy_cannot_carry_is_named_grant_by_grant_with_a_way_forward() -> None:
+    from s3bulk.s3.params import acl_params
+
+    policy = {"Owner": {"ID": "o"}, "Grants": [{"Grantee": {"Type": "Group"}, "Permission": "READ"}]}
+    with pytest.raises(StoreError) as info:
+        acl_params(policy)
+    assert info.value.code == "AclNotCarried"
+    assert "READ to Group" in info.value.message and "set-acl" in info.value.message and "{" not in info.value.message

@@ -80,7 +80,7 @@ def test_prefix_over_1024_utf8_bytes_is_refused() -> None:
 
 
 def test_prefix_of_exactly_1024_bytes_is_accepted() -> None:
-    assert parse_job(job(source__prefix="a" * 1024)).source.prefix == "a" * 1024
+    assert parse_job(job(source__prefix="a" * 1023 + "/")).source.prefix == "a" * 1023 + "/"
 
 
 def test_destination_inside_source_range_is_refused() -> None:
@@ -90,7 +90,7 @@ def test_destination_inside_source_range_is_refused() -> None:
 
 
 def test_source_inside_destination_range_is_refused() -> None:
-    assert "overlaps" in refused(job(destination__bucket="src-bucket", destination__prefix="lo"))
+    assert "overlaps" in refused(job(destination__bucket="src-bucket", destination__prefix="lo", destination__raw_prefix=True))
 
 
 def test_copy_onto_itself_is_refused() -> None:

@@ -135,7 +135,7 @@ def test_a_multipart_copy_reuses_the_filters_head_and_reads_it_before_the_tags(s
     for name, ctype in (("big-a", "video/mp4"), ("big-b", "image/gif"), ("big-c", "video/webm")):
         store.put_object("src-b", f"in/{name}", b"v" * (6 * MiB), content_type=ctype, tags={"team": "data"})
     options = {"multipart_threshold": 5 * MiB, "part_size": 5 * MiB}
-    s, _ = run(store, job(options=options, prefix="in/big", content_type="video/*", tags={"team": "data"}))
+    s, _ = run(store, job(options=options, prefix="in/big", raw_prefix=True, content_type="video/*", tags={"team": "data"}))
     assert (s["succeeded"], s["skipped"]) == (2, 1)
     assert store.keys("dst-b") == ["out/-a", "out/-c"]  # destination keys are relative to the prefix "in/big"
     assert store.get_body("dst-b", "out/-a") == b"v" * (6 * MiB)

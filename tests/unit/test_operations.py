@@ -123,7 +123,11 @@ def test_an_in_place_copy_keeps_the_objects_own_kms_key_not_the_buckets_default(
     store.put_object("src-b", "in/plain", b"p" * size, encryption=Encryption("AES256"))
     fields: dict[str, Any] = {"storage_class": "STANDARD_IA"} if operation == "set-storage-class" else {"checksum_algorithm": "CRC32"}
     options = {"multipart_threshold": 8 * MiB, "part_size": 8 * MiB}
-    j = parse_job(json.dumps({"operation": operation, "source": {"bucket": "src-b", "prefix": "in/s"}, **fields, "options": options}))
+    j = parse_job(
+        json.dumps(
+            {"operation": operation, "source": {"bucket": "src-b", "prefix": "in/s", "raw_prefix": True}, **fields, "options": options}
+        )
+    )
     s = Engine(j, store, concurrency=2).run().summary()
     assert (s["succeeded"], s["failed"]) == (1, 0)
     secret = store.get("src-b", "in/secret")
@@ -144,7 +148,11 @@ def test_an_in_place_copy_keeps_each_objects_grants_where_the_bucket_has_acls(st
     before = {k: acl_doc(store.get_acl("src-b", f"in/{k}")) for k in ("shared", "sealed")}
     fields: dict[str, Any] = {"storage_class": "STANDARD_IA"} if operation == "set-storage-class" else {"checksum_algorithm": "CRC32"}
     options = {"multipart_threshold": 8 * MiB, "part_size": 8 * MiB}
-    j = parse_job(json.dumps({"operation": operation, "source": {"bucket": "src-b", "prefix": "in/s"}, **fields, "options": options}))
+    j = parse_job(
+        json.dumps(
+            {"operation": operation, "source": {"bucket": "src-b", "prefix": "in/s", "raw_prefix": True}, **fields, "options": options}
+        )
+    )
     calls = store.calls.copy()
     s = Engine(j, store, concurrency=2).run().summary()
     made = {op: n - calls.get(op, 0) for op, n in store.calls.items()}
@@ -162,7 +170,11 @@ def test_an_in_place_copy_keeps_the_objects_retention_and_legal_hold(store: Memo
     store.put_retention("src-b", "in/locked", "GOVERNANCE", until)
     store.put_legal_hold("src-b", "in/locked", "ON")
     options = {"multipart_threshold": 8 * MiB, "part_size": 8 * MiB}
-    doc = {"operation": "set-storage-class", "source": {"bucket": "src-b", "prefix": "in/l"}, "storage_class": "GLACIER_IR"}
+    doc = {
+        "operation": "set-storage-class",
+        "source": {"bucket": "src-b", "prefix": "in/l", "raw_prefix": True},
+        "storage_class": "GLACIER_IR",
+    }
     s = Engine(parse_job(json.dumps({**doc, "options": options})), store, concurrency=2).run().summary()
     assert (s["succeeded"], s["failed"]) == (1, 0)
     locked = store.get("src-b", "in/locked")
@@ -174,7 +186,11 @@ def test_a_multipart_class_change_keeps_the_objects_checksum_algorithm(store: Me
     body = bytes(range(256)) * (12 * MiB // 256)
     store.put_object("src-b", "in/summed", body, checksum="SHA256:whole-object-value")
     options = {"multipart_threshold": 8 * MiB, "part_size": 8 * MiB}
-    doc = {"operation": "set-storage-class", "source": {"bucket": "src-b", "prefix": "in/s"}, "storage_class": "STANDARD_IA"}
+    doc = {
+        "operation": "set-storage-class",
+        "source": {"bucket": "src-b", "prefix": "in/s", "raw_prefix": True},
+        "storage_class": "STANDARD_IA",
+    }
     assert Engine(parse_job(json.dumps({**doc, "options": options})), store).run().summary()["succeeded"] == 1
     summed = store.get("src-b", "in/summed")
     assert summed.checksum.startswith("SHA256:") and summed.checksum.endswith("-2") and summed.body == body
@@ -246,17 +262,27 @@ def test_verify_finds_corrupted_missing_and_resized_copies(store: MemoryStore) -
 def test_verify_hashes_bodies_when_etags_cannot_be_compared(store: MemoryStore) -> None:
     body = bytes(range(256)) * (12 * MiB // 256)
     store.put_object("src-b", "in/big", body)
-    copy = {"operation": "copy", "source": {"bucket": "src-b", "prefix": "in/b"}, "destination": {"bucket": "dst-b", "prefix": "x/"}}
+    copy = {
+        "operation": "copy",
+        "source": {"bucket": "src-b", "prefix": "in/b", "raw_prefix": True},
+        "destination": {"bucket": "dst-b", "prefix": "x/"},
+    }
     Engine(parse_job(json.dumps({**copy, "options": {"multipart_threshold": 5 * MiB, "part_size": 5 * MiB}})), store).run()
     assert "-" in store.get("dst-b", "x/ig").etag  # multipart ETag: not an MD5 of the content
-    s, lines = run(store, job("verify", source={"bucket": "src-b", "prefix": "in/b"}, destination={"bucket": "dst-b", "prefix": "x/"}))
+    s, lines = run(
+        store,
+        job("verify", source={"bucket": "src-b", "prefix": "in/b", "raw_prefix": True}, destination={"bucket": "dst-b", "prefix": "x/"}),
+    )
     assert s["succeeded"] == 1
     assert lines[0]["src_checksum"].startswith("SHA256:") and lines[0]["src_checksum"] == lines[0]["dst_checksum"]
     corrupted = bytearray(body)
     corrupted[7 * MiB] ^= 1
     store.put_object("dst-b", "x/ig", bytes(corrupted))
     store._buckets["dst-b"]["x/ig"].etag = '"0123-3"'  # as a multipart upload would have: not comparable
-    s, lines = run(store, job("verify", source={"bucket": "src-b", "prefix": "in/b"}, destination={"bucket": "dst-b", "prefix": "x/"}))
+    s, lines = run(
+        store,
+        job("verify", source={"bucket": "src-b", "prefix": "in/b", "raw_prefix": True}, destination={"bucket": "dst-b", "prefix": "x/"}),
+    )
     assert (s["failed"], lines[0]["error"]) == (1, "ContentMismatch")
 
 

@@ -119,7 +119,7 @@ class JobsMixin(CountingMixin, LeasesMixin):
         counters, listing_done = self._sum(item, shards + self._counter_shards(job_id))
         return JobRecord(
             job_id,
-            parse_job(item["spec"]["S"]),
+            parse_job(item["spec"]["S"], stored=True),
             item["status"]["S"],
             listing_done,
             counters,
@@ -175,7 +175,7 @@ class JobsMixin(CountingMixin, LeasesMixin):
 
     def spec(self, job_id: str) -> Job:
         """The job alone (what a worker needs): one small GetItem, no counters."""
-        return parse_job(self._job_item(job_id, "spec")["spec"]["S"])
+        return parse_job(self._job_item(job_id, "spec")["spec"]["S"], stored=True)
 
     def await_confirmation(self, job_id: str, token: str) -> None:
         """Store the token the execution waits on until its owner confirms the job (options.confirm)."""
