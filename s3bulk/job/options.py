@@ -25,8 +25,9 @@ class Options(_Strict):
         "overwrite",
         description=(
             "overwrite: replace existing destination objects; skip: leave any existing one (and, for move, its source) untouched; "
-            "skip-unchanged: copy only objects that are new or changed (size and ETag; multipart ETags: size and checksum, "
-            "else a newer destination)."
+            "skip-unchanged: copy only objects that are new or changed (size and ETag; multipart ETags, or a listing "
+            "without ETags: both objects' ETags and checksums from a HEAD, else for multipart a newer destination; a pair "
+            "nothing decides is copied and counted)."
         ),
     )
     delete_extraneous: bool = Field(
