@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from xml.etree import ElementTree
 
-from s3bulk.s3.keytext import legible
+from s3bulk.s3.keytext import Unparseable, legible
 from s3bulk.store import StoreError
 
 UNRECOGNISED = "UnrecognisedAnswer"
@@ -66,10 +66,15 @@ def unrecognised(call: str, why: str, status: int | None = 500) -> StoreError:
 def read(call: str, body: bytes, *, tolerant: bool = False) -> Answer:
     """The call's result in `body`; `tolerant` reads a character XML cannot carry as U+FFFD (keytext.legible).
 
-    ParseError for a body that is not XML (cut off in transit); UnrecognisedAnswer for XML that is not this call's
+    ParseError for a body that is not XML (cut off in transit; Unparseable when `tolerant`); UnrecognisedAnswer for XML that is not this call's
     result: another root element, or without an element S3 always sends.
     """
-    root = ElementTree.fromstring(legible(body) if tolerant else body)
+    try:
+        root = ElementTree.fromstring(legible(body) if tolerant else body)
+    except ElementTree.ParseError:
+        if tolerant:
+            raise Unparseable from None  # not retried: EncodingClaims asks once more itself
+        raise
     name, required, kinds = RESULTS[call]
     if local(root.tag) != name:
         raise unrecognised(call, f"<{root.tag}>")

@@ -194,3 +194,20 @@ def test_multipart_uploads_claiming_url_with_raw_keys_are_read_as_sent(monkeypat
     server = paths.serve(uploads(True), uploads(False))
     assert [o.key for o in paths._botocore().list_uploads_page("b", "fx/").objects] == LIED
     assert server.encoded == [True, False]
+
+
+def test_an_unencoded_answer_that_never_parses_where_the_encoded_one_does_proves_the_claim(paths: Paths) -> None:
+    """A server that does not escape `&` in a raw key: only its url encoding made the first answer readable XML."""
+    claimed = page(["fx/a%2Bb", "fx/x%26y"], url=True)
+    broken = f"<ListBucketResult {NS}><IsTruncated>false</IsTruncated><Contents><Key>fx/x&y</Key></Contents></ListBucketResult>"
+    server = paths.serve(claimed, broken, claimed, broken)
+    assert [o.key for o in paths.list_page().objects] == ["fx/a+b", "fx/x&y"]
+    assert server.encoded == [True, False, True, False]  # asked twice: a body cut in transit does not repeat
+    assert paths.claims.encodes("b", "ListObjectsV2") is True
+
+
+def test_characters_xml_cannot_carry_unencoded_are_compared_as_lost_not_as_different(paths: Paths) -> None:
+    plain = f"<ListBucketResult {NS}><IsTruncated>false</IsTruncated><Contents><Key>fx/a+\uffff</Key></Contents></ListBucketResult>"
+    paths.serve(page(["fx/a%2B%EF%BF%BF"], url=True), plain)
+    assert [o.key for o in paths.list_page().objects] == ["fx/a+\uffff"]
+    assert paths.claims.encodes("b", "ListObjectsV2") is True
