@@ -339,7 +339,8 @@ class WorkerService:
                 retries = sum(s.retries for s in stores) - retries_before
                 codes, examples = tally.codes()
                 throttled = sum(n for code, n in codes.items() if code in THROTTLING)
-                counts = BatchCounts(tally.succeeded, tally.skipped, tally.failed, tally.bytes, retries, tally.retried, throttled)
+                notes = tuple((name, n) for name, n in tally.notes.items() if n)
+                counts = BatchCounts(tally.succeeded, tally.skipped, tally.failed, tally.bytes, retries, tally.retried, throttled, notes)
             finally:
                 tally.close()
         counted = self.ledger.finish_batch(msg.job_id, msg.batch_id, counts, attempt=attempt, child=rest.encode() if rest else "")

@@ -15,7 +15,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
 from rich.table import Table
 
 from s3bulk.breakers.outage import OutageBreaker
-from s3bulk.report import REPORT_FAILURES, Report, Snapshot, Tally, failures_file, writes_stdout
+from s3bulk.report import NOTES, REPORT_FAILURES, Report, Snapshot, Tally, failures_file, writes_stdout
 
 _UNITS = ("B", "KB", "MB", "GB", "TB", "PB")
 
@@ -178,6 +178,8 @@ def summary_table(report: Report, *, deletes: bool = False) -> Table:
             ("bytes/s", human_bytes(done_bytes / secs) + "/s"),
             ("retries", f"{s['retries']:,}"),
         ]
+    # What no content evidence decided (report.NOTES), shown only when some object was so decided.
+    rows += [(name.replace("_", " "), f"{s[name]:,}") for name in NOTES if s.get(name)]
     rows.append(("seconds", f"{s['seconds']:,.2f}"))
     for name, value in rows:
         table.add_row(name, value)

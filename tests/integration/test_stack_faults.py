@@ -377,3 +377,21 @@ def test_with_40_listing_shards_a_batchs_completion_check_reads_two_items_until_
     assert full <= ledger.shards + len(children) < len(work) / 2
     print(f"{len(work)} batches over 40 listing shards: {full} full reads")
     assert ledger.load(job_id).counters["pending"] == 0
+
+
+def test_objects_no_content_evidence_decided_are_counted_once_per_batch_and_reach_the_stacks_report_counts(aws: Aws) -> None:
+    from s3bulk.report import NOTES, Counts
+
+    job_id = start(aws)
+    aws.ledger.plan(job_id, [("", None)])
+    aws.ledger.checkpoint(job_id, 0, 0, None, True, scanned=30, listed=30, listed_bytes=0, skipped=0, batches=3)
+    notes = (("confirmed_by_size_only", 2), ("unchanged_undecided_copied", 1))
+    for batch in ("b0", "b1", "b1", "b2"):  # b1 delivered twice: counted once
+        aws.ledger.finish_batch(job_id, batch, BatchCounts(succeeded=10, notes=notes if batch != "b2" else ()))
+    counts = Counts.of_counters(aws.ledger.load(job_id).counters)
+    assert {name: getattr(counts, name) for name in NOTES} == {
+        "confirmed_by_size_only": 4,
+        "unchanged_undecided_copied": 2,
+        "unchanged_by_time_skipped": 0,
+    }
+    assert counts.succeeded == 30

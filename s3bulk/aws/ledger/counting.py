@@ -28,6 +28,7 @@ class BatchCounts:
     retries: int = 0  # requests the S3 client retried while working the batch
     object_retries: int = 0  # extra rounds its objects needed
     throttled: int = 0  # of `failed`, those whose error was throttling (the failure breaker leaves them out)
+    notes: tuple[tuple[str, int], ...] = ()  # (report.NOTES name, count): objects decided without content evidence
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,11 +144,16 @@ class CountingMixin(LedgerBase):
             # pending moves to the counter shard that will count the child (a net 0 when it is this one)
             ":minus": -1 if not child or _shard_of_child(child, self.shards) != counter_shard(batch_id, self.shards) else 0,
         }
+        # Only the notes a batch has: most have none, and every attribute an update names costs its item's bytes.
+        noted = [(f"#n{i}", f":n{i}", name, n) for i, (name, n) in enumerate(counts.notes) if n and name in COUNTERS]
+        values.update({value: n for _, value, _, n in noted})
+        adds = "".join(f", {attr} {value}" for attr, value, _, _ in noted)
         update: dict[str, Any] = {
             "TableName": self.table,
             "Key": counter_key(job_id, counter_shard(batch_id, self.shards)),
-            "UpdateExpression": "ADD #s :s, #k :k, #f :f, #b :b, #r :r, #o :o, #t :t, #p :minus SET expires_at = :exp",
+            "UpdateExpression": f"ADD #s :s, #k :k, #f :f, #b :b, #r :r, #o :o, #t :t, #p :minus{adds} SET expires_at = :exp",
             "ExpressionAttributeNames": {
+                **{attr: name for attr, _, name, _ in noted},
                 "#s": "succeeded",
                 "#k": "skipped",
                 "#f": "failed",

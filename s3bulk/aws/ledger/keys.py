@@ -30,6 +30,10 @@ COUNTERS = (
     "object_retries",
     "throttled",
     "redone",
+    # report.NOTES: objects decided without content evidence, added by a batch only when it has some
+    "confirmed_by_size_only",
+    "unchanged_undecided_copied",
+    "unchanged_by_time_skipped",
 )
 # Counters the lister adds on the job item; the rest are only ever added on shards.
 LISTER_COUNTERS = ("scanned", "listed", "listed_bytes", "skipped", "failed", "batches", "pending", "extraneous")
