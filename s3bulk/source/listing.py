@@ -180,24 +180,6 @@ def iter_objects(store: Lister, bucket: str, prefix: str, start_after: str | Non
         token = page.next_token
 
 
-def _tree_entries(store: Lister, bucket: str, prefix: str, delimiter: str, first: ListPage) -> Iterator[ObjectInfo | str]:
-    """One level of the tree in S3 order: direct objects and sub-prefixes (str), merged."""
-    page = first
-    while True:
-        objs, subs, i, j = page.objects, page.prefixes, 0, 0
-        while i < len(objs) or j < len(subs):
-            # A key not inside a sub-prefix sorts entirely before or after that prefix's subtree.
-            if j >= len(subs) or (i < len(objs) and objs[i].key < subs[j]):
-                yield objs[i]
-                i += 1
-            else:
-                yield subs[j]
-                j += 1
-        if page.next_token is None:
-            return
-        page = store.list_page(bucket, prefix, token=page.next_token, delimiter=delimiter)
-
-
 def batched(items: Iterable[T], size: int, group: Callable[[T], object] | None = None) -> Iterator[list[T]]:
     """Lists of `size` items; with `group`, a batch grows past `size` rather than split a group (a key's versions)."""
     batch: list[T] = []

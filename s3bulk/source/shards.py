@@ -1,9 +1,10 @@
 """The sharded listing: a source cut into key ranges of about equal size, each listed on its own.
 
-The planner probes the key space with delimiter listings (a few requests, not a full listing), estimates each piece's
-size, and balances the pieces into ranges (`plan_ranges`); `Shard` is a range, paged by start_after up to its end
-(`list_shard_page`, as the stack's listers page theirs); `iter_objects_parallel` lists the ranges at once and yields
-their keys in order, as one listing.
+The planner probes the key space with listings of two keys at most and no delimiter (a few requests, not a full
+listing), estimates each piece's size, and balances the pieces into ranges (`plan_ranges`); `Shard` is a range, paged by
+start_after up to its end (`list_shard_page`, as the stack's listers page theirs); `iter_objects_parallel` lists the
+ranges at once and yields their keys in order, as one listing. Every plan is contiguous from its start to the prefix's
+end, and no key is ever taken from a delimiter answer (treeranges), so a server's CommonPrefixes cannot hide keys.
 """
 
 from __future__ import annotations
@@ -15,15 +16,15 @@ import queue
 import threading
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import cast
 
-from s3bulk.source.listing import Lister, _tree_entries, iter_objects
-from s3bulk.store import ListPage, ObjectInfo
+from s3bulk.source.listing import Lister, iter_objects
+from s3bulk.source.treeranges import TOP as _TOP
+from s3bulk.source.treeranges import Range, ShardPage, page_range, range_pages, tree_ranges
+from s3bulk.store import ObjectInfo
 
 _DONE = object()
-# Past every key that starts with a given string: U+10FFFF is the largest code point, so its UTF-8 is S3's largest too.
-_TOP = "\U0010ffff"
 # Shard boundaries are tried at these characters; keys with other characters still land in a shard (the last one).
 _SPLIT_CHARS = [chr(c) for c in range(0x20, 0x7F)]
 
@@ -318,15 +319,6 @@ def plan_ranges(store: Lister, bucket: str, prefix: str, target: int, *, threads
     return [Shard("", rest[0].upto), *rest[1:]]  # the first range takes the first page too
 
 
-@dataclass(frozen=True, slots=True)
-class ShardPage:
-    """One page of a shard: its keys, the cursor to continue from, and whether the shard is done."""
-
-    objects: list[ObjectInfo]
-    next_token: str | None
-    done: bool
-
-
 def list_shard_page(store: Lister, bucket: str, prefix: str, shard: Shard, token: str | None) -> ShardPage:
     """The next page of a shard (keys k with after < k <= upto): from its start, or from `token`.
 
@@ -334,12 +326,7 @@ def list_shard_page(store: Lister, bucket: str, prefix: str, shard: Shard, token
     so shards cut anywhere cover the keys exactly once. The engine's parallel listing and
     the stack's listers both page shards through here.
     """
-    page = store.list_page(bucket, prefix, token=token, start_after=None if token else shard.after or None)
-    objs, done = page.objects, page.next_token is None
-    if shard.upto is not None and objs and objs[-1].key > shard.upto:
-        upto = shard.upto
-        objs, done = [o for o in objs if o.key <= upto], True
-    return ShardPage(objs, None if done else page.next_token, done)
+    return page_range(store, bucket, prefix, shard.after, shard.upto, token)
 
 
 class _Budget:
@@ -379,6 +366,15 @@ class _Budget:
             self._cv.notify_all()
 
 
+def _going_on(ranges: Iterator[Range], last: str, token: str) -> Iterator[Range]:
+    """The ranges, the first going on from the first page's cursor where it starts at that page's last key, outside a core."""
+    r = next(ranges, None)
+    if r is None:
+        return
+    yield replace(r, token=token) if r.after == last and (r.core is None or last < r.core) else r
+    yield from ranges
+
+
 def iter_objects_parallel(
     store: Lister,
     bucket: str,
@@ -391,78 +387,75 @@ def iter_objects_parallel(
 ) -> Generator[ObjectInfo, None, None]:
     """Every object under prefix in exactly iter_objects' order, with up to `workers` ranges listed at once.
 
-    A tree is split at its sub-prefixes; a flat prefix (a truncated first page and no
-    sub-prefixes) is split into StartAfter shards by plan_shards. With start_after (a
-    resumed job) the rest is sharded the same way, whatever its shape. Ranges ahead of
-    the consumer share a budget of workers x pages_ahead pages, so memory is bounded
-    whatever the bucket holds, and a long shard keeps listing while earlier ones drain.
+    Every key comes from a listing without a delimiter, in contiguous ranges from the start to the prefix's end, so
+    a sub-prefix a server leaves out of its CommonPrefixes is still listed, once (see treeranges). The first page is
+    yielded as it comes; where its keys nest, the level's delimiter answers choose the cuts past its last key, one
+    range per sub-prefix; where they do not (or the answers name nothing), plan_shards cuts the rest by probes. With
+    start_after (a resumed job) the rest is cut by probes, whatever its shape. Ranges ahead of the consumer share a
+    budget of workers x pages_ahead pages, so memory is bounded whatever the bucket holds, and a long range keeps
+    listing while earlier ones drain.
     """
     if workers <= 1:
         yield from iter_objects(store, bucket, prefix, start_after=start_after)
         return
     stop = threading.Event()
     budget = _Budget(workers * pages_ahead)
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="s3bulk-list")
+    # Requests nothing waits behind (the plan's probes, a range's head probe): producers wait on them, so never in `pool`.
+    probes = ThreadPoolExecutor(workers, thread_name_prefix="s3bulk-probe")
 
-    def produce(index: int, sub: str, shard: Shard | None, out: queue.Queue[object]) -> None:
+    def produce(index: int, r: Range, out: queue.Queue[object]) -> None:
         try:
-            token: str | None = None
-            while not stop.is_set():
-                page = list_shard_page(store, bucket, sub, shard or Shard("", None), token)
-                out.put((budget.take(index, out, stop), page.objects))
-                if page.done:
+            for objs in range_pages(store, bucket, prefix, r, probes):
+                out.put((budget.take(index, out, stop), objs))
+                if stop.is_set():
                     break
-                token = page.next_token
         except BaseException as exc:  # noqa: BLE001 - handed to the consumer, which re-raises
             out.put(exc)
         finally:
             out.put(_DONE)
 
-    ranges: Iterator[ObjectInfo | str | Shard]
-    pool = ThreadPoolExecutor(workers, thread_name_prefix="s3bulk-list")
+    def planned(after: str, sample: Sequence[str] = (), target: int = 4 * workers, levels: int = 3) -> Iterator[Range]:
+        for s in plan_shards(store, bucket, prefix, after, probes, sample=sample, target=target, levels=levels):
+            yield Range(s.after, s.upto)
+
     try:
-        first = store.list_page(bucket, prefix, delimiter=delimiter) if start_after is None else ListPage([], None)
+        ranges: Iterator[Range]
         if start_after is not None:
-            ranges = iter(plan_shards(store, bucket, prefix, start_after, pool, target=workers, levels=1))
-        elif not first.prefixes and first.next_token is not None and first.objects:
-            yield from first.objects
-            ranges = iter(
-                plan_shards(store, bucket, prefix, first.objects[-1].key, pool, sample=[o.key for o in first.objects], target=4 * workers)
-            )
+            ranges = planned(start_after, target=workers, levels=1)
         else:
-            ranges = _tree_entries(store, bucket, prefix, delimiter, first)
-        pending: collections.deque[ObjectInfo | tuple[int, queue.Queue[object]]] = collections.deque()
-        open_ranges = 0
-        waiting_objects = 0
+            first = store.list_page(bucket, prefix)
+            yield from first.objects
+            while not first.objects and first.next_token is not None:  # a view's page may hold none (source.as_of)
+                first = store.list_page(bucket, prefix, token=first.next_token)
+                yield from first.objects
+            if first.next_token is None:
+                return
+            last, sample = first.objects[-1].key, [o.key for o in first.objects]
+            if any(delimiter in key[len(prefix) :] for key in sample):
+                # From the level's start, not from `last`: a start-after beside a delimiter is where servers differ most
+                # (moto fails on one it cannot echo); the sub-prefixes the first page covered are passed over.
+                answer = store.list_page(bucket, prefix, delimiter=delimiter)
+                ranges = tree_ranges(store, bucket, prefix, delimiter, last, answer, lambda lo: planned(lo, sample))
+            else:
+                ranges = planned(last, sample)
+            ranges = _going_on(ranges, last, first.next_token)
+        pending: collections.deque[tuple[int, queue.Queue[object]]] = collections.deque()
         exhausted = False
         started = 0
         while True:
-            # Read ahead only to start range producers; stop at the first direct object, so a
-            # mixed level streams its own objects page by page exactly like serial paging.
-            while not exhausted and open_ranges < workers and waiting_objects == 0:
-                entry = next(ranges, None)
-                if entry is None:
+            while not exhausted and len(pending) < workers:  # read ahead only to start range producers
+                r = next(ranges, None)
+                if r is None:
                     exhausted = True
-                elif isinstance(entry, ObjectInfo):
-                    pending.append(entry)
-                    waiting_objects += 1
-                else:
-                    q: queue.Queue[object] = queue.Queue()  # bounded by the shared budget, not per queue
-                    if isinstance(entry, Shard):
-                        pool.submit(produce, started, prefix, entry, q)
-                    else:
-                        pool.submit(produce, started, entry, None, q)
-                    pending.append((started, q))
-                    started += 1
-                    open_ranges += 1
+                    break
+                q: queue.Queue[object] = queue.Queue()  # bounded by the shared budget, not per queue
+                pool.submit(produce, started, r, q)
+                pending.append((started, q))
+                started += 1
             if not pending:
                 return
-            head = pending.popleft()
-            if isinstance(head, ObjectInfo):
-                waiting_objects -= 1
-                yield head
-                continue
-            open_ranges -= 1
-            index, hq = head
+            index, hq = pending.popleft()
             budget.set_head(index)
             while True:
                 try:
@@ -481,3 +474,4 @@ def iter_objects_parallel(
     finally:
         stop.set()
         pool.shutdown(wait=True, cancel_futures=True)
+        probes.shutdown(wait=True, cancel_futures=True)
