@@ -50,7 +50,13 @@ class Options(_Strict):
     )
     batch_size: int = Field(1000, ge=1, le=1000, description="Keys per batch (a DeleteObjects request holds at most 1,000).")
     list_workers: int = Field(
-        16, ge=1, le=64, description="Sub-prefixes (one level below source.prefix) listed at once; output order is unchanged."
+        16,
+        ge=1,
+        le=64,
+        description=(
+            "Key ranges listed at once, cut at the sub-prefixes one level below source.prefix (a range covers every key "
+            "up to the next, so a folder a server leaves out of CommonPrefixes is still listed); output order is unchanged."
+        ),
     )
     object_retries: int = Field(
         3,
