@@ -153,12 +153,12 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("schema", help="print the job file's JSON Schema")
 
-    def deployed(name: str, help_text: str) -> argparse.ArgumentParser:
+    def deployed(name: str, help_text: str, endpoint_help: str = argparse.SUPPRESS) -> argparse.ArgumentParser:
         cmd = sub.add_parser(name, help=help_text)
         cmd.add_argument("--stack", default=DEFAULT_STACK, help=f"the deployed CloudFormation stack (default {DEFAULT_STACK})")
         cmd.add_argument("--region", help="AWS region of the stack")
         cmd.add_argument("--profile", help="AWS profile name")
-        cmd.add_argument("--endpoint-url", help=argparse.SUPPRESS)
+        cmd.add_argument("--endpoint-url", help=endpoint_help)
         cmd.add_argument("--state-machine-arn", help="instead of reading the stack's outputs")
         cmd.add_argument("--table", help="ledger table name, instead of the stack's outputs")
         cmd.add_argument("--report-bucket", help="report bucket name, instead of the stack's outputs")
@@ -169,7 +169,17 @@ def _parser() -> argparse.ArgumentParser:
     submit_cmd.add_argument(
         "--yes", action="store_true", help="start a delete, move or sync at once, without the hold for s3bulk confirm it gets by default"
     )
-    deployed("doctor", "check what the deployed stack needs from its account (Lambda concurrency)")
+    doctor = deployed(
+        "doctor",
+        "check what the deployed stack needs from its account (Lambda concurrency); with --bucket, probe an S3 server instead",
+        "with --bucket: the S3 server to probe (default AWS S3, or $AWS_ENDPOINT_URL_S3)",
+    )
+    doctor.add_argument(
+        "--bucket",
+        help="probe the server (--endpoint-url) on scratch keys under .s3bulk-doctor/ in this bucket, all deleted after: "
+        "key order, encoding, delimiter, slashes, copies, ETags, checksums, conditional writes, tagging, ACLs",
+    )
+    doctor.add_argument("--json", action="store_true", help="with --bucket: the probe's findings as one JSON document")
     deployed("resume", "go on with a stopped or failed deployed job from its checkpoints").add_argument("job_id")
     deployed("stop", "stop a running deployed job; its queued work is held for s3bulk resume").add_argument("job_id")
     retry_cmd = deployed("retry", "run a deployed job again over exactly the objects it failed (nothing listed again)")
@@ -295,6 +305,11 @@ def _main(argv: Sequence[str] | None, interrupt: Interrupt) -> int:
 
             loaded()
             return run_demo(objects=args.objects, console=console, report_path=args.report, progress=args.progress)
+        if args.command == "doctor" and (args.bucket or args.endpoint_url):  # the server probe, not the stack's check
+            from s3bulk.cli.doctor import doctor
+
+            loaded()
+            return doctor(args, console)
         if args.command in REMOTE_COMMANDS:
             from s3bulk.cli.remote import remote
 
