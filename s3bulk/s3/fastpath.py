@@ -285,9 +285,9 @@ class FastS3:
             modified = c.get("LastModified")
             objects.append(
                 ObjectInfo(
-                    decode(c.get("Key", "")),
+                    decode(c.get("Key") or ""),
                     int(c.get("Size") or 0),
-                    quoted_etag(c.get("ETag", "")),
+                    quoted_etag(c.get("ETag") or ""),
                     datetime.fromisoformat(modified) if modified else None,
                     c.get("StorageClass") or None,
                 )
@@ -360,7 +360,7 @@ class FastS3:
         )
         assert answer is not None
         return [
-            KeyFailure(e.get("Key", ""), e.get("Code") or "Unknown", e.get("Message", ""), e.get("VersionId", ""))
+            KeyFailure(e.get("Key") or "", e.get("Code") or "Unknown", e.get("Message") or "", e.get("VersionId") or "")
             for kind, e in answer.entries
             if kind == "Error"
         ]
@@ -392,9 +392,9 @@ class FastS3:
             modified = c.get("LastModified")
             objects.append(
                 ObjectInfo(
-                    decode(c.get("Key", "")),
+                    decode(c.get("Key") or ""),
                     int(c.get("Size") or 0),
-                    quoted_etag(c.get("ETag", "")),
+                    quoted_etag(c.get("ETag") or ""),
                     datetime.fromisoformat(modified) if modified else None,
                     c.get("StorageClass") or None,
                     c.get("VersionId") or "null",

@@ -103,7 +103,7 @@ def test_a_listing_body_reads_the_same_on_the_fast_path_as_in_botocores_parser(n
     answer = fastxml.read("ListObjectsV2", body.encode())
     assert answer.keys() == [o["Key"] for o in parsed.get("Contents", ())] + [p["Prefix"] for p in parsed.get("CommonPrefixes", ())]
     assert len(answer.keys()) >= 1
-    assert [int(e["Size"]) for _, e in answer.entries] == [o["Size"] for o in parsed.get("Contents", ())]
+    assert [int(e["Size"] or 0) for _, e in answer.entries] == [o["Size"] for o in parsed.get("Contents", ())]
     assert [e["ETag"] for _, e in answer.entries] == [o["ETag"] for o in parsed.get("Contents", ())]
     assert (answer.top["IsTruncated"] == "true") == parsed["IsTruncated"]
     assert answer.top.get("NextContinuationToken") == parsed.get("NextContinuationToken")
