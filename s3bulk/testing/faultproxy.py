@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Literal
+from typing import Literal, Self
 from urllib.parse import unquote, urlsplit
 
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "proxy-connection"})
@@ -94,7 +94,7 @@ def operation(method: str, target: str, headers: dict[str, str]) -> str:
     return method
 
 
-def _error(code: str, message: str, extra: str = "") -> bytes:
+def error_body(code: str, message: str, extra: str = "") -> bytes:
     return f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code><Message>{message}</Message>{extra}</Error>'.encode()
 
 
@@ -131,15 +131,16 @@ class _Server(ThreadingHTTPServer):
         super().handle_error(request, client_address)  # type: ignore[arg-type]
 
 
-class FaultProxy:
-    """A threaded proxy on a free 127.0.0.1 port; `with FaultProxy(upstream_port, plan) as p: p.endpoint_url`."""
+class ProxyServer:
+    """A threaded HTTP proxy on a free 127.0.0.1 port in front of one upstream server; subclasses answer in `_serve`.
 
-    def __init__(self, upstream_port: int, plan: FaultPlan | None = None, upstream_host: str = "127.0.0.1") -> None:
-        self.plan = plan or FaultPlan()
-        self.stats = FaultStats()
+    Shared by FaultProxy and QuirkProxy (quirkproxy.py): the listener, the open client connections, forwarding a
+    request upstream on one keep-alive connection per thread, and writing an answer back."""
+
+    thread_name = "s3bulk-proxy"
+
+    def __init__(self, upstream_port: int, upstream_host: str = "127.0.0.1") -> None:
         self._upstream = (upstream_host, upstream_port)
-        self._rng = random.Random(self.plan.seed)
-        self._buckets: dict[str, _Bucket] = {}
         self._local = threading.local()
         self._open: set[socket.socket] = set()  # client connections, dropped by go_down()
         self._state = threading.Lock()
@@ -176,7 +177,7 @@ class FaultProxy:
         server = _Server(("127.0.0.1", self._port), self._handler)
         self._port = int(server.server_address[1])
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="s3bulk-faultproxy", daemon=True)
+        self._thread = threading.Thread(target=server.serve_forever, name=self.thread_name, daemon=True)
 
     @property
     def port(self) -> int:
@@ -186,7 +187,7 @@ class FaultProxy:
     def endpoint_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def __enter__(self) -> FaultProxy:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
@@ -194,6 +195,60 @@ class FaultProxy:
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
+
+    def _serve(self, h: BaseHTTPRequestHandler) -> None:
+        raise NotImplementedError
+
+    def _forward(self, method: str, target: str, headers: object, body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
+        for attempt in range(2):
+            conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
+            if conn is None:
+                conn = http.client.HTTPConnection(*self._upstream, timeout=300)
+                self._local.conn = conn
+            try:
+                conn.putrequest(method, target, skip_host=True, skip_accept_encoding=True)
+                for k, v in headers:  # type: ignore[attr-defined]
+                    if k.lower() not in HOP_BY_HOP:
+                        conn.putheader(k, v)
+                conn.endheaders(body or None)
+                r = conn.getresponse()
+                data = r.read()
+                return r.status, [(k, v) for k, v in r.getheaders() if k.lower() not in HOP_BY_HOP], data
+            except (http.client.HTTPException, OSError):
+                conn.close()
+                self._local.conn = None
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _reply(
+        h: BaseHTTPRequestHandler, status: int, data: bytes, headers: list[tuple[str, str]] | None = None, head: bool = False
+    ) -> None:
+        h.send_response_only(status)
+        sent_length = False
+        for k, v in headers or [("Content-Type", "application/xml")]:
+            if k.lower() == "content-length":
+                sent_length = True
+            h.send_header(k, v)
+        if not sent_length:
+            h.send_header("Content-Length", str(len(data)))
+        h.end_headers()
+        if not head:
+            h.wfile.write(data)
+
+
+class FaultProxy(ProxyServer):
+    """A threaded proxy on a free 127.0.0.1 port; `with FaultProxy(upstream_port, plan) as p: p.endpoint_url`."""
+
+    thread_name = "s3bulk-faultproxy"
+
+    def __init__(self, upstream_port: int, plan: FaultPlan | None = None, upstream_host: str = "127.0.0.1") -> None:
+        self.plan = plan or FaultPlan()
+        self.stats = FaultStats()
+        self._rng = random.Random(self.plan.seed)
+        self._buckets: dict[str, _Bucket] = {}
+        super().__init__(upstream_port, upstream_host)
 
     # -- an endpoint that goes away -------------------------------------------------------------
     def go_down(self) -> None:
@@ -274,14 +329,14 @@ class FaultProxy:
             if fault:
                 self.stats.injected[fault] += 1
         if fault in {"SlowDown", "RateLimited"}:
-            self._reply(h, 503, _error("SlowDown", "Please reduce your request rate."))
+            self._reply(h, 503, error_body("SlowDown", "Please reduce your request rate."))
             return
         if fault == "AccessDenied":
             time.sleep(self.plan.deny_delay)
-            self._reply(h, 403, _error("AccessDenied", "Access Denied"))
+            self._reply(h, 403, error_body("AccessDenied", "Access Denied"))
             return
         if fault == "InternalError":
-            self._reply(h, 500, _error("InternalError", "We encountered an internal error. Please try again."))
+            self._reply(h, 500, error_body("InternalError", "We encountered an internal error. Please try again."))
             return
         if op == "ListObjectsV2" and self.plan.list_delay:
             time.sleep(self.plan.list_delay)
@@ -289,7 +344,7 @@ class FaultProxy:
         if fault == "Copy200Error" and status == 200:
             # S3 may fail a copy after sending 200: the body then carries the error. The copy did
             # happen upstream here, which is harmless (a retry rewrites the same bytes).
-            self._reply(h, 200, _error("InternalError", "We encountered an internal error. Please try again."))
+            self._reply(h, 200, error_body("InternalError", "We encountered an internal error. Please try again."))
             return
         with self.stats.lock:
             self.stats.forwarded[op] += 1
@@ -319,47 +374,9 @@ class FaultProxy:
             self._reply(h, 301, b"", reply, head=True)
         elif self.plan.wrong_region == "malformed":
             message = f"The authorization header is malformed; the region '{signed}' is wrong; expecting '{region}'"
-            self._reply(h, 400, _error("AuthorizationHeaderMalformed", message, f"<Region>{region}</Region>"), reply)
+            self._reply(h, 400, error_body("AuthorizationHeaderMalformed", message, f"<Region>{region}</Region>"), reply)
         else:
             message = "The bucket you are attempting to access must be addressed using the specified endpoint."
             endpoint = f"<Endpoint>{bucket}.s3.{region}.amazonaws.com</Endpoint><Bucket>{bucket}</Bucket>"
-            self._reply(h, 301, _error("PermanentRedirect", message, endpoint), reply)
+            self._reply(h, 301, error_body("PermanentRedirect", message, endpoint), reply)
         return True
-
-    def _forward(self, method: str, target: str, headers: object, body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
-        for attempt in range(2):
-            conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
-            if conn is None:
-                conn = http.client.HTTPConnection(*self._upstream, timeout=300)
-                self._local.conn = conn
-            try:
-                conn.putrequest(method, target, skip_host=True, skip_accept_encoding=True)
-                for k, v in headers:  # type: ignore[attr-defined]
-                    if k.lower() not in HOP_BY_HOP:
-                        conn.putheader(k, v)
-                conn.endheaders(body or None)
-                r = conn.getresponse()
-                data = r.read()
-                return r.status, [(k, v) for k, v in r.getheaders() if k.lower() not in HOP_BY_HOP], data
-            except (http.client.HTTPException, OSError):
-                conn.close()
-                self._local.conn = None
-                if attempt:
-                    raise
-        raise AssertionError("unreachable")
-
-    @staticmethod
-    def _reply(
-        h: BaseHTTPRequestHandler, status: int, data: bytes, headers: list[tuple[str, str]] | None = None, head: bool = False
-    ) -> None:
-        h.send_response_only(status)
-        sent_length = False
-        for k, v in headers or [("Content-Type", "application/xml")]:
-            if k.lower() == "content-length":
-                sent_length = True
-            h.send_header(k, v)
-        if not sent_length:
-            h.send_header("Content-Length", str(len(data)))
-        h.end_headers()
-        if not head:
-            h.wfile.write(data)
