@@ -19,6 +19,7 @@ from s3bulk.s3.keytext import EncodingClaims, allow_unencoded
 from s3bulk.s3.params import PARAMS, request_headers
 from s3bulk.s3.ratecontrol import RateControl
 from s3bulk.s3.regions import BucketRegions
+from s3bulk.s3.results import expect_results
 from s3bulk.s3.versionorder import keep_version_order
 from s3bulk.store import ObjectHead, RequestOptions, StoreError
 
@@ -98,12 +99,14 @@ class StoreBase:
         watch_outages(client, self.breaker)
         keep_version_order(client)
         allow_unencoded(client)
+        expect_results(client)
         self.regions = regions
         if regions is not None:
             regions.prepare_clients(self.rate.attach)
             regions.prepare_clients(lambda other: watch_outages(other, self.breaker))
             regions.prepare_clients(keep_version_order)
             regions.prepare_clients(allow_unencoded)
+            regions.prepare_clients(expect_results)
         self.opts = RequestOptions()
         self.pinned: Mapping[str, str] = {}  # bucket -> the account the deployment pins it to (pin_owners)
         self._count_retries = _Count()
