@@ -1,4 +1,4 @@
-"""`s3bulk doctor --endpoint-url URL --bucket B`: parse, build the stores as a run does, probe (s3/probe.py), print.
+"""`s3bulk doctor --endpoint-url URL --bucket B`: parse, build the stores as a run does, probe (local/probe.py), print.
 
 Exit 0 when the probe ran, whatever it found; 1 when the server could not be probed; 2 for usage errors.
 """
@@ -19,7 +19,7 @@ from s3bulk.local import preflight
 from s3bulk.local.preflight import UsageError
 from s3bulk.s3.clients import ClientSettings, S3Clients, has_credentials
 from s3bulk.s3.faststore import FastS3Store, open_store
-from s3bulk.s3.probe import ProbeError, ProbeReport, probe_server
+from s3bulk.local.probe import ProbeError, ProbeReport, probe_server
 from s3bulk.s3.stores import S3Store
 
 # A probe is a few dozen small requests: a server that does not answer in seconds is not worth eight attempts.

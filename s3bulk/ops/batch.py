@@ -44,10 +44,10 @@ from s3bulk.ops.tagging import tag_object
 from s3bulk.ops.uploads import ALREADY_GONE, abort_upload
 from s3bulk.ops.verify import verify_object
 from s3bulk.ops.versions import copy_history
-from s3bulk.report import BY_TIME_SKIPPED, SIZE_ONLY, UNDECIDED_COPIED, Counted, Outcomes
+from s3bulk.report import SIZE_ONLY, Counted, Outcomes
 from s3bulk.report.keylog import KeyLog
 from s3bulk.source.selection import MAPS_KEYS, folder_key
-from s3bulk.source.sync import Decision, decide, heads_match
+from s3bulk.source.sync import Decision, decide, settle
 from s3bulk.store import UNKNOWN_SIZE, ObjectHead, ObjectInfo, ObjectStore, StoreError, UploadWatch
 
 # Pause before an object's next round: the client's own retries already spent ~10 s of backoff.
@@ -310,13 +310,13 @@ class BatchRunner:
             if self._head_destination or (item.alone and self.job.options.if_exists != "overwrite"):
                 existing = self._destination_head(dst.bucket, item.dst_key)
                 decision = decide(self.job.options.if_exists, obj, existing.info(item.dst_key) if existing else None)
-                skip, notes, read = self._skips(obj, decision, existing)
+                skip, notes, read = settle(self.store, self.job.source.bucket, obj, decision, existing)
                 source = read or source
                 if skip:
                     return Done(False, obj=obj, notes=notes, result=said(notes))
             elif item.recheck is not None:
                 existing = self._destination_head(dst.bucket, item.dst_key)
-                skip, notes, read = self._skips(obj, Decision(False, item.recheck), existing)
+                skip, notes, read = settle(self.store, self.job.source.bucket, obj, Decision(False, item.recheck), existing)
                 source = read or source
                 if skip:
                     return Done(False, obj=obj, notes=notes, result=said(notes))
@@ -391,18 +391,6 @@ class BatchRunner:
             if exc.code in {"NoSuchKey", "404", "NotFound"}:
                 return None
             raise
-
-    def _skips(self, obj: ObjectInfo, decision: Decision, existing: ObjectHead | None) -> tuple[bool, tuple[str, ...], ObjectHead | None]:
-        """Apply an if_exists decision; a recheck compares the source's HEAD (one more, returned for the copy to use)
-        with the destination's before its fallback, which is then counted (a skip by the modification order, or a copy
-        no content could decide)."""
-        if decision.recheck is None or existing is None:
-            return decision.skip, (), None
-        source = self.store.head_object(self.job.source.bucket, obj.key, version_id=obj.version_id)
-        same = heads_match(source, existing)
-        if same is not None:
-            return same, (), source
-        return decision.recheck, (BY_TIME_SKIPPED if decision.recheck else UNDECIDED_COPIED,), source
 
     def _act(self, item: Item, keep_going: Callable[[], bool] = _always, watch: UploadWatch | None = None) -> Done:
         """One object's work: the call(s) its operation needs, nothing more."""

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from s3bulk.store import ObjectHead, ObjectInfo
+from s3bulk.report import BY_TIME_SKIPPED, UNDECIDED_COPIED
+from s3bulk.store import ObjectHead, ObjectInfo, ObjectStore
 
 
 def multipart_etag(etag: str) -> bool:
@@ -140,3 +141,18 @@ def join(
         while current is not None:
             on_extraneous(current)
             current = next(destination, None)
+
+
+def settle(
+    store: ObjectStore, bucket: str, obj: ObjectInfo, decision: Decision, existing: ObjectHead | None
+) -> tuple[bool, tuple[str, ...], ObjectHead | None]:
+    """Apply an if_exists decision; a recheck compares the source's HEAD (one more, returned for the copy to use)
+    with the destination's before its fallback, which is then counted (a skip by the modification order, or a copy
+    no content could decide)."""
+    if decision.recheck is None or existing is None:
+        return decision.skip, (), None
+    source = store.head_object(bucket, obj.key, version_id=obj.version_id)
+    same = heads_match(source, existing)
+    if same is not None:
+        return same, (), source
+    return decision.recheck, (BY_TIME_SKIPPED if decision.recheck else UNDECIDED_COPIED,), source

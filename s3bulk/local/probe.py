@@ -1,7 +1,7 @@
 """`s3bulk doctor --endpoint-url URL --bucket B`: what one S3 server does where S3 implementations differ, and what
 s3bulk does about it there.
 
-Each probe writes a few scratch keys (s3/scratch.py), asks the server what S3 would answer, and reads the answer the
+Each probe writes a few scratch keys (local/scratch.py), asks the server what S3 would answer, and reads the answer the
 way a job would (the same stores, claim checks and copy rule), so a row says both what the server did and what
 s3bulk will then do: trust it, check it (at a cost), refuse (stop, or fail those objects), or leave it unchecked
 (your keys decide). Every scratch key is deleted at the end, whatever happened.
@@ -24,7 +24,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from s3bulk.ops.identity import BY_CHECKSUM, BY_SIZE, COPY_MISMATCH, judge
 from s3bulk.s3.keyorder import KeyOrder
-from s3bulk.s3.scratch import Scratch
+from s3bulk.local.scratch import Scratch
 from s3bulk.s3.stores import S3Store
 from s3bulk.store import ListPage, ObjectInfo, StoreError, quoted_etag
 
