@@ -10,6 +10,7 @@ stack's client code, and its start-up is part of every job's wall time (docs/ben
 from __future__ import annotations
 
 import argparse
+import difflib
 import gc
 import json
 import os
@@ -18,6 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from botocore.exceptions import BotoCoreError
 from rich.console import Console
 
 from s3bulk import __version__
@@ -27,7 +29,7 @@ from s3bulk.breakers.outage import EndpointUnreachable
 from s3bulk.cli.contract import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, EXIT_STOPPED
 from s3bulk.job import JobError, json_schema, load_job
 from s3bulk.local.interrupt import Interrupt, handling_signals
-from s3bulk.local.preflight import UsageError
+from s3bulk.local.preflight import UsageError, setup_problem
 from s3bulk.report import writes_stdout
 
 REMOTE_COMMANDS = frozenset(
@@ -48,11 +50,45 @@ REQUEST_PATH: dict[str, Any] = {
 }
 
 
+# Flags other tools spell their own way (aws s3 --dryrun, rsync -n, apt -y), and what s3bulk calls them.
+OTHER_SPELLINGS = {"--dryrun": "--dry-run", "-n": "--dry-run", "--noop": "--dry-run", "-y": "--yes", "--force": "--yes", "-f": "--yes"}
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse's refusals in one line (exit 2), like every other refusal: the flag, what is wrong, and where to look."""
+    """argparse's refusals in one line (exit 2), like every other refusal: the flag, what is wrong, and where to look;
+    a flag it does not know gets a "did you mean" from the command's own flags."""
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+
+    def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = self._command_parser(getattr(parsed, "command", None))
+            hints = [(extra, hint) for extra in extras if (hint := suggestion(extra, command))]
+            said = [hint if len(extras) == 1 else f"{hint} (for {extra})" for extra, hint in hints]
+            tail = f"; did you mean {', '.join(said)}?" if said else ""
+            command.error(f"unrecognized arguments: {' '.join(extras)}{tail}")
+        return parsed
+
+    def _command_parser(self, command: str | None) -> argparse.ArgumentParser:
+        """The subcommand's parser (its flags are the ones to suggest), else this one."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+                return action.choices[command]  # type: ignore[no-any-return]
+        return self
+
+
+def suggestion(given: str, parser: argparse.ArgumentParser) -> str | None:
+    """The flag of `parser` that `given` most likely meant ("--dryrun" -> "--dry-run"), or None."""
+    if not given.startswith("-"):
+        return None
+    flag = given.split("=", 1)[0]
+    known = [opt for opt in parser._option_string_actions if opt.startswith("--")]
+    if (other := OTHER_SPELLINGS.get(flag)) in known:
+        return other
+    close = difflib.get_close_matches(flag, known, n=1, cutoff=0.75)
+    return close[0] if close else None
 
 
 def bounded(low: int, high: int, what: str) -> Callable[[str], int]:
@@ -83,6 +119,12 @@ def _parser() -> argparse.ArgumentParser:
         const="",
         metavar="JOB_ID",
         help="continue an interrupted run: by id, or (no id) the newest unfinished run of the same job file",
+    )
+    run.add_argument(
+        "--restart",
+        action="store_true",
+        help="start the job over although its last run did not finish (that run is set aside: never resumed); "
+        "without it, such a run is refused and names the --resume that finishes it",
     )
     run.add_argument(
         "--state-dir",
@@ -325,6 +367,11 @@ def _main(argv: Sequence[str] | None, interrupt: Interrupt) -> int:
         return local.run(args, console, interrupt)
     except (JobError, UsageError) as exc:
         errors.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
+        return EXIT_INVALID
+    except BotoCoreError as exc:  # an AWS setup botocore cannot read, wherever a command first met it: before any work
+        if (problem := setup_problem(exc)) is None:
+            raise
+        errors.print(f"error: {problem}", markup=False, highlight=False, soft_wrap=True)
         return EXIT_INVALID
     except EndpointUnreachable as exc:  # outside a run (plan, a destination check): nothing was changed
         errors.print(f"stopped: {exc}", markup=False, highlight=False, soft_wrap=True)

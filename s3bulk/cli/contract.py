@@ -2,8 +2,9 @@
 
 Exit codes: 0 every selected object succeeded (or a dry run), 1 some objects or
 the listing failed (the report names each), 2 the job or arguments are invalid
-(nothing was touched), 3 stopped: an endpoint unreachable for options.outage_seconds
-(resumable; docs/outage.md), 4 stopped by the failure breaker (resumable), 5 cancelled by
+(nothing was touched; also an endpoint that never answered, a missing bucket, an unreadable AWS
+setup, an unfinished or running run of the same job), 3 stopped: an endpoint that had answered
+unreachable for options.outage_seconds (resumable; docs/outage.md), 4 stopped by the failure breaker (resumable), 5 cancelled by
 its owner (a deployed job: final), 130 interrupted.
 """
 

@@ -6,9 +6,8 @@ import argparse
 import json
 import os
 import shlex
-import sqlite3
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -16,22 +15,22 @@ from rich.console import Console
 from rich.table import Table
 
 from s3bulk.cli.contract import DESTRUCTIVE, EXIT_CANCELLED, EXIT_FAILED, EXIT_OK
-from s3bulk.job import Job, JobError, differ, load_job, new_job_id, parse_job
-from s3bulk.local import preflight
+from s3bulk.cli.ledgers import job_file, open_ledger, state_of
+from s3bulk.job import Destination, Job, JobError, Source, differ, load_job
+from s3bulk.local import preflight, reach
 from s3bulk.local.engine import JobAbort, resolve_concurrency
 from s3bulk.local.interrupt import Interrupt
-from s3bulk.local.ledger import LedgerError, LocalLedger, spec_hash, state_dir
+from s3bulk.local.ledger import LocalLedger
 from s3bulk.local.plan import STACK_LIST_SHARDS, STACK_WORKERS, cost, eta_seconds, load_prices, make_plan, stack_pace, storage_saved
-from s3bulk.local.preflight import UsageError, check_report_path, check_state_dir, origin_of, profile_problem
+from s3bulk.local.preflight import UsageError, check_report_path, check_state_dir, profile_problem
 from s3bulk.local.progress import human_bytes, mapping_lines
-from s3bulk.local.retry import retry_failed
 from s3bulk.local.run import execute
 from s3bulk.local.undo import undo_log
 from s3bulk.ops.extraneous import empty_source_message, first_selected
 from s3bulk.ops.pools import connections_needed
 from s3bulk.ops.process import ProcessCode, load_code
 from s3bulk.report.keylog import open_for_append
-from s3bulk.s3.clients import ClientSettings, S3Clients, for_side, has_credentials
+from s3bulk.s3.clients import ClientSettings, S3Clients, for_side
 from s3bulk.s3.faststore import open_store
 from s3bulk.s3.ratecontrol import RateControl
 from s3bulk.s3.stores import S3Store
@@ -88,27 +87,6 @@ def confirm_on_terminal(
         raise Declined()
 
 
-def _job_file(args: argparse.Namespace) -> Job:
-    """The job file's job, with the command line's overrides; with --retry-failed, that job over what a run of it failed."""
-    job = _with_overrides(load_job(args.job), args)
-    if getattr(args, "retry_failed", None):
-        state = Path(args.state_dir) if args.state_dir else state_dir()
-        job = retry_failed(job, Path(args.retry_failed), state)
-    return job
-
-
-def _with_overrides(job: Job, args: argparse.Namespace) -> Job:
-    canary = getattr(args, "canary", None)
-    if canary is not None:
-        doc = job.model_dump(mode="json", exclude_none=True)
-        doc["options"]["canary"] = canary
-        doc["options"]["dry_run"] = doc["options"].get("dry_run", False) or bool(args.dry_run)
-        job = parse_job(json.dumps(doc))  # the job's own rules: a canary in a dry run or a sync is refused in one line
-    if args.dry_run:
-        return job.model_copy(update={"options": job.options.model_copy(update={"dry_run": True})})
-    return job
-
-
 def request_path(args: argparse.Namespace) -> str:
     """--request-path, else $S3BULK_REQUEST_PATH (as the stack's functions read it), else fast."""
     if args.request_path is not None:
@@ -119,49 +97,6 @@ def request_path(args: argparse.Namespace) -> str:
     if env not in {"fast", "botocore"}:
         raise UsageError(f"$S3BULK_REQUEST_PATH: {env!r} is neither fast nor botocore; set one of them, or unset it (fast)")
     return env
-
-
-def state_of(args: argparse.Namespace) -> tuple[Path, str]:
-    """The run's state directory, and what named it (for its errors): --state-dir, $S3BULK_STATE_DIR, or the default."""
-    if args.state_dir:
-        return Path(args.state_dir), "--state-dir"
-    return state_dir(), "$S3BULK_STATE_DIR" if os.environ.get("S3BULK_STATE_DIR") else "the state directory"
-
-
-def _open_ledger(args: argparse.Namespace, here: ClientSettings) -> tuple[Job, LocalLedger | None]:
-    """The job to run and its ledger: a new one (remembering where the run points), or the interrupted run --resume names."""
-    state, named = state_of(args)
-    try:
-        if args.resume is None:
-            if not args.job:
-                raise UsageError("run: give a job file, or --resume JOB_ID to continue an interrupted run")
-            job = _job_file(args)
-            if job.options.canary is not None and args.no_ledger:
-                raise UsageError("--no-ledger: a canary's rest runs with --resume, which needs the job ledger; drop --no-ledger")
-            if job.options.dry_run or args.no_ledger:
-                return job, None
-            return job, LocalLedger.create(state, new_job_id(job), job, origin_of(here))
-        if args.resume:
-            ledger = LocalLedger.open(state, args.resume)
-            stored = parse_job(ledger.spec(), stored=True)
-            job = _job_file(args) if args.job else _with_overrides(stored, args)
-            if spec_hash(job) != spec_hash(stored):
-                ledger.close()
-                raise UsageError(f"--resume {args.resume}: the job file differs from the one that started it; pass the original file")
-            return job, ledger
-        if not args.job:
-            raise UsageError("--resume without an id needs the job file; pass JOB.json or --resume JOB_ID")
-        job = _job_file(args)
-        found = LocalLedger.find_unfinished(state, job)
-        if found is None:
-            raise UsageError(f"--resume: no unfinished run of this job in {state}; run it without --resume")
-        return job, LocalLedger.open(state, found)
-    except LedgerError as exc:
-        raise UsageError(str(exc)) from None
-    except (OSError, sqlite3.Error) as exc:  # passed check_state_dir, and still cannot hold a ledger (a full disk, a race)
-        raise UsageError(
-            f"{named} {state}: cannot keep the job ledger there ({exc}); give a writable directory, or pass --no-ledger"
-        ) from None
 
 
 def _open_key_log(path: str | None, flag: str = "--key-log") -> IO[str] | None:
@@ -186,20 +121,53 @@ def _process_code(job: Job, job_file: str | None, settings: ClientSettings, conc
 
 
 def _stores(
-    job: Job, settings: ClientSettings, connections: int, *, fast: bool = True, rate: RateControl | None = None
+    job: Job,
+    settings: ClientSettings,
+    connections: int,
+    *,
+    fast: bool = True,
+    rate: RateControl | None = None,
+    names: Mapping[str, str] | None = None,
+    first_contact: bool = True,
 ) -> tuple[S3Store, S3Store | None]:
-    """The source's store, and the destination's when it is another endpoint or profile (None: the same one)."""
+    """The source's store, and the destination's when it is another endpoint or profile (None: the same one).
+
+    Each bucket is looked at once first (reach.py): an endpoint that never answers fails in seconds on `first_contact`
+    (not a resume: its endpoint answered before), and a missing bucket in one line. `names`: what named each setting."""
     _check_sides(job)
     src = for_side(settings, job.source)
-    if not has_credentials(src):
-        raise UsageError("no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or pass --profile")
-    store = open_store(S3Clients(src, connections), fast=fast, rate=rate)
-    if job.destination is None or not differ(job.source, job.destination):
-        return store, None
-    dst = for_side(settings, job.destination)
-    if not has_credentials(dst):
-        raise UsageError(f"job.destination.profile: no credentials for profile {dst.profile!r}; configure it or drop the field")
-    return store, open_store(S3Clients(dst, connections), fast=fast, rate=rate)
+    preflight.require_credentials(src)
+    src_clients = S3Clients(src, connections)
+    sides = [_side(src_clients, job.source, "source", names)]
+    dst_clients: S3Clients | None = None
+    if job.destination is not None and differ(job.source, job.destination):
+        dst = for_side(settings, job.destination)
+        what = f"job.destination.profile: no credentials for profile {dst.profile!r}; configure it or drop the field"
+        preflight.require_credentials(dst, what if dst.profile else preflight.NO_CREDENTIALS)
+        dst_clients = S3Clients(dst, connections)
+    if job.destination is not None:
+        sides.append(_side(dst_clients or src_clients, job.destination, "destination", names))
+    for side in sides:
+        if side.clients.settings.endpoint_url is None:
+            reach.check_region(side.clients.settings.region, side.endpoint_name or "--region")
+    for side in sides:
+        reach.probe(side, first_contact=first_contact)
+    store = open_store(src_clients, fast=fast, rate=rate)
+    return store, None if dst_clients is None else open_store(dst_clients, fast=fast, rate=rate)
+
+
+def _side(clients: S3Clients, side: Source | Destination, role: str, names: Mapping[str, str] | None) -> reach.Side:
+    """A bucket to look at first, with what named its endpoint (or, on AWS, its Region) for the one line."""
+    named = names or {}
+    if side.endpoint_url:
+        name = f"job.{role}.endpoint_url"
+    elif clients.settings.endpoint_url is not None:
+        name = named.get("endpoint_url", "--endpoint-url")
+    elif side.region:
+        name = f"job.{role}.region"
+    else:
+        name = named.get("region", "--region") if clients.settings.region else ""
+    return reach.Side(clients, side.bucket, f"job.{role}.bucket", name)
 
 
 def _check_sides(job: Job) -> None:
@@ -211,15 +179,14 @@ def _check_sides(job: Job) -> None:
 
 def _require_credentials(here: ClientSettings, job: Job) -> None:
     _check_sides(job)
-    if not has_credentials(for_side(here, job.source)):
-        raise UsageError("no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or pass --profile")
+    preflight.require_credentials(for_side(here, job.source))
 
 
 def run(args: argparse.Namespace, console: Console, interrupt: Interrupt) -> int:
     # Everything that can be wrong with the job or the arguments fails here, in one line, before any object is touched.
     if args.resume is not None or args.retry_failed:  # a ledger is read, or the retry's manifest written, in the state dir
         check_state_dir(*state_of(args))
-    early = _job_file(args) if args.job else None
+    early = job_file(args) if args.job else None
     if early is not None and args.resume is None and _no_one_to_ask(early, console, yes=args.yes):
         raise UsageError(NO_TERMINAL)
     check_report_path(args.report)
@@ -240,7 +207,7 @@ def run(args: argparse.Namespace, console: Console, interrupt: Interrupt) -> int
     key_log = _open_key_log(args.key_log or args.key_log_deprecated, flag)
     ledger: LocalLedger | None = None
     try:
-        job, ledger = _open_ledger(args, here or ClientSettings())
+        job, ledger = open_ledger(args, here or ClientSettings())
         concurrency = resolve_concurrency(job, args.concurrency)
         if here is None:
             assert ledger is not None
@@ -248,7 +215,9 @@ def run(args: argparse.Namespace, console: Console, interrupt: Interrupt) -> int
             code = _process_code(job, args.job, here, concurrency)
             _require_credentials(here, job)
         rate = RateControl(enabled=job.options.adaptive_rate)
-        store, dst_store = _stores(job, here, connections_needed(concurrency), fast=fast, rate=rate)
+        fresh = args.resume is None
+        names = {k: v[1] for k, v in preflight.given(args).items()} if fresh else None
+        store, dst_store = _stores(job, here, connections_needed(concurrency), fast=fast, rate=rate, names=names, first_contact=fresh)
         if args.resume is None:
             confirm_on_terminal(job, store, dst_store, console, yes=args.yes)
     except Declined:
@@ -259,6 +228,13 @@ def run(args: argparse.Namespace, console: Console, interrupt: Interrupt) -> int
             key_log.close()
         console.print("not started: nothing was changed", markup=False)
         return EXIT_CANCELLED
+    except (JobError, UsageError):  # refused before the job started (a missing bucket, no answer): no run to resume
+        if ledger is not None:
+            ledger.discard_if_unused()
+            ledger = None
+        if key_log is not None:
+            key_log.close()
+        raise
     except BaseException:
         if ledger is not None:
             ledger.close()
@@ -306,7 +282,8 @@ def plan(args: argparse.Namespace, console: Console) -> int:
     fast = request_path(args) == "fast"
     settings = preflight.settings(args)
     concurrency = resolve_concurrency(job)
-    store, dst_store = _stores(job, settings, connections_needed(concurrency), fast=fast)
+    names = {k: v[1] for k, v in preflight.given(args).items()}
+    store, dst_store = _stores(job, settings, connections_needed(concurrency), fast=fast, names=names)
     try:
         if job.options.delete_extraneous and not job.options.allow_empty_source and first_selected(job, store) is None:
             raise UsageError(empty_source_message(job))  # as `run` refuses it
@@ -427,8 +404,7 @@ def plan(args: argparse.Namespace, console: Console) -> int:
 
 def undo(args: argparse.Namespace, console: Console) -> int:
     settings = preflight.settings(args)
-    if not has_credentials(settings):
-        raise UsageError("no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or pass --profile")
+    preflight.require_credentials(settings)
     try:
         log = open(args.log, "rb")  # noqa: SIM115 - closed below, after the store is built
     except OSError as exc:

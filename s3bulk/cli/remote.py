@@ -41,7 +41,7 @@ from s3bulk.local.preflight import UsageError
 from s3bulk.local.progress import human_bytes, human_seconds
 from s3bulk.local.watch import STARTING, watch
 from s3bulk.report import Snapshot
-from s3bulk.s3.clients import ClientSettings, has_credentials, region_of
+from s3bulk.s3.clients import ClientSettings, region_of
 
 
 def holds_for_confirmation(job: Job, *, yes: bool) -> bool:
@@ -72,8 +72,7 @@ def remote(args: argparse.Namespace, console: Console) -> int:
     settings = preflight.settings(args)
     if args.command == "submit":
         job = load_job(args.job)  # refuse a bad job before touching AWS
-    if not has_credentials(settings):
-        raise UsageError("no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or pass --profile")
+    preflight.require_credentials(settings)
     if region_of(settings) is None:  # every stack command reads its DynamoDB, Step Functions or CloudFormation
         raise UsageError(f"--region: {NO_REGION}")
     try:

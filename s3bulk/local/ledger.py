@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import astuple, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from s3bulk.job import Job
 
@@ -52,6 +52,14 @@ CREATE TABLE IF NOT EXISTS redo_totals (id INTEGER PRIMARY KEY CHECK (id = 1), l
 CANARY_BATCH = ""  # no S3 key (nor a manifest position) is empty
 # The failures of objects redone after the failure breaker (take_for_redo) are kept under this one: no S3 key holds U+0000.
 REDO_BATCH = "\x00redo"
+
+
+# The status of a run a --restart of its job started over from (set_aside).
+SET_ASIDE = "set-aside"
+
+
+class _Releasable(Protocol):
+    def release(self) -> None: ...
 
 
 class LedgerError(Exception):
@@ -115,6 +123,7 @@ class LocalLedger:
         self._db.executescript(SCHEMA)
         self._lock = threading.RLock()  # every use of the connection, from any thread, and close()
         self._closed = False
+        self._held: _Releasable | None = None  # the run's job lock (hold)
 
     # -- opening -----------------------------------------------------------------------------
     @classmethod
@@ -142,15 +151,37 @@ class LocalLedger:
         path = directory / f"{job_id}.sqlite"
         if not path.exists():
             raise LedgerError(f"--resume {job_id}: no ledger at {path}; check the job id (or S3BULK_STATE_DIR)")
+        if cls.peek(directory, job_id)[1] == SET_ASIDE:
+            raise LedgerError(
+                f"--resume {job_id}: that run was set aside by a --restart of its job, which started over; "
+                "resume the newer run (--resume without an id finds it), or --restart again"
+            )
         ledger = cls(path)
         ledger._run("UPDATE job SET runs = runs + 1, status = 'running', updated = ?", (time.time(),))
         return ledger
 
     @classmethod
-    def find_unfinished(cls, directory: Path, job: Job) -> str | None:
-        """The newest unfinished run of the same job spec, for `--resume` without an id."""
+    def peek(cls, directory: Path, job_id: str) -> tuple[str, str]:
+        """(spec hash, status) of a run, read only: what a resume locks (joblock.py) before it opens the ledger."""
+        path = directory / f"{job_id}.sqlite"
+        if not path.exists():
+            raise LedgerError(f"--resume {job_id}: no ledger at {path}; check the job id (or S3BULK_STATE_DIR)")
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            row = db.execute("SELECT spec_hash, status FROM job").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise LedgerError(f"--resume {job_id}: {path} is not a readable ledger ({exc})") from None
+        finally:
+            db.close()
+        if row is None:
+            raise LedgerError(f"--resume {job_id}: {path} holds no job")
+        return str(row[0]), str(row[1])
+
+    @classmethod
+    def unfinished(cls, directory: Path, job: Job) -> list[tuple[str, str]]:
+        """(job id, status) of every run of the same job spec that neither finished nor was set aside, newest first."""
         want = spec_hash(job)
-        best: tuple[float, str] | None = None
+        found: list[tuple[float, str, str]] = []
         for path in directory.glob("*.sqlite") if directory.is_dir() else ():
             db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
             try:
@@ -159,9 +190,28 @@ class LocalLedger:
                 continue
             finally:
                 db.close()
-            if row and row[1] == want and row[2] != "finished" and (best is None or row[3] > best[0]):
-                best = (row[3], row[0])
-        return best[1] if best else None
+            if row and row[1] == want and row[2] not in {"finished", SET_ASIDE}:
+                found.append((row[3], row[0], row[2]))
+        return [(job_id, status) for _, job_id, status in sorted(found, reverse=True)]
+
+    @classmethod
+    def find_unfinished(cls, directory: Path, job: Job) -> str | None:
+        """The newest unfinished run of the same job spec, for `--resume` without an id."""
+        runs = cls.unfinished(directory, job)
+        return runs[0][0] if runs else None
+
+    @classmethod
+    def set_aside(cls, directory: Path, job_id: str) -> None:
+        """A run a --restart started over from: never resumed, nor found by a bare --resume (its file stays, for reading)."""
+        db = sqlite3.connect(str(directory / f"{job_id}.sqlite"), isolation_level=None)
+        try:
+            db.execute("UPDATE job SET status = ?, updated = ?", (SET_ASIDE, time.time()))
+        finally:
+            db.close()
+
+    def hold(self, lock: _Releasable) -> None:
+        """The run's job lock (joblock.py), released when the ledger closes."""
+        self._held = lock
 
     @property
     def job_id(self) -> str:
@@ -427,6 +477,9 @@ class LocalLedger:
             if not self._closed:
                 self._closed = True
                 self._db.close()
+            if self._held is not None:
+                self._held.release()
+                self._held = None
 
     # -- the connection, behind one lock ----------------------------------------------------------
     def _open_db(self) -> sqlite3.Connection:

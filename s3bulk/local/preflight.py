@@ -14,9 +14,11 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import boto3
-from botocore.exceptions import BotoCoreError, ProfileNotFound
+from botocore.exceptions import BotoCoreError, ConfigParseError, InvalidConfigError, PartialCredentialsError, ProfileNotFound
 
-from s3bulk.s3.clients import ClientSettings
+from s3bulk.s3.clients import ClientSettings, has_credentials
+
+NO_CREDENTIALS = "no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or pass --profile"
 
 
 class UsageError(Exception):
@@ -63,8 +65,45 @@ def profile_problem(profile: str) -> str | None:
     except ProfileNotFound:
         return f"no profile {profile!r} in the AWS config files; create it (aws configure --profile {profile}) or pass another"
     except BotoCoreError as exc:
-        return f"profile {profile!r} cannot be read: {exc}"
+        return setup_problem(exc) or f"profile {profile!r} cannot be read: {exc}"
     return None
+
+
+def setup_problem(exc: BaseException) -> str | None:
+    """One line for an AWS setup botocore cannot read (half a key pair, a config file that does not parse), naming
+    the problem and the fix; None for any other error. botocore raises these wherever a session first reads them,
+    which is why the CLI also maps them at the top."""
+    if isinstance(exc, PartialCredentialsError):
+        where = {"env": "the environment", "shared-credentials-file": "the AWS credentials file", "config-file": "the AWS config file"}
+        provider = str(exc.kwargs.get("provider", ""))
+        missing = str(exc.kwargs.get("cred_var", "a key"))
+        return (
+            f"incomplete AWS credentials in {where.get(provider, provider or 'the credential chain')}: {missing} is missing; "
+            "set it too, or remove the half that is there (then --profile or the config files are used)"
+        )
+    if isinstance(exc, ConfigParseError):
+        path = str(exc.kwargs.get("path", "an AWS config file"))
+        named = next((f" (${v})" for v in ("AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE") if os.environ.get(v) == path), "")
+        return (
+            f"the AWS config file {path}{named} cannot be parsed; fix it (INI: [profile NAME] or [default] sections of "
+            "key = value lines), or point AWS_CONFIG_FILE / AWS_SHARED_CREDENTIALS_FILE at another file"
+        )
+    if isinstance(exc, InvalidConfigError):
+        return f"the AWS configuration is invalid: {' '.join(str(exc).split())}; fix the config file or the variable it names"
+    return None
+
+
+def require_credentials(settings: ClientSettings, missing: str = NO_CREDENTIALS) -> None:
+    """Credentials for these settings, or one line (exit 2): `missing` when there are none, what is wrong when botocore
+    cannot read them."""
+    try:
+        found = has_credentials(settings)
+    except BotoCoreError as exc:
+        if (problem := setup_problem(exc)) is None:
+            raise
+        raise UsageError(problem) from None
+    if not found:
+        raise UsageError(missing)
 
 
 def ignores_configured_endpoints() -> bool:

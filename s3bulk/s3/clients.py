@@ -133,8 +133,11 @@ class S3Clients:
         self._session: boto3.session.Session | None = None
         self._lock = threading.Lock()
 
-    def client(self, region: str | None = None) -> Any:
-        """A new S3 client: for the settings' Region when region is None, otherwise for `region`, all else equal."""
+    def client(self, region: str | None = None, *, tuning: ClientSettings | None = None) -> Any:
+        """A new S3 client: for the settings' Region when region is None, otherwise for `region`, all else equal.
+
+        `tuning` replaces the settings' retries and timeouts only (the session, and so the credentials, stay shared):
+        the CLI's first look at an endpoint (local/reach.py) gives up in seconds, not after eight attempts."""
         with self._lock:  # boto3 sessions are not safe to build clients from concurrently
             if self._session is None:
                 self._session = _session(self.settings)
@@ -145,7 +148,7 @@ class S3Clients:
                 "s3",
                 endpoint_url=self.settings.endpoint_url,
                 region_name=region,
-                config=make_config(self.settings, self.max_pool_connections),
+                config=make_config(tuning or self.settings, self.max_pool_connections),
             )
 
 

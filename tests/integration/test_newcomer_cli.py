@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import http.server
 import json
 import random
 import signal
+import socket
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -103,8 +106,29 @@ def test_ctrl_c_twice_at_random_moments_then_a_bare_resume_moves_everything_exac
     assert sorted(list_keys(c, dst, "out/")) == sorted("out/" + k[3:] for k in expected)
 
 
-def test_a_run_that_stops_on_an_unreachable_endpoint_says_so_and_its_resume_goes_nowhere_else(tmp_path: Path) -> None:
-    nowhere = "http://127.0.0.1:9"  # nothing listens on the discard port
+class _GoneAfterHello(http.server.BaseHTTPRequestHandler):
+    """An endpoint that answers a HeadBucket (the CLI's first look) and then nothing: every other request's connection
+    is closed unanswered, as by a server that went away once the job had started."""
+
+    def do_HEAD(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_GET(self) -> None:
+        self.close_connection = True
+        self.connection.shutdown(socket.SHUT_RDWR)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_a_run_whose_endpoint_answered_then_went_away_says_so_and_its_resume_goes_nowhere_else(tmp_path: Path) -> None:
+    """The outage breaker is for an endpoint that did answer: it waits options.outage_seconds and stops resumably (an
+    endpoint that never answered fails in seconds instead: test_newcomer_setup_cli.py)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _GoneAfterHello)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    gone = f"http://127.0.0.1:{server.server_address[1]}"
     state = tmp_path / "state"
     env = cli_env(tmp_path) | {"S3BULK_STATE_DIR": str(state)}
     job = write_job(
@@ -116,14 +140,18 @@ def test_a_run_that_stops_on_an_unreachable_endpoint_says_so_and_its_resume_goes
             "options": {"outage_seconds": 6},  # the "waiting for" note comes after 3 s: room for it on a loaded machine
         },
     )
-    r = run_cli("run", str(job), "--endpoint-url", nowhere, env=env)
+    try:
+        r = run_cli("run", str(job), "--endpoint-url", gone, env=env)
+    finally:
+        server.shutdown()
+        server.server_close()
     assert r.returncode == 3, r.stdout + r.stderr
-    assert f"waiting for {nowhere}" in r.stderr and f"{nowhere} unreachable" in r.stderr
+    assert f"waiting for {gone}" in r.stderr and f"{gone} unreachable" in r.stderr
     assert "holds no object" not in r.stdout and "None:" not in r.stderr
-    (ledger,) = state.iterdir()
+    (ledger,) = state.glob("*.sqlite")
     assert f"s3bulk run --resume {ledger.stem}" in r.stderr
     elsewhere = run_cli("run", "--resume", ledger.stem, "--endpoint-url", "http://127.0.0.1:8333", env=env)
-    assert elsewhere.returncode == 2 and f"the run used --endpoint-url {nowhere}" in elsewhere.stderr
+    assert elsewhere.returncode == 2 and f"the run used --endpoint-url {gone}" in elsewhere.stderr
 
 
 def test_a_reader_that_leaves_early_ends_the_output_quietly(tmp_path: Path) -> None:
@@ -134,10 +162,10 @@ def test_a_reader_that_leaves_early_ends_the_output_quietly(tmp_path: Path) -> N
     assert proc.wait(60) == 141 and err == "", err
 
 
-def test_plan_of_a_missing_bucket_exits_1_like_run(seaweed: str, tmp_path: Path) -> None:
+def test_plan_of_a_missing_bucket_exits_2_like_run(seaweed: str, tmp_path: Path) -> None:
     env = cli_env(tmp_path) | {"S3BULK_STATE_DIR": str(tmp_path / "state")}
     job = write_job(tmp_path / "j.json", {"operation": "copy", "source": {"bucket": "no-such-bucket-27"}, "destination": {"bucket": "x-y"}})
     plan = run_cli("plan", str(job), "--endpoint-url", seaweed, env=env)
     run = run_cli("run", str(job), "--endpoint-url", seaweed, "-q", env=env)
-    assert (plan.returncode, run.returncode) == (1, 1), plan.stderr + run.stdout + run.stderr
-    assert "NoSuchBucket" in plan.stderr and "Traceback" not in plan.stderr
+    assert (plan.returncode, run.returncode) == (2, 2), plan.stderr + run.stdout + run.stderr
+    assert "'no-such-bucket-27': no such bucket" in plan.stderr and "Traceback" not in plan.stderr
