@@ -468,16 +468,18 @@ class S3BulkStack(GrantingStack):
             )
         if self.config.list_shards > MAX_INLINE_MAP:
             machine = self.get_logical_id(self.state_machine.node.default_child)  # type: ignore[arg-type]
-            executions = "Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:"
+            # As cdk-nag prints them: the stack's environment's Region and account where it fixes them (a deploy.json's
+            # Region, cdk deploy's CDK_DEFAULT_ACCOUNT), else the pseudo parameters (issue 51).
+            arn = f"arn:{_nag(self.partition, 'Partition')}:states:{_nag(self.region, 'Region')}:{_nag(self.account, 'AccountId')}"
+            executions = f"Resource::{arn}:execution:"
             name = f'{{"Fn::Select":[6,{{"Fn::Split":[":",{{"Ref":"{machine}"}}]}}]}}'
             children = "the child executions the Distributed Map of the listing shards (-c list_shards above 40) starts"
             reasons[f"{iam5}[{executions}{name}:*]"] = f"The state machine describes and stops its own executions' {children}."
             for label in ("ListShards", "CountShards"):
                 reasons[f"{iam5}[{executions}{name}/{label}:*]"] = f"The state machine describes and stops {children}."
-            reasons[
-                f"{iam5}[Resource::arn:{_nag(self.partition, 'Partition')}:states:{_nag(self.region, 'Region')}:"
-                f"{_nag(self.account, 'AccountId')}:execution:<AWS::StackName>-jobs/*]"
-            ] = f"ListShard reads the length of its own child execution's history: {children}."
+            reasons[f"{iam5}[{executions}<AWS::StackName>-jobs/*]"] = (
+                f"ListShard reads the length of its own child execution's history: {children}."
+            )
         for rule, reason in reasons.items():
             cdk.Validations.of(self).acknowledge(cdk.Acknowledgment(id=rule, reason=reason))
 

@@ -159,3 +159,25 @@ def test_a_destroy_data_deploy_passes_cdk_nag_and_cfn_lint(tmp_path: Path) -> No
         [str(Path(sys.executable).parent / "cfn-lint"), str(template)], capture_output=True, text=True, timeout=300, check=False
     )
     assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
+@pytest.mark.parametrize("list_shards", [40, 41])
+@pytest.mark.parametrize("account", [None, "123456789012"])
+def test_the_documented_deploy_file_synthesizes_past_40_shards_with_its_region_and_the_deployers_account(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, list_shards: int, account: str | None
+) -> None:
+    """docs/deploy.md's deploy.json names a Region, and `cdk deploy` sets CDK_DEFAULT_ACCOUNT: cdk-nag then prints both
+    literally, and an acknowledgment written with <AWS::Region> failed synth past 40 shards (issue 51)."""
+    deploy = tmp_path / "deploy.json"
+    shutil.copy(ROOT / "config/deploy.example.json", deploy)
+    if account is None:
+        monkeypatch.delenv("CDK_DEFAULT_ACCOUNT", raising=False)
+    else:
+        monkeypatch.setenv("CDK_DEFAULT_ACCOUNT", account)
+    app = build_app({"deploy_file": str(deploy), "list_shards": str(list_shards)})
+    stack = app.node.find_child("S3Bulk")
+    assert isinstance(stack, S3BulkStack) and stack.region == read_deploy_file(deploy)["region"]
+    assembly = app.synth()  # raises ValidationFailed on any finding not acknowledged
+    report = json.loads((Path(assembly.directory) / "validation-report.json").read_text())
+    [nag] = [r for r in report["pluginReports"] if r["pluginName"] == "AwsSolutions"]
+    assert (nag["conclusion"], nag["violations"]) == ("success", [])
