@@ -324,7 +324,10 @@ def _main(argv: Sequence[str] | None, interrupt: Interrupt) -> int:
     console = errors if to_stdout else Console(stderr=False, highlight=False)
     try:
         if args.command == "validate":
+            from s3bulk.job.parse import check_local_files
+
             job = load_job(args.job)
+            check_local_files(job)  # a local manifest: there and readable, so a run does not find out after it started
             dst = f" -> s3://{job.destination.bucket}/{job.destination.prefix}" if job.destination else ""
             console.print(f"ok: {job.operation} s3://{job.source.bucket}/{job.source.prefix}{dst}", markup=False)
             return EXIT_OK

@@ -120,6 +120,10 @@ _NOW = "now"
 _STORED = "stored"
 
 
+# ... and the key that carries the job file's directory (absolute), which a relative source.manifest.path is read from.
+_BASE_DIR = "base_dir"
+
+
 def _stored(info: ValidationInfo) -> bool:
     context = info.context
     return isinstance(context, dict) and bool(context.get(_STORED))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from typing import Literal
 
@@ -9,6 +10,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from s3bulk.job.base import (
     _ACCOUNT,
+    _BASE_DIR,
     _MEDIA_PATTERN,
     MAX_TAGS,
     RAW_PREFIX_DOC,
@@ -33,8 +35,8 @@ class Manifest(_Strict):
         None,
         min_length=1,
         description=(
-            "s3bulk run only: a CSV, JSONL or Parquet manifest on this machine's disk instead of bucket and key "
-            "(s3bulk run --retry-failed writes one); a deployed job reads its manifest from S3."
+            "s3bulk run only: a CSV, JSONL or Parquet manifest on this machine's disk instead of bucket and key, "
+            "relative to the job file's directory (s3bulk run --retry-failed writes one); a deployed job reads its manifest from S3."
         ),
     )
     format: Literal["csv", "inventory", "jsonl", "parquet"] = Field(
@@ -51,6 +53,16 @@ class Manifest(_Strict):
     delimiter: str = Field(",", min_length=1, max_length=1, description="csv: the character between fields (a tab for TSV).")
 
     _bucket = field_validator("bucket")(classmethod(lambda cls, v: _check_bucket(v) if v else v))
+
+    @field_validator("path")
+    @classmethod
+    def _beside_the_job_file(cls, path: str | None, info: ValidationInfo) -> str | None:
+        """A relative path names the job file's neighbour, not the current directory's: a job file moves with its manifest."""
+        base = info.context.get(_BASE_DIR) if isinstance(info.context, dict) else None
+        if path is None or not isinstance(base, str):
+            return path
+        mine = os.path.expanduser(path)
+        return mine if os.path.isabs(mine) else os.path.normpath(os.path.join(base, mine))
 
     @model_validator(mode="after")
     def _where(self) -> Manifest:

@@ -128,7 +128,7 @@ def test_copy_without_destination_is_refused() -> None:
 
 
 def test_unknown_operation_is_refused_listing_the_choices() -> None:
-    msg = refused(job(operation="sync"))
+    msg = refused(job(operation="mirror"))
     assert msg.startswith("job.operation:")
     assert "'copy'" in msg
 
@@ -382,7 +382,7 @@ def test_set_encryption_needs_its_encryption_and_acts_in_place() -> None:
     [
         ({"content_type": 5}, "job.source.content_type: should be a valid string, or a valid array; got 5"),
         ({"versions": "al"}, "job.source.versions: should be 'current', 'all', 'noncurrent' or 'delete-markers', or an object"),
-        ({"versions": {"asof": "2026-11-20T00:00:00Z"}}, "job.source.versions.asof: unknown field; remove it or fix its spelling"),
+        ({"versions": {"asof": "2026-11-20T00:00:00Z"}}, 'job.source.versions.asof: unknown field; did you mean "as_of"?'),
         ({"versions": {"as_of": "yesterday"}}, "job.source.versions.as_of: Input should be a valid datetime"),
         ({"tags": {"Env": 5}}, "job.source.tags.Env: Input should be a valid string; got 5"),  # a map's key, not a branch
     ],
