@@ -14,8 +14,9 @@ from rich.console import Console
 
 from s3bulk.job import MiB, load_job
 from s3bulk.local.engine import resolve_concurrency
+from s3bulk.local.preflight import UsageError
 from s3bulk.local.run import execute
-from s3bulk.local.server import ACCESS_KEY, SECRET_KEY, SeaweedServer
+from s3bulk.local.server import ACCESS_KEY, SECRET_KEY, SeaweedServer, WeedMissing, find_weed
 from s3bulk.ops.pools import connections_needed
 from s3bulk.s3.clients import ClientSettings, make_s3_client
 from s3bulk.s3.faststore import FastS3Store
@@ -103,6 +104,10 @@ def verify_demo(client: Any, bucket: str, prefix: str, expected: dict[str, str])
 
 
 def run_demo(*, objects: int, console: Console, report_path: str | None = None, progress: str = "auto") -> int:
+    try:
+        find_weed()
+    except WeedMissing as exc:  # one line (exit 2), before anything is printed or started
+        raise UsageError(f"demo runs an embedded S3 server: {exc}") from None
     job = load_job(DEMO_JOB)
     assert job.destination is not None
     src, dst = job.source, job.destination

@@ -14,7 +14,8 @@ from pathlib import Path
 from rich.console import Console
 
 from s3bulk.local.interrupt import Interrupt
-from s3bulk.local.server import ACCESS_KEY, SECRET_KEY, LocalServerError, SeaweedServer
+from s3bulk.local.preflight import UsageError
+from s3bulk.local.server import ACCESS_KEY, SECRET_KEY, LocalServerError, SeaweedServer, WeedMissing, find_weed
 
 REGION = "us-east-1"  # the server takes any Region; SDKs need one to sign
 
@@ -53,6 +54,10 @@ def seed(endpoint: str, objects: int, stop: Callable[[], bool] | None = None) ->
 def serve(*, port: int, data_dir: Path | None, console: Console, interrupt: Interrupt, objects: int = 0) -> int:
     """Start the server, say where it is, wait for Ctrl-C (or SIGTERM), stop it; 0 once stopped. `objects`: seed the
     demo job's source with that many first."""
+    try:
+        find_weed()
+    except WeedMissing as exc:  # one line (exit 2), not a port question
+        raise UsageError(f"serve runs SeaweedFS: {exc}") from None
     server = SeaweedServer(port=port, data_dir=data_dir)
     try:
         server.start()

