@@ -17,9 +17,9 @@ from rich.text import Text
 from s3bulk.cli.contract import EXIT_FAILED, EXIT_OK
 from s3bulk.local import preflight
 from s3bulk.local.preflight import UsageError
+from s3bulk.local.probe import ProbeError, ProbeReport, probe_server
 from s3bulk.s3.clients import ClientSettings, S3Clients, has_credentials
 from s3bulk.s3.faststore import FastS3Store, open_store
-from s3bulk.local.probe import ProbeError, ProbeReport, probe_server
 from s3bulk.s3.stores import S3Store
 
 # A probe is a few dozen small requests: a server that does not answer in seconds is not worth eight attempts.

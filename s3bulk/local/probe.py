@@ -22,9 +22,9 @@ from xml.etree import ElementTree
 from botocore.compat import HAS_CRT
 from botocore.exceptions import BotoCoreError, ClientError
 
+from s3bulk.local.scratch import Scratch
 from s3bulk.ops.identity import BY_CHECKSUM, BY_SIZE, COPY_MISMATCH, judge
 from s3bulk.s3.keyorder import KeyOrder
-from s3bulk.local.scratch import Scratch
 from s3bulk.s3.stores import S3Store
 from s3bulk.store import ListPage, ObjectInfo, StoreError, quoted_etag
 

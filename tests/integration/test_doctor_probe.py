@@ -16,9 +16,9 @@ from urllib.parse import urlsplit
 import pytest
 
 from s3bulk.cli.doctor import probe_stores
+from s3bulk.local.probe import Probe, probe_server
 from s3bulk.local.server import ACCESS_KEY, SECRET_KEY
 from s3bulk.s3.clients import ClientSettings
-from s3bulk.local.probe import Probe, probe_server
 from tests.integration.conftest import cli_env, run_cli
 from tests.integration.helpers import plain_client
 

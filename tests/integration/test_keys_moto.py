@@ -71,7 +71,10 @@ def test_copy_keeps_every_odd_key_and_its_bytes(client: Any, bucket_factory: Cal
 def test_copy_under_a_new_prefix_prepends_it_byte_exactly(client: Any, bucket_factory: Callable[[Any, str], str]) -> None:
     src, dst = bucket_factory(client, "src"), bucket_factory(client, "dst")
     expected = seed(client, src)
-    summary = run(client, {"operation": "copy", "source": {"bucket": src, "prefix": "d", "raw_prefix": True}, "destination": {"bucket": dst, "prefix": "x/"}})
+    summary = run(
+        client,
+        {"operation": "copy", "source": {"bucket": src, "prefix": "d", "raw_prefix": True}, "destination": {"bucket": dst, "prefix": "x/"}},
+    )
     selected = {k: v for k, v in expected.items() if k.startswith("d")}
     assert summary["succeeded"] == len(selected) == 5
     assert bodies(client, dst) == {"x/" + k[1:]: v for k, v in selected.items()}
