@@ -13,8 +13,12 @@ IS_NEW_ENOUGH := -c 'import sys; sys.exit(sys.version_info[:2] < tuple(map(int, 
 
 # The venv is made again when its Python does not run or is older than PYTHON_MIN (one a `make` made before PYTHON=
 # named a newer one), so a rerun with the right PYTHON= never reuses it.
+# With no venv yet, the venv's own rule makes it; REMAKE_VENV is only for one that is there and unusable (a phony
+# prerequisite would reinstall every pin on every make).
 ifneq ($(shell $(BIN)/python $(IS_NEW_ENOUGH) 2>/dev/null && echo ok),ok)
+ifneq ($(wildcard $(VENV)),)
 REMAKE_VENV := remake-venv
+endif
 ifneq ($(shell $(PYTHON) $(IS_NEW_ENOUGH) 2>/dev/null && echo ok),ok)
 $(error s3bulk needs Python $(PYTHON_MIN) or later (3.11 to 3.13 are tested), and PYTHON=$(PYTHON) is $(or $(shell $(PYTHON) -V 2>&1 </dev/null | grep -o 'Python [0-9.]*'),not a Python that runs): run make $(or $(MAKECMDGOALS),demo) PYTHON=python3.11 (or python3.12, python3.13))
 endif

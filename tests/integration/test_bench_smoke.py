@@ -73,3 +73,13 @@ def test_key_log_bytes_bench_measures_both_runtimes() -> None:
     # One page, one batch: the Worker's key-log part and the Lister's one intent (a step of pages), nothing per object.
     assert [n for role, n in puts.items() if role.startswith("Lister")] == [1], puts
     assert [n for role, n in puts.items() if role.startswith("Worker")] == [1], puts
+
+
+def test_the_ab_bench_runs_both_checkouts_on_the_same_copy_and_delete_and_gives_ratios() -> None:
+    from bench.ab import compare, table
+
+    rows = compare("HEAD", objects=30, runs=1)
+    assert [r["workload"] for r in rows] == ["copy", "delete"]
+    for row in rows:
+        assert all(float(str(row[k])) > 0 for k in ("base_objects_per_s", "head_objects_per_s", "speed_ratio", "cpu_ratio"))
+    assert "| copy |" in table(rows) and "| delete |" in table(rows)

@@ -110,3 +110,13 @@ def test_a_venv_whose_making_fails_is_removed_so_no_later_run_takes_it_for_made(
     done = subprocess.run(["make", "demo", f"PYTHON={broken}"], cwd=clone, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode != 0
     assert not (clone / ".venv").exists()
+
+
+def test_a_new_clone_is_not_taken_for_an_unusable_venv(clone: Path) -> None:
+    """With no venv yet, the venv's own rule makes it. Taken for an unusable one, the phony remake made every stamp
+    out of date for the whole run: a clean clone's `make test` installed its pins twice (and every make again)."""
+    shown = "show-remake: ; @echo '[$(REMAKE_VENV)]'"
+    fresh = make(clone, "--eval", shown, "show-remake", f"PYTHON={sys.executable}")
+    assert fresh.stdout.strip() == "echo '[]'", fresh.stderr
+    venv(clone, str(script(clone / "bin" / "python", OLD_PYTHON)))
+    assert make(clone, "--eval", shown, "show-remake", f"PYTHON={sys.executable}").stdout.strip() == "echo '[remake-venv]'"
