@@ -161,6 +161,12 @@ class LocalLedger:
         return ledger
 
     @classmethod
+    def reading(cls, directory: Path, job_id: str) -> LocalLedger:
+        """A run's ledger to read its totals, not to resume it: `open` marks the run running again, which a rerun of
+        its job file then refuses as unfinished."""
+        return cls(directory / f"{job_id}.sqlite")
+
+    @classmethod
     def peek(cls, directory: Path, job_id: str) -> tuple[str, str]:
         """(spec hash, status) of a run, read only: what a resume locks (joblock.py) before it opens the ledger."""
         path = directory / f"{job_id}.sqlite"

@@ -140,8 +140,16 @@ def probe(side: Side, *, first_contact: bool = True) -> None:
 
 
 def _never_answered(exc: BotoCoreError) -> bool:
-    """A connection-level failure (no HTTP answer at all); botocore's other errors (a bad parameter) are not ours to judge."""
+    """A failure that says nothing serves S3 there: refused, an unknown host, TLS against plain HTTP, or no connection
+    accepted at all. A reset or a read that timed out is not: a faulty network does that to a live server too, and the
+    run's retries and outage breaker are what ride it out (two tries here would fail a job the run would finish)."""
     from botocore.exceptions import ConnectionError as NoConnection
-    from botocore.exceptions import HTTPClientError
+    from botocore.exceptions import ConnectTimeoutError, HTTPClientError, ReadTimeoutError
 
-    return isinstance(exc, NoConnection | HTTPClientError)
+    if not isinstance(exc, NoConnection | HTTPClientError) or isinstance(exc, ReadTimeoutError):
+        return False
+    if isinstance(exc, ConnectTimeoutError):
+        return True
+    inner = exc.kwargs.get("error")
+    text = f"{exc} {inner!r}"
+    return any(sign in text for sign in ("Connection refused", "resolve", "Name or service not known", "nodename nor servname", "SSL"))

@@ -58,6 +58,7 @@ def test_plan_with_a_missing_destination_is_one_clear_error(
         tmp_path / "job.json", {"operation": "copy", "source": {"bucket": src}, "destination": {"bucket": "no-such-dst-bucket"}}
     )
     planned = run_cli("plan", str(job), "--endpoint-url", seaweed, env=cli_env(tmp_path))
-    assert planned.returncode == 1  # as `run` exits: the job is valid, the bucket is not there
-    assert planned.stderr.count("error:") == 1 and "no-such-dst-bucket" in planned.stderr and "NoSuchBucket" in planned.stderr
+    assert planned.returncode == 2  # as `run` exits: one line, exit 2 (issue 50)
+    [line] = planned.stderr.strip().splitlines()
+    assert "no-such-dst-bucket" in line and "no such bucket" in line
     assert "Traceback" not in planned.stderr

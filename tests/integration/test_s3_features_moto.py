@@ -241,11 +241,10 @@ def test_missing_source_or_destination_bucket_is_one_clear_error(
     ):
         job = write_job(tmp_path / "job.json", doc)
         done = run_cli("run", str(job), "--endpoint-url", moto_endpoint, "--no-ledger", env=env)
-        assert done.returncode == 1, done.stdout + done.stderr
-        text = " ".join(done.stdout.split())
-        assert text.count("error:") == 1, done.stdout
-        error = text[text.index("error:") :]
-        assert "NoSuchBucket" in error and named in error and "check the bucket name" in error, done.stdout
+        assert done.returncode == 2, done.stdout + done.stderr  # one line and exit 2, as the README promises (issue 50)
+        [line] = done.stderr.strip().splitlines()
+        assert "no such bucket" in line and named in line and "check the name" in line, done.stderr
+        assert done.stdout == ""
 
 
 def test_empty_source_succeeds_with_a_note(

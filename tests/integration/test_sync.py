@@ -41,7 +41,7 @@ def test_second_sync_copies_k_plus_m_skips_the_rest_and_deletes_d(
         done = run_cli("run", str(job), "--endpoint-url", seaweed, "-q", "--report", str(report), env=env)
         assert done.returncode == 0, done.stdout + done.stderr
         doc = json.loads(report.read_text())
-        return doc, LocalLedger.open(state, doc["job_id"])
+        return doc, LocalLedger.reading(state, doc["job_id"])
 
     first, ledger = sync("first")
     assert (first["succeeded"], first["skipped"], ledger.totals().succeeded) == (N, 0, N)
