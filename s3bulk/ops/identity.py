@@ -50,12 +50,16 @@ def confirm_copy(
 ) -> str:
     """How the copy at dst_key was confirmed to hold `obj` (BY_ETAG, BY_CHECKSUM or BY_SIZE); raises StoreError
     (COPY_MISMATCH or SIZE_MISMATCH) when it holds something else. No request when the copy's ETag is the listed one;
-    else one HEAD of the copy and one of the source (none when it was read already: `source`, or the copy's
-    `done.source`)."""
+    one HEAD of the source where nothing listed an ETag and the copy's equals the source's; else one HEAD of the copy
+    and one of the source (none when it was read already: `source`, or the copy's `done.source`)."""
     known = source or done.source
     listed = obj.etag or (known.etag if known is not None else "")  # a listing without ETags: the HEAD's
     if listed and done.etag == listed:
         return BY_ETAG
+    if not listed and known is None:  # nothing listed it (an inventory without ETags): the source's own HEAD may decide
+        known = src_store.head_object(src_bucket, obj.key, version_id=obj.version_id)
+        if known.etag and done.etag == known.etag:
+            return BY_ETAG  # one HEAD, not two
     dst = dst_store.head_object(dst_bucket, dst_key)
     return judge(known or src_store.head_object(src_bucket, obj.key, version_id=obj.version_id), dst)
 

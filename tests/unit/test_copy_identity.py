@@ -174,3 +174,25 @@ def test_the_report_names_the_copies_only_their_size_confirmed_and_says_nothing_
     assert SIZE_ONLY not in summary(Counts(succeeded=3))
     # the stack's ledger counters reach the same field by name
     assert Counts.of_counters({"succeeded": 3, SIZE_ONLY: 1}).confirmed_by_size_only == 1
+
+
+def test_a_copy_nothing_listed_an_etag_for_is_confirmed_by_the_sources_head_alone_when_the_etags_agree() -> None:
+    """An inventory without ETags: one HEAD of the source decides where the copy's ETag equals it (two cost 3x the
+    requests of the copy itself), and a neighbour's copy is still caught by the copy's HEAD."""
+    from s3bulk.ops.copies import CopyDone
+    from s3bulk.ops.identity import confirm_copy
+    from s3bulk.store import ObjectInfo
+
+    store = MemoryStore()
+    for b in ("src-b", "dst-b"):
+        store.create_bucket(b)
+    store.put_object("src-b", "in/a", b"a" * 10)
+    store.put_object("src-b", "in/b", b"b" * 10)
+    good = store.copy_object("src-b", "in/a", "dst-b", "out/a")
+    before = store.calls.get("HeadObject", 0)
+    assert confirm_copy(store, store, "src-b", ObjectInfo("in/a", 10, ""), "dst-b", "out/a", CopyDone(good, False)) == BY_ETAG
+    assert store.calls["HeadObject"] - before == 1
+    wrong = store.copy_object("src-b", "in/b", "dst-b", "out/a2")  # the server copied the neighbour
+    with pytest.raises(StoreError) as raised:
+        confirm_copy(store, store, "src-b", ObjectInfo("in/a", 10, ""), "dst-b", "out/a2", CopyDone(wrong, False))
+    assert raised.value.code == COPY_MISMATCH
