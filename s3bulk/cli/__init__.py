@@ -313,6 +313,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
             return EXIT_BROKEN_PIPE
+        except KeyboardInterrupt:  # while the arguments were read, before _main's own handling began
+            print("interrupted before the job started; nothing was changed", file=sys.stderr, flush=True)
+            return EXIT_INTERRUPTED
 
 
 def _main(argv: Sequence[str] | None, interrupt: Interrupt) -> int:

@@ -218,3 +218,19 @@ def test_an_interrupted_report_counts_the_objects_done_in_batches_the_ledger_had
     assert written["done"] + written["failed"] + written["not_done"] == written["listed"] == N
     final = run_once(job, store, LocalLedger.open(tmp_path / "state", "copy-uncommitted"), Interrupt(), tmp_path / "final.json")
     assert final.summary()["succeeded"] == N and store.keys("dst-b") == [f"out/{i:04d}" for i in range(N)]
+
+
+def test_a_ctrl_c_while_the_arguments_are_read_ends_in_one_line_and_exit_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A signal that lands while argparse builds the parser (a newcomer's quick Ctrl-C) was a traceback: the
+    handler raised KeyboardInterrupt before _main's own handling began."""
+    import s3bulk.cli as cli
+
+    def interrupted() -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_parser", interrupted)
+    assert cli.main(["validate", "job.json"]) == 130
+    err = capsys.readouterr().err
+    assert err.strip() == "interrupted before the job started; nothing was changed"
