@@ -13,6 +13,7 @@ from moto.s3.models import s3_backends
 
 from s3bulk.aws import history
 from s3bulk.aws import lister as lister_module
+from s3bulk.aws.steps import TimeLeft
 from s3bulk.job import JobError
 from s3bulk.source.shards import Shard
 from s3bulk.testing.stack import StackOnMoto, synthesize
@@ -161,17 +162,44 @@ def stack_job_id(stack: StackOnMoto) -> str:
     return str(item["pk"]["S"]).removeprefix("job#")
 
 
+def a_page_a_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each ListShard call lists one page, then finds its time short: a shard of a few pages is a long loop of calls, each
+    call 7 events of its child's history.
+
+    On AWS a call lists pages for its 300 s less the 30 s margin, and its own requests before the first page (its
+    history's length, the job, its lease, the status, the shard, a step left to redo: six) take well under a second.
+    Scaled down by the clock instead (a 4 s Lister, a 3.9 s margin), those requests had to fit in 0.1 s, and on a loaded
+    machine they take 0.2 to 0.4 s (1.5 s cold): no call listed a page, and the job never ended. So the call's clock
+    reads as the Lambda's own (a 300 s Lister) until the call has listed a page, and as no time left after it."""
+    real = lister_module._list_shard
+
+    def one_page(
+        job_id: str, shard: int, job: Any, ledger: Any, store: Any, dst: Any, sender: Any, reports: Any, time_left: TimeLeft, *rest: Any
+    ) -> Any:
+        checks = 0
+
+        def short_after_a_page() -> float:
+            nonlocal checks
+            checks += 1
+            return time_left() if checks == 1 else 0.0
+
+        return real(job_id, shard, job, ledger, store, dst, sender, reports, short_after_a_page, *rest)
+
+    monkeypatch.setattr(lister_module, "PAGES_PER_STEP", 1)  # the page is its own step, sent before the call returns
+    monkeypatch.setattr(lister_module, "_list_shard", one_page)
+
+
 def test_a_shard_whose_child_history_grows_long_goes_on_in_the_jobs_next_execution_and_the_job_ends_exact(
     template: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A child's history is its own (25,000 events, scaled down here, and enforced: the harness fails a child at it, as
     AWS fails any execution). Its ListShard answers `renew` past RENEW_AT, the child ends, and the job goes on in a new
     execution whose map runs the shard on from its checkpoint; every key deleted once, no child failed."""
-    monkeypatch.setattr(lister_module, "PAGES_PER_STEP", 1)  # a call lists a page (20 keys) and returns: a long loop
+    a_page_a_call(monkeypatch)  # a shard of 10 pages (20 keys each) is a loop of 10 calls, 70 events: past RENEW_AT
     keys = [hex_key(i) for i in range(800)]
     cut_evenly(monkeypatch, keys, 4)
-    env = {**ENV, "S3BULK_LIST_PAGE_SIZE": "20", "S3BULK_LIST_MARGIN_S": "3.9", "S3BULK_HISTORY_RENEW_AT": "40"}
-    with StackOnMoto(template, buckets=(SRC, DST), env=env, timeouts={"Lister": 4}, history_limit=120) as stack:
+    env = {**ENV, "S3BULK_LIST_PAGE_SIZE": "20", "S3BULK_HISTORY_RENEW_AT": "40"}
+    with StackOnMoto(template, buckets=(SRC, DST), env=env, history_limit=120) as stack:
         put_direct(keys)
         arn = stack.sfn.start_execution(
             stateMachineArn=stack.state_machine_arn,
@@ -194,11 +222,11 @@ def test_a_child_that_reaches_the_history_limit_anyway_fails_the_map_and_stops_i
 ) -> None:
     """The harness enforces the limit on each child (the negative control of the test above): with no renewal, a shard's
     child ends at its 120th event, the map fails, and the job stops, resumable, as at a parent's limit."""
-    monkeypatch.setattr(lister_module, "PAGES_PER_STEP", 1)
+    a_page_a_call(monkeypatch)  # a shard of 20 pages (10 keys each) is a loop of 20 calls, 140 events: past the limit
     keys = [hex_key(i) for i in range(800)]
     cut_evenly(monkeypatch, keys, 4)
-    env = {**ENV, "S3BULK_LIST_PAGE_SIZE": "20", "S3BULK_LIST_MARGIN_S": "3.9", "S3BULK_HISTORY_RENEW_AT": str(10**9)}
-    with StackOnMoto(template, buckets=(SRC, DST), env=env, timeouts={"Lister": 4}, history_limit=120) as stack:
+    env = {**ENV, "S3BULK_LIST_PAGE_SIZE": "10", "S3BULK_HISTORY_RENEW_AT": str(10**9)}
+    with StackOnMoto(template, buckets=(SRC, DST), env=env, history_limit=120) as stack:
         put_direct(keys)
         ex = stack.run({"job_id": "never-renews", "operation": "delete", "source": {"bucket": SRC, "prefix": "in/"}}, timeout=300)
         assert (ex.status, ex.description.get("error")) == ("FAILED", "JobStopped"), stack.describe()
