@@ -405,3 +405,56 @@ def test_a_relayed_object_that_outlasts_an_invocation_pauses_and_goes_on_from_it
         [worker] = [f for f in stack.functions.values() if f.name.startswith("Worker")]
         assert worker.invocations >= 2 and worker.timed_out == 0, stack.describe()  # paused in time, never killed
         assert stack.s3.list_multipart_uploads(Bucket=DST).get("Uploads", []) == []
+
+
+class _SlowFunction:
+    """A function whose invocation outlasts its queue's scaled visibility timeout (but not its own Timeout)."""
+
+    name = "Slow"
+    timeout_s = 6.0
+    recursive_loop = "Terminate"
+
+    def __init__(self) -> None:
+        self.bodies: list[str] = []
+        self.lock = threading.Lock()
+
+    def invoke(self, event: dict[str, Any], dies_after: int | None = None, **kwargs: Any) -> dict[str, Any]:
+        with self.lock:
+            self.bodies += [r["body"] for r in event["Records"]]
+        time.sleep(2.5)
+        return {"batchItemFailures": []}
+
+
+def test_a_record_is_never_delivered_again_while_its_invocation_still_runs() -> None:
+    """On AWS a queue's visibility timeout is at least six times its function's Timeout (the stack sets it so), so no
+    second poller receives a record its invocation still works. The harness scales visibility timeouts down for test
+    time (here to 1 s) yet runs functions on their own Timeouts: it holds each record it delivers for its function's
+    Timeout. Without the hold, a 2.5 s invocation's record came back to the second poller at 1 s (the same batch
+    worked twice at once), and the first invocation's delete, holding a stale receipt handle, left it queued."""
+    from moto import mock_aws
+
+    from s3bulk.testing.stack.event_source import SqsEventSource
+    from s3bulk.testing.stack.faults import Faults
+
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name=REGION)
+        url = sqs.create_queue(QueueName="work", Attributes={"VisibilityTimeout": "1"})["QueueUrl"]
+        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        fn = _SlowFunction()
+        source = SqsEventSource(sqs, url, arn, fn, {"BatchSize": 1}, Faults(), pollers=2)  # type: ignore[arg-type]
+        for i in range(3):
+            sqs.send_message(QueueUrl=url, MessageBody=f"batch-{i}")
+        source.start()
+        try:
+            deadline = time.monotonic() + 30
+            while source.stats.deleted < 3 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            time.sleep(1.5)  # past the scaled visibility: a record not deleted would be received again by now
+        finally:
+            source.stop()
+        assert sorted(fn.bodies) == ["batch-0", "batch-1", "batch-2"], fn.bodies
+        assert (source.stats.records, source.stats.deleted) == (3, 3)
+        attrs = sqs.get_queue_attributes(
+            QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+        )
+        assert attrs["Attributes"] == {"ApproximateNumberOfMessages": "0", "ApproximateNumberOfMessagesNotVisible": "0"}

@@ -13,8 +13,10 @@ definition to them, creates the state machine, and then:
 - emulates each `AWS::Lambda::EventSourceMapping` on an SQS queue: poller threads
   receive up to BatchSize messages, build the SQS event as AWS does, invoke the
   function, delete what succeeded, and leave the rest to reappear when their
-  visibility timeout ends (whatever the handler set stands); moto's redrive moves
-  messages past maxReceiveCount to the DLQ;
+  visibility timeout ends (whatever the handler set stands); a delivered record is
+  held invisible for its function's Timeout, as AWS's six-times rule guarantees, so
+  scaled-down visibility never hands it to a second poller mid-invocation; moto's
+  redrive moves messages past maxReceiveCount to the DLQ;
 - injects faults (`Faults`): DynamoDB TransactionConflict on a seeded fraction of
   the handlers' writes, workers whose time runs out mid-batch, duplicate deliveries.
 

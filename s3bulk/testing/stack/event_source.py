@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -63,6 +64,17 @@ class SqsEventSource:
         self._threads: list[threading.Thread] = []
         self._duplicated: set[str] = set()
         self._kills_taken = 0
+        self._visibility: int | None = None  # the queue's own (scaled) VisibilityTimeout, read at the first crash
+
+    @property
+    def hold_s(self) -> int:
+        """How long a received record stays invisible: at least its invocation's longest run. On AWS the queue's
+        visibility timeout is at least 6x the function's timeout (the stack sets it so), so a record never reappears
+        while its invocation still works it. The harness scales visibility timeouts down for test time but runs the
+        functions on their template timeouts; without this hold a 40-second invocation's records came back to a
+        second poller mid-run (a batch worked twice at once, and the first invocation's delete, holding an old
+        receipt handle, left the message on the queue)."""
+        return min(43_200, math.ceil(self.fn.timeout_s) + 1)
 
     def start(self) -> None:
         for i in range(self.pollers):
@@ -99,7 +111,11 @@ class SqsEventSource:
                     got = {}
                 else:
                     got = self.sqs.receive_message(
-                        QueueUrl=self.queue_url, MaxNumberOfMessages=min(self.batch_size, 10), AttributeNames=["All"], WaitTimeSeconds=0
+                        QueueUrl=self.queue_url,
+                        MaxNumberOfMessages=min(self.batch_size, 10),
+                        AttributeNames=["All"],
+                        WaitTimeSeconds=0,
+                        VisibilityTimeout=max(self.hold_s, self._queue_visibility()),
                     )
             messages: list[dict[str, Any]] = got.get("Messages", [])
             if not messages:
@@ -135,6 +151,7 @@ class SqsEventSource:
             )
         except Exception as exc:  # noqa: BLE001 - as Lambda: a failed invocation returns every record, after its visibility timeout
             with self._lock:
+                self._return_after_visibility(messages)
                 self.stats.crashed += 1
                 self.stats.throttled += isinstance(exc, Throttled)
                 self.stats.timed_out += isinstance(exc, TimedOut)
@@ -150,6 +167,25 @@ class SqsEventSource:
             self.stats.killed += killed
             self.stats.deleted += len(done)
             self.stats.returned += len(messages) - len(done)
+
+    def _queue_visibility(self) -> int:
+        """The queue's VisibilityTimeout as provisioned (scaled for test time); the caller holds the lock."""
+        if self._visibility is None:
+            with acting_as(None):
+                attrs = self.sqs.get_queue_attributes(QueueUrl=self.queue_url, AttributeNames=["VisibilityTimeout"])
+            self._visibility = int(attrs["Attributes"]["VisibilityTimeout"])
+        return self._visibility
+
+    def _return_after_visibility(self, messages: list[dict[str, Any]]) -> None:
+        """A failed invocation's records reappear the queue's (scaled) visibility timeout after it ended, not after the
+        hold that kept them from a second poller while it ran (the caller holds the lock)."""
+        with acting_as(None):  # Lambda's own doing, not the function's role
+            for start in range(0, len(messages), 10):
+                entries = [
+                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": self._queue_visibility()}
+                    for i, m in enumerate(messages[start : start + 10])
+                ]
+                self.sqs.change_message_visibility_batch(QueueUrl=self.queue_url, Entries=entries)
 
     def _past_loop_detection(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The records Lambda delivers; one whose chain has invoked this function 16 times already, unless the function

@@ -104,7 +104,8 @@ class StackOnMoto:
     """Provision a synthesized template in moto and run it; a context manager (moto, env vars and pollers live inside it).
 
     `visibility_scale` multiplies every queue's VisibilityTimeout (3,600 s in the stack), so a batch
-    left to its visibility timeout comes back in test time; `buckets` are created too (the allow-listed
+    left to its visibility timeout comes back in test time (a crashed, timed-out or throttled invocation's
+    records; one still running is held for its function's Timeout, stack/event_source.py); `buckets` are created too (the allow-listed
     buckets are the deployer's, not the stack's); `env` adds or overrides function environment variables.
     """
 
