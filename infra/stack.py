@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import aws_cdk as cdk
+import jsii
 from aws_cdk import (
     aws_dynamodb as ddb,
 )
@@ -292,23 +293,12 @@ class S3BulkStack(GrantingStack):
                 },
             )
         )
-        # EventBridge publishes as its service principal too: a rule of this account (this stack's, or one the owner
-        # adds) may route the s3bulk job events to the topic.
-        self.alarm_topic.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="EventBridgeRulesPublish",
-                principals=[iam.ServicePrincipal("events.amazonaws.com")],
-                actions=["sns:Publish"],
-                resources=[self.alarm_topic.topic_arn],
-                conditions={
-                    "StringEquals": {"aws:SourceAccount": self.account},
-                    "ArnLike": {"aws:SourceArn": f"arn:{self.partition}:events:{self.region}:{self.account}:rule/*"},
-                },
-            )
-        )
         if config.notify_job_events:
             # Each finished job of this stack (its report is in this stack's bucket), as the topic's subscribers see alarms.
-            events.Rule(
+            # EventBridge publishes as its service principal: the topic lets it do so for this one rule only. CDK's own
+            # SNS target would add an unconditioned grant to events.amazonaws.com, which lets anyone who can put an event
+            # in the account (or route one here by a rule of their own) mail the subscribers a fake "job finished".
+            rule = events.Rule(
                 self,
                 "JobEventsToTopic",
                 description="s3bulk: each finished job's status event to the alarm topic",
@@ -317,7 +307,16 @@ class S3BulkStack(GrantingStack):
                     detail_type=[EVENT_DETAIL_TYPE],
                     detail={"report": events.Match.prefix(f"s3://{self.reports.bucket_name}/")},
                 ),
-                targets=[targets.SnsTopic(self.alarm_topic)],
+                targets=[_TopicTarget(self.alarm_topic)],
+            )
+            self.alarm_topic.add_to_resource_policy(
+                iam.PolicyStatement(
+                    sid="JobEventsRulePublish",
+                    principals=[iam.ServicePrincipal("events.amazonaws.com")],
+                    actions=["sns:Publish"],
+                    resources=[self.alarm_topic.topic_arn],
+                    conditions={"StringEquals": {"aws:SourceAccount": self.account}, "ArnEquals": {"aws:SourceArn": rule.rule_arn}},
+                )
             )
         if config.alarm_email:
             self.alarm_topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
@@ -482,6 +481,18 @@ class S3BulkStack(GrantingStack):
             )
         for rule, reason in reasons.items():
             cdk.Validations.of(self).acknowledge(cdk.Acknowledgment(id=rule, reason=reason))
+
+
+@jsii.implements(events.IRuleTarget)
+class _TopicTarget:
+    """An SNS topic as a rule's target, granting nothing: the topic's policy names the rule itself (targets.SnsTopic
+    would grant every EventBridge rule of every account)."""
+
+    def __init__(self, topic: sns.ITopic) -> None:
+        self.topic = topic
+
+    def bind(self, rule: events.IRuleRef, id: str | None = None) -> events.RuleTargetConfig:
+        return events.RuleTargetConfig(arn=self.topic.topic_arn)
 
 
 def _nag(value: str, pseudo: str) -> str:

@@ -866,14 +866,39 @@ def test_a_bucket_owner_that_names_no_account_or_an_unlisted_bucket_is_refused_a
         DeployConfig.from_context({**CONTEXT, "bucket_owner": value, "schedules_file": ""}.get)
 
 
-def test_job_events_may_reach_the_alarm_topic_and_notify_job_events_routes_this_stacks() -> None:
-    def topic_statements(t: Template) -> list[dict[str, Any]]:
-        return [st for p in resources(t, "AWS::SNS::TopicPolicy").values() for st in p["Properties"]["PolicyDocument"]["Statement"]]
+def _topic_statements(t: Template) -> list[dict[str, Any]]:
+    return [st for p in resources(t, "AWS::SNS::TopicPolicy").values() for st in p["Properties"]["PolicyDocument"]["Statement"]]
 
+
+def _resolved(value: Any, account: str, region: str) -> Any:
+    """A template value with the few intrinsics a topic policy holds made concrete: a resource's Ref or Arn names it."""
+    if isinstance(value, dict) and len(value) == 1:
+        ((fn, arg),) = value.items()
+        if fn == "Ref":
+            return {"AWS::AccountId": account, "AWS::Region": region, "AWS::Partition": "aws"}.get(
+                arg, f"arn:aws:sns:{region}:{account}:{arg}"
+            )
+        if fn == "Fn::GetAtt":
+            return f"arn:aws:events:{region}:{account}:rule/{arg[0]}"
+        if fn == "Fn::Join":
+            return arg[0].join(str(_resolved(v, account, region)) for v in arg[1])
+    if isinstance(value, dict):
+        return {k: _resolved(v, account, region) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_resolved(v, account, region) for v in value]
+    return value
+
+
+def test_only_this_stacks_job_events_rule_may_publish_to_the_alarm_topic_and_a_forged_event_never_reaches_it() -> None:
+    """CDK's SNS target grants events.amazonaws.com Publish with no condition, which makes the topic's own guard moot:
+    anyone who can put an event in the account could mail the subscribers a fake "job finished". The topic names the
+    stack's one rule (aws:SourceArn) and account; a publish on behalf of any other rule, here or elsewhere, is refused by
+    IAM's rule (the harness's evaluator, s3bulk/testing/stack/iam.py)."""
+    from s3bulk.testing.stack.iam import Need, allowed
+
+    account, region = "111122223333", "eu-west-1"
     plain = Template.from_stack(build_app({**CONTEXT, "schedules_file": ""}).node.find_child("S3Bulk"))  # type: ignore[arg-type]
-    events_may = [st for st in topic_statements(plain) if st["Principal"] == {"Service": "events.amazonaws.com"}]
-    assert len(events_may) == 1 and events_may[0]["Action"] == "sns:Publish"
-    assert "aws:SourceAccount" in json.dumps(events_may[0]["Condition"]) and ":rule/*" in json.dumps(events_may[0]["Condition"])
+    assert not [st for st in _topic_statements(plain) if st["Principal"] == {"Service": "events.amazonaws.com"}]
     assert not [
         r
         for r in resources(plain, "AWS::Events::Rule").values()
@@ -881,7 +906,22 @@ def test_job_events_may_reach_the_alarm_topic_and_notify_job_events_routes_this_
     ]
 
     notified = Template.from_stack(build_app({**CONTEXT, "schedules_file": "", "notify_job_events": "true"}).node.find_child("S3Bulk"))  # type: ignore[arg-type]
-    [rule] = [r for r in resources(notified, "AWS::Events::Rule").values() if r["Properties"]["EventPattern"].get("source") == ["s3bulk"]]
+    [(rule_id, rule)] = [
+        (k, r) for k, r in resources(notified, "AWS::Events::Rule").items() if r["Properties"]["EventPattern"].get("source") == ["s3bulk"]
+    ]
     pattern = rule["Properties"]["EventPattern"]
     assert pattern["detail-type"] == ["s3bulk Job Status Change"] and "Reports" in json.dumps(pattern["detail"]["report"])
-    assert [t["Arn"] for t in rule["Properties"]["Targets"]] == [{"Ref": next(k for k in resources(notified, "AWS::SNS::Topic"))}]
+    [topic_id] = resources(notified, "AWS::SNS::Topic")
+    events_may = [
+        _resolved(st, account, region) for st in _topic_statements(notified) if st["Principal"] == {"Service": "events.amazonaws.com"}
+    ]
+    assert len(events_may) == 1 and all("Condition" in st for st in events_may), events_may
+    topic_arn = f"arn:aws:sns:{region}:{account}:{topic_id}"
+
+    def publish(source_arn: str, source_account: str) -> Need:
+        return Need("sns:Publish", topic_arn, (("aws:SourceArn", source_arn), ("aws:SourceAccount", source_account)))
+
+    assert allowed(events_may, publish(f"arn:aws:events:{region}:{account}:rule/{rule_id}", account))
+    assert not allowed(events_may, publish(f"arn:aws:events:{region}:{account}:rule/someone-elses-rule", account))
+    assert not allowed(events_may, publish(f"arn:aws:events:{region}:444455556666:rule/{rule_id}", "444455556666"))
+    assert [t["Arn"] for t in rule["Properties"]["Targets"]] == [{"Ref": topic_id}]
