@@ -43,6 +43,7 @@ from aws_cdk import (
 from aws_cdk import (
     aws_sqs as sqs,
 )
+from aws_cdk.interfaces.aws_events import IRuleRef
 from constructs import Construct
 
 from infra.bundling import MANIFEST_REQUIREMENTS, PROCESS_DIR, RUNTIME_PYTHON, TASK_ROOT, lambda_code
@@ -491,7 +492,7 @@ class _TopicTarget:
     def __init__(self, topic: sns.ITopic) -> None:
         self.topic = topic
 
-    def bind(self, rule: events.IRuleRef, id: str | None = None) -> events.RuleTargetConfig:
+    def bind(self, rule: IRuleRef, id: str | None = None) -> events.RuleTargetConfig:
         return events.RuleTargetConfig(arn=self.topic.topic_arn)
 
 
