@@ -13,6 +13,7 @@ knows which runtime runs it: the Lambda client comes in as a plain callable.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import io
 import json
 import sys
@@ -343,6 +344,8 @@ def load_callable(spec: str, search: Sequence[Path], field_name: str, *, confine
         for path in reversed([str(p) for p in search]):
             if path not in sys.path:
                 sys.path.insert(0, path)
+        if confined and not _found_within(module_name, search):  # before the import: importing runs the module's code
+            raise _not_own(label, spec, search)
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
@@ -370,12 +373,31 @@ def load_callable(spec: str, search: Sequence[Path], field_name: str, *, confine
             "name a function after the colon"
         )
     if confined and not (_within(module, search) and _within(sys.modules.get(getattr(fn, "__module__", None) or ""), search)):
-        where = ", ".join(str(p) for p in search) or "none: this deployment bundled no process code"
-        raise JobError(
-            f"{label}: {spec!r} is not a function of this deployment's process code ({where}); name one defined in your "
-            "own modules, deployed with -c process_code=DIR"
-        )
+        raise _not_own(label, spec, search)
     return fn  # type: ignore[no-any-return]
+
+
+def _not_own(label: str, spec: str, search: Sequence[Path]) -> JobError:
+    where = ", ".join(str(p) for p in search) or "none: this deployment bundled no process code"
+    return JobError(
+        f"{label}: {spec!r} is not a function of this deployment's process code ({where}); name one defined in your "
+        "own modules, deployed with -c process_code=DIR"
+    )
+
+
+def _found_within(module_name: str, roots: Sequence[Path]) -> bool:
+    """Whether the module's top-level package would be imported from under `roots`, found without running any code (a
+    module imported already is judged by where it came from). One not found at all passes: its import fails, running
+    nothing, with the message that says where it was looked for."""
+    try:
+        found = importlib.util.find_spec(module_name.partition(".")[0])
+    except (ImportError, ValueError):
+        return True
+    if found is None:
+        return True
+    places = [found.origin] if found.origin and found.has_location else []
+    places += list(found.submodule_search_locations or [])
+    return bool(places) and all(any(Path(p).resolve().is_relative_to(r.resolve()) for r in roots) for p in places)
 
 
 def _within(module: ModuleType | None, roots: Sequence[Path]) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -304,3 +305,24 @@ def test_on_the_stack_only_a_function_defined_in_the_deployers_process_code_may_
     with pytest.raises(JobError, match=r"^job\.process\.batchops_handler: 'os:getcwd' .*\(none: this deployment bundled no process code\)"):
         load_callable("os:getcwd", [], "batchops_handler", confined=True)
     assert load_callable("os:getcwd", [tmp_path], "function")() == __import__("os").getcwd()  # locally: the user's own machine
+
+
+def test_on_the_stack_a_module_outside_the_deployers_code_is_refused_before_it_is_imported(tmp_path: Path) -> None:
+    """Importing a module runs its code: a job naming a module found outside the deployment's process code (a dependency,
+    a file left on the path) is refused before the import, so nothing of it runs under the worker's role."""
+    own, elsewhere = tmp_path / "own", tmp_path / "elsewhere"
+    own.mkdir()
+    elsewhere.mkdir()
+    ran = tmp_path / "ran"
+    (elsewhere / "s3bulk_outside_probe.py").write_text(f"open({str(ran)!r}, 'w').close()\ndef run(obj):\n    return obj\n")
+    sys.path.insert(0, str(elsewhere))
+    try:
+        with pytest.raises(JobError, match=r"^job\.process\.function: 's3bulk_outside_probe:run' is not a function of this deployment's"):
+            load_callable("s3bulk_outside_probe:run", [own], "function", confined=True)
+        assert not ran.exists()  # refused before its code ran
+        assert "s3bulk_outside_probe" not in sys.modules
+        with pytest.raises(JobError, match=r"no module 's3bulk_nowhere_probe' in"):  # not found anywhere: the path fix, as before
+            load_callable("s3bulk_nowhere_probe:run", [own], "function", confined=True)
+    finally:
+        sys.path.remove(str(elsewhere))
+        sys.modules.pop("s3bulk_outside_probe", None)
