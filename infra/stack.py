@@ -89,6 +89,9 @@ class S3BulkStack(GrantingStack):
             point_in_time_recovery_specification=ddb.PointInTimeRecoverySpecification(point_in_time_recovery_enabled=True),
             time_to_live_attribute="expires_at",
             removal_policy=keep,
+            # The ledger is every job's exact record: a delete by hand or by another stack's mistake is refused too, until
+            # the deployer says the data may go (-c destroy_data=true, which cdk destroy then honours).
+            deletion_protection=not config.destroy_data,
         )
         # Recent jobs, newest first (s3bulk jobs): sparse, only job items carry `kind`; keys only, rarely written.
         self.table.add_global_secondary_index(
@@ -105,7 +108,9 @@ class S3BulkStack(GrantingStack):
             encryption=s3.BucketEncryption.S3_MANAGED,
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             enforce_ssl=True,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
+            # ACLs off: S3 delivers the access logs under the bucket policy CDK writes for them (the
+            # serverAccessLogsUseBucketPolicy flag in cdk.json), so no ACL is needed, as AWS advises for every bucket.
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
             lifecycle_rules=[s3.LifecycleRule(expiration=cdk.Duration.days(90))],
             # Kept by every destroy, destroy_data or not: S3 delivers server access logs minutes late, so the report
             # bucket's last ones land after an emptying and its deletion ended DELETE_FAILED (BucketNotEmpty). Its

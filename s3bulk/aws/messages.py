@@ -17,7 +17,8 @@ Entry = (
     | tuple[str, int, str, str, str, str, str]
 )
 
-# SQS accepts 256 KiB per message; leave room for attributes and envelope.
+# SQS has accepted 1 MiB per message since 2025 (256 KiB before). A batch stays near the old size: a Worker's event
+# carries up to worker_batch_size of them, and a lister's step intent holds every message of its pages.
 MAX_MESSAGE_BYTES = 200_000
 # The objects' bytes one batch may hold, so a page of large objects spreads over many workers and each batch fits one
 # invocation: half of what a worker moves in its time at the slowest large-object rate measured (docs/benchmarks.md,

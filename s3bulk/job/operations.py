@@ -98,7 +98,9 @@ class Restore(_Strict):
 
 _CALLABLE = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
 _LAMBDA_ARN = r"^arn:aws[a-zA-Z-]*:lambda:[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d:\d{12}:function:[a-zA-Z0-9_-]+(:(\$LATEST|[a-zA-Z0-9_-]+))?$"
-_JOB_ID_PATTERN = r"^[A-Za-z0-9._-]{1,80}$"
+# Not starting with a dot: a job's report and parts live under `jobs/ID/`, and an id of "." or ".." makes keys that
+# tools which normalise paths (the S3 console, some SDKs) read as another folder.
+_JOB_ID_PATTERN = r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,79}$"
 
 # What each `pattern=` of the models asks for, in words: a user should never be shown the regex itself.
 _PATTERN_FIXES = {
@@ -108,7 +110,7 @@ _PATTERN_FIXES = {
     SECRET_ARN: "give a Secrets Manager secret ARN, like arn:aws:secretsmanager:eu-west-1:111122223333:secret:NAME",
     _CALLABLE: "give module:callable, like my_tools:run",
     _LAMBDA_ARN: "give a Lambda function ARN, like arn:aws:lambda:eu-west-1:111122223333:function:NAME",
-    _JOB_ID_PATTERN: "use 1-80 letters, digits, dots, underscores or hyphens",
+    _JOB_ID_PATTERN: "use 1-80 letters, digits, dots, underscores or hyphens, not starting with a dot",
 }
 
 

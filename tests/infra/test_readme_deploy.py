@@ -92,7 +92,7 @@ def test_following_the_deploy_section_line_by_line_needs_no_flag_and_no_step_fai
     assert seen[-1] == "npx cdk destroy", "the section ends with the tear-down"
 
 
-def test_destroy_data_empties_and_deletes_what_a_default_destroy_keeps(tmp_path: Path) -> None:
+def test_destroy_data_empties_and_deletes_what_a_default_destroy_keeps_and_unprotects_the_ledger(tmp_path: Path) -> None:
     deploy = tmp_path / "deploy.json"
     doc = json.loads((ROOT / "config/deploy.example.json").read_text())
     deploy.write_text(json.dumps({**doc, "destroy_data": True}))
@@ -104,6 +104,14 @@ def test_destroy_data_empties_and_deletes_what_a_default_destroy_keeps(tmp_path:
         return {r["DeletionPolicy"] for r in resources.values() if r["Type"] == kind}
 
     assert policies(kept, "AWS::DynamoDB::Table") == {"Retain"} and policies(gone, "AWS::DynamoDB::Table") == {"Delete"}
+    # A kept ledger also refuses a DeleteTable (by hand, or another stack's mistake) until destroy_data says it may go.
+    protected = {r["Properties"].get("DeletionProtectionEnabled") for r in kept.values() if r["Type"] == "AWS::DynamoDB::Table"}
+    assert protected == {True}
+    assert {r["Properties"].get("DeletionProtectionEnabled") for r in gone.values() if r["Type"] == "AWS::DynamoDB::Table"} == {False}
+    # No bucket of the stack has ACLs enabled: the access-log bucket takes S3's log delivery by its bucket policy.
+    for resources in (kept, gone):
+        owners = [r["Properties"].get("OwnershipControls") for r in resources.values() if r["Type"] == "AWS::S3::Bucket"]
+        assert all(o is None or o == {"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]} for o in owners), owners
     buckets = {name: r["DeletionPolicy"] for name, r in gone.items() if r["Type"] == "AWS::S3::Bucket"}
     assert policies(kept, "AWS::S3::Bucket") == {"Retain"}
     # The report bucket goes; the access-log bucket stays: S3 delivers its last logs after any emptying.

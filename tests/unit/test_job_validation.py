@@ -318,6 +318,8 @@ def test_a_callable_without_a_colon_is_refused_in_words_not_with_the_regex(field
         ({"destination__region": "EU West"}, "job.destination.region", "like eu-west-1"),
         ({"source__credentials_secret": "my-secret"}, "job.source.credentials_secret", "Secrets Manager secret ARN"),
         ({"job_id": "my job"}, "job.job_id", "1-80 letters, digits"),
+        ({"job_id": ".."}, "job.job_id", "not starting with a dot"),  # jobs/../report.json: another folder to path-normalising tools
+        ({"job_id": ".hidden"}, "job.job_id", "not starting with a dot"),
     ],
 )
 def test_every_pattern_field_says_what_it_takes_instead_of_showing_its_regex(changes: dict[str, Any], field: str, fix: str) -> None:
