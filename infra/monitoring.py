@@ -145,8 +145,8 @@ class Monitoring(Construct):
             (
                 "ExecutionEndedDeadLettersAlarm",
                 self.ended_dlq,
-                "An ended execution's event could not reach ExecutionEnded: its job may lack a report; "
-                "run s3bulk status on it and redrive the event.",
+                "An ended execution's event could not reach ExecutionEnded, or ExecutionEnded failed on it past its "
+                "retries: its job may lack a report; run s3bulk status on it and redrive the event.",
             ),
             (
                 "ScheduleDeadLettersAlarm",

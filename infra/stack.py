@@ -23,6 +23,9 @@ from aws_cdk import (
     aws_lambda as lambda_,
 )
 from aws_cdk import (
+    aws_lambda_destinations as destinations,
+)
+from aws_cdk import (
     aws_lambda_event_sources as sources,
 )
 from aws_cdk import (
@@ -387,6 +390,9 @@ class S3BulkStack(GrantingStack):
                 )
             ],
         )
+        # EventBridge hands the event over asynchronously; Lambda retries a failed invocation twice and would then drop
+        # it: its job would keep no report and stay RUNNING. Kept in the same queue instead, whose alarm says so.
+        self.ended_fn.configure_async_invoke(on_failure=destinations.SqsDestination(self.ended_dlq), retry_attempts=2)
 
     def _schedules(self, config: DeployConfig) -> None:
         if not config.schedules:

@@ -217,10 +217,26 @@ def test_alarms_cover_dead_letters_failed_and_early_ended_executions_every_funct
     assert expression("FunctionErrors").count("+") == 5  # Validate, Lister, Progress, Finalize, ExecutionEnded, the counter
 
 
-def test_the_execution_ended_rule_keeps_what_it_could_not_deliver(template: Template) -> None:
+def test_the_execution_ended_rule_keeps_what_it_could_not_deliver_and_what_its_function_failed_on(template: Template) -> None:
+    """EventBridge invokes ExecutionEnded asynchronously: its own failures, after Lambda's two retries, go to the same
+    alarmed queue as the events EventBridge could not deliver, never dropped (a job would keep no report)."""
     [rule] = resources(template, "AWS::Events::Rule").values()
     [target] = rule["Properties"]["Targets"]
     assert target["RetryPolicy"]["MaximumRetryAttempts"] == 20 and "Arn" in target["DeadLetterConfig"]
+    dlq = target["DeadLetterConfig"]["Arn"]
+    ended = next(k for k, f in resources(template, "AWS::Lambda::Function").items() if k.startswith("ExecutionEnded"))
+    [config] = [
+        c for c in resources(template, "AWS::Lambda::EventInvokeConfig").values() if c["Properties"]["FunctionName"] == {"Ref": ended}
+    ]
+    assert config["Properties"]["DestinationConfig"]["OnFailure"]["Destination"] == dlq
+    assert config["Properties"]["MaximumRetryAttempts"] == 2
+    queue = dlq["Fn::GetAtt"][0]
+    alarmed = [
+        a for a in resources(template, "AWS::CloudWatch::Alarm").values() if queue in json.dumps(a["Properties"].get("Dimensions", []))
+    ]
+    assert alarmed, "an alarm watches the queue"
+    sends = [st for st in statements(template) if "sqs:SendMessage" in as_list(st["Action"]) and queue in json.dumps(st["Resource"])]
+    assert sends, "the function may send its failures there"
 
 
 def test_no_statement_grants_every_action(template: Template) -> None:
