@@ -290,18 +290,7 @@ class S3BulkStack(GrantingStack):
         # replaces SNS's default one, so CloudWatch, which publishes as its service principal, is allowed by name,
         # for this account's alarms only.
         self.alarm_topic = sns.Topic(self, "Alarms", display_name="s3bulk alarms", enforce_ssl=True)
-        self.alarm_topic.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="CloudWatchAlarmsPublish",
-                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-                actions=["sns:Publish"],
-                resources=[self.alarm_topic.topic_arn],
-                conditions={
-                    "StringEquals": {"aws:SourceAccount": self.account},
-                    "ArnLike": {"aws:SourceArn": f"arn:{self.partition}:cloudwatch:{self.region}:{self.account}:alarm:*"},
-                },
-            )
-        )
+        self._may_publish("CloudWatchAlarmsPublish", "cloudwatch", {"ArnLike": {"aws:SourceArn": self._arn("cloudwatch", "alarm:*")}})
         if config.notify_job_events:
             # Each finished job of this stack (its report is in this stack's bucket), as the topic's subscribers see alarms.
             # EventBridge publishes as its service principal: the topic lets it do so for this one rule only. CDK's own
@@ -318,15 +307,7 @@ class S3BulkStack(GrantingStack):
                 ),
                 targets=[_TopicTarget(self.alarm_topic)],
             )
-            self.alarm_topic.add_to_resource_policy(
-                iam.PolicyStatement(
-                    sid="JobEventsRulePublish",
-                    principals=[iam.ServicePrincipal("events.amazonaws.com")],
-                    actions=["sns:Publish"],
-                    resources=[self.alarm_topic.topic_arn],
-                    conditions={"StringEquals": {"aws:SourceAccount": self.account}, "ArnEquals": {"aws:SourceArn": rule.rule_arn}},
-                )
-            )
+            self._may_publish("JobEventsRulePublish", "events", {"ArnEquals": {"aws:SourceArn": rule.rule_arn}})
         if config.alarm_email:
             self.alarm_topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
         cdk.CfnOutput(self, "AlarmTopicArn", value=self.alarm_topic.topic_arn)
@@ -367,6 +348,21 @@ class S3BulkStack(GrantingStack):
         }.items():
             cdk.CfnOutput(self, name, value=value)
         self._acknowledge()
+
+    def _arn(self, service: str, resource: str) -> str:
+        return f"arn:{self.partition}:{service}:{self.region}:{self.account}:{resource}"
+
+    def _may_publish(self, sid: str, service: str, source: dict[str, Any]) -> None:
+        """A service publishing to the alarm topic as its own principal: for this account's `source` only."""
+        self.alarm_topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid=sid,
+                principals=[iam.ServicePrincipal(f"{service}.amazonaws.com")],
+                actions=["sns:Publish"],
+                resources=[self.alarm_topic.topic_arn],
+                conditions={"StringEquals": {"aws:SourceAccount": self.account}, **source},
+            )
+        )
 
     def _on_execution_end(self, machine_name: str) -> None:
         """Every execution that FAILED, TIMED_OUT or was ABORTED reaches ExecutionEnded, which reports and stops its job.
