@@ -15,6 +15,13 @@ from s3bulk.aws.lister import DEFAULT_LIST_SHARDS
 from s3bulk.bodies.memory import WorkerSize, check_worker_memory
 from s3bulk.job import SECRET_ARN, JobError, parse_job
 
+# Validate, Progress (the completion check), Finalize and ExecutionEnded: at most one each per job at a time.
+OTHER_STEPS = 4
+# Lambda keeps at least this much of an account's concurrency for functions without a reservation.
+UNRESERVED_MIN = 100
+# A job's listing shards that run at once by default: a tenth of the default account quota, whatever list_shards is.
+LIST_CONCURRENCY = 100
+
 # Step Functions runs at most this many iterations of an inline Map at once, whatever its MaxConcurrency says: past it,
 # the listing shards run on a Distributed Map (infra/state_machine.py).
 MAX_INLINE_MAP = 40
@@ -46,7 +53,13 @@ class DeployConfig:
     # Threads for every other job (S3 moves the bytes; the worker holds none): as many as keep the worker's CPU share
     # busy at S3's latency (bench/cost_model.py request_threads_for), twice what streaming fits in 1,024 MB.
     worker_request_threads: int = 64
-    list_shards: int = DEFAULT_LIST_SHARDS  # listing shards per job, listed in parallel
+    list_shards: int = DEFAULT_LIST_SHARDS  # listing shards per job
+    # How many of a job's listing shards run at once (the Map's MaxConcurrency); 0: all of them, up to LIST_CONCURRENCY.
+    list_concurrency: int = 0
+    account_concurrency: int = 1000  # the account's Lambda concurrency quota in the Region, as the deployer states it
+    # The Lister and the Worker reserve what they may run: a job never starves the account's other functions, nor they
+    # it. A new account whose quota is under what that needs cannot reserve it: see docs/deploy.md.
+    reserve_concurrency: bool = True
     poll_seconds: int = 600  # the completion wait's safety net (infra/state_machine.py)
     alarm_email: str | None = None  # subscribed to an SNS topic every alarm notifies
     # X-Ray tracing of every function and the state machine. Off by default: AWS ends support for the X-Ray SDK behind
@@ -94,6 +107,9 @@ class DeployConfig:
             worker_threads=int(get("worker_threads") or 32),
             worker_request_threads=int(get("worker_request_threads") or 64),
             list_shards=int(get("list_shards") or DEFAULT_LIST_SHARDS),
+            list_concurrency=int(get("list_concurrency") or 0),
+            account_concurrency=int(get("account_concurrency") or 1000),
+            reserve_concurrency=str(get("reserve_concurrency")).strip().lower() != "false",  # on unless said off
             poll_seconds=int(get("poll_seconds") or 600),
             alarm_email=str(get("alarm_email") or "").strip() or None,
             notify_job_events=_flag(get("notify_job_events")),
@@ -144,6 +160,24 @@ class DeployConfig:
                 raise ValueError(f"context {name}: a worker runs 1-512 object threads (each holds a connection); pass e.g. -c {name}=64")
         if not 2 <= self.worker_max_concurrency <= 1000:
             raise ValueError("context worker_max_concurrency: SQS event sources allow 2-1000; pick a value in that range")
+        if not 0 <= self.list_concurrency <= self.list_shards:
+            raise ValueError(
+                f"context list_concurrency: at most list_shards ({self.list_shards}) of a job's shards can run at once; "
+                f"pass e.g. -c list_concurrency={min(self.list_shards, LIST_CONCURRENCY)}, or leave it out"
+            )
+        if self.account_concurrency < 10:
+            raise ValueError("context account_concurrency: an account's Lambda concurrency is at least 10; pass the quota, e.g. 1000")
+        # Reserved, a job's listers and workers must leave the 100 Lambda keeps unreserved; unreserved, the job must fit.
+        margin = UNRESERVED_MIN if self.reserve_concurrency else 0
+        needed = concurrency_needed(self)
+        if needed > self.account_concurrency - margin:
+            less = f" less the {UNRESERVED_MIN} Lambda keeps unreserved" if margin else ""
+            raise ValueError(
+                f"context account_concurrency: one job runs up to {needed:,} Lambdas at once ({self.listers} listers, "
+                f"{self.worker_max_concurrency} workers, {OTHER_STEPS} steps), over the account's {self.account_concurrency:,}{less}; "
+                "lower list_concurrency or worker_max_concurrency, or request a higher quota and pass it as -c account_concurrency=N"
+            )
+
         if self.process_code is not None and not self.process_code.is_dir():
             raise ValueError(f"context process_code: {self.process_code} is not a directory; pass -c process_code=DIR holding your modules")
         for arn in self.process_lambdas:
@@ -185,6 +219,16 @@ class DeployConfig:
             except JobError as exc:
                 raise ValueError(f"schedule {s.name}: {exc}") from None
 
+    @property
+    def listers(self) -> int:
+        """A job's listing shards that run at once: list_concurrency, or all of them up to LIST_CONCURRENCY."""
+        return self.list_concurrency or min(self.list_shards, LIST_CONCURRENCY)
+
+    @property
+    def reserved(self) -> dict[str, int]:
+        """Each function's reserved concurrency (none unless reserve_concurrency)."""
+        return {"Lister": self.listers, "Worker": self.worker_max_concurrency} if self.reserve_concurrency else {}
+
 
 ACCOUNT = re.compile(r"\d{12}|self")
 
@@ -213,13 +257,9 @@ def owners_of(value: Any, *listed: Any) -> tuple[tuple[str, str], ...]:
     return tuple((b, account) for b, account in owners if account is not None)
 
 
-# Validate, Progress (the completion check), Finalize and ExecutionEnded: at most one each per job at a time.
-OTHER_STEPS = 4
-
-
 def concurrency_needed(config: DeployConfig) -> int:
-    """The Lambda executions one job may hold at once: every listing shard, every worker, and the other steps."""
-    return config.list_shards + config.worker_max_concurrency + OTHER_STEPS
+    """The Lambda executions one job may hold at once: its listers, every worker, and the other steps."""
+    return config.listers + config.worker_max_concurrency + OTHER_STEPS
 
 
 def _flag(value: Any) -> bool:

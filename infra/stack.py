@@ -216,6 +216,9 @@ class S3BulkStack(GrantingStack):
         def function(
             name: str, handler: str, memory: int, timeout: cdk.Duration, asset: lambda_.Code = code, *, loops: bool = False
         ) -> lambda_.Function:
+            # The Lister and the Worker reserve what they may run (AWS's SQS scaling guide asks it of an event source's
+            # function): a job's listers and workers never take the account's other functions' concurrency, nor the
+            # reverse. The other steps run one at a time per job, from the unreserved rest.
             fn = lambda_.Function(
                 self,
                 name,
@@ -225,6 +228,7 @@ class S3BulkStack(GrantingStack):
                 code=asset,
                 memory_size=memory,
                 timeout=timeout,
+                reserved_concurrent_executions=config.reserved.get(name),
                 environment=env,
                 tracing=lambda_.Tracing.ACTIVE if config.tracing else lambda_.Tracing.DISABLED,
                 # Lambda stops a chain of events that invokes a function a 17th time, unless it allows loops: the Worker
@@ -276,7 +280,7 @@ class S3BulkStack(GrantingStack):
             progress=self.progress_fn,
             finalize=self.finalize_fn,
             tracing=config.tracing,
-            list_concurrency=config.list_shards,
+            list_concurrency=config.listers,
             machine_arn=self.state_machine_arn,
         )
         # Continue as new (s3bulk/aws/history.py): the state machine starts its job's next execution itself.
@@ -343,6 +347,8 @@ class S3BulkStack(GrantingStack):
             # What one job may run at once (listers, workers, and the state machine's own steps): `s3bulk doctor`
             # compares it with the account's unreserved concurrency (a new account may have 10).
             "LambdaConcurrencyNeeded": str(concurrency_needed(config)),
+            # Of which the Lister and the Worker reserve this much (0: -c reserve_concurrency=false).
+            "LambdaConcurrencyReserved": str(sum(config.reserved.values())),
             # s3bulk tune changes how many workers run at once, on this mapping, while jobs run.
             "WorkerEventSourceMapping": self.work_source.event_source_mapping_id,
         }.items():

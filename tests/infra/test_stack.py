@@ -596,18 +596,61 @@ def test_shards_are_listed_in_parallel_up_to_the_deploy_time_setting(template: T
 
 def test_more_than_40_listing_shards_run_on_a_distributed_map_whose_children_may_read_their_own_history() -> None:
     """An inline Map runs at most 40 iterations at once: -c list_shards=200 makes ListShards and CountShards Distributed
-    Maps of Standard child executions, 200 at once, and lets ListShard read its child execution's history."""
+    Maps of Standard child executions, 100 at once by default (list_concurrency), and lets ListShard read its child
+    execution's history."""
     t = _template({"list_shards": "200"})
     [sm] = resources(t, "AWS::StepFunctions::StateMachine").values()
     definition = json.loads("".join(p if isinstance(p, str) else "0" for p in sm["Properties"]["DefinitionString"]["Fn::Join"][1]))
     for name in ("ListShards", "CountShards"):
         state = definition["States"][name]
         assert state["ItemProcessor"]["ProcessorConfig"] == {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"}, name
-        assert (state["MaxConcurrency"], state["ItemsPath"], state["Label"]) == (200, "$.plan.shards", name)
+        assert (state["MaxConcurrency"], state["ItemsPath"], state["Label"]) == (100, "$.plan.shards", name)
         assert state["Catch"][0]["Next"] == "ReportFailure"
     histories = [json.dumps(r) for r in _grants(t, "states:GetExecutionHistory", "Lister")]
     assert any('-jobs/*"' in r for r in histories), histories  # execution:STACK-jobs/LABEL:ID, a child's ARN
     assert any(r for r in _grants(t, "states:StartExecution", "Orchestration"))
+
+
+def test_a_job_shares_the_account_politely_its_listers_and_workers_reserve_what_they_run_and_synth_refuses_more_than_it_has() -> None:
+    """Up to 1,000 listing children on an unreserved Lister took the account's whole concurrency: every other function
+    was throttled, and a child throttled past its retrier stopped the job. A job's shards now run list_concurrency at a
+    time (100 by default), the Lister and the Worker reserve what they may run, and synth refuses a stack one of whose
+    jobs would need more than the account's stated quota less the 100 Lambda keeps unreserved."""
+
+    def max_concurrency(t: Template) -> int:
+        [sm] = resources(t, "AWS::StepFunctions::StateMachine").values()
+        definition = json.loads("".join(p if isinstance(p, str) else "0" for p in sm["Properties"]["DefinitionString"]["Fn::Join"][1]))
+        return int(definition["States"]["ListShards"]["MaxConcurrency"])
+
+    def reserved(t: Template) -> dict[str, int]:
+        functions = resources(t, "AWS::Lambda::Function").items()
+        return {
+            k.rstrip("0123456789ABCDEF"): f["Properties"]["ReservedConcurrentExecutions"]
+            for k, f in functions
+            if "ReservedConcurrentExecutions" in f["Properties"]
+        }
+
+    t = _template({"list_shards": "400", "list_concurrency": "150", "worker_max_concurrency": "200"})
+    assert max_concurrency(t) == 150
+    assert reserved(t) == {"Lister": 150, "Worker": 200}
+    outputs = t.to_json()["Outputs"]
+    assert (outputs["LambdaConcurrencyNeeded"]["Value"], outputs["LambdaConcurrencyReserved"]["Value"]) == ("354", "350")
+    assert reserved(_template({"reserve_concurrency": "false"})) == {}
+    with pytest.raises(
+        ValueError, match=r"^context account_concurrency: one job runs up to 1,004 Lambdas at once \(100 listers, 900 workers"
+    ):
+        DeployConfig.from_context({**CONTEXT, "list_shards": "1000", "worker_max_concurrency": "900", "schedules_file": ""}.get)
+    ok = DeployConfig.from_context(
+        {**CONTEXT, "list_shards": "1000", "worker_max_concurrency": "900", "account_concurrency": "5000", "schedules_file": ""}.get
+    )
+    assert ok.reserved == {"Lister": 100, "Worker": 900}
+    with pytest.raises(ValueError, match=r"^context list_concurrency: at most list_shards \(16\)"):
+        DeployConfig.from_context({**CONTEXT, "list_concurrency": "17", "schedules_file": ""}.get)
+    with pytest.raises(ValueError, match=r"^context account_concurrency: .* over the account's 10; lower list_concurrency"):
+        DeployConfig.from_context({**CONTEXT, "account_concurrency": "10", "reserve_concurrency": "false", "schedules_file": ""}.get)
+    # A new account's quota of 10 reserves nothing, and runs a small job whole (docs/deploy.md).
+    small = {"account_concurrency": "10", "reserve_concurrency": "false", "list_concurrency": "2", "worker_max_concurrency": "4"}
+    assert DeployConfig.from_context({**CONTEXT, **small, "schedules_file": ""}.get).reserved == {}
 
 
 def test_every_failed_timed_out_or_aborted_execution_reaches_the_execution_ended_function(template: Template) -> None:

@@ -22,6 +22,7 @@ from infra.state_machine import LAMBDA_THROTTLED
 from s3bulk.aws.ledger import DynamoLedger
 from s3bulk.s3.faststore import FastS3Store
 from s3bulk.testing.stack import StackOnMoto, synthesize
+from s3bulk.testing.stack.lambdas import Concurrency
 from tests.integration.aws_harness import REGION
 
 pytestmark = pytest.mark.moto
@@ -132,11 +133,17 @@ def test_a_lister_call_refused_once_by_dynamodb_is_retried_by_step_functions_and
         assert copied(stack) == sorted("out/" + k[3:] for k in keys)
 
 
-def test_an_account_with_little_concurrency_throttles_and_the_job_still_ends_exact(
-    template: dict[str, Any], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_an_account_with_little_concurrency_throttles_and_the_job_still_ends_exact(monkeypatch: pytest.MonkeyPatch) -> None:
     """Two concurrent executions in all (a new account may have 10): listers and workers are refused with 429 and
-    retried (Step Functions' retry of Lambda.TooManyRequestsException; the queue's redelivery), and nothing is lost."""
+    retried (Step Functions' retry of Lambda.TooManyRequestsException; the queue's redelivery), and nothing is lost.
+    Such an account cannot reserve concurrency (Lambda keeps 100 unreserved), so it deploys with reserve_concurrency
+    false and account_concurrency stated; the default template's reservations are refused there, as Lambda refuses them."""
+    account = Concurrency(2)
+    with pytest.raises(ValueError, match=r"decreases account's UnreservedConcurrentExecution below its minimum value of \[100\]"):
+        for name, fn in synthesize(CONTEXT)["Resources"].items():
+            if "ReservedConcurrentExecutions" in fn.get("Properties", {}):
+                account.reserve(name, int(fn["Properties"]["ReservedConcurrentExecutions"]))  # as StackOnMoto provisions it
+    template = synthesize({**CONTEXT, "reserve_concurrency": "false"})
     real = DynamoLedger.checkpoint
 
     def slow_pages(self: DynamoLedger, *args: Any, **kwargs: Any) -> bool:
@@ -158,7 +165,7 @@ def test_an_account_with_little_concurrency_throttles_and_the_job_still_ends_exa
                 time.sleep(0.05)
             time.sleep(0.5)  # a retry or two more meets the limit too
             for _ in range(2):
-                stack.concurrency.release()
+                stack.concurrency.release("another-workload")
 
         threading.Thread(target=give_back, daemon=True).start()
         ex = stack.run(copy_job(), timeout=180)
@@ -169,6 +176,47 @@ def test_an_account_with_little_concurrency_throttles_and_the_job_still_ends_exa
         # Both paths reached the limit, or the test proves nothing: Step Functions' Invoke (its retrier took the 429)
         # and the queue's event source (whose batches came back).
         assert LAMBDA_THROTTLED in failed_tasks(ex.events) and throttled.get("Worker", 0) > 0, throttled
+        job_id = json.loads(ex.description["output"])["job_id"]
+        r = report(stack, job_id)
+        assert (r["listed"], r["succeeded"], r["failed"]) == (N, N, 0), stack.describe()
+        assert copied(stack) == sorted("out/" + k[3:] for k in keys)
+
+
+def test_with_reserved_concurrency_another_workload_holding_the_rest_of_the_account_never_throttles_the_listers_or_workers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The Lister and the Worker reserve what one job runs (listers: list_concurrency; workers: the event source's
+    maximum), so the account's other functions cannot starve them, nor they the others: with every unreserved execution
+    held by another workload, the job's steps outside the reservations wait their turn (Step Functions retries the 429)
+    while no listing shard and no batch is ever refused."""
+    template = synthesize({**CONTEXT, "account_concurrency": 200, "list_concurrency": 3, "worker_max_concurrency": 4})
+    reserved = {
+        k: v["Properties"].get("ReservedConcurrentExecutions")
+        for k, v in template["Resources"].items()
+        if v["Type"] == "AWS::Lambda::Function"
+    }
+    assert sorted(n for n in reserved.values() if n) == [3, 4]  # the Lister and the Worker, nothing else
+    env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_LIST_PAGE_SIZE": "10", "S3BULK_LIST_SHARDS": "6"}
+    with StackOnMoto(template, buckets=(SRC, DST), env=env, account_concurrency=200, pollers=4, visibility_scale=1 / 1000) as stack:
+        keys = seed()
+        others = 200 - 3 - 4
+        for _ in range(others):  # another workload of the account's takes every unreserved execution
+            stack.concurrency.acquire("another-workload", wait=True)
+
+        def give_back() -> None:
+            until = time.monotonic() + 60
+            while not any(name.startswith("Validate") for name in stack.concurrency.throttled) and time.monotonic() < until:
+                time.sleep(0.05)
+            time.sleep(0.5)
+            for _ in range(others):
+                stack.concurrency.release("another-workload")
+
+        threading.Thread(target=give_back, daemon=True).start()
+        ex = stack.run(copy_job(), timeout=180)
+        assert ex.status == "SUCCEEDED", (failed_tasks(ex.events), ex.description.get("cause"), stack.describe())
+        throttled = {name.rstrip("0123456789ABCDEF"): n for name, n in stack.concurrency.throttled.items()}
+        assert throttled.get("Validate", 0) > 0, throttled  # the workload did hold the unreserved rest
+        assert not throttled.get("Lister") and not throttled.get("Worker"), throttled
         job_id = json.loads(ex.description["output"])["job_id"]
         r = report(stack, job_id)
         assert (r["listed"], r["succeeded"], r["failed"]) == (N, N, 0), stack.describe()

@@ -151,11 +151,15 @@ def test_a_missing_stack_is_a_usage_error_naming_the_flags(deployed: dict[str, A
     assert "--state-machine-arn, --table and --report-bucket" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("needed", "code"), [(70, 0), (5000, 1)])
+@pytest.mark.parametrize(("needed", "reserved", "code"), [(70, 0, 0), (5000, 0, 1), (960, 940, 0), (960, 0, 1)])
 def test_doctor_compares_the_accounts_unreserved_concurrency_with_what_a_job_needs(
-    deployed: dict[str, Any], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, needed: int, code: int
+    deployed: dict[str, Any], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, needed: int, reserved: int, code: int
 ) -> None:
+    """What the Lister and the Worker reserve is theirs already (out of the unreserved count AWS reports): only the rest
+    of a job's steps must fit in what is unreserved."""
     outputs = {"StateMachineArn": deployed["arn"], "LedgerTable": TABLE, "ReportBucket": REPORTS, "LambdaConcurrencyNeeded": str(needed)}
+    if reserved:
+        outputs["LambdaConcurrencyReserved"] = str(reserved)
     template = {"Resources": {"Q": {"Type": "AWS::SQS::Queue"}}, "Outputs": {k: {"Value": v} for k, v in outputs.items()}}
     boto3.client("cloudformation", region_name=REGION).create_stack(StackName="Sized", TemplateBody=json.dumps(template))
     # moto (5.2) does not answer GetAccountSettings: AWS's answer for an account of 1,000 with 120 reserved, in its shape.
@@ -176,10 +180,11 @@ def test_doctor_compares_the_accounts_unreserved_concurrency_with_what_a_job_nee
     assert out[0] == (
         f"Lambda concurrency in {REGION}: {limit['UnreservedConcurrentExecutions']:,} unreserved of "
         f"{limit['ConcurrentExecutions']:,}; one job of this stack runs up to {needed:,} at once"
+        + (f", {reserved:,} of them reserved by its Lister and Worker" if reserved else "")
     )
     if code:
-        assert out[1].startswith("short: listers and workers will be throttled and retried")
-        assert "--quota-code L-B99A9384 --desired-value 5120 " in out[2]  # the 120 reserved stay reserved
+        assert out[1].startswith("short: listers and workers will be throttled and retried") and "stops its job" in out[1]
+        assert f"--quota-code L-B99A9384 --desired-value {needed + 120} " in out[2]  # the 120 reserved stay reserved
     else:
         assert out[1].startswith("ok: ")
     assert main(["submit", "events/copy-prefix.json", "--stack", "Sized"]) == 0  # a short account is told, not refused

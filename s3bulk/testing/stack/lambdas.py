@@ -66,35 +66,65 @@ class Throttled(JsonRESTError):
     code = 429
 
     def __init__(self, name: str, limit: int) -> None:
-        super().__init__("TooManyRequestsException", f"Rate Exceeded. ({name}: all {limit} of the account's concurrency in use)")
+        super().__init__("TooManyRequestsException", f"Rate Exceeded. ({name}: all {limit} of the concurrency it may use are running)")
+
+
+# Lambda keeps at least this much of an account's concurrency unreserved: a function's ReservedConcurrentExecutions
+# that would leave less is refused (PutFunctionConcurrency, and so the stack's deploy).
+UNRESERVED_MIN = 100
 
 
 class Concurrency:
     """The account's concurrent executions, shared by every function (a new account's quota is as low as 10).
 
-    A synchronous Invoke beyond it is refused at once (429); an asynchronous one waits, as Lambda's own queue
-    retries it. `peak` is the most that ever ran at once."""
+    A function with reserved concurrency runs only within its reservation, which is taken out of the account's pool
+    for every other function. A synchronous Invoke beyond what it may run is refused at once (429); an asynchronous
+    one waits, as Lambda's own queue retries it. `peak` is the most that ever ran at once."""
 
     def __init__(self, limit: int | None) -> None:
         self.limit = limit
         self.running = 0
         self.peak = 0
         self.throttled: Counter[str] = Counter()
+        self.reserved: dict[str, int] = {}
+        self._own: Counter[str] = Counter()  # running invocations of each function that has a reservation
         self._cond = threading.Condition()
+
+    def reserve(self, name: str, reserved: int) -> None:
+        """A function's ReservedConcurrentExecutions, refused as Lambda refuses it when the account keeps too little."""
+        others = sum(n for f, n in self.reserved.items() if f != name)
+        if self.limit is not None and self.limit - others - reserved < UNRESERVED_MIN:
+            raise ValueError(
+                f"{name}: Specified ReservedConcurrentExecutions for function decreases account's "
+                f"UnreservedConcurrentExecution below its minimum value of [{UNRESERVED_MIN}] (account limit {self.limit})"
+            )
+        self.reserved[name] = reserved
+
+    def _full(self, name: str) -> tuple[bool, int]:
+        if name in self.reserved:
+            return self._own[name] >= self.reserved[name], self.reserved[name]
+        if self.limit is None:
+            return False, 0
+        shared = self.limit - sum(self.reserved.values())
+        return self.running - sum(self._own.values()) >= shared, shared
 
     def acquire(self, name: str, *, wait: bool) -> None:
         with self._cond:
-            while self.limit is not None and self.running >= self.limit:
+            while (full := self._full(name))[0]:
                 if not wait:
                     self.throttled[name] += 1
-                    raise Throttled(name, self.limit)
+                    raise Throttled(name, full[1])
                 self._cond.wait(0.05)
             self.running += 1
+            if name in self.reserved:
+                self._own[name] += 1
             self.peak = max(self.peak, self.running)
 
-    def release(self) -> None:
+    def release(self, name: str = "") -> None:
         with self._cond:
             self.running -= 1
+            if name in self.reserved:
+                self._own[name] -= 1
             self._cond.notify_all()
 
 
@@ -158,7 +188,7 @@ class Function:
         try:
             module = self._environment()
         except BaseException:
-            self.concurrency.release()
+            self.concurrency.release(self.name)
             raise
         invocation = Invocation(self.name, invoked(self.name, lineage or {}))
         with self._lock:
@@ -193,7 +223,7 @@ class Function:
                 self._idle.append(module)  # a timed-out sandbox is discarded, its module state with it
             if "error" in outcome:
                 self.errors[type(outcome["error"]).__name__] += 1
-        self.concurrency.release()
+        self.concurrency.release(self.name)
         if timed_out:
             raise TimedOut(f"Task timed out after {self.timeout_s:.2f} seconds")
         if "error" in outcome:

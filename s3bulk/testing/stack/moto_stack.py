@@ -301,6 +301,8 @@ class StackOnMoto:
             timeout = next((t for prefix, t in self.timeouts.items() if logical.startswith(prefix)), float(p.get("Timeout", 3)))
             memory, loop = int(p.get("MemorySize", 128)), str(p.get("RecursiveLoop", "Terminate"))
             self.functions[logical] = Function(logical, p["Handler"], timeout, memory, self.concurrency, recursive_loop=loop)
+            if "ReservedConcurrentExecutions" in p:  # the deploy fails as Lambda refuses it, if the account keeps too little
+                self.concurrency.reserve(logical, int(p["ReservedConcurrentExecutions"]))
         os.environ.update(env | self.extra_env)
         [(logical, sm)] = resources_of(self.template, "AWS::StepFunctions::StateMachine").items()
         definition = self.resolve(sm["DefinitionString"])
