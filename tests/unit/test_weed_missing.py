@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -10,6 +11,8 @@ import pytest
 
 from s3bulk.cli import main
 from s3bulk.local.server import WeedMissing, find_weed
+
+NODE = shutil.which("node")  # before a test takes PATH away
 
 
 @pytest.fixture
@@ -40,3 +43,16 @@ def test_a_weed_on_path_is_found_where_the_wheel_brought_none(no_weed: None, tmp
     weed.write_text("#!/bin/sh\n")
     weed.chmod(0o755)
     assert find_weed() == str(weed)
+
+
+def test_demo_stack_says_how_to_get_weed_in_one_line_too(
+    no_weed: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`demo --stack` runs its S3 on SeaweedFS as well: without weed it was a traceback from inside the run."""
+    assert NODE is not None, "the suite runs where the CDK app synthesizes: Node.js on PATH"
+    (tmp_path / "empty" / "node").symlink_to(NODE)  # Node is there (the synth needs it), weed is not
+    assert main(["demo", "--stack"]) == 2
+    out, err = capsys.readouterr()
+    [line] = err.strip().splitlines()
+    assert line.startswith("error: demo --stack runs an embedded S3 server: ") and "weed binary was not found" in line
+    assert out == ""

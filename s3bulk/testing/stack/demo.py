@@ -25,7 +25,7 @@ from rich.console import Console
 
 from s3bulk.aws.remote import Deployment
 from s3bulk.local.demo import DEMO_JOB, demo_seeds, put_seeds, verify_demo
-from s3bulk.local.server import SeaweedServer
+from s3bulk.local.server import SeaweedServer, WeedMissing, find_weed
 from s3bulk.s3.clients import ClientSettings, make_s3_client
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -42,6 +42,10 @@ def missing() -> str | None:
         return "demo --stack synthesizes the CDK app (app.py, infra/): run it from a clone of the repository"
     if shutil.which("node") is None:
         return "demo --stack synthesizes the CDK app, which needs Node.js (20 or later) on PATH: install Node, then run it again"
+    try:
+        find_weed()
+    except WeedMissing as exc:  # one line before anything starts, not a traceback from inside the run
+        return f"demo --stack runs an embedded S3 server: {exc}"
     return None
 
 
