@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from s3bulk.aws.admission import PAUSED, Admissions, NotStarted, Verdict
 from s3bulk.aws.allowlist import AllowList
 from s3bulk.aws.completion import Completion, notify_if_complete
+from s3bulk.aws.failing import FailureWatch
 from s3bulk.aws.held import send_parked
 from s3bulk.aws.ledger import AtCapacity, BatchCounts, DynamoLedger, Progress, Room
 from s3bulk.aws.messages import BatchMessage
@@ -164,6 +165,7 @@ class WorkerService:
         wall: Callable[[], float] = time.time,
     ) -> None:
         self.ledger = ledger
+        self.failures = FailureWatch(ledger, clock)
         self.open_side = open_side
         self.outage_stop = outage_stop
         self.wall = wall
@@ -348,14 +350,9 @@ class WorkerService:
             self.returns.requeue(rest.encode())  # after the count: a try that ends between the two is redelivered and sends it
         self.admission.failing(msg.job_id, counts.failed > counts.throttled)
         if counted:
-            failing = counts.failed > counts.throttled  # the breaker weighs the job's counts: read them all, listing done or not
-            progress = (
-                self.ledger.progress(msg.job_id, counters=failing, batch_id=msg.batch_id)
-                if failing or self.completion is not None
-                else None
-            )
-            if progress is not None and failing:
-                self._break_if_failing(msg.job_id, job, progress, codes, examples)
+            if counts.failed > counts.throttled and (weighed := self.failures.counts(msg.job_id)) is not None:
+                self._break_if_failing(msg.job_id, job, weighed, codes, examples)  # aws/failing.py: at most every few s
+            progress = self.ledger.progress(msg.job_id, batch_id=msg.batch_id) if self.completion is not None else None
             notify_if_complete(msg.job_id, self.ledger, self.completion, progress)
         else:  # another try of this batch was counted first: its parts, not these, are the batch's
             self.reports.discard(msg.job_id, msg.batch_id, attempt)

@@ -155,3 +155,36 @@ def test_a_job_with_the_breaker_off_tries_every_object(tmp_path: Path) -> None:
     r = run(store, LocalLedger.create(tmp_path, "off", job), tmp_path / "r.json", {"failure_breaker": False})
     s = json.loads((tmp_path / "r.json").read_text())
     assert (s["status"], s["failed"], "stop_reason" in s, r.exit_code) == ("failed", N, False, 1)
+
+
+def test_on_the_stack_a_container_weighs_a_failing_job_at_most_every_few_seconds_and_reads_the_listing_shards_rarely() -> None:
+    """Every batch with a failure used to read every count, the listing shards' Query on the job's own partition key
+    included (about 133 read units a batch at 1,000 shards). A container now weighs a job at most every WEIGH_EVERY_S,
+    from the job item and its counter shards, and re-reads the listing shards' sums at most every LISTING_TTL_S."""
+    from s3bulk.aws.failing import LISTING_TTL_S, WEIGH_EVERY_S, FailureWatch
+    from s3bulk.aws.ledger import Progress
+
+    class Ledger:
+        def __init__(self) -> None:
+            self.reads: list[bool] = []  # per weighing: whether the listing shards were read
+
+        def weighed(self, job_id: str, listing: dict[str, int] | None = None) -> tuple[Progress, dict[str, int]]:
+            self.reads.append(listing is None)
+            sums = {"skipped": 7} if listing is None else listing
+            return Progress(False, 0, "RUNNING", None, {"failed": 600, **sums}), sums
+
+    now = [0.0]
+    ledger = Ledger()
+    watch = FailureWatch(ledger, lambda: now[0])  # type: ignore[arg-type]
+    first = watch.counts("j")
+    assert first is not None and first.counters == {"failed": 600, "skipped": 7}
+    assert watch.counts("j") is None  # the same moment: not again
+    now[0] += WEIGH_EVERY_S / 2
+    assert watch.counts("j") is None
+    now[0] += WEIGH_EVERY_S
+    again = watch.counts("j")
+    assert again is not None and again.counters["skipped"] == 7  # the listing sums kept, not read again
+    assert watch.counts("other") is not None  # each job on its own
+    now[0] += LISTING_TTL_S
+    assert watch.counts("j") is not None
+    assert ledger.reads == [True, False, True, True]  # j, j (kept), other, j past the TTL

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,6 +108,27 @@ class CountingMixin(LedgerBase):
                 return Progress(True, left, item["status"]["S"], token, {})
         total, _ = self._sum(item, self._shard_items(job_id))
         return Progress(listing_done, total.get("pending", 0), item["status"]["S"], token, total)
+
+    def weighed(self, job_id: str, listing: Mapping[str, int] | None = None) -> tuple[Progress, dict[str, int]]:
+        """The counts the failure breaker weighs: the job item and its counter shards (a partition key each), read now,
+        plus the listing shards' sums (a sync's skipped objects, a lister's failures): `listing` as read before, or read
+        now when None (one Query of the job's own partition, which grows with the shards). Returns those sums too."""
+        names = {"#s": "status", "#t": "completion_token", **{f"#c{i}": c for i, c in enumerate(COUNTERS)}}
+        item = self.client.get_item(
+            TableName=self.table,
+            Key=job_key(job_id),
+            ConsistentRead=True,
+            ProjectionExpression="#s, #t, pending, shards, shards_done, " + ", ".join(n for n in names if n.startswith("#c")),
+            ExpressionAttributeNames=names,
+        ).get("Item")
+        if item is None:
+            raise KeyError(f"job {job_id!r} is not in the ledger")
+        sums = dict(listing) if listing is not None else self._sum({}, self._list_shards(job_id))[0]
+        total, done = self._sum(item, self._counter_shards(job_id))
+        for k, n in sums.items():
+            total[k] = total.get(k, 0) + n
+        token = item.get("completion_token", {}).get("S")
+        return Progress(done, total.get("pending", 0), item["status"]["S"], token, total), sums
 
     def counted_batch(self, job_id: str, batch_id: str) -> dict[str, Any] | None:
         """The batch's marker once it was counted (with `child`, the rest it handed on, when it was split), else None."""
