@@ -31,6 +31,9 @@ class SourceStats:
     over_limit: int = 0  # receives SQS refused with OverLimit: the queue held its in-flight limit of messages
 
 
+# AWS asks an event source's queue for a visibility timeout of at least six times its function's Timeout.
+VISIBILITY_RATIO = 6
+
 # A standard queue holds at most about 120,000 messages in flight (received, not yet deleted nor visible again); past it
 # ReceiveMessage answers OverLimit, for every consumer of the queue (SQS quotas, "Messages in flight").
 IN_FLIGHT_LIMIT = 120_000
@@ -68,13 +71,13 @@ class SqsEventSource:
 
     @property
     def hold_s(self) -> int:
-        """How long a received record stays invisible: at least its invocation's longest run. On AWS the queue's
-        visibility timeout is at least 6x the function's timeout (the stack sets it so), so a record never reappears
-        while its invocation still works it. The harness scales visibility timeouts down for test time but runs the
+        """How long a received record stays invisible: six times its function's Timeout, as the stack sets its queues'
+        visibility (AWS's rule for an event source's queue), so a record never reappears while its invocation, cold
+        start and delete included, still works it (Timeout + 1 s was not enough on a loaded machine). The harness scales visibility timeouts down for test time but runs the
         functions on their template timeouts; without this hold a 40-second invocation's records came back to a
         second poller mid-run (a batch worked twice at once, and the first invocation's delete, holding an old
         receipt handle, left the message on the queue)."""
-        return min(43_200, math.ceil(self.fn.timeout_s) + 1)
+        return min(43_200, VISIBILITY_RATIO * math.ceil(self.fn.timeout_s))
 
     def start(self) -> None:
         for i in range(self.pollers):
