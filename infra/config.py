@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from s3bulk.aws.allowlist import AllowList, paired
+from s3bulk.aws.doctor import LAMBDA_UNRESERVED_FLOOR
 from s3bulk.aws.ledger import MAX_LIST_SHARDS
 from s3bulk.aws.lister import DEFAULT_LIST_SHARDS
 from s3bulk.bodies.memory import WorkerSize, check_worker_memory
@@ -17,8 +18,6 @@ from s3bulk.job import SECRET_ARN, JobError, parse_job
 
 # Validate, Progress (the completion check), Finalize and ExecutionEnded: at most one each per job at a time.
 OTHER_STEPS = 4
-# Lambda keeps at least this much of an account's concurrency for functions without a reservation.
-UNRESERVED_MIN = 100
 # A job's listing shards that run at once by default: a tenth of the default account quota, whatever list_shards is.
 LIST_CONCURRENCY = 100
 
@@ -168,10 +167,10 @@ class DeployConfig:
         if self.account_concurrency < 10:
             raise ValueError("context account_concurrency: an account's Lambda concurrency is at least 10; pass the quota, e.g. 1000")
         # Reserved, a job's listers and workers must leave the 100 Lambda keeps unreserved; unreserved, the job must fit.
-        margin = UNRESERVED_MIN if self.reserve_concurrency else 0
+        margin = LAMBDA_UNRESERVED_FLOOR if self.reserve_concurrency else 0
         needed = concurrency_needed(self)
         if needed > self.account_concurrency - margin:
-            less = f" less the {UNRESERVED_MIN} Lambda keeps unreserved" if margin else ""
+            less = f" less the {LAMBDA_UNRESERVED_FLOOR} Lambda keeps unreserved" if margin else ""
             raise ValueError(
                 f"context account_concurrency: one job runs up to {needed:,} Lambdas at once ({self.listers} listers, "
                 f"{self.worker_max_concurrency} workers, {OTHER_STEPS} steps), over the account's {self.account_concurrency:,}{less}; "

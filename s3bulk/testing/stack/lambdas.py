@@ -18,6 +18,7 @@ from typing import Any
 from moto.core.exceptions import JsonRESTError
 from moto.core.models import DEFAULT_ACCOUNT_ID
 
+from s3bulk.aws.doctor import LAMBDA_UNRESERVED_FLOOR  # what Lambda keeps unreserved: a reservation leaving less is refused
 from s3bulk.testing.stack.aws import REGION
 from s3bulk.testing.stack.iam import Invocation, Killed, acting_as
 from s3bulk.testing.stack.recursion import invoked
@@ -69,11 +70,6 @@ class Throttled(JsonRESTError):
         super().__init__("TooManyRequestsException", f"Rate Exceeded. ({name}: all {limit} of the concurrency it may use are running)")
 
 
-# Lambda keeps at least this much of an account's concurrency unreserved: a function's ReservedConcurrentExecutions
-# that would leave less is refused (PutFunctionConcurrency, and so the stack's deploy).
-UNRESERVED_MIN = 100
-
-
 class Concurrency:
     """The account's concurrent executions, shared by every function (a new account's quota is as low as 10).
 
@@ -93,10 +89,10 @@ class Concurrency:
     def reserve(self, name: str, reserved: int) -> None:
         """A function's ReservedConcurrentExecutions, refused as Lambda refuses it when the account keeps too little."""
         others = sum(n for f, n in self.reserved.items() if f != name)
-        if self.limit is not None and self.limit - others - reserved < UNRESERVED_MIN:
+        if self.limit is not None and self.limit - others - reserved < LAMBDA_UNRESERVED_FLOOR:
             raise ValueError(
                 f"{name}: Specified ReservedConcurrentExecutions for function decreases account's "
-                f"UnreservedConcurrentExecution below its minimum value of [{UNRESERVED_MIN}] (account limit {self.limit})"
+                f"UnreservedConcurrentExecution below its minimum value of [{LAMBDA_UNRESERVED_FLOOR}] (account limit {self.limit})"
             )
         self.reserved[name] = reserved
 
