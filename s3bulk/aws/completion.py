@@ -51,9 +51,15 @@ def notify_if_complete(job_id: str, ledger: DynamoLedger, completion: Completion
 
 
 def await_step(job_id: str, token: str, *, ledger: DynamoLedger, completion: Completion) -> dict[str, Any]:
-    """The state machine waits on `token` until the job is complete; store it, then check, in that order."""
+    """The state machine waits on `token` until the job is complete or stopping; store it, then check, in that order.
+
+    A job stopped (the failure breaker, an outage) before the token was stored had no token for its stopper to send:
+    this check sends it, so the execution reports the stop now rather than at its safety net (poll_seconds, 600 s)."""
     ledger.await_completion(job_id, token)
-    resumed = notify_if_complete(job_id, ledger, completion)
+    progress = ledger.progress(job_id)
+    if progress.status == "STOPPING" and progress.token is not None:
+        return {"job_id": job_id, "resumed": completion.send(progress.token, job_id)}
+    resumed = notify_if_complete(job_id, ledger, completion, progress)
     return {"job_id": job_id, "resumed": resumed}
 
 

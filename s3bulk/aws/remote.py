@@ -5,9 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
-import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -102,41 +100,39 @@ def resume(deployment: Deployment, job_id: str, settings: ClientSettings) -> str
     return _start(deployment, job_id, doc, settings)
 
 
-# How long `stop` follows a job its execution had just handed on, for the next execution to adopt it.
-STOP_FOLLOW_S = 60.0
-
-
-def stop(
-    deployment: Deployment,
-    job_id: str,
-    settings: ClientSettings,
-    *,
-    follow_s: float = STOP_FOLLOW_S,
-    sleep: Callable[[float], None] = time.sleep,
-) -> str:
+def stop(deployment: Deployment, job_id: str, settings: ClientSettings) -> str:
     """Stop a running job: its execution is stopped (ABORTED), which the stack takes as a resumable stop (listers send
     no more pages, workers hold its queued batches uncounted, the report says stopped); `resume` goes on with it.
 
-    A long job goes on in a new execution now and then (aws/history.py). A stop that reaches the execution after it
-    handed the job on finds it ended (SUCCEEDED), and the new one adopts the job moments later: the command then
-    follows the ledger to the execution that adopted it and stops that one. Returns the execution it stopped."""
+    A long job goes on in a new execution now and then (aws/history.py), which adopts it only while it is RUNNING
+    (AdoptJob). So the ledger is marked STOPPING right after the execution is stopped, and no execution adopts the job
+    from then on; one that adopted it in between is stopped too. One that its execution had just started, and that now
+    cannot adopt it, leaves nobody to write the report: this command writes it. Returns the execution it stopped."""
     rec = status(deployment, job_id, settings)
     if rec.status != "RUNNING" or not rec.execution:
         raise JobError(f"job_id: {job_id!r} is not running ({rec.status}); nothing to stop (s3bulk status {job_id})")
     sfn = make_client("stepfunctions", settings)
-    deadline = time.monotonic() + follow_s
-    while True:
-        arn = f"{deployment.state_machine_arn.replace(':stateMachine:', ':execution:', 1)}:{rec.execution}"
-        with contextlib.suppress(sfn.exceptions.ExecutionDoesNotExist):
+    ledger = DynamoLedger(make_client("dynamodb", settings), deployment.table)
+    arn = _stop_execution(sfn, deployment, rec.execution)
+    reason = f"stopped by its owner (stopped with s3bulk stop); resume it with s3bulk resume {job_id}"
+    marked = ledger.stop(job_id, reason)
+    now = ledger.load(job_id)  # strongly consistent: the execution that holds the job now that none can adopt it
+    if now.execution and now.execution != rec.execution:
+        return _stop_execution(sfn, deployment, now.execution)  # it adopted the job before the mark
+    if marked and sfn.describe_execution(executionArn=arn)["status"] == "SUCCEEDED":
+        # It had handed the job on before the stop reached it, and its successor cannot adopt it now.
+        reports = ReportBucket(make_s3_client(settings, 12), deployment.report_bucket)
+        while not finalize(job_id, ledger=ledger, reports=reports, writer="stop", drain_s=CANCEL_DRAIN_S)["report_done"]:
+            pass  # a report too big for one pass goes on where it left off
+    return arn
+
+
+def _stop_execution(sfn: Any, deployment: Deployment, execution: str) -> str:
+    arn = f"{deployment.state_machine_arn.replace(':stateMachine:', ':execution:', 1)}:{execution}"
+    with contextlib.suppress(sfn.exceptions.ExecutionDoesNotExist):
+        if sfn.describe_execution(executionArn=arn)["status"] == "RUNNING":  # an ended one is left as it ended
             sfn.stop_execution(executionArn=arn, error=OWNER_STOPPED, cause="stopped with s3bulk stop")
-        if sfn.describe_execution(executionArn=arn)["status"] != "SUCCEEDED" or time.monotonic() >= deadline:
-            return arn  # stopped (ABORTED), or ended otherwise: its end makes the job's report either way
-        gone = rec.execution
-        while rec.status == "RUNNING" and rec.execution == gone and time.monotonic() < deadline:
-            sleep(1.0)
-            rec = status(deployment, job_id, settings)
-        if rec.status != "RUNNING" or rec.execution == gone:
-            return arn  # the job ended meanwhile, or no execution adopted it in time
+    return arn
 
 
 # How long `cancel` waits for work in flight (a worker's batch, a lister's call) before it writes the report of a job

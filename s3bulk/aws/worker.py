@@ -410,8 +410,11 @@ class WorkerService:
         trip = Trip(finished, weighed, top, examples.get(top[0][0]) if top else None)
         if self.ledger.stop(job_id, trip.line(f"s3bulk resume {job_id}"), tripped=True):
             self.admission.forget(job_id)
-            if progress.token is not None and self.completion is not None:
-                self.completion.send(progress.token, job_id)
+            # The token read after the stop's write, not `progress`'s (read before it): AwaitCompletion stores its token
+            # and then reads the status, so one of the two sees both (completion.await_step).
+            token = self.ledger.progress(job_id).token
+            if token is not None and self.completion is not None:
+                self.completion.send(token, job_id)
 
     def _stop_if_lasting(self, job_id: str, outage: EndpointUnreachable) -> None:
         """An endpoint gone for longer than `outage_stop` (this container's breaker remembers since when): stop the job.

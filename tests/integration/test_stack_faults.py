@@ -23,7 +23,7 @@ from botocore.awsrequest import AWSResponse
 from functions.finalize import handler as finalize_handler
 from functions.lister import handler as lister_handler
 from functions.worker import handler as worker_handler
-from s3bulk.aws.completion import Completion, notify_if_complete
+from s3bulk.aws.completion import Completion, await_step, notify_if_complete
 from s3bulk.aws.ledger import BatchCounts, DynamoLedger
 from s3bulk.aws.messages import BatchMessage
 from s3bulk.aws.reportbucket import ReportBucket
@@ -183,6 +183,35 @@ def test_the_worker_counting_the_last_batch_resumes_the_waiting_execution_once(a
     work_all(aws)
     assert sent == ["token-1"]  # the last of three batches, not the first two
     assert aws.ledger.progress(job_id).complete
+
+
+def test_a_job_the_breaker_stopped_before_its_execution_waited_is_reported_when_the_wait_begins_not_at_its_safety_net(
+    aws: Aws,
+) -> None:
+    """The failure breaker trips while the listing runs: the worker that stops the job finds no token to send. The
+    listing then ends, and AwaitCompletion stores its token: its own check sends it, since nothing else will before
+    the wait's safety net (poll_seconds, 600 s by default), and the job's batches are held uncounted, never complete."""
+    seed(aws, 30)
+    job_id = start(aws, batch_size=10)
+    list_all(job_id)
+    assert aws.ledger.stop(job_id, "failure breaker: 1,000 of 1,000 failed (AccessDenied)", tripped=True)
+    sent: list[str] = []
+
+    class Recorder(Completion):
+        def __init__(self) -> None:
+            super().__init__(client=None)
+
+        def send(self, token: str, job_id: str) -> bool:
+            sent.append(token)
+            return True
+
+    assert not aws.ledger.progress(job_id).complete  # three batches still pending
+    assert await_step(job_id, "token-2", ledger=aws.ledger, completion=Recorder()) == {"job_id": job_id, "resumed": True}
+    assert sent == ["token-2"]
+    # A running job's wait is not ended by it.
+    other = start(aws, batch_size=10)
+    list_all(other)
+    assert await_step(other, "token-3", ledger=aws.ledger, completion=Recorder())["resumed"] is False and sent == ["token-2"]
 
 
 def _raising(exc: BaseException) -> Callable[..., Any]:

@@ -45,7 +45,7 @@ CONTEXT: dict[str, object] = {
 }
 # Validate hands the functions' S3BULK_POLL_SECONDS to the state machine as $.poll_seconds (its wait period):
 # 1 s instead of the deployed value, which deploy context may not lower.
-ENV = {"S3BULK_POLL_SECONDS": "1", "S3BULK_PROCESS_CODE": str(PROCESS_CODE)}
+ENV = {"S3BULK_POLL_SECONDS": "30", "S3BULK_PROCESS_CODE": str(PROCESS_CODE)}
 N = 3000
 BIG = 6_000  # the all-faults scenario: 20,000 took 165-220 s of the suite's budget, 10,000 up to 195 s; 6,000 keeps every fault
 BATCH = 100  # keys per queue message: 30 messages, 6 worker invocations of 5

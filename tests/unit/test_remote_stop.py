@@ -1,5 +1,6 @@
-"""`s3bulk stop` of a job that goes on in a new execution now and then (aws/history.py): the stop follows the job to
-the execution that adopted it, until the ledger says the stop took."""
+"""`s3bulk stop` of a job that goes on in a new execution now and then (aws/history.py): the execution is stopped, then
+the ledger marked STOPPING, so no execution adopts the job afterwards (AdoptJob needs RUNNING); one that adopted it in
+between is stopped too, and a job handed on to an execution that now cannot adopt it gets its report from the command."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ import pytest
 from s3bulk.aws import remote
 from s3bulk.aws.ledger import JobRecord
 from s3bulk.aws.remote import Deployment
-from s3bulk.job import parse_job
+from s3bulk.job import JobError, parse_job
 from s3bulk.s3.clients import ClientSettings
 
 JOB = parse_job('{"operation": "delete", "source": {"bucket": "stop-bucket", "prefix": "p/"}}')
 DEP = Deployment("arn:aws:states:us-east-1:123456789012:stateMachine:S3Bulk-jobs", "ledger", "reports")
+SETTINGS = ClientSettings(region="us-east-1")
 
 
 class Sfn:
@@ -22,49 +24,90 @@ class Sfn:
         class ExecutionDoesNotExist(Exception):
             pass
 
-    def __init__(self, handed_on: set[str]) -> None:
+    def __init__(self, statuses: dict[str, str]) -> None:
+        self.statuses = statuses  # execution name -> its status
         self.stopped: list[str] = []
-        self.handed_on = handed_on  # executions that had ended SUCCEEDED, the job gone on in a new one
 
     def stop_execution(self, executionArn: str, **_: Any) -> None:
-        self.stopped.append(executionArn.rsplit(":", 1)[1])
+        name = executionArn.rsplit(":", 1)[1]
+        self.stopped.append(name)
+        self.statuses[name] = "ABORTED"
 
     def describe_execution(self, executionArn: str) -> dict[str, str]:
-        return {"status": "SUCCEEDED" if executionArn.rsplit(":", 1)[1] in self.handed_on else "ABORTED"}
+        return {"status": self.statuses[executionArn.rsplit(":", 1)[1]]}
 
 
-def records(monkeypatch: pytest.MonkeyPatch, answers: list[tuple[str, str]], handed_on: frozenset[str] = frozenset()) -> Sfn:
-    """The ledger answers (status, execution) in this order, one per read; the last one from then on."""
-    sfn = Sfn(set(handed_on))
-    reads = iter(answers)
-    last: list[tuple[str, str]] = []
+class Ledger:
+    """The job item: its status and the execution that holds it. `adopt_at_stop`: an execution that adopts the job
+    between the stop of its execution and the ledger's mark (AdoptJob's condition: RUNNING)."""
 
-    def status(deployment: Deployment, job_id: str, settings: ClientSettings) -> JobRecord:
-        answer = next(reads, None) or last[-1]
-        last.append(answer)
-        return JobRecord(job_id, JOB, answer[0], False, {}, 0.0, execution=answer[1])
+    def __init__(self, execution: str, adopt_at_stop: str | None = None) -> None:
+        self.status, self.execution, self.adopt_at_stop = "RUNNING", execution, adopt_at_stop
+        self.reasons: list[str] = []
 
-    monkeypatch.setattr(remote, "status", status)
-    monkeypatch.setattr(remote, "make_client", lambda *a, **k: sfn)
-    return sfn
+    def adopt(self, execution: str) -> bool:
+        if self.status != "RUNNING":
+            return False
+        self.execution = execution
+        return True
 
+    def stop(self, job_id: str, reason: str, *, tripped: bool = False) -> bool:
+        if self.adopt_at_stop:
+            self.adopt(self.adopt_at_stop)
+        if self.status != "RUNNING":
+            return False
+        self.status = "STOPPING"
+        self.reasons.append(reason)
+        return True
 
-def test_a_stop_that_reaches_an_execution_which_had_handed_its_job_on_stops_the_one_that_adopted_it(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # e1 had ended SUCCEEDED, the job gone on in e2, which adopts it a moment after the stop reached e1.
-    sfn = records(monkeypatch, [("RUNNING", "e1"), ("RUNNING", "e1"), ("RUNNING", "e2")], handed_on=frozenset({"e1"}))
-    last = remote.stop(DEP, "j", ClientSettings(region="us-east-1"), sleep=lambda s: None)
-    assert sfn.stopped == ["e1", "e2"] and last.endswith(":e2")
-
-
-def test_a_stop_of_the_running_execution_stops_it_alone_and_returns_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    sfn = records(monkeypatch, [("RUNNING", "e1")])
-    assert remote.stop(DEP, "j", ClientSettings(region="us-east-1"), sleep=lambda s: None).endswith(":e1")
-    assert sfn.stopped == ["e1"]
+    def load(self, job_id: str) -> JobRecord:
+        return JobRecord(job_id, JOB, self.status, False, {}, 0.0, execution=self.execution)
 
 
-def test_a_handed_on_job_no_execution_adopts_in_time_ends_the_stop_after_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
-    sfn = records(monkeypatch, [("RUNNING", "e1")], handed_on=frozenset({"e1"}))
-    remote.stop(DEP, "j", ClientSettings(region="us-east-1"), follow_s=0.0, sleep=lambda s: None)
-    assert sfn.stopped == ["e1"]
+def deployed(monkeypatch: pytest.MonkeyPatch, ledger: Ledger, statuses: dict[str, str]) -> tuple[Sfn, list[str]]:
+    sfn = Sfn(statuses)
+    finalized: list[str] = []
+    monkeypatch.setattr(remote, "status", lambda deployment, job_id, settings: ledger.load(job_id))
+    monkeypatch.setattr(remote, "make_client", lambda service, *a, **k: sfn if service == "stepfunctions" else None)
+    monkeypatch.setattr(remote, "DynamoLedger", lambda client, table: ledger)
+    monkeypatch.setattr(remote, "make_s3_client", lambda *a, **k: None)
+
+    def finalize(job_id: str, **kw: Any) -> dict[str, Any]:
+        finalized.append(str(kw["writer"]))
+        return {"report_done": True}
+
+    monkeypatch.setattr(remote, "finalize", finalize)
+    return sfn, finalized
+
+
+def test_a_stop_of_the_running_execution_stops_it_marks_the_job_and_leaves_the_report_to_its_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    ledger = Ledger("e1")
+    sfn, finalized = deployed(monkeypatch, ledger, {"e1": "RUNNING"})
+    assert remote.stop(DEP, "j", SETTINGS).endswith(":e1")
+    assert sfn.stopped == ["e1"] and ledger.status == "STOPPING" and finalized == []  # ExecutionEnded writes it
+    assert "stopped with s3bulk stop" in ledger.reasons[0]
+    assert not ledger.adopt("e2")  # a successor it had started finds the job not RUNNING: NotAdopted
+
+
+def test_a_stop_that_reaches_an_execution_which_had_handed_its_job_on_writes_the_report_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    # e1 had ended SUCCEEDED, its successor e2 not yet adopted: after the mark it never will, and nobody else reports.
+    ledger = Ledger("e1")
+    sfn, finalized = deployed(monkeypatch, ledger, {"e1": "SUCCEEDED", "e2": "RUNNING"})
+    assert remote.stop(DEP, "j", SETTINGS).endswith(":e1")
+    assert sfn.stopped == [] and finalized == ["stop"] and not ledger.adopt("e2")
+
+
+def test_an_execution_that_adopts_the_job_between_the_stop_and_the_mark_is_stopped_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    ledger = Ledger("e1", adopt_at_stop="e2")
+    sfn, finalized = deployed(monkeypatch, ledger, {"e1": "RUNNING", "e2": "RUNNING"})
+    assert remote.stop(DEP, "j", SETTINGS).endswith(":e2")
+    assert sfn.stopped == ["e1", "e2"] and finalized == [] and ledger.status == "STOPPING"
+
+
+def test_a_job_that_is_not_running_is_not_stopped_and_says_so_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    ledger = Ledger("e1")
+    ledger.status = "STOPPED"
+    sfn, _ = deployed(monkeypatch, ledger, {"e1": "ABORTED"})
+    with pytest.raises(JobError, match=r"'j' is not running \(STOPPED\); nothing to stop"):
+        remote.stop(DEP, "j", SETTINGS)
+    assert sfn.stopped == []

@@ -13,6 +13,10 @@ against the role the synthesized template gives it, as AWS would, before moto (w
   as an explicit Deny, matches actions case-sensitively and knows no `?` wildcard.
 
 A denied call raises AccessDenied, as AWS answers it, and is recorded; the harness fails the test naming each.
+
+- S3's own checks after IAM's: a wrong ExpectedBucketOwner, and an explicit Deny in the bucket's policy (put with
+  PutBucketPolicy while the gate is on; Principal "*" only). A policy's refusal is counted apart, not recorded as a
+  denial: it is what a test set up (a destination that refuses writes), not a role the stack got wrong.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import functools
+import json
 import re
 import threading
 from collections.abc import Callable, Iterator
@@ -391,6 +396,11 @@ class IamGate:
     # Further needs of an S3 call that depend on S3's state, not the call alone: the KMS actions S3 asks for an
     # SSE-KMS object (stack/kms.py); the harness sets it.
     extra_needs: Callable[[str, dict[str, Any]], list[Need]] | None = None
+    # Bucket policies (bucket -> statements), as put with PutBucketPolicy through any client while inside `enforced`:
+    # S3 refuses what a statement of its bucket's policy explicitly denies, whatever the caller's role allows. Those
+    # refusals are the test's setup (a destination that refuses writes), so they are kept apart from `denied`.
+    bucket_policies: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    policy_refused: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def owner(self, bucket: str) -> str:
@@ -402,6 +412,31 @@ class IamGate:
             return need
         bucket = need.resource.removeprefix("arn:aws:s3:::").split("/", 1)[0]
         return Need(need.action, need.resource, (*need.context, ("s3:ResourceAccount", self.owner(bucket))))
+
+    def _policy_denies(self, needs: list[Need]) -> bool:
+        """An explicit Deny in the policy of a bucket a need's resource is in (only Deny: the stack's roles carry every
+        Allow they use, and an Allow in a bucket policy adds nothing to a same-account caller's)."""
+        if not self.bucket_policies:
+            return False
+        for need in needs:
+            if need.resource.startswith("arn:aws:s3:::"):
+                bucket = need.resource.removeprefix("arn:aws:s3:::").split("/", 1)[0]
+                if any(s["Effect"] == "Deny" and _applies(s, need) for s in self.bucket_policies.get(bucket, ())):
+                    return True
+        return False
+
+    def learn_policy(self, op: str, params: dict[str, Any]) -> None:
+        """Keep a bucket policy S3 now holds (PutBucketPolicy) or forget one it dropped (DeleteBucketPolicy). A statement
+        whose Principal is not everyone is refused by name: the harness knows roles by function, not by ARN."""
+        bucket = str(params.get("Bucket", ""))
+        if op == "DeleteBucketPolicy":
+            self.bucket_policies.pop(bucket, None)
+            return
+        statements = _listed_statements(json.loads(str(params["Policy"])))
+        for st in statements:
+            if st.get("Principal") not in ("*", {"AWS": "*"}):
+                raise Unmapped(f'bucket policy Principal {st.get("Principal")!r} (only "*" is emulated)')
+        self.bucket_policies[bucket] = statements
 
     def _owner_refusals(self, principal: str, op: str, params: dict[str, Any]) -> list[str]:
         """S3's own check, after IAM's: ExpectedBucketOwner (and a copy's ExpectedSourceBucketOwner) must name the
@@ -462,6 +497,14 @@ class IamGate:
             refused = [f"{principal}: {n.action} on {n.resource} ({service}:{op})" for n in needs if not allowed(statements, n)]
             if service == "s3" and not refused:
                 refused = self._owner_refusals(principal, op, params)
+            if service == "s3" and not refused and self._policy_denies(needs):
+                with self._lock:
+                    self.policy_refused += 1
+                by_policy: Any = {
+                    "Error": {"Code": "AccessDenied", "Message": "Access Denied (an explicit deny in the bucket's policy)"},
+                    "ResponseMetadata": {"HTTPStatusCode": 403},
+                }
+                raise ClientError(by_policy, op)
         with self._lock:
             self.checked += 1
             self.denied += [r for r in refused if r not in self.denied]
@@ -514,6 +557,10 @@ class IamGate:
             endpoint = client.meta.endpoint_url or ""
             if "amazonaws.com" in endpoint:  # another provider's endpoint (a relay's far side) is not AWS
                 service = client.meta.service_model.service_name
+                if principal is None and service == "s3" and operation_name in {"PutBucketPolicy", "DeleteBucketPolicy"}:
+                    answered = real_call(client, operation_name, api_params)
+                    gate.learn_policy(operation_name, api_params)
+                    return answered
                 if principal is not None:
                     gate.check(principal, PREFIX.get(service, service), operation_name, api_params)
                 if limits is not None:
