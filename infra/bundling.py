@@ -22,9 +22,11 @@ imports them without compiling (the runtime's bytecode check would otherwise
 compare the zip's 2-second mtimes) and the files are the same on every build;
 `-d /var/task` puts the paths Lambda will show into tracebacks. A pyc is per
 Python version, so an interpreter of the runtime's version compiles them
-(`infra/runtime.py find`: the synthesizing one, `python3.13` on PATH, or the
-one `make runtime-python` builds); without one the asset is left uncompiled
-(correct, slower to start) with a warning.
+(`infra/runtime.py find`: the synthesizing one, `python3.13` on PATH, one an
+installer left, or the one `make runtime-python` builds). Without one, synth
+refuses in one line; `-c precompile=false` ships the sources instead (correct,
+slower to start), so the asset depends on the deploy's settings alone, never on
+what the deploying machine happens to have.
 
 Platform: python3.13 runs on Amazon Linux 2023 (glibc 2.34), so pip takes
 manylinux_2_28 wheels (current pyarrow ships no others) as well as manylinux2014.
@@ -42,7 +44,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -104,10 +105,6 @@ def pip_platforms(platform: str) -> list[str]:
     return [platform] if older == platform else [platform, older]
 
 
-def _compiles() -> bool:
-    return runtime.find() is not None
-
-
 def _pins(requirements: Path) -> bytes:
     """A requirements file's bytes with those of every file it includes (`-r`), so a pin changed in either counts."""
     out = [requirements.read_bytes()]
@@ -117,11 +114,12 @@ def _pins(requirements: Path) -> bytes:
     return b"\0".join(out)
 
 
-def deps_hash(platform: str, requirements: Path | None = None) -> str:
-    """What the vendored tree depends on: the pins, the platform, the Python version, whether it is compiled, what is pruned."""
+def deps_hash(platform: str, requirements: Path | None = None, precompile: bool = True) -> str:
+    """What the vendored tree depends on: the pins, the platform, the Python version, whether it is compiled (the
+    deploy's `precompile` setting, never what this machine happens to have), what is pruned."""
     h = hashlib.sha256()
     h.update(_pins(requirements or REQUIREMENTS))
-    h.update(f"\0{platform}\0{_python_tag()}\0{_compiles()}".encode())
+    h.update(f"\0{platform}\0{_python_tag()}\0{precompile}".encode())
     if requirements is not None and requirements != REQUIREMENTS:  # the base tree's hash (and so its cache) is as before
         h.update("\0".join(PRUNED).encode())
     return h.hexdigest()[:16]
@@ -138,8 +136,8 @@ def user_files(process_code: Path | None) -> list[Path]:
     ]
 
 
-def asset_hash(platform: str, process_code: Path | None = None, requirements: Path | None = None) -> str:
-    h = hashlib.sha256(deps_hash(platform, requirements).encode())
+def asset_hash(platform: str, process_code: Path | None = None, requirements: Path | None = None, precompile: bool = True) -> str:
+    h = hashlib.sha256(deps_hash(platform, requirements, precompile).encode())
     for rel in source_files():
         h.update(b"\0" + rel.as_posix().encode() + b"\0")
         h.update((ROOT / rel).read_bytes())
@@ -150,16 +148,28 @@ def asset_hash(platform: str, process_code: Path | None = None, requirements: Pa
     return h.hexdigest()
 
 
-def _compile(directory: Path, ddir: str = TASK_ROOT) -> None:
-    """`ddir`: where `directory` will sit in the function, for the paths tracebacks show."""
+class NoRuntimePython(ValueError):
+    """`precompile` is on and no interpreter of the runtime's version is on this machine: said in one line at synth."""
+
+
+def compiler() -> str:
+    """The interpreter that compiles the asset's bytecode, or NoRuntimePython naming both ways on."""
     python = runtime.find()
     if python is None:
-        warnings.warn(
-            f"no Python {_python_tag()} found (the functions' runtime): the asset is not precompiled, so each cold start "
-            f"compiles what it imports; `make runtime-python` builds one, or set S3BULK_RUNTIME_PYTHON",
-            stacklevel=2,
+        raise NoRuntimePython(
+            f"context precompile: the functions' bytecode is compiled at synth by a Python {_python_tag()} (their runtime's), "
+            f"and this machine has none: install one (`make runtime-python`, docs/deploy.md says how on macOS and Ubuntu) "
+            f"or set S3BULK_RUNTIME_PYTHON, or deploy with -c precompile=false (sources only, the same asset from any "
+            f"machine; each cold start compiles what it imports, about 0.5 s more)"
         )
+    return python
+
+
+def _compile(directory: Path, ddir: str = TASK_ROOT, precompile: bool = True) -> None:
+    """`ddir`: where `directory` will sit in the function, for the paths tracebacks show."""
+    if not precompile:
         return
+    python = compiler()
     done = subprocess.run(
         [python, "-I", "-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "unchecked-hash", "-d", ddir, str(directory)],
         capture_output=True,
@@ -179,9 +189,9 @@ def _prune(tree: Path) -> None:
                 path.unlink()
 
 
-def vendored(platform: str, cache: Path = CACHE, requirements: Path | None = None) -> Path:
+def vendored(platform: str, cache: Path = CACHE, requirements: Path | None = None, precompile: bool = True) -> Path:
     """The dependency tree for `platform`, built once per requirements hash (pip, wheels only, no Docker)."""
-    target = cache / deps_hash(platform, requirements)
+    target = cache / deps_hash(platform, requirements, precompile)
     if target.is_dir():
         return target
     cache.mkdir(parents=True, exist_ok=True)
@@ -198,7 +208,7 @@ def vendored(platform: str, cache: Path = CACHE, requirements: Path | None = Non
         shutil.rmtree(work / "bin", ignore_errors=True)  # console scripts: nothing in Lambda runs them
         if requirements is not None and requirements != REQUIREMENTS:
             _prune(work)
-        _compile(work)
+        _compile(work, precompile=precompile)
         try:
             work.rename(target)  # atomic: a half-built tree is never taken for a cached one
         except OSError:
@@ -219,47 +229,51 @@ def _copy(src: str, dst: str) -> None:
         shutil.copy2(src, dst)
 
 
-def build(output: Path, platform: str, process_code: Path | None = None, requirements: Path | None = None) -> None:
-    """Fill `output` as /var/task will be: the vendored dependencies, our sources, and the deployer's process code, compiled."""
-    shutil.copytree(vendored(platform, requirements=requirements), output, dirs_exist_ok=True, copy_function=_copy)
+def build(output: Path, platform: str, process_code: Path | None = None, requirements: Path | None = None, precompile: bool = True) -> None:
+    """Fill `output` as /var/task will be: the vendored dependencies, our sources, and the deployer's process code, compiled
+    (unless `precompile` is off)."""
+    shutil.copytree(vendored(platform, requirements=requirements, precompile=precompile), output, dirs_exist_ok=True, copy_function=_copy)
     for rel in source_files():
         dest = output / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / rel, dest)
     for top in SOURCES:
-        _compile(output / top, f"{TASK_ROOT}/{top}")
+        _compile(output / top, f"{TASK_ROOT}/{top}", precompile)
     if process_code is not None:
         for rel in user_files(process_code):
             dest = output / PROCESS_DIR / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(process_code / rel, dest)
-        _compile(output / PROCESS_DIR, f"{TASK_ROOT}/{PROCESS_DIR}")
+        _compile(output / PROCESS_DIR, f"{TASK_ROOT}/{PROCESS_DIR}", precompile)
 
 
 @jsii.implements(cdk.ILocalBundling)
 class VendoredBundling:
     """CDK local bundling: runs `build` at synth instead of a Docker container."""
 
-    def __init__(self, platform: str, process_code: Path | None = None, requirements: Path | None = None) -> None:
+    def __init__(self, platform: str, process_code: Path | None = None, requirements: Path | None = None, precompile: bool = True) -> None:
         self.platform = platform
         self.process_code = process_code
         self.requirements = requirements
+        self.precompile = precompile
 
     def try_bundle(self, output_dir: str, *args: Any, **kwargs: Any) -> bool:
-        build(Path(output_dir), self.platform, self.process_code, self.requirements)
+        build(Path(output_dir), self.platform, self.process_code, self.requirements, self.precompile)
         return True
 
 
-def lambda_code(architecture: lambda_.Architecture, process_code: Path | None = None, requirements: Path | None = None) -> lambda_.Code:
+def lambda_code(
+    architecture: lambda_.Architecture, process_code: Path | None = None, requirements: Path | None = None, precompile: bool = True
+) -> lambda_.Code:
     """An asset for the stack's functions (Validate imports the process code too, to refuse a job naming a missing one);
     with `requirements=MANIFEST_REQUIREMENTS`, the Lister's, which reads manifests (no process code: it runs none)."""
     platform = PLATFORMS[architecture.name]
     return lambda_.Code.from_asset(
         str(ROOT / "functions"),
         asset_hash_type=cdk.AssetHashType.CUSTOM,
-        asset_hash=asset_hash(platform, process_code, requirements),
+        asset_hash=asset_hash(platform, process_code, requirements, precompile),
         bundling=cdk.BundlingOptions(
             image=lambda_.Runtime.PYTHON_3_13.bundling_image,  # never pulled: the local bundling always succeeds
-            local=VendoredBundling(platform, process_code, requirements),
+            local=VendoredBundling(platform, process_code, requirements, precompile),
         ),
     )

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from s3bulk.aws.allowlist import AllowList, paired
+from s3bulk.aws.allowlist import AllowList, paired, sides
 from s3bulk.aws.doctor import LAMBDA_UNRESERVED_FLOOR
 from s3bulk.aws.ledger import MAX_LIST_SHARDS
 from s3bulk.aws.lister import DEFAULT_LIST_SHARDS
@@ -26,6 +26,16 @@ LIST_CONCURRENCY = 100
 MAX_INLINE_MAP = 40
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+# The sides of a job a relay secret's keys may serve (-c credentials_secrets=ARN[=URL]@SIDE).
+SECRET_SIDES = ("source", "destination", "both")
+
+
+def _with_side(item: str) -> tuple[str, str]:
+    """`ARN[=URL]@SIDE` as (ARN[=URL], SIDE); SIDE "" when the item names none (a secret's name may hold "@" itself)."""
+    head, at, side = item.rpartition("@")
+    return (head, side) if at and side in SECRET_SIDES else (item, "")
 
 
 @dataclass(frozen=True)
@@ -60,6 +70,12 @@ class DeployConfig:
     # it. A new account whose quota is under what that needs cannot reserve it: see docs/deploy.md.
     reserve_concurrency: bool = True
     poll_seconds: int = 600  # the completion wait's safety net (infra/state_machine.py)
+    # The functions' bytecode compiled at synth by a Python 3.13 (refused in one line without one), or, off, their
+    # sources shipped: either way the asset follows the settings, not what the deploying machine has.
+    precompile: bool = True
+    # The functions' processor: arm64 (Graviton, about 20% cheaper per GB-second for the same work) or x86_64 (for
+    # process code with native dependencies built only for it). Wheels are vendored for the one chosen.
+    architecture: str = "arm64"
     alarm_email: str | None = None  # subscribed to an SNS topic every alarm notifies
     # X-Ray tracing of every function and the state machine. Off by default: AWS ends support for the X-Ray SDK behind
     # Powertools' Tracer on 2027-02-25 and advises OpenTelemetry; traces also cost per invocation.
@@ -71,6 +87,9 @@ class DeployConfig:
     credentials_secrets: tuple[str, ...] = ()  # Secrets Manager secrets a relay job's foreign side takes its keys from
     # (secret ARN, endpoint URL): the endpoint a secret's keys are for, the only one a side naming that secret may name
     secret_endpoints: tuple[tuple[str, str], ...] = ()
+    # (secret ARN, side): the side of a job each secret's keys may serve (`ARN[=URL]@source`, `@destination` or
+    # `@both`): keys paired to pull from a partner must not push every readable bucket to it. "" when not said (refused).
+    secret_sides: tuple[tuple[str, str], ...] = ()
     allow_bypass_governance: bool = False  # set-retention jobs may shorten or lift GOVERNANCE retention
     # Least privilege by default: grants no copy, move, sync or tag job needs, and that cannot all be taken back.
     allow_object_lock: bool = False  # PutObjectRetention/PutObjectLegalHold on write buckets (COMPLIANCE binds even root)
@@ -94,6 +113,7 @@ class DeployConfig:
         """`get` is node.try_get_context; numbers may arrive as strings from -c."""
         # No schedule unless the user names a file: a first deploy must not start jobs on its own.
         schedules_file = get("schedules_file")
+        secrets = [_with_side(item) for item in cls._buckets(get("credentials_secrets"))]
         cfg = cls(
             read_buckets=cls._buckets(get("read_buckets")),
             write_buckets=cls._buckets(get("write_buckets")),
@@ -110,14 +130,17 @@ class DeployConfig:
             account_concurrency=int(get("account_concurrency") or 1000),
             reserve_concurrency=str(get("reserve_concurrency")).strip().lower() != "false",  # on unless said off
             poll_seconds=int(get("poll_seconds") or 600),
+            precompile=str(get("precompile")).strip().lower() != "false",  # on unless said off
+            architecture=str(get("architecture") or "arm64").strip(),
             alarm_email=str(get("alarm_email") or "").strip() or None,
             notify_job_events=_flag(get("notify_job_events")),
             tracing=_flag(get("tracing")),
             schedules=load_schedules(ROOT / schedules_file) if schedules_file else (),
             process_code=(ROOT / str(get("process_code"))).resolve() if get("process_code") else None,
             process_lambdas=cls._buckets(get("process_lambdas")),
-            credentials_secrets=tuple(sorted({item.partition("=")[0] for item in cls._buckets(get("credentials_secrets"))})),
-            secret_endpoints=tuple((s, u) for s, _, u in (i.partition("=") for i in cls._buckets(get("credentials_secrets"))) if u),
+            credentials_secrets=tuple(sorted({item.partition("=")[0] for item, _ in secrets})),
+            secret_endpoints=tuple((s, u) for s, _, u in (i.partition("=") for i, _ in secrets) if u),
+            secret_sides=tuple(sorted({(item.partition("=")[0], side) for item, side in secrets})),
             allow_bypass_governance=_flag(get("allow_bypass_governance")),
             allow_object_lock=_flag(get("allow_object_lock")),
             allow_acl=_flag(get("allow_acl")),
@@ -190,6 +213,17 @@ class DeployConfig:
                     f"context credentials_secrets: {arn!r} is not a Secrets Manager secret ARN; "
                     "pass -c credentials_secrets=arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME"
                 )
+        if self.architecture not in ("arm64", "x86_64"):
+            raise ValueError(
+                f"context architecture: {self.architecture!r} is not a Lambda architecture; pass -c architecture=arm64 or x86_64"
+            )
+        for arn, side in self.secret_sides:
+            if side not in SECRET_SIDES:
+                raise ValueError(
+                    f"context credentials_secrets: say which side of a job {arn!r}'s keys may serve: append @source (jobs may "
+                    "read from, list and delete on that endpoint with them), @destination (write to it) or @both, e.g. "
+                    f"-c credentials_secrets={arn}=https://HOST@source"
+                )
         for arn, url in self.secret_endpoints:
             parts = urlsplit(url)
             if parts.scheme not in {"http", "https"} or not parts.netloc or parts.query or parts.fragment:
@@ -208,6 +242,7 @@ class DeployConfig:
             acl=self.allow_acl,
             version_delete=self.allow_version_delete,
             endpoints=paired(f"{s}={u}" for s, u in self.secret_endpoints),
+            sides=sides(f"{s}={side}" for s, side in self.secret_sides),
         )
         worker = WorkerSize(self.worker_memory_mb, self.worker_threads)
         for s in self.schedules:

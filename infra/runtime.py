@@ -7,7 +7,9 @@ end of life was 2026-06-30. The local CLI keeps running on Python 3.11 and later
 An interpreter of the runtime's version is needed twice, and neither is the one that synthesizes:
 the asset's bytecode is compiled at synth (a pyc is per version), and the tests run the asset on a
 bare interpreter of that version, as Lambda does. `find()` looks for one: this interpreter,
-`$S3BULK_RUNTIME_PYTHON`, `python3.13` on PATH, or the one `ensure()` built. `ensure()` builds
+`$S3BULK_RUNTIME_PYTHON`, `python3.13` on PATH, one Homebrew, uv, pyenv or deadsnakes installed off PATH, or the
+one `ensure()` built. Where it cannot build one (macOS, a Linux without apt), it says in one line how to get one.
+`ensure()` builds
 CPython once per machine from the upstream source Debian ships for its stable release (checksum
 pinned), fetched from the Debian mirror apt already uses, into `~/.cache/s3bulk/python-3.13.5/`:
 no package registry ships a CPython interpreter, and the machine's C toolchain builds one in minutes.
@@ -65,15 +67,61 @@ def _version_of(python: str) -> tuple[int, int] | None:
     return (int(parts[0]), int(parts[1])) if out.returncode == 0 and len(parts) == 2 else None
 
 
+# Where the usual installers put a python3.13 that may not be on PATH: Homebrew (Apple silicon, Intel), deadsnakes and
+# distribution packages, `uv python install 3.13`, pyenv. Globs newest first; a home-relative one under $HOME.
+INSTALLED = (
+    "/opt/homebrew/bin/{name}",
+    "/opt/homebrew/opt/python@{version}/bin/{name}",
+    "/usr/local/bin/{name}",
+    "/usr/local/opt/python@{version}/bin/{name}",
+    "/usr/bin/{name}",
+    "~/.local/share/uv/python/cpython-{version}.*/bin/{name}",
+    "~/.local/bin/{name}",
+    "~/.pyenv/versions/{version}.*/bin/{name}",
+)
+# How to get one, by system: said in one line where s3bulk cannot build it (anywhere but Debian or Ubuntu as root).
+HOW_TO_GET = (
+    "macOS: brew install python@{version}, or uv python install {version}; Ubuntu: uv python install {version}, or "
+    "apt install {name} from the deadsnakes PPA; then run this again, or set S3BULK_RUNTIME_PYTHON to its path"
+)
+
+
+def _installed(home: Path | None = None) -> list[str]:
+    """The interpreters the usual installers left, in INSTALLED's order (newest patch release first within a glob)."""
+    version = "{}.{}".format(*VERSION)
+    home = home or Path.home()
+    out: list[str] = []
+    for pattern in INSTALLED:
+        path = pattern.format(name=NAME, version=version)
+        root, rel = (home, path[2:]) if path.startswith("~/") else (Path("/"), path[1:])
+        out += sorted((str(p) for p in root.glob(rel)), key=_release_key, reverse=True) if "*" in rel else [str(root / rel)]
+    pyenv_root = os.environ.get("PYENV_ROOT")
+    if pyenv_root:
+        found = Path(pyenv_root).glob(f"versions/{version}.*/bin/{NAME}")
+        out += sorted((str(p) for p in found), key=_release_key, reverse=True)
+    return out
+
+
+def _release_key(path: str) -> tuple[int, ...]:
+    """3.13.10 after 3.13.9: the numbers in the path, compared as numbers."""
+    return tuple(int(n) for n in re.findall(r"\d+", path))
+
+
 def find() -> str | None:
-    """An interpreter of the runtime's version, or None: this one, $S3BULK_RUNTIME_PYTHON, python3.13 on PATH, the built one."""
+    """An interpreter of the runtime's version, or None: this one, $S3BULK_RUNTIME_PYTHON, python3.13 on PATH, one the
+    usual installers left off PATH (Homebrew, uv, pyenv, deadsnakes), the built one."""
     if sys.version_info[:2] == VERSION:
         return sys.executable
-    candidates = [os.environ.get("S3BULK_RUNTIME_PYTHON"), shutil.which(NAME), str(cache_dir() / "bin" / NAME)]
+    candidates = [os.environ.get("S3BULK_RUNTIME_PYTHON"), shutil.which(NAME), *_installed(), str(cache_dir() / "bin" / NAME)]
     for candidate in candidates:
         if candidate and Path(candidate).is_file() and _version_of(candidate) == VERSION:
             return candidate
     return None
+
+
+def can_build() -> bool:
+    """Building needs Debian's source and build packages: Linux with apt (the packages then installed as root, or said)."""
+    return sys.platform.startswith("linux") and shutil.which("apt-get") is not None
 
 
 def debian_mirrors(sources: tuple[Path, ...] = APT_SOURCES) -> list[str]:
@@ -171,6 +219,11 @@ def ensure() -> str:
     found = find()
     if found:
         return found
+    if not can_build():
+        raise RuntimePythonError(
+            f"no {NAME} found, and s3bulk builds one only on Debian or Ubuntu with apt (as root): "
+            + HOW_TO_GET.format(name=NAME, version="{}.{}".format(*VERSION))
+        )
     final = cache_dir()
     python = final / "bin" / NAME
 
@@ -201,5 +254,15 @@ def ensure() -> str:
     return str(python)
 
 
+def main() -> int:
+    """`make runtime-python`: the interpreter's path, or one line saying what is missing (exit 2)."""
+    try:
+        print(ensure())
+    except RuntimePythonError as exc:
+        print(f"s3bulk: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 if __name__ == "__main__":
-    print(ensure())
+    sys.exit(main())

@@ -49,7 +49,7 @@ from aws_cdk import (
 from aws_cdk.interfaces.aws_events import IRuleRef
 from constructs import Construct
 
-from infra.bundling import MANIFEST_REQUIREMENTS, PROCESS_DIR, RUNTIME_PYTHON, TASK_ROOT, lambda_code
+from infra.bundling import MANIFEST_REQUIREMENTS, PROCESS_DIR, RUNTIME_PYTHON, TASK_ROOT, compiler, lambda_code
 from infra.config import MAX_INLINE_MAP, DeployConfig, concurrency_needed
 from infra.grants import GrantingStack, account_of
 from infra.monitoring import Monitoring
@@ -66,8 +66,8 @@ VISIBILITY_RATIO = 6
 MAX_RECEIVES = 5
 # python3.13 on Amazon Linux 2023 (infra/runtime.py says why and where its interpreter comes from).
 RUNTIME = lambda_.Runtime(f"python{RUNTIME_PYTHON[0]}.{RUNTIME_PYTHON[1]}", lambda_.RuntimeFamily.PYTHON)
-# arm64 (Graviton): about 20% cheaper per GB-second than x86_64 for the same work.
-ARCH = lambda_.Architecture.ARM_64
+# The functions' processor (-c architecture): arm64 by default (Graviton: about 20% cheaper per GB-second than x86_64).
+ARCHITECTURES = {"arm64": lambda_.Architecture.ARM_64, "x86_64": lambda_.Architecture.X86_64}
 
 
 COUNTER_TIMEOUT_S = 120
@@ -176,9 +176,12 @@ class S3BulkStack(GrantingStack):
         )
 
         # -- Lambdas ----------------------------------------------------------------------------
-        code = lambda_code(ARCH, config.process_code)
+        if config.precompile and self.bundling_required:
+            compiler()  # one line at synth, not a traceback from inside the bundling, when no Python 3.13 compiles
+        arch = ARCHITECTURES[config.architecture]
+        code = lambda_code(arch, config.process_code, precompile=config.precompile)
         # The Lister reads manifests, Parquet and ORC ones with pyarrow: only its asset carries it (the worker's stays lean).
-        manifest_code = lambda_code(ARCH, requirements=MANIFEST_REQUIREMENTS)
+        manifest_code = lambda_code(arch, requirements=MANIFEST_REQUIREMENTS, precompile=config.precompile)
         env = {
             "S3BULK_TABLE": self.table.table_name,
             "S3BULK_QUEUE_URL": self.queue.queue_url,
@@ -200,6 +203,7 @@ class S3BulkStack(GrantingStack):
             "S3BULK_PROCESS_LAMBDAS": ",".join(config.process_lambdas),
             "S3BULK_CREDENTIALS_SECRETS": ",".join(config.credentials_secrets),
             "S3BULK_SECRET_ENDPOINTS": ",".join(f"{s}={u}" for s, u in config.secret_endpoints),
+            "S3BULK_SECRET_SIDES": ",".join(f"{s}={side}" for s, side in config.secret_sides),
             "S3BULK_KMS_KEYS": ",".join(config.kms_keys),
             # Every request on a pinned bucket carries its owner (ExpectedBucketOwner): S3 refuses it if another owns it.
             "S3BULK_BUCKET_OWNERS": ",".join(f"{b}={account_of(a)}" for b, a in config.bucket_owners),
@@ -223,7 +227,7 @@ class S3BulkStack(GrantingStack):
                 self,
                 name,
                 runtime=RUNTIME,
-                architecture=ARCH,
+                architecture=arch,
                 handler=handler,
                 code=asset,
                 memory_size=memory,

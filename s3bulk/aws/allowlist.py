@@ -23,7 +23,7 @@ def endpoint_key(url: str) -> str:
 
 
 def paired(items: Iterable[str], *, urls: bool = True) -> frozenset[tuple[str, str]]:
-    """(secret, endpoint) pairs from SECRET=URL items (S3BULK_SECRET_ENDPOINTS; deploy: -c credentials_secrets=ARN=URL),
+    """(secret, endpoint) pairs from SECRET=URL items (S3BULK_SECRET_ENDPOINTS; deploy: -c credentials_secrets=ARN=URL@SIDE),
     or with urls=False (bucket, account) pairs from BUCKET=ACCOUNT items (S3BULK_BUCKET_OWNERS)."""
     out = set()
     for item in items:
@@ -31,6 +31,14 @@ def paired(items: Iterable[str], *, urls: bool = True) -> frozenset[tuple[str, s
         if value:
             out.add((name.strip(), endpoint_key(value) if urls else value.strip()))
     return frozenset(out)
+
+
+def sides(items: Iterable[str]) -> frozenset[tuple[str, str]]:
+    """(secret, side) pairs from SECRET=SIDE items (S3BULK_SECRET_SIDES; deploy: -c credentials_secrets=ARN[=URL]@SIDE),
+    "both" as its two sides."""
+    return frozenset(
+        (secret, one) for secret, side in paired(items, urls=False) for one in (("source", "destination") if side == "both" else (side,))
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,13 +54,16 @@ class AllowList:
     version_delete: bool = False  # the deployment granted DeleteObjectVersion (-c allow_version_delete=true)
     reports: str = ""  # the deployment's report bucket: a retry's manifest is kept there (s3bulk retry)
     kms_keys: frozenset[str] = frozenset()  # KMS key ARNs the workers were granted (-c kms_keys)
-    # (secret, endpoint) pairs: the endpoint each secret's keys are for (-c credentials_secrets=ARN=URL), the only one
+    # (secret, endpoint) pairs: the endpoint each secret's keys are for (-c credentials_secrets=ARN=URL@SIDE), the only one
     # a side naming that secret may name; so a job cannot send a bucket's objects to, or fetch them from, a host the
     # deployer did not pair with those keys.
     endpoints: frozenset[tuple[str, str]] = frozenset()
     # (bucket, account) pairs: the account that must own each pinned bucket (-c bucket_owner). Every request of the
     # deployment's own store on it carries the account (ExpectedBucketOwner), and a job naming another is refused.
     owners: frozenset[tuple[str, str]] = frozenset()
+    # (secret, side) pairs: the side of a job ("source", "destination") each secret's keys may serve, so keys a deployer
+    # paired to pull from a partner cannot push this account's readable buckets to it.
+    sides: frozenset[tuple[str, str]] = frozenset()
 
     @property
     def owner_of(self) -> dict[str, str]:
@@ -74,6 +85,7 @@ class AllowList:
             kms_keys=_split(env.get("S3BULK_KMS_KEYS")),
             endpoints=paired(_split(env.get("S3BULK_SECRET_ENDPOINTS"))),
             owners=paired(_split(env.get("S3BULK_BUCKET_OWNERS")), urls=False),
+            sides=sides(_split(env.get("S3BULK_SECRET_SIDES"))),
         )
 
     def check(self, job: Job) -> None:
@@ -111,14 +123,24 @@ class AllowList:
                 shown = ", ".join(sorted(self.secrets)) or "none"
                 raise JobError(
                     f"job.{name}.credentials_secret: {secret!r} is not in this deployment's allow-list ({shown}); "
-                    f"redeploy with -c credentials_secrets={','.join(sorted(self.secrets | {secret}))}"
+                    f"redeploy with {secret}@{name} added to -c credentials_secrets"
+                )
+            if secret is not None and (secret, name) not in self.sides:
+                serves = " and ".join(sorted(w for s, w in self.sides if s == secret))
+                use = "read from, list and delete on" if name == "source" else "write to"
+                said = (
+                    f"lets {secret!r} serve the {serves} side of a job, not the {name}" if serves else f"names no side {secret!r} may serve"
+                )
+                raise JobError(
+                    f"job.{name}.credentials_secret: this deployment {said}: its keys may not {use} that endpoint here; if they "
+                    f"may, redeploy with -c credentials_secrets={secret}[=URL]@{'both' if serves else name}"
                 )
             url = side.endpoint_url if side is not None else None
             if url is not None and (secret or "", endpoint_key(url)) not in self.endpoints:
                 shown = ", ".join(sorted(e for s, e in self.endpoints if s == secret)) or "none"
                 raise JobError(
                     f"job.{name}.endpoint_url: {url!r} is not the endpoint this deployment pairs with {secret!r} ({shown}); "
-                    f"redeploy with -c credentials_secrets={secret}={endpoint_key(url)} if those keys are for it"
+                    f"redeploy with -c credentials_secrets={secret}={endpoint_key(url)}@{name} if those keys are for it"
                 )
         for label, key in (
             ("job.encryption.kms_key_id", job.encryption.kms_key_id if job.encryption is not None else None),

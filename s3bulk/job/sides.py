@@ -101,7 +101,7 @@ class _Endpoint(_Strict):
         description=(
             "ARN of a Secrets Manager secret holding this side's keys as JSON "
             '{"aws_access_key_id", "aws_secret_access_key", "aws_session_token"?}; read with the runner\'s own credentials '
-            "(on the stack: allow-listed at deploy with -c credentials_secrets=ARN). Never logged."
+            "(on the stack: allow-listed at deploy with -c credentials_secrets=ARN@SIDE, SIDE the side its keys may serve). Never logged."
         ),
     )
 

@@ -42,7 +42,7 @@ def read_keys(client: Any, arn: str, field: str = "credentials_secret") -> dict[
             raise StoreError(code, f"Secrets Manager could not give the keys of {arn} just now", 503) from None
         raise JobError(
             f"job.{field}: cannot read secret {arn}: {code}; grant secretsmanager:GetSecretValue on it "
-            "(on the stack: redeploy with -c credentials_secrets=ARN, and its KMS key in -c kms_keys)"
+            "(on the stack: redeploy with -c credentials_secrets=ARN@SIDE, and its KMS key in -c kms_keys)"
         ) from None
     except BotoCoreError as exc:
         raise StoreError("ServiceUnavailable", f"cannot reach Secrets Manager for {arn}: {type(exc).__name__}", 503) from None

@@ -21,21 +21,40 @@ def test_find_takes_the_named_interpreter_only_when_it_is_of_the_runtimes_versio
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "no-cache"))
     monkeypatch.setenv("PATH", str(tmp_path))  # no python3.13 on it
+    monkeypatch.setattr(runtime, "_installed", lambda: [])  # nor one an installer left off PATH on this machine
     monkeypatch.setenv("S3BULK_RUNTIME_PYTHON", sys.executable)
     assert runtime.find() is None  # the suite's own Python is another version
     monkeypatch.setenv("S3BULK_RUNTIME_PYTHON", runtime_python)
     assert runtime.find() == runtime_python
 
 
-def test_without_an_interpreter_of_the_runtimes_version_the_asset_is_left_uncompiled_with_a_warning_naming_the_fix(
+def test_without_an_interpreter_of_the_runtimes_version_synth_refuses_in_one_line_unless_precompile_is_off(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "mod.py").write_text("X = 1\n")
     monkeypatch.setattr(runtime, "find", lambda: None)
-    with pytest.warns(UserWarning, match=r"no Python 3\.13 found .* `make runtime-python` builds one, or set S3BULK_RUNTIME_PYTHON"):
+    with pytest.raises(
+        bundling.NoRuntimePython, match=r"^context precompile: .* no(ne)?.*make runtime-python.*-c precompile=false"
+    ) as refused:
         bundling._compile(tmp_path)
+    assert "\n" not in str(refused.value)
+    bundling._compile(tmp_path, precompile=False)  # sources only: nothing to compile with, nothing asked
     assert not list(tmp_path.rglob("*.pyc"))
+    from app import build_app
+
+    with pytest.raises(ValueError, match=r"^context precompile: "):
+        build_app({"read_buckets": "a-bucket", "write_buckets": "b-bucket"})  # app.py prints it as one line
+
+
+def test_the_asset_follows_the_precompile_setting_never_what_the_machine_has(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two deployers, one with Python 3.13 and one without, deploy the same asset (else each deploy replaces the
+    other's function code): what is compiled is the setting's to say."""
+    platform = bundling.PLATFORMS["arm64"]
+    found = bundling.asset_hash(platform)
+    monkeypatch.setattr(runtime, "find", lambda: None)
+    assert bundling.asset_hash(platform) == found
+    assert bundling.asset_hash(platform, precompile=False) != found
 
 
 def test_the_source_comes_from_the_mirrors_apt_names_in_either_form_security_archives_last(tmp_path: Path) -> None:
@@ -65,3 +84,47 @@ def test_a_source_whose_checksum_differs_is_refused_naming_both_digests(tmp_path
     (tmp_path / "work").mkdir()
     with pytest.raises(runtime.RuntimePythonError, match=rf"sha256 [0-9a-f]{{64}}, expected {runtime.SOURCE_SHA256}"):
         runtime._fetch_source(tmp_path / "work")
+
+
+def _fake_python(path: Path, version: str) -> Path:
+    """A stand-in interpreter that answers the version question as a real one of `version` would."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\necho {version.replace('.', ' ')}\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_find_takes_a_python_313_that_uv_or_pyenv_installed_off_path_the_newest_release_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "no-cache"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.delenv("S3BULK_RUNTIME_PYTHON", raising=False)
+    monkeypatch.delenv("PYENV_ROOT", raising=False)
+    monkeypatch.setattr(runtime, "INSTALLED", tuple(p for p in runtime.INSTALLED if p.startswith("~/")))  # not this machine's /usr
+    monkeypatch.setattr(sys, "version_info", (3, 11, 0))
+    monkeypatch.setattr(Path, "home", lambda: tmp_path)
+    runtime._version_of.cache_clear()
+    assert runtime.find() is None
+    _fake_python(tmp_path / ".pyenv/versions/3.13.2/bin/python3.13", "3.13")
+    assert runtime.find() == str(tmp_path / ".pyenv/versions/3.13.2/bin/python3.13")
+    _fake_python(tmp_path / ".local/share/uv/python/cpython-3.13.9-macos-aarch64-none/bin/python3.13", "3.13")
+    newest = _fake_python(tmp_path / ".local/share/uv/python/cpython-3.13.10-macos-aarch64-none/bin/python3.13", "3.13")
+    assert runtime.find() == str(newest)  # uv's before pyenv's, 3.13.10 before 3.13.9
+    wrong = _fake_python(tmp_path / "elsewhere/python3.13", "3.12")  # named so, but another version
+    monkeypatch.setenv("S3BULK_RUNTIME_PYTHON", str(wrong))
+    assert runtime.find() == str(newest)
+    runtime._version_of.cache_clear()
+
+
+def test_where_it_cannot_build_one_make_runtime_python_says_how_to_get_python_313_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(runtime, "find", lambda: None)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("PATH", str(tmp_path))  # no apt-get: macOS, Fedora, ...
+    assert runtime.main() == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("s3bulk: no python3.13 found, and s3bulk builds one only on Debian or Ubuntu with apt")
+    assert "brew install python@3.13" in line and "uv python install 3.13" in line and "S3BULK_RUNTIME_PYTHON" in line
+    assert not (runtime.cache_dir() / "bin").exists()  # nothing fetched or built

@@ -731,9 +731,9 @@ def test_credentials_secrets_may_be_read_by_the_lister_and_worker_only_and_only_
 
     assert readers({}) == {}
     arn = "arn:aws:secretsmanager:eu-west-1:111122223333:secret:legacy-keys"
-    assert readers({"credentials_secrets": arn}) == {"Lister": [arn, f"{arn}-??????"], "Worker": [arn, f"{arn}-??????"]}
+    assert readers({"credentials_secrets": f"{arn}@source"}) == {"Lister": [arn, f"{arn}-??????"], "Worker": [arn, f"{arn}-??????"]}
     full = f"{arn}-Ab12Cd"  # a full ARN already has its suffix: no wildcard that could reach another secret
-    assert readers({"credentials_secrets": full}) == {"Lister": [full], "Worker": [full]}
+    assert readers({"credentials_secrets": f"{full}@both"}) == {"Lister": [full], "Worker": [full]}
 
 
 OPT_INS = {"allow_object_lock": "true", "allow_acl": "true", "allow_version_delete": "true"}
@@ -808,12 +808,23 @@ def test_a_credentials_secret_that_is_not_a_secret_arn_is_refused_naming_the_fla
 def test_a_secret_paired_with_its_endpoint_reaches_the_functions_and_a_value_that_is_no_endpoint_url_is_refused() -> None:
     arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:legacy-keys"
     other = arn.replace("legacy-keys", "other-keys")
-    env = _worker_env(_template({**CONTEXT, "credentials_secrets": f"{arn}=https://s3.legacy.example:9000,{other}"}))
+    env = _worker_env(_template({**CONTEXT, "credentials_secrets": f"{arn}=https://s3.legacy.example:9000@source,{other}@destination"}))
     assert env["S3BULK_CREDENTIALS_SECRETS"] == f"{arn},{other}"  # the ARNs alone, as IAM grants them
     assert env["S3BULK_SECRET_ENDPOINTS"] == f"{arn}=https://s3.legacy.example:9000"  # the other: AWS's own endpoint only
+    assert env["S3BULK_SECRET_SIDES"] == f"{arn}=source,{other}=destination"
     for bad in ("s3.legacy.example", "ftp://s3.legacy.example", "https://s3.legacy.example/?x=1"):
         with pytest.raises(ValueError, match=r"^context credentials_secrets: .* is not an endpoint URL; pass -c credentials_secrets=arn:"):
-            DeployConfig.from_context({**CONTEXT, "credentials_secrets": f"{arn}={bad}"}.get)
+            DeployConfig.from_context({**CONTEXT, "credentials_secrets": f"{arn}={bad}@source"}.get)
+
+
+def test_a_credentials_secret_without_the_side_its_keys_serve_is_refused_naming_the_three_choices() -> None:
+    """Keys paired to pull from a partner must not push this account's buckets to it: the deployer says which side."""
+    arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:team@legacy"  # "@" may be in a secret's name
+    for unsaid in (arn, f"{arn}=https://s3.legacy.example:9000", f"{arn}@sideways"):
+        with pytest.raises(ValueError, match=r"^context credentials_secrets: say which side of a job .* @source .* @destination .* @both"):
+            DeployConfig.from_context({**CONTEXT, "credentials_secrets": unsaid}.get)
+    said = DeployConfig.from_context({**CONTEXT, "credentials_secrets": f"{arn}@both"}.get)
+    assert said.credentials_secrets == (arn,) and said.secret_sides == ((arn, "both"),)
 
 
 def test_the_worker_may_bypass_governance_retention_only_when_the_deployer_allows_it() -> None:
@@ -984,3 +995,16 @@ def test_only_this_stacks_job_events_rule_may_publish_to_the_alarm_topic_and_a_f
     assert not allowed(events_may, publish(f"arn:aws:events:{region}:{account}:rule/someone-elses-rule", account))
     assert not allowed(events_may, publish(f"arn:aws:events:{region}:444455556666:rule/{rule_id}", "444455556666"))
     assert [t["Arn"] for t in rule["Properties"]["Targets"]] == [{"Ref": topic_id}]
+
+
+def test_the_functions_run_on_arm64_unless_the_deploy_says_x86_64_and_another_value_is_refused() -> None:
+    def architectures(context: dict[str, str]) -> set[str]:
+        template = _template({**context, "aws:cdk:bundling-stacks": []})  # type: ignore[dict-item]  # no x86_64 wheels fetched here
+        return {arch for fn in resources(template, "AWS::Lambda::Function").values() for arch in fn["Properties"].get("Architectures", [])}
+
+    assert architectures({}) == {"arm64"}
+    assert architectures({"architecture": "x86_64"}) == {"x86_64"}
+    with pytest.raises(
+        ValueError, match=r"^context architecture: 'amd64' is not a Lambda architecture; pass -c architecture=arm64 or x86_64"
+    ):
+        DeployConfig.from_context({**CONTEXT, "architecture": "amd64"}.get)

@@ -41,10 +41,10 @@ CONTEXT: dict[str, object] = {
     "write_buckets": DST,
     "process_code": str(PROCESS_CODE),
     "process_lambdas": BATCHOPS_ARN,
-    "credentials_secrets": LEGACY_SECRET,
+    "credentials_secrets": f"{LEGACY_SECRET}@source",  # its keys fetch from the legacy endpoint, never deliver to it
 }
 # Validate hands the functions' S3BULK_POLL_SECONDS to the state machine as $.poll_seconds (its wait period):
-# 1 s instead of the deployed value, which deploy context may not lower.
+# 30 s instead of the deployed 600 s (which deploy context may not lower): the workers end the wait, this is its safety net.
 ENV = {"S3BULK_POLL_SECONDS": "30", "S3BULK_PROCESS_CODE": str(PROCESS_CODE)}
 N = 3000
 BIG = 6_000  # the all-faults scenario: 20,000 took 165-220 s of the suite's budget, 10,000 up to 195 s; 6,000 keeps every fault
@@ -329,7 +329,7 @@ def test_a_relay_job_streams_objects_from_another_endpoint_with_keys_from_an_all
             Name="legacy-keys",
             SecretString=json.dumps({"aws_access_key_id": "legacy-access", "aws_secret_access_key": "legacy-secret-key"}),
         )
-        clean.pair_endpoint(LEGACY_SECRET, legacy.endpoint_url)  # -c credentials_secrets=ARN=URL, as its deployer would
+        clean.pair_endpoint(LEGACY_SECRET, legacy.endpoint_url)  # -c credentials_secrets=ARN=URL@source, as its deployer would
         job = {
             "operation": "copy",
             "source": {"bucket": LEGACY, "prefix": "data/", "endpoint_url": legacy.endpoint_url, "credentials_secret": LEGACY_SECRET},
@@ -368,7 +368,7 @@ def test_a_relay_job_streams_objects_from_another_endpoint_with_keys_from_an_all
         (
             {"credentials_secret": f"arn:aws:secretsmanager:{REGION}:{DEFAULT_ACCOUNT_ID}:secret:other"},
             "job.source.credentials_secret",
-            "-c credentials_secrets=",
+            "@source added to -c credentials_secrets",
         ),
     ],
 )
@@ -380,6 +380,15 @@ def test_a_relay_job_the_deployment_cannot_reach_fails_at_validate_naming_the_fi
     assert ex.status == "FAILED" and ex.description.get("error") == "InvalidJob"
     cause = str(ex.description.get("cause"))
     assert field in cause and fix in cause
+
+
+def test_a_secret_deployed_to_pull_from_a_partner_cannot_push_a_readable_bucket_to_it(clean: StackOnMoto) -> None:
+    """-c credentials_secrets=ARN@source: a job naming those keys on its destination side is refused at Validate."""
+    far = {"bucket": DST, "endpoint_url": "http://127.0.0.1:9", "credentials_secret": LEGACY_SECRET}  # a write bucket's name there
+    ex = clean.run({"operation": "copy", "source": {"bucket": SRC, "prefix": "in/"}, "destination": far}, timeout=30)
+    assert ex.status == "FAILED" and ex.description.get("error") == "InvalidJob"
+    cause = str(ex.description.get("cause"))
+    assert "job.destination.credentials_secret" in cause and "serve the source side of a job, not the destination" in cause
 
 
 def test_an_endpoint_outage_returns_batches_uncounted_and_the_job_completes_exactly_once_it_is_back(
@@ -404,7 +413,7 @@ def test_an_endpoint_outage_returns_batches_uncounted_and_the_job_completes_exac
         Name="legacy-keys", SecretString=json.dumps({"aws_access_key_id": ACCESS_KEY, "aws_secret_access_key": SECRET_KEY})
     )
     with FaultProxy(port_of(seaweed)) as proxy:
-        clean.pair_endpoint(LEGACY_SECRET, proxy.endpoint_url)  # -c credentials_secrets=ARN=URL, as its deployer would
+        clean.pair_endpoint(LEGACY_SECRET, proxy.endpoint_url)  # -c credentials_secrets=ARN=URL@source, as its deployer would
         job = {
             "operation": "copy",
             "source": {"bucket": LEGACY, "prefix": prefix, "endpoint_url": proxy.endpoint_url, "credentials_secret": LEGACY_SECRET},
@@ -463,7 +472,7 @@ def test_an_outage_past_the_stacks_bound_stops_the_job_with_a_report_and_submitt
         boto3.client("secretsmanager", region_name=REGION).create_secret(
             Name="legacy-keys", SecretString=json.dumps({"aws_access_key_id": ACCESS_KEY, "aws_secret_access_key": SECRET_KEY})
         )
-        stack.pair_endpoint(LEGACY_SECRET, proxy.endpoint_url)  # -c credentials_secrets=ARN=URL, as its deployer would
+        stack.pair_endpoint(LEGACY_SECRET, proxy.endpoint_url)  # -c credentials_secrets=ARN=URL@source, as its deployer would
         job = {
             "job_id": "legacy-migration",
             "operation": "copy",
@@ -509,7 +518,7 @@ def test_a_listing_whose_endpoint_gives_no_answer_stops_the_job_instead_of_faili
         boto3.client("secretsmanager", region_name=REGION).create_secret(
             Name="legacy-keys", SecretString=json.dumps({"aws_access_key_id": ACCESS_KEY, "aws_secret_access_key": SECRET_KEY})
         )
-        clean.pair_endpoint(LEGACY_SECRET, proxy.endpoint_url)  # -c credentials_secrets=ARN=URL, as its deployer would
+        clean.pair_endpoint(LEGACY_SECRET, proxy.endpoint_url)  # -c credentials_secrets=ARN=URL@source, as its deployer would
         job = {
             "job_id": "listing-down",
             "operation": "copy",

@@ -117,11 +117,16 @@ SECRET = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:legacy-keys"
 
 
 def test_the_stack_refuses_another_endpoint_without_a_secret_and_a_secret_it_has_not_allow_listed() -> None:
-    from s3bulk.aws.allowlist import AllowList, paired
+    from s3bulk.aws.allowlist import AllowList, paired, sides
     from s3bulk.aws.validation import validate
 
     allow = AllowList(
-        frozenset({"a-b"}), frozenset({"c-d"}), frozenset(), secrets=frozenset({SECRET}), endpoints=paired([f"{SECRET}={OTHER}"])
+        frozenset({"a-b"}),
+        frozenset({"c-d"}),
+        frozenset(),
+        secrets=frozenset({SECRET}),
+        endpoints=paired([f"{SECRET}={OTHER}"]),
+        sides=sides([f"{SECRET}=source"]),
     )
     doc: dict[str, Any] = {"operation": "copy", "source": {"bucket": "a-b", "endpoint_url": OTHER}, "destination": {"bucket": "c-d"}}
     with pytest.raises(JobError, match=r"^job\.source\.endpoint_url: another endpoint needs its own keys.*credentials_secret$"):
@@ -130,7 +135,7 @@ def test_the_stack_refuses_another_endpoint_without_a_secret_and_a_secret_it_has
     assert validate(doc, allow)["job_id"]
     other = SECRET.replace("legacy-keys", "someone-elses")
     doc["source"]["credentials_secret"] = other
-    with pytest.raises(JobError, match=r"^job\.source\.credentials_secret: .* -c credentials_secrets=.*someone-elses"):
+    with pytest.raises(JobError, match=r"^job\.source\.credentials_secret: .*someone-elses@source added to -c credentials_secrets$"):
         validate(doc, allow)
     doc["source"] = {"bucket": "a-b", "profile": "legacy"}
     with pytest.raises(JobError, match=r"^job\.source\.profile: functions have no AWS profiles"):
@@ -152,7 +157,7 @@ def test_the_stack_lets_a_side_name_only_the_endpoint_its_deployer_paired_with_t
     """A job may not point an allow-listed bucket and secret at a host of its own choosing: not to fetch from it, and
     not to stream a read bucket's objects to it (a write bucket's name there). The deployer pairs each secret with the
     endpoint its keys are for (-c credentials_secrets=ARN=URL)."""
-    from s3bulk.aws.allowlist import AllowList, paired
+    from s3bulk.aws.allowlist import AllowList, paired, sides
     from s3bulk.aws.validation import validate
 
     mine = SECRET.replace("legacy-keys", "minio-keys")
@@ -162,6 +167,7 @@ def test_the_stack_lets_a_side_name_only_the_endpoint_its_deployer_paired_with_t
         frozenset(),
         secrets=frozenset({SECRET, mine}),
         endpoints=paired([f"{SECRET}=https://S3.Legacy.example:9000/", f"{mine}=https://minio.example"]),
+        sides=sides([f"{SECRET}=both", f"{mine}=both"]),
     )
     listed = {"bucket": "a-b", "endpoint_url": "https://s3.legacy.example:9000", "credentials_secret": SECRET}
     assert validate({"operation": "copy", "source": listed, "destination": {"bucket": "c-d"}}, allow)["job_id"]
@@ -178,9 +184,46 @@ def test_the_stack_lets_a_side_name_only_the_endpoint_its_deployer_paired_with_t
     crossed = {**listed, "endpoint_url": "https://minio.example"}  # another listed endpoint, but not these keys'
     with pytest.raises(JobError, match=r"^job\.source\.endpoint_url: 'https://minio\.example' is not the endpoint"):
         validate({"operation": "copy", "source": crossed, "destination": {"bucket": "c-d"}}, allow)
-    bare = AllowList(frozenset({"a-b"}), frozenset({"c-d"}), frozenset(), secrets=frozenset({SECRET}))
+    bare = AllowList(frozenset({"a-b"}), frozenset({"c-d"}), frozenset(), secrets=frozenset({SECRET}), sides=sides([f"{SECRET}=both"]))
     with pytest.raises(JobError, match=r"^job\.source\.endpoint_url: .*legacy-keys' \(none\)"):
         validate({"operation": "copy", "source": listed, "destination": {"bucket": "c-d"}}, bare)
+
+
+def test_the_stack_lets_a_secret_serve_only_the_side_of_a_job_its_deployer_named() -> None:
+    """Keys paired to pull from a partner (@source) cannot push this account's readable buckets to that partner, and
+    keys to deliver to one (@destination) cannot fetch from it; @both allows either."""
+    from s3bulk.aws.allowlist import AllowList, paired, sides
+    from s3bulk.aws.validation import validate
+
+    url = "https://s3.legacy.example:9000"
+
+    def allowed(side: str) -> AllowList:
+        return AllowList(
+            frozenset({"a-b", "c-d"}),
+            frozenset({"c-d"}),
+            frozenset(),
+            secrets=frozenset({SECRET}),
+            endpoints=paired([f"{SECRET}={url}"]),
+            sides=sides([f"{SECRET}={side}"]),
+        )
+
+    far = {"bucket": "c-d", "endpoint_url": url, "credentials_secret": SECRET}
+    pull = {"operation": "copy", "source": far, "destination": {"bucket": "c-d"}}
+    push = {"operation": "copy", "source": {"bucket": "a-b"}, "destination": far}
+    assert validate(pull, allowed("source"))["job_id"]
+    with pytest.raises(
+        JobError,
+        match=r"^job\.destination\.credentials_secret: this deployment lets .*legacy-keys' serve the source side of a job, not the "
+        r"destination: its keys may not write to that endpoint here; if they may, redeploy with -c credentials_secrets=.*@both$",
+    ):
+        validate(push, allowed("source"))
+    assert validate(push, allowed("destination"))["job_id"]
+    with pytest.raises(JobError, match=r"^job\.source\.credentials_secret: .* serve the destination side .* may not read from"):
+        validate(pull, allowed("destination"))
+    assert validate(pull, allowed("both"))["job_id"] and validate(push, allowed("both"))["job_id"]
+    unsaid = AllowList(frozenset({"a-b", "c-d"}), frozenset({"c-d"}), frozenset(), secrets=frozenset({SECRET}))
+    with pytest.raises(JobError, match=r"^job\.source\.credentials_secret: this deployment names no side .*\[=URL\]@source$"):
+        validate(pull, unsaid)
 
 
 def test_a_copy_to_a_kms_key_the_workers_were_not_granted_is_refused_at_validate_naming_the_field() -> None:

@@ -387,7 +387,7 @@ class StackOnMoto:
         return invoke
 
     def pair_endpoint(self, secret: str, url: str) -> None:
-        """The endpoint a secret's keys are for, as `-c credentials_secrets=ARN=URL` deploys it (a server a test starts
+        """The endpoint a secret's keys are for, as `-c credentials_secrets=ARN=URL@SIDE` deploys it (a server a test starts
         has its port only then): before the first job, since a function environment reads its allow-list once."""
         os.environ["S3BULK_SECRET_ENDPOINTS"] = f"{secret}={url}"  # one process holds every function; restored on exit
 
