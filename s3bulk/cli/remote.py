@@ -113,7 +113,7 @@ def remote(args: argparse.Namespace, console: Console) -> int:
     if args.command == "tune":
         return _tune(args, dep, settings, console)
     if args.command == "confirm":
-        would = would_do(status(dep, args.job_id, settings))
+        would = would_do(status(dep, args.job_id, settings), settings)
         confirm(dep, args.job_id, settings)
         what = f" ({would})" if would else ""
         console.print(f"confirmed {args.job_id}{what}; follow it with: s3bulk watch {args.job_id}", markup=False, soft_wrap=True)
@@ -186,7 +186,7 @@ def remote(args: argparse.Namespace, console: Console) -> int:
         for name, value in rec.summary().items():
             table.add_row(name, f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value))
         if rec.awaiting_confirmation:
-            table.add_row("would do", confirming(rec))
+            table.add_row("would do", confirming(rec, settings))
         console.print(table)
         return EXIT_OK
     doc = fetch_report(dep, args.job_id, settings)
@@ -224,21 +224,25 @@ def _tune(args: argparse.Namespace, dep: Deployment, settings: ClientSettings, c
     return EXIT_OK
 
 
-def confirming(rec: JobRecord) -> str:
+def confirming(rec: JobRecord, settings: ClientSettings | None = None) -> str:
     """A job held for `s3bulk confirm`: what it would do, and the command that lets it."""
-    would = would_do(rec)
+    would = would_do(rec, settings)
     return f"{would}; s3bulk confirm {rec.job_id} to go on" if would else "its selection is being counted"
 
 
-def would_do(rec: JobRecord) -> str | None:
+def would_do(rec: JobRecord, settings: ClientSettings | None = None) -> str | None:
     """What a job would do by the count made before its listing: objects, bytes and the stack's cost by `s3bulk plan`'s
-    model (prices.json), each object at the count's average size; None until every shard is counted."""
+    model (prices.json), each object at the count's average size; None until every shard is counted. With `settings`,
+    the buckets' default encryption is read too, so S3's KMS requests are priced (a bucket it may not read: none)."""
     if rec.selection is None:
         return None
     from s3bulk.local.plan import cost, from_count, load_prices  # the cost model: only for a job that awaits confirmation
+    from s3bulk.s3.clients import S3Clients
+    from s3bulk.s3.faststore import open_store
 
     objects, size = rec.selection
-    dollars = cost(from_count(rec.job, objects, size), load_prices())["stack_total"]
+    store = open_store(S3Clients(settings, 2), fast=False) if settings is not None else None
+    dollars = cost(from_count(rec.job, objects, size, store), load_prices())["stack_total"]
     extra = " before retrieval fees" if rec.job.operation == "restore" else ""
     return f"{objects:,} objects, {human_bytes(size)}, about ${dollars:,.2f}{extra}"
 

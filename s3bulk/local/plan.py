@@ -415,9 +415,11 @@ class _CountingLists:
         return getattr(self._store, name)
 
 
-def from_count(job: Job, objects: int, size: int) -> Plan:
+def from_count(job: Job, objects: int, size: int, store: ObjectStore | None = None) -> Plan:
     """The plan of a selection known by its count alone (objects, bytes: the stack's count before a confirmation), each
-    object taken at the average size: exact for the per-object requests, an estimate where parts depend on sizes."""
+    object taken at the average size: exact for the per-object requests, an estimate where parts depend on sizes.
+    `store`: asked for the buckets' default encryption, so the KMS requests S3 makes are priced as `plan` prices them
+    (without it, only the encryption the job itself names)."""
     plan = Plan(job.operation, streams=streams_bodies(job))
     if objects <= 0:
         return plan
@@ -429,7 +431,16 @@ def from_count(job: Job, objects: int, size: int) -> Plan:
     plan.count("ListObjectsV2", math.ceil(objects / LIST_PAGE))  # at least: the count saw the selected objects only
     if job.operation in {"delete", "move"}:
         plan.count("DeleteObjects", math.ceil(objects / DELETE_BATCH))
+    defaults = store if store is not None else cast(ObjectStore, _NoDefaults())
+    count_kms(job, plan, defaults, defaults)
     return plan
+
+
+class _NoDefaults:
+    """A store that knows no bucket's default encryption: from_count without one prices the job's own KMS choice only."""
+
+    def default_encryption(self, bucket: str) -> None:
+        return None
 
 
 def make_plan(job: Job, store: ObjectStore, dst_store: ObjectStore | None = None) -> Plan:

@@ -281,6 +281,24 @@ def test_plan_counts_the_kms_requests_s3_makes_for_sse_kms_buckets_without_bucke
     assert make_plan(_kms_copy(sse="aws:kms", kms_key_id=key), store).kms == {}  # Bucket Keys on both: not per object
 
 
+def test_the_cost_a_confirmation_shows_counts_the_kms_requests_that_plan_counts() -> None:
+    """A job held for `s3bulk confirm` is priced from its count (from_count): S3's KMS requests for SSE-KMS buckets
+    without Bucket Keys are in it, as in `s3bulk plan`; without a store to ask, the job's own KMS choice still is."""
+    store = MemoryStore()
+    for b in ("src-b", "dst-b"):
+        store.create_bucket(b)
+    for i in range(10):
+        store.put_object("src-b", f"k{i}", b"x" * 100)
+    key = "arn:aws:kms:us-east-1:111122223333:key/1"
+    store.bucket_encryption["src-b"] = Encryption("aws:kms", key)
+    job = _kms_copy(sse="aws:kms", kms_key_id=key)
+    listed, counted = make_plan(job, store), from_count(job, 10, 1000, store)
+    assert counted.kms == listed.kms == {"Decrypt": 10, "GenerateDataKey": 10}
+    assert cost(listed, PRICES)["kms_requests"] > 0
+    assert cost(counted, PRICES)["kms_requests"] == pytest.approx(cost(listed, PRICES)["kms_requests"])
+    assert from_count(job, 10, 1000).kms == {"GenerateDataKey": 10}  # the bucket's default unknown: the job's own key
+
+
 def test_a_prices_file_naming_some_prices_keeps_the_shipped_others(tmp_path: Path) -> None:
     mine = tmp_path / "prices.json"
     mine.write_text(json.dumps({"region": "eu-west-1", "s3_get_head_per_1000": 0.00042}))
