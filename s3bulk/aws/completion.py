@@ -73,7 +73,8 @@ def progress_step(
     # A job an outage stopped is finalized now (as stopped), whatever is pending.
     complete = p.complete or p.status == "STOPPING"
     if not complete and p.status == "RUNNING":
-        sweep()
+        if p.capped:  # only a job its owner ever capped can have batches parked for room (32 lease reads a poll)
+            sweep()
         ledger.keep(job_id)  # a job running for weeks keeps its own items past their TTL
     out = {"job_id": job_id, "complete": complete, "pending": p.pending, "listing_done": p.listing_done}
     return {**out, "renew": not complete and renew()}

@@ -23,7 +23,7 @@ from botocore.awsrequest import AWSResponse
 from functions.finalize import handler as finalize_handler
 from functions.lister import handler as lister_handler
 from functions.worker import handler as worker_handler
-from s3bulk.aws.completion import Completion, await_step, notify_if_complete
+from s3bulk.aws.completion import Completion, await_step, notify_if_complete, progress_step
 from s3bulk.aws.ledger import BatchCounts, DynamoLedger
 from s3bulk.aws.messages import BatchMessage
 from s3bulk.aws.reportbucket import ReportBucket
@@ -424,3 +424,23 @@ def test_objects_no_content_evidence_decided_are_counted_once_per_batch_and_reac
         "unchanged_by_time_skipped": 0,
     }
     assert counts.succeeded == 30
+
+
+def test_the_progress_check_sweeps_parked_batches_only_for_a_job_its_owner_ever_capped(aws: Aws) -> None:
+    """The sweep reads the job's 32 lease shards: a poll of a job never capped (where nothing is ever parked for room)
+    skips it; once capped, even after the cap is lifted (batches parked under it may still wait), every poll sweeps."""
+    seed(aws, 30)
+    job_id = start(aws, batch_size=10)
+    list_all(job_id)
+    swept: list[str] = []
+
+    def sweep() -> int:
+        swept.append(job_id)
+        return 0
+
+    assert not progress_step(job_id, ledger=aws.ledger, sweep=sweep)["complete"] and swept == []
+    aws.ledger.set_cap(job_id, 2)
+    progress_step(job_id, ledger=aws.ledger, sweep=sweep)
+    aws.ledger.set_cap(job_id, None)
+    progress_step(job_id, ledger=aws.ledger, sweep=sweep)
+    assert swept == [job_id, job_id]

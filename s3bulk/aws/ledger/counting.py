@@ -40,6 +40,7 @@ class Progress:
     status: str
     token: str | None
     counters: dict[str, int] = field(default_factory=dict)  # the job's counters, as read for this check
+    capped: bool = False  # its owner capped it at some time (s3bulk tune): parked batches may wait for room
 
     @property
     def complete(self) -> bool:
@@ -86,16 +87,17 @@ class CountingMixin(LedgerBase):
             TableName=self.table,
             Key=job_key(job_id),
             ConsistentRead=True,
-            ProjectionExpression="#s, #t, pending, shards, shards_done, failed, skipped",
-            ExpressionAttributeNames={"#s": "status", "#t": "completion_token"},
+            ProjectionExpression="#s, #t, pending, shards, shards_done, failed, skipped, #c",
+            ExpressionAttributeNames={"#s": "status", "#t": "completion_token", "#c": "capped"},
         )
         item = r.get("Item")
         if item is None:
             raise KeyError(f"job {job_id!r} is not in the ledger")
         token = item.get("completion_token", {}).get("S")
         listing_done = _listing_done(item)
+        capped = bool(item.get("capped", {}).get("BOOL"))
         if not listing_done and not counters:
-            return Progress(False, -1, item["status"]["S"], token, {})
+            return Progress(False, -1, item["status"]["S"], token, {}, capped)
         if batch_id is not None and not counters:
             own = self.client.get_item(
                 TableName=self.table,
@@ -105,9 +107,9 @@ class CountingMixin(LedgerBase):
             ).get("Item", {})
             left = int(own.get("pending", {}).get("N", "0"))
             if left > 0:
-                return Progress(True, left, item["status"]["S"], token, {})
+                return Progress(True, left, item["status"]["S"], token, {}, capped)
         total, _ = self._sum(item, self._shard_items(job_id))
-        return Progress(listing_done, total.get("pending", 0), item["status"]["S"], token, total)
+        return Progress(listing_done, total.get("pending", 0), item["status"]["S"], token, total, capped)
 
     def weighed(self, job_id: str, listing: Mapping[str, int] | None = None) -> tuple[Progress, dict[str, int]]:
         """The counts the failure breaker weighs: the job item and its counter shards (a partition key each), read now,

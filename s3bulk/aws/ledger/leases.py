@@ -160,6 +160,14 @@ class LeasesMixin(LedgerBase):
                 )
             self._update_if(job_key(job_id), UpdateExpression="REMOVE max_workers")
             return
+        # `capped` first, and never removed: the progress check sweeps parked batches only for a job that was ever
+        # capped (completion.progress_step), and no batch is parked under a cap before the lease shards hold it.
+        self._update_if(
+            job_key(job_id),
+            UpdateExpression="SET #c = :t",
+            ExpressionAttributeNames={"#c": "capped"},
+            ExpressionAttributeValues={":t": {"BOOL": True}},
+        )
         active = {"N": str(min(n, self.shards))}
         for shard, share in enumerate(cap_shares(n, self.shards)):
             self._update_if(
