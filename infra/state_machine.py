@@ -339,7 +339,11 @@ def build_state_machine(
     ) -> sfn.Map | sfn.DistributedMap:
         """A Map over the plan's shards whose item calls the lister until its answer says done (each call ends before its
         timeout and the loop calls it again), several shards at once."""
-        extra = {"phase": phase} if phase != "list" else {"execution": sfn.JsonPath.string_at("$$.Execution.Id")}
+        extra = (
+            {"phase": phase}
+            if phase != "list"
+            else {"execution": sfn.JsonPath.string_at("$$.Execution.Id"), "started": sfn.JsonPath.string_at("$$.Execution.StartTime")}
+        )
         task = tasks.LambdaInvoke(
             scope,
             task_name,

@@ -27,6 +27,7 @@ class ListEvent(BaseModel):
     phase: Literal["list", "count", "check", "resume"] = "list"  # count and check: the delete guard (s3bulk/aws/guard.py)
     after: str = ""  # resume: where the step's last call stopped (s3bulk/aws/held.py)
     execution: str | None = None  # the execution's ARN: past its history's bound, a shard's loop ends (s3bulk/aws/history.py)
+    started: str | None = None  # its StartTime: before its history could be near that bound, no one asks
 
 
 @cache
@@ -86,7 +87,7 @@ def handler(event: ListEvent, context: LambdaContext) -> dict[str, Any]:
         spec = d["ledger"].spec(event.job_id)
         confirm = spec.options.confirm and not spec.options.dry_run  # held until s3bulk confirm JOB_ID
         return {"job_id": event.job_id, "shards": shards, "guard": counts_first(spec), "confirm": confirm}
-    if d["history"].full(event.execution):  # the job goes on in a new execution, from this shard's checkpoint
+    if d["history"].full(event.execution, event.started):  # the job goes on in a new execution, from this shard's checkpoint
         return {"job_id": event.job_id, "shard": event.shard, "done": False, "renew": True, "pages": 0}
     out = list_step(
         event.job_id,

@@ -30,7 +30,7 @@ from tests.integration.aws_harness import REGION
 
 SRC, DST = "src-bucket", "dst-bucket"
 CONTEXT: dict[str, object] = {"read_buckets": f"{SRC},{DST}", "write_buckets": DST}
-ENV = {"S3BULK_POLL_SECONDS": "1"}
+ENV = {"S3BULK_POLL_SECONDS": "30"}
 N = 120
 BATCH = 20
 

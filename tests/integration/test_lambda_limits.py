@@ -84,7 +84,7 @@ def test_a_lister_ended_at_its_timeout_is_retried_and_nothing_it_did_afterwards_
         return real(self, job_id, *args, **kwargs)
 
     monkeypatch.setattr(DynamoLedger, "checkpoint", hangs_once)
-    env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_LIST_PAGE_SIZE": "20", "S3BULK_LIST_MARGIN_S": "1", "S3BULK_LIST_SHARDS": "1"}
+    env = {"S3BULK_POLL_SECONDS": "30", "S3BULK_LIST_PAGE_SIZE": "20", "S3BULK_LIST_MARGIN_S": "1", "S3BULK_LIST_SHARDS": "1"}
     with StackOnMoto(template, buckets=(SRC, DST), env=env, timeouts={"Lister": 6}) as stack:
         keys = seed()
         ex = stack.run({**copy_job(), "job_id": "lister-times-out"}, timeout=90)
@@ -122,7 +122,7 @@ def test_a_lister_call_refused_once_by_dynamodb_is_retried_by_step_functions_and
         return real(self, job_id, *args, **kwargs)
 
     monkeypatch.setattr(DynamoLedger, "checkpoint", refused_once)
-    env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_LIST_PAGE_SIZE": "20", "S3BULK_LIST_SHARDS": "1"}
+    env = {"S3BULK_POLL_SECONDS": "30", "S3BULK_LIST_PAGE_SIZE": "20", "S3BULK_LIST_SHARDS": "1"}
     with StackOnMoto(template, buckets=(SRC, DST), env=env) as stack:
         keys = seed()
         ex = stack.run({**copy_job(), "job_id": "lister-refused"}, timeout=120)
@@ -151,7 +151,7 @@ def test_an_account_with_little_concurrency_throttles_and_the_job_still_ends_exa
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(DynamoLedger, "checkpoint", slow_pages)
-    env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_LIST_PAGE_SIZE": "10", "S3BULK_LIST_SHARDS": "6"}
+    env = {"S3BULK_POLL_SECONDS": "30", "S3BULK_LIST_PAGE_SIZE": "10", "S3BULK_LIST_SHARDS": "6"}
     with StackOnMoto(template, buckets=(SRC, DST), env=env, account_concurrency=2, pollers=4, visibility_scale=1 / 1000) as stack:
         keys = seed()
         # Another workload of the account's holds both until Validate's Invoke has met a 429 (not for a fixed time: on a
@@ -196,7 +196,7 @@ def test_with_reserved_concurrency_another_workload_holding_the_rest_of_the_acco
         if v["Type"] == "AWS::Lambda::Function"
     }
     assert sorted(n for n in reserved.values() if n) == [3, 4]  # the Lister and the Worker, nothing else
-    env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_LIST_PAGE_SIZE": "10", "S3BULK_LIST_SHARDS": "6"}
+    env = {"S3BULK_POLL_SECONDS": "30", "S3BULK_LIST_PAGE_SIZE": "10", "S3BULK_LIST_SHARDS": "6"}
     with StackOnMoto(template, buckets=(SRC, DST), env=env, account_concurrency=200, pollers=4, visibility_scale=1 / 1000) as stack:
         keys = seed()
         others = 200 - 3 - 4
@@ -236,7 +236,7 @@ def test_a_batch_that_needs_three_invocations_counts_what_each_finished_and_copi
         return str(real(self, *args, **kwargs))
 
     monkeypatch.setattr(FastS3Store, "copy_object", slow_copy)
-    env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_WORK_MARGIN_S": "3.5", "S3BULK_CONCURRENCY": "2", "S3BULK_REQUEST_CONCURRENCY": "2"}
+    env = {"S3BULK_POLL_SECONDS": "30", "S3BULK_WORK_MARGIN_S": "3.5", "S3BULK_CONCURRENCY": "2", "S3BULK_REQUEST_CONCURRENCY": "2"}
     with StackOnMoto(template, buckets=(SRC, DST), env=env, timeouts={"Worker": 9}, pollers=1) as stack:
         keys = seed()[:30]
         for key in seed()[30:]:
@@ -275,7 +275,7 @@ def _one_copy_hangs(monkeypatch: pytest.MonkeyPatch) -> None:
 # first invocation's time, as on AWS, which on a loaded machine took over 4 s. The queue's visibility follows the
 # worker's Timeout (the stack sets 6x; just over 1x here, to keep the test short).
 DIES_ENV = {
-    "S3BULK_POLL_SECONDS": "1",
+    "S3BULK_POLL_SECONDS": "30",
     "S3BULK_WORK_MARGIN_S": "3",
     "S3BULK_HARD_MARGIN_S": "1.5",
     "S3BULK_CONCURRENCY": "2",
@@ -405,7 +405,7 @@ def test_an_object_whose_multipart_copy_outlasts_an_invocation_goes_on_in_the_ne
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(FastS3Store, "upload_part_copy", slow)
-    env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_WORK_MARGIN_S": "10", "S3BULK_CONCURRENCY": "2", "S3BULK_REQUEST_CONCURRENCY": "2"}
+    env = {"S3BULK_POLL_SECONDS": "30", "S3BULK_WORK_MARGIN_S": "10", "S3BULK_CONCURRENCY": "2", "S3BULK_REQUEST_CONCURRENCY": "2"}
     with StackOnMoto(template, buckets=(SRC, DST), env=env, timeouts={"Worker": 12}, visibility_scale=13 / 3600) as stack:
         body = bytes(range(256)) * (61 * 1024 * 1024 // 256)
         stack.s3.put_object(Bucket=SRC, Key="in/big", Body=body, Metadata={"m": "1"})
@@ -439,7 +439,7 @@ def test_a_relayed_object_that_outlasts_an_invocation_pauses_and_goes_on_from_it
         return str(real(self, bucket, key, upload_id, number, *args, **kwargs))
 
     monkeypatch.setattr(FastS3Store, "upload_part", slow)
-    env = {"S3BULK_POLL_SECONDS": "1", "S3BULK_WORK_MARGIN_S": "14", "S3BULK_CONCURRENCY": "2", "S3BULK_REQUEST_CONCURRENCY": "2"}
+    env = {"S3BULK_POLL_SECONDS": "30", "S3BULK_WORK_MARGIN_S": "14", "S3BULK_CONCURRENCY": "2", "S3BULK_REQUEST_CONCURRENCY": "2"}
     with StackOnMoto(template, buckets=(SRC, DST), env=env, timeouts={"Worker": 24}, visibility_scale=25 / 3600) as stack:
         body = bytes(range(256)) * (136 * 1024 * 1024 // 256)
         stack.s3.put_object(Bucket=SRC, Key="in/big", Body=body, Metadata={"m": "1"})

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.moto
 SRC, DST = "parts-src", "parts-dst"
 CONTEXT: dict[str, object] = {"read_buckets": f"{SRC},{DST}", "write_buckets": DST, "list_shards": 8}
 BATCH = 3
-ENV = {"S3BULK_POLL_SECONDS": "1", "S3BULK_CONCURRENCY": "4"}
+ENV = {"S3BULK_POLL_SECONDS": "30", "S3BULK_CONCURRENCY": "4"}
 
 
 def run(job_id: str, n: int, scale: float) -> tuple[StackOnMoto, dict[str, Any], float]:

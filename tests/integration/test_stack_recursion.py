@@ -31,7 +31,7 @@ pytestmark = pytest.mark.moto
 SRC, DST = "loop-src", "loop-dst"
 CONTEXT: dict[str, object] = {"read_buckets": f"{SRC},{DST}", "write_buckets": DST}
 N, BATCH = 80, 2
-ENV = {"S3BULK_POLL_SECONDS": "1", "S3BULK_CONCURRENCY": "2"}
+ENV = {"S3BULK_POLL_SECONDS": "30", "S3BULK_CONCURRENCY": "2"}
 
 
 def capped_run(monkeypatch: pytest.MonkeyPatch, template: dict[str, Any]) -> tuple[StackOnMoto, dict[str, Any], str, int]:

@@ -31,7 +31,7 @@ SRC, DST = "tune-src", "tune-dst"
 CONTEXT: dict[str, object] = {"read_buckets": f"{SRC},{DST}", "write_buckets": DST}
 N, BATCH = 48, 4
 # Batches of a job at its cap are parked (aws/held.py) and sent on as room frees up; Progress sweeps each second here.
-ENV = {"S3BULK_POLL_SECONDS": "1", "S3BULK_CONCURRENCY": "2", "S3BULK_REQUEST_CONCURRENCY": "2"}
+ENV = {"S3BULK_POLL_SECONDS": "30", "S3BULK_CONCURRENCY": "2", "S3BULK_REQUEST_CONCURRENCY": "2"}
 
 
 def copy_job(job_id: str) -> dict[str, Any]:

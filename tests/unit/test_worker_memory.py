@@ -35,6 +35,7 @@ ALLOW = AllowList(
     frozenset(),
     secrets=frozenset({SECRET}),
     endpoints=frozenset({(SECRET, "https://s3.other.example")}),
+    sides=frozenset({(SECRET, "source"), (SECRET, "destination")}),
 )
 COPY: dict[str, Any] = {"operation": "copy", "source": {"bucket": "src-b"}, "destination": {"bucket": "dst-b"}}
 RELAY: dict[str, Any] = {**COPY, "options": {"transfer": "relay"}}

@@ -18,6 +18,7 @@ import contextlib
 import threading
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import Any, cast
 from unittest import mock
 
@@ -85,7 +86,8 @@ class Children:
             with children._lock:
                 children.parents[arn] = parent
                 children.histories[arn] = history
-            context["Execution"] = {**context["Execution"], "Id": arn, "Name": name}  # this child's frame's own copy
+            started = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")  # as AWS writes StartTime
+            context["Execution"] = {**context["Execution"], "Id": arn, "Name": name, "StartTime": started}  # the child's own copy
             env.event_manager = history
             real_job(worker, env, job)
             if job.job_output is None:  # moto's worker caught the child's error (or its timeout): FAILED

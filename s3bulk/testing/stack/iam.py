@@ -564,7 +564,7 @@ class IamGate:
                 if principal is not None:
                     gate.check(principal, PREFIX.get(service, service), operation_name, api_params)
                 if limits is not None:
-                    limits.check(PREFIX.get(service, service), operation_name, api_params, retries=_retries(client))
+                    limits.check(PREFIX.get(service, service), operation_name, api_params, retries=_retries(client), principal=principal)
                 if principal is not None and service == "s3" and operation_name in MISSING_NEEDS_LIST:
                     try:
                         return real_call(client, operation_name, api_params)

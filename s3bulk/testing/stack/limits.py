@@ -1,4 +1,5 @@
-"""AWS's service limits on the in-process stack, where moto is lenient: a call AWS would refuse is refused here too.
+"""AWS's service limits on the in-process stack, where moto is lenient: a call AWS would refuse is refused here too,
+and Step Functions' API calls are throttled per account as AWS throttles them (TokenBuckets).
 
 Each refusal is answered as AWS answers it (a ClientError with AWS's code) and recorded; the harness fails the
 test naming each, unless the test means to reach the limit and asserts on `refused` itself.
@@ -6,7 +7,11 @@ test naming each, unless the test means to reach the limit and asserts on `refus
 
 from __future__ import annotations
 
+import random
 import threading
+import time
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,12 +43,66 @@ def _utf8(text: Any) -> int:
     return len(str(text).encode("utf-8"))
 
 
+# Step Functions' API quotas per account and Region, (bucket, refill a second): the Regions AWS gives more, then the
+# rest (Step Functions developer guide, "Quotas related to API action throttling" and "Other quotas").
+SFN_LARGE_REGIONS = frozenset({"us-east-1", "us-west-2", "eu-west-1"})
+SFN_API_QUOTAS = {
+    "StartExecution": ((1300, 300), (800, 150)),
+    "GetExecutionHistory": ((400, 20), (400, 20)),
+    "DescribeExecution": ((300, 15), (250, 10)),
+    "SendTaskSuccess": ((3000, 500), (1500, 300)),
+    "SendTaskFailure": ((3000, 500), (1500, 300)),
+    "StopExecution": ((1000, 200), (500, 25)),
+    "ListExecutions": ((200, 5), (100, 2)),
+}
+
+
+@dataclass
+class TokenBuckets:
+    """Step Functions' API throttling: a token bucket per API per account; a call with no token left is answered
+    ThrottlingException, after as many tries as the caller's client makes (botocore retries it, backing off)."""
+
+    region: str = "us-east-1"
+    sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.monotonic
+    throttled: Counter[str] = field(default_factory=Counter)  # refusals (each try) by API
+    calls: Counter[str] = field(default_factory=Counter)  # tries, by API
+    _tokens: dict[str, tuple[float, float]] = field(default_factory=dict)  # API -> (tokens, when counted)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _take(self, op: str) -> bool:
+        large, other = SFN_API_QUOTAS[op]
+        bucket, refill = large if self.region in SFN_LARGE_REGIONS else other
+        now = self.clock()
+        with self._lock:
+            self.calls[op] += 1
+            tokens, then = self._tokens.get(op, (float(bucket), now))
+            tokens = min(float(bucket), tokens + (now - then) * refill)
+            if tokens < 1:
+                self._tokens[op] = (tokens, now)
+                self.throttled[op] += 1
+                return False
+            self._tokens[op] = (tokens - 1, now)
+            return True
+
+    def admit(self, op: str, retries: int) -> None:
+        if op not in SFN_API_QUOTAS:
+            return
+        for attempt in range(retries + 1):
+            if self._take(op):
+                return
+            if attempt < retries:
+                self.sleep(random.random() * min(20.0, 2**attempt))
+        raise _refuse(op, "ThrottlingException", "Rate exceeded")
+
+
 @dataclass
 class Limits:
     """The limits AWS enforces and moto does not; `message_bytes` per queue URL from the template."""
 
     message_bytes: dict[str, int] = field(default_factory=dict)
     partitions: Partitions = field(default_factory=Partitions)  # DynamoDB's units a second per partition
+    sfn_api: TokenBuckets = field(default_factory=TokenBuckets)  # Step Functions' API quotas per account
     refused: list[str] = field(default_factory=list)
     _names: set[tuple[str, str]] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -53,8 +112,10 @@ class Limits:
             self.refused.append(f"{op}: {code}: {message}")
         return _refuse(op, code, message)
 
-    def check(self, service: str, op: str, p: dict[str, Any], retries: int = 0) -> None:
-        """Raise what AWS would answer for a call over one of its limits (`retries`: the client's, for a throttle)."""
+    def check(self, service: str, op: str, p: dict[str, Any], retries: int = 0, principal: str | None = None) -> None:
+        """Raise what AWS would answer for a call over one of its limits (`retries`: the client's, for a throttle).
+        `principal`: the stack's function or state machine making it; None for the harness's own (a test's polling of
+        an execution), which no API quota counts."""
         if service == "sqs" and op == "SendMessageBatch":
             entries = p.get("Entries", [])
             total = sum(_utf8(e.get("MessageBody", "")) for e in entries)
@@ -78,6 +139,8 @@ class Limits:
             size = sum(_utf8(e.get("Detail", "")) + _utf8(e.get("DetailType", "")) + _utf8(e.get("Source", "")) for e in entries)
             if len(entries) > 10 or size > EVENTS_BYTES:
                 raise self._no(op, "ValidationException", f"{len(entries)} entries of {size:,} bytes; at most 10 and {EVENTS_BYTES:,}")
+        if service == "states" and principal is not None:
+            self.sfn_api.admit(op, retries)
         if service == "states" and op == "StartExecution":
             if _utf8(p.get("input", "")) > STATE_DATA_BYTES:
                 raise self._no(op, "InvalidExecutionInput", f"input of {_utf8(p['input']):,} bytes; at most {STATE_DATA_BYTES:,}")
