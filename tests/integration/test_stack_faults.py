@@ -162,24 +162,34 @@ def test_a_batch_that_never_had_time_to_start_is_sent_again_instead_of_dead_lett
     assert dest_bodies(aws) == {"out/" + k[3:]: v for k, v in expected.items()}
 
 
+class _Recorder(Completion):
+    """A Completion that records the tokens it is asked to send instead of calling Step Functions."""
+
+    def __init__(self, sent: list[str]) -> None:
+        super().__init__(client=None)
+        self.sent = sent
+
+    def send(self, token: str, job_id: str) -> bool:
+        self.sent.append(token)
+        return True
+
+
+def recording(sent: list[str]) -> Callable[[], Completion]:
+    """A factory of Completions that each record into `sent`."""
+    return lambda: _Recorder(sent)
+
+
 def test_the_worker_counting_the_last_batch_resumes_the_waiting_execution_once(aws: Aws) -> None:
     seed(aws, 30)
     job_id = start(aws, batch_size=10)
     list_all(job_id)
     sent: list[str] = []
-
-    class Recorder(Completion):
-        def __init__(self) -> None:
-            super().__init__(client=None)
-
-        def send(self, token: str, job_id: str) -> bool:
-            sent.append(token)
-            return True
+    recorder = recording(sent)
 
     worker = worker_handler.service()
-    worker.completion = Recorder()
+    worker.completion = recorder()
     aws.ledger.await_completion(job_id, "token-1")
-    assert notify_if_complete(job_id, aws.ledger, Recorder()) is False  # three batches still pending
+    assert notify_if_complete(job_id, aws.ledger, recorder()) is False  # three batches still pending
     work_all(aws)
     assert sent == ["token-1"]  # the last of three batches, not the first two
     assert aws.ledger.progress(job_id).complete
@@ -196,22 +206,15 @@ def test_a_job_the_breaker_stopped_before_its_execution_waited_is_reported_when_
     list_all(job_id)
     assert aws.ledger.stop(job_id, "failure breaker: 1,000 of 1,000 failed (AccessDenied)", tripped=True)
     sent: list[str] = []
-
-    class Recorder(Completion):
-        def __init__(self) -> None:
-            super().__init__(client=None)
-
-        def send(self, token: str, job_id: str) -> bool:
-            sent.append(token)
-            return True
+    recorder = recording(sent)
 
     assert not aws.ledger.progress(job_id).complete  # three batches still pending
-    assert await_step(job_id, "token-2", ledger=aws.ledger, completion=Recorder()) == {"job_id": job_id, "resumed": True}
+    assert await_step(job_id, "token-2", ledger=aws.ledger, completion=recorder()) == {"job_id": job_id, "resumed": True}
     assert sent == ["token-2"]
     # A running job's wait is not ended by it.
     other = start(aws, batch_size=10)
     list_all(other)
-    assert await_step(other, "token-3", ledger=aws.ledger, completion=Recorder())["resumed"] is False and sent == ["token-2"]
+    assert await_step(other, "token-3", ledger=aws.ledger, completion=recorder())["resumed"] is False and sent == ["token-2"]
 
 
 def _raising(exc: BaseException) -> Callable[..., Any]:
