@@ -38,9 +38,7 @@ def started_at(value: Any) -> float | None:
 
 
 class History:
-    def __init__(
-        self, client: Any, renew_at: int = RENEW_AT, rate: float | None = None, clock: Callable[[], float] = time.time
-    ) -> None:
+    def __init__(self, client: Any, renew_at: int = RENEW_AT, rate: float | None = None, clock: Callable[[], float] = time.time) -> None:
         self.client = client
         self.renew_at = renew_at
         self.rate = rate

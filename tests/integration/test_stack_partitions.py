@@ -27,22 +27,29 @@ BATCH = 3
 ENV = {"S3BULK_POLL_SECONDS": "30", "S3BULK_CONCURRENCY": "4"}
 
 
-def run(job_id: str, n: int, scale: float) -> tuple[StackOnMoto, dict[str, Any], float]:
+def run(job_id: str, n: int, scale: float, refuse_every: int = 0) -> tuple[StackOnMoto, dict[str, Any], float]:
     """A copy of n objects under 8 prefixes in batches of 3 on a stack at 1/scale of DynamoDB's partition budgets: (the
-    stopped stack, its report, seconds taken)."""
+    stopped stack, its report, seconds taken). `refuse_every`: the destination's bucket policy denies the write of
+    every that-many-th object, each a failure the job tolerates."""
     with StackOnMoto(synthesize(CONTEXT), buckets=(SRC, DST), env=ENV, pollers=6, partition_scale=scale) as stack:
         s3 = boto3.client("s3", region_name=REGION)
         for i in range(n):
             s3.put_object(Bucket=SRC, Key=f"{job_id}/{i % 8}/obj-{i:04d}", Body=f"object {i}".encode())
+        # The destination key is the source key less the source prefix.
+        refused = [f"arn:aws:s3:::{DST}/{i % 8}/obj-{i:04d}" for i in range(0, n, refuse_every)] if refuse_every else []
+        if refused:
+            deny = {"Effect": "Deny", "Principal": "*", "Action": "s3:PutObject", "Resource": refused}
+            stack.s3.put_bucket_policy(Bucket=DST, Policy=json.dumps({"Version": "2012-10-17", "Statement": [deny]}))
         began = time.monotonic()
         job = {"operation": "copy", "job_id": job_id, "source": {"bucket": SRC, "prefix": f"{job_id}/"}, "destination": {"bucket": DST}}
-        ex = stack.run({**job, "options": {"batch_size": BATCH}}, timeout=240)
+        options = {"batch_size": BATCH, "tolerated_failures": len(refused), "failure_breaker": False}
+        ex = stack.run({**job, "options": options}, timeout=240)
         took = time.monotonic() - began
         assert ex.status == "SUCCEEDED", stack.describe()
         body = stack.s3.get_object(Bucket=stack.bucket_of("Reports"), Key=f"jobs/{job_id}/report.json")["Body"].read()
         report = json.loads(body)
-        assert (report["listed"], report["succeeded"], report["failed"]) == (n, n, 0), report
-        assert s3.list_objects_v2(Bucket=DST).get("KeyCount") == n
+        assert (report["listed"], report["succeeded"], report["failed"]) == (n, n - len(refused), len(refused)), report
+        assert s3.list_objects_v2(Bucket=DST).get("KeyCount") == n - len(refused)
         return stack, report, took
 
 
@@ -65,6 +72,20 @@ def test_no_ledger_key_takes_more_than_a_few_units_a_batch_so_a_job_runs_hundred
     # Every other key (32 counter and 32 lease shards, a marker per batch, ...) takes a small share of the batches.
     others = {k: v for k, v in per_batch.items() if not k.startswith("job ")}
     assert max(others.values()) <= 0.5, others
+
+
+def test_batches_with_failures_read_no_more_of_the_jobs_partition_than_batches_without(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every batch holds a refused object: the failure breaker's weighing reads the job's counts at most every few
+    seconds per container, never the listing shards per batch. Reads are charged by the bytes they return."""
+    n = 600
+    stack, report, took = run("failing", n, 1.0, refuse_every=BATCH)
+    batches = n // BATCH
+    per_batch = {kind: units / batches for kind, units in stack.limits.partitions.hottest().items()}
+    with capsys.disabled():
+        print(f"\n{batches} batches, each with a failure ({report['failed']} in all), in {took:.1f} s; read units per batch: "
+              + ", ".join(f"{k} {v:.2f}" for k, v in sorted(per_batch.items()) if k.endswith("reads")))  # fmt: skip
+    assert not stack.limits.partitions.throttled
+    assert per_batch["job reads"] <= 3.0, per_batch  # as a job without failures (the test above)
 
 
 def test_a_job_whose_ledger_partitions_are_throttled_is_slowed_and_still_ends_exact() -> None:

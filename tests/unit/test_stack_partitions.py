@@ -3,13 +3,14 @@ reads and writes apart; a plain call retried as botocore retries it, a transacti
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 
 from s3bulk.aws.ledger import is_conflict
-from s3bulk.testing.stack.partitions import Partitions, charges, kind_of
+from s3bulk.testing.stack.partitions import Partitions, charges, dynamo_item_bytes, kind_of
 
 
 def update(pk: str) -> dict[str, Any]:
@@ -71,3 +72,28 @@ def test_units_are_counted_as_dynamodb_counts_them() -> None:
     assert charges("Query", q) == [("job#j#parked", 1.0, False)]
     assert charges("Scan", {}) == []
     assert [kind_of(pk) for pk in ("job#j", "job#j#count#03", "job#j#lease#00", "job#j#batch#b")] == ["job", "count", "lease", "batch"]
+
+
+def test_a_query_is_charged_by_the_bytes_it_read_and_a_batch_get_by_each_items_size() -> None:
+    parts, _, _ = clocked(1)
+    q = {"KeyConditionExpression": "pk = :pk", "ExpressionAttributeValues": {":pk": {"S": "job#j"}}, "ConsistentRead": True}
+    shards = [{"pk": {"S": "job#j"}, "sk": {"S": f"shard#{i:04d}"}, "cursor": {"S": "k" * 400}} for i in range(100)]
+    parts.admit("Query", q, retries=0)
+    parts.charge_read("Query", q, {"Items": shards})  # about 45 KB: a unit per 4 KB in all, the first taken before the call
+    assert parts.total[("job#j", False)] == math.ceil(sum(dynamo_item_bytes(i) for i in shards) / 4096) > 10
+    ask = {"RequestItems": {"t": {"Keys": [{"pk": {"S": f"job#j#count#{i:02d}"}} for i in range(2)], "ConsistentRead": True}}}
+    parts.admit("BatchGetItem", ask, retries=0)
+    big = {"pk": {"S": "job#j#count#00"}, "blob": {"S": "x" * 5000}}  # 2 units; the other item is small: 1
+    parts.charge_read("BatchGetItem", ask, {"Responses": {"t": [big, {"pk": {"S": "job#j#count#01"}}]}})
+    assert (parts.total[("job#j#count#00", False)], parts.total[("job#j#count#01", False)]) == (2.0, 1.0)
+
+
+def test_a_new_on_demand_tables_own_budget_bounds_every_key_together() -> None:
+    parts, now, _ = clocked(100)  # 40 write units a second for the table, 10 for each key
+    for i in range(40):
+        parts.admit("UpdateItem", update(f"job#j#count#{i % 8:02d}"), retries=0)  # 8 keys, 5 units each: half their own
+    with pytest.raises(ClientError, match="ProvisionedThroughputExceededException"):
+        parts.admit("UpdateItem", update("job#j#count#00"), retries=0)  # its key has room, the table has none
+    assert parts.table_throttled == 1
+    now[0] += 1.0
+    parts.admit("UpdateItem", update("job#j#count#40"), retries=0)

@@ -571,6 +571,10 @@ class IamGate:
                     except ClientError as exc:
                         gate.missing_object(principal, operation_name, api_params, exc)
                         raise
+                if limits is not None and service == "dynamodb":  # a read is charged by what it returned
+                    answer = real_call(client, operation_name, api_params)
+                    limits.partitions.charge_read(operation_name, api_params, answer)
+                    return answer
             return real_call(client, operation_name, api_params)
 
         with (
