@@ -128,10 +128,11 @@ def test_a_prefix_cut_in_more_than_40_key_ranges_is_counted_then_listed_each_ran
         r = report(stack, ex.description.get("output"))
         assert (r["listed"], r["succeeded"], r["failed"]) == (12_000, 12_000, 0)
         assert keys_left(stack, "in/") == set() and len(keys_left(stack, "keep/")) == 300
-        # Each ListShard asked about its own child's history (IAM allowed the child's ARN); CheckProgress, the parent's.
+        # Each ListShard asked about its own child's history (IAM allowed the child's ARN); any other ask was
+        # CheckProgress's, about the parent's (it runs only if the completion wait reaches its safety net).
         children = {arn for arn in stack.children.parents if "/ListShards:" in arn}
         assert len(children) == shards and {arn for arn in asked if arn in children} == children
-        assert {stack.children.parents[arn] for arn in children} == {arn for arn in asked if arn not in children}
+        assert {arn for arn in asked if arn not in children} <= {stack.children.parents[arn] for arn in children}
         assert all(stack.children.histories[arn].get_event_history() for arn in children)
 
 

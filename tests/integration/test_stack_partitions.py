@@ -77,7 +77,7 @@ def test_no_ledger_key_takes_more_than_a_few_units_a_batch_so_a_job_runs_hundred
 def test_batches_with_failures_read_no_more_of_the_jobs_partition_than_batches_without(capsys: pytest.CaptureFixture[str]) -> None:
     """Every batch holds a refused object: the failure breaker's weighing reads the job's counts at most every few
     seconds per container, never the listing shards per batch. Reads are charged by the bytes they return."""
-    n = 600
+    n = 300
     stack, report, took = run("failing", n, 1.0, refuse_every=BATCH)
     batches = n // BATCH
     per_batch = {kind: units / batches for kind, units in stack.limits.partitions.hottest().items()}
