@@ -57,9 +57,7 @@ def await_step(job_id: str, token: str, *, ledger: DynamoLedger, completion: Com
     this check sends it, so the execution reports the stop now rather than at its safety net (poll_seconds, 600 s)."""
     ledger.await_completion(job_id, token)
     progress = ledger.progress(job_id)
-    if progress.status == "STOPPING" and progress.token is not None:
-        return {"job_id": job_id, "resumed": completion.send(progress.token, job_id)}
-    resumed = notify_if_complete(job_id, ledger, completion, progress)
+    resumed = progress.ends_wait and progress.token is not None and completion.send(progress.token, job_id)
     return {"job_id": job_id, "resumed": resumed}
 
 
@@ -70,8 +68,7 @@ def progress_step(
     execution (`renew`: its execution's history is long, aws/history.py)? `sweep` sends on a capped job's parked
     batches that have room and no one to send them (aws/held.py)."""
     p = ledger.progress(job_id, counters=True)
-    # A job an outage stopped is finalized now (as stopped), whatever is pending.
-    complete = p.complete or p.status == "STOPPING"
+    complete = p.ends_wait
     if not complete and p.status == "RUNNING":
         if p.capped:  # only a job its owner ever capped can have batches parked for room (32 lease reads a poll)
             sweep()

@@ -409,12 +409,16 @@ class WorkerService:
         top = ranked(codes)
         trip = Trip(finished, weighed, top, examples.get(top[0][0]) if top else None)
         if self.ledger.stop(job_id, trip.line(f"s3bulk resume {job_id}"), tripped=True):
-            self.admission.forget(job_id)
-            # The token read after the stop's write, not `progress`'s (read before it): AwaitCompletion stores its token
-            # and then reads the status, so one of the two sees both (completion.await_step).
-            token = self.ledger.progress(job_id).token
-            if token is not None and self.completion is not None:
-                self.completion.send(token, job_id)
+            self._end_wait(job_id)
+
+    def _end_wait(self, job_id: str) -> None:
+        """The job this worker just stopped: no batch of it is admitted here, and its execution's completion wait ends.
+        The token is read after the stop's write: AwaitCompletion stores its token and then reads the status, so one
+        of the two sees both (completion.await_step)."""
+        self.admission.forget(job_id)
+        token = self.ledger.progress(job_id).token
+        if token is not None and self.completion is not None:
+            self.completion.send(token, job_id)
 
     def _stop_if_lasting(self, job_id: str, outage: EndpointUnreachable) -> None:
         """An endpoint gone for longer than `outage_stop` (this container's breaker remembers since when): stop the job.
@@ -426,10 +430,7 @@ class WorkerService:
             return
         reason = f"{outage.outage.endpoint} gave no answer for {lasted:.0f} s: {outage.error}"
         if self.ledger.stop(job_id, reason):
-            self.admission.forget(job_id)
-            token = self.ledger.progress(job_id).token
-            if token is not None and self.completion is not None:
-                self.completion.send(token, job_id)
+            self._end_wait(job_id)
 
     def _processor(self, job_id: str, job: Job, store: ObjectStore, dst_store: ObjectStore) -> Processor | None:
         """A process job's code, loaded once per container and job."""

@@ -46,6 +46,12 @@ class Progress:
     def complete(self) -> bool:
         return self.listing_done and self.pending <= 0
 
+    @property
+    def ends_wait(self) -> bool:
+        """The execution's completion wait is over: the job is complete, or stopping (an outage, the failure breaker:
+        finalized now as stopped, whatever is pending)."""
+        return self.complete or self.status == "STOPPING"
+
 
 def _listing_done(item: dict[str, Any]) -> bool:
     """Every planned listing shard is done: the job item counts them (`shards_done`, added as each one's last page is recorded)."""
